@@ -1,0 +1,70 @@
+#include "agent/cli.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/commands.hpp"
+
+namespace agent {
+namespace {
+
+constexpr int k_exit_usage = 2;
+
+struct Command {
+    std::string_view name;
+    std::string_view summary;
+    int (*handler)(CommandArgs);
+};
+
+// The command table: adding a command is one line here and one in commands.hpp.
+constexpr Command k_commands[] = {
+    {"exec", "run one command bounded, tree-killed and (by default) inside the wrap",
+     exec_command},
+};
+
+void print_usage(std::FILE* to) {
+    std::fprintf(to, "usage: sandgate COMMAND [OPTIONS]\n\ncommands:\n");
+    for (const auto& command : k_commands) {
+        std::fprintf(to, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
+                     command.name.data(), static_cast<int>(command.summary.size()),
+                     command.summary.data());
+    }
+    std::fprintf(to, "\n`sandgate COMMAND --help` describes each.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    spdlog::set_pattern("sandgate: %^%l%$: %v");
+    spdlog::set_level(spdlog::level::warn);
+    if (argc < 2) {
+        print_usage(stderr);
+        return k_exit_usage;
+    }
+    const std::string_view name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+        print_usage(stdout);
+        return 0;
+    }
+    if (name == "--version") {
+        std::printf("sandgate 0.1.0\n");
+        return 0;
+    }
+    for (const auto& command : k_commands) {
+        if (command.name == name) {
+            std::string program = std::string("sandgate ") + argv[1];
+            std::vector<char*> args;
+            args.push_back(program.data());
+            for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+            return command.handler(CommandArgs(args));
+        }
+    }
+    std::fprintf(stderr, "sandgate: unknown command '%s' (see `sandgate --help`)\n", argv[1]);
+    return k_exit_usage;
+}
+
+}  // namespace agent

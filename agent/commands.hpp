@@ -1,0 +1,13 @@
+#pragma once
+// One function per `sandgate` command. Each takes the arguments after the command name
+// (argv[0] is "sandgate COMMAND") and returns the process exit status.
+
+#include <span>
+
+namespace agent {
+
+using CommandArgs = std::span<char*>;
+
+int exec_command(CommandArgs args);
+
+}  // namespace agent

@@ -1,0 +1,124 @@
+#pragma once
+// sandbox::run: run one untrusted command to completion, bounded in time and output, and
+// leave nothing of it behind. Every later part of sandgate (exec, workflow steps, the broker)
+// ends here. This header is the contract; process.cpp, capture.cpp, tree_kill.cpp and the
+// wrap (wrap.hpp) implement it.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sandbox/error.hpp"
+
+namespace sandbox {
+
+inline constexpr std::size_t k_default_output_limit = 262144;  // bytes kept per stream (head)
+inline constexpr std::size_t k_tail_bytes = 64 * 1024;         // last bytes kept per stream
+inline constexpr std::size_t k_max_stdin_bytes = 1'000'000;
+inline constexpr std::chrono::milliseconds k_default_kill_grace{5000};
+
+enum class SandboxMode { off, bwrap, container };
+enum class NetworkMode { none, host };
+enum class Offline { automatic, on, off };  // automatic: on exactly when network is none
+enum class TreeKill { cgroup, subreaper, pidns };
+enum class Stream { out, err };
+
+// NAME=VALUE pairs, in order; names unique.
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// The isolation posture of one run (issue 3). Defaults are the safe ones.
+struct Policy {
+    SandboxMode mode = SandboxMode::bwrap;
+    NetworkMode network = NetworkMode::none;
+    Offline offline = Offline::automatic;
+    std::vector<std::filesystem::path> read_only;  // extra read-only binds
+    std::vector<std::filesystem::path> writable;   // extra writable binds
+    std::vector<std::filesystem::path> hide;       // masked with an empty tmpfs / /dev/null
+    std::optional<std::filesystem::path> scratch;  // kept; otherwise a per-run temp root, removed
+    std::optional<std::filesystem::path> toolchain_cache;  // warm cache, bound read-only
+    std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
+    std::optional<std::uint64_t> pids;
+    std::optional<std::uint64_t> tmp_size_bytes;
+    std::string image;                        // container arm only
+    std::filesystem::path container_runtime;  // container arm; empty: podman or docker on PATH
+};
+
+// Sees output as it arrives, for live streaming. Called on the thread that called run(),
+// with chunks in arrival order; must not block for long (it stalls the drain).
+class OutputObserver {
+public:
+    virtual ~OutputObserver() = default;
+    virtual void on_output(Stream stream, std::string_view chunk) = 0;
+};
+
+struct RunRequest {
+    std::vector<std::string> argv;  // argv[0] is looked up on PATH (execvp); never a shell string
+    std::filesystem::path cwd;      // empty: the caller's working directory
+    Environment env;                // exactly the child's environment: see child_environment()
+    std::optional<std::string> stdin_text;  // at most k_max_stdin_bytes; otherwise /dev/null
+    std::optional<std::chrono::milliseconds> timeout;  // unset: none
+    std::chrono::milliseconds kill_grace = k_default_kill_grace;
+    std::size_t output_limit = k_default_output_limit;
+    Policy policy;
+    OutputObserver* observer = nullptr;  // not owned; may be null
+};
+
+struct StreamResult {
+    std::string head;    // the first output_limit bytes, raw
+    std::string tail;    // the last k_tail_bytes bytes when truncated (empty otherwise)
+    std::uint64_t bytes = 0;  // every byte the stream carried
+    bool truncated = false;   // true when anything was dropped between head and tail
+};
+
+enum class RunErrorKind { timeout, spawn_failed, invalid_request, sandbox_unavailable };
+
+struct RunError {
+    RunErrorKind kind = RunErrorKind::spawn_failed;
+    std::string message;  // never contains the child's output
+};
+
+struct RunResult {
+    std::optional<int> exit_code;  // set when the child exited
+    std::optional<int> signal;     // set when it died of a signal
+    bool timed_out = false;
+    std::chrono::milliseconds duration{0};
+    StreamResult out;
+    StreamResult err;
+    std::uint64_t skip_markers = 0;  // lines containing SKIP-UNDER-WRAP, both streams
+    TreeKill tree_kill = TreeKill::subreaper;
+    std::string sandbox_json = "{\"mode\":\"off\"}";  // the posture, as a JSON object
+    std::optional<RunError> error;
+
+    // The exit status sandgate exec reports: the child's code; 128+N for signal N; 124 on
+    // timeout; 125 when nothing ran (invalid request, sandbox refused); 126 not executable;
+    // 127 not found.
+    int exit_status() const;
+};
+
+// Runs the request and waits for the whole process tree to be gone. Always returns a
+// RunResult: a refusal (invalid request, sandbox unavailable) or a spawn failure is recorded
+// in result.error with nothing run, and a timeout is recorded as well (the child was killed).
+// A non-zero exit is an outcome, not an error. Thread-safe: concurrent runs are independent.
+RunResult run(const RunRequest& request);
+
+// The environment a child gets: the fixed allowlist taken from `host` (PATH, LANG, LC_*,
+// TERM, TZ and the like), then `pass` names copied from `host` when set, then `set` pairs,
+// later entries winning. Never anything else of the agent's environment.
+Environment child_environment(const Environment& host, const std::vector<std::string>& pass,
+                              const Environment& set);
+
+// The current process's environment as pairs.
+Environment current_environment();
+
+std::string_view to_string(SandboxMode mode);
+std::string_view to_string(NetworkMode mode);
+std::string_view to_string(TreeKill kill);
+std::string_view to_string(RunErrorKind kind);
+
+}  // namespace sandbox
