@@ -1,0 +1,203 @@
+#pragma once
+// The agent's job queue: jobs, their states and leases, the journal of value-free evidence,
+// and the reports still owed to GitHub. One interface (JobQueue); SQLite behind it now.
+//
+// Contract, for every backend:
+// - Each method is one transaction: it happens whole or not at all, and returns an error
+//   value (ErrorKind::transient for lock contention that outlasted the busy timeout) rather
+//   than leaving a half-written job.
+// - Jobs are deduplicated on JobKey (repository, SHA, workflow job, attempt): submitting a
+//   key that exists returns the existing job with SubmitOutcome::duplicate.
+// - claim() hands a queued job to one owner (an agent id) under a lease until an expiry; at
+//   most `max_running` jobs hold a lease of the same owner at once. The owner keeps the lease
+//   by heartbeat(); a lease that expired, or all of an owner's leases when that owner restarts
+//   after a crash, are recovered by recover_*(): the job is re-queued (while it has attempts
+//   left, when configured) or concluded `failed`, and in the same transaction a report is
+//   queued so that its check run never stays in_progress.
+// - Only the lease holder can complete a running job; a lost lease is reported as an error.
+// - Nothing in the store is a secret: callers put env NAMES, never values, and never stdin
+//   text in evidence, policies or payloads.
+//
+// PostgreSQL (a pool of agents sharing one queue) needs no redesign of this interface:
+// - ids are 64-bit and assigned by the backend (BIGSERIAL); times are milliseconds since the
+//   epoch taken from the store's clock (there: the database's now(), so agents on machines
+//   with skewed clocks agree on lease expiry);
+// - claim() is a single `UPDATE jobs SET state='running', lease_owner=$1, ... WHERE id =
+//   (SELECT id FROM jobs WHERE state='queued' ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
+//   RETURNING *`, guarded by the per-owner running count (only its owner races itself);
+//   SQLite gets the same effect from BEGIN IMMEDIATE, which serialises writers;
+// - every other mutation is a conditional UPDATE keyed on (id, lease_owner, state), so its
+//   correctness never relies on a single writer; payload/result/evidence columns are JSON
+//   text (jsonb there);
+// - recover_expired() may run on any agent of the pool; recover_owner() on the restarted one.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/error.hpp"
+
+namespace agent {
+
+enum class JobState { queued, running, succeeded, failed, cancelled, timed_out, skipped };
+inline constexpr int k_job_state_count = 7;
+
+std::string_view to_string(JobState state);
+std::optional<JobState> parse_job_state(std::string_view text);
+bool is_terminal(JobState state);
+
+struct JobKey {
+    std::string repository;    // "owner/name" or a URL/path for local gates
+    std::string sha;           // 40 hex digits
+    std::string workflow_job;  // "workflow-file/job-id"; empty: every job of the event
+    std::int64_t attempt = 1;
+    bool operator==(const JobKey&) const = default;
+};
+
+struct JobSpec {
+    JobKey key;
+    std::string ref;           // "refs/heads/gh-readonly-queue/main/pr-1-..." etc.; may be empty
+    std::string event;         // merge_group | pull_request | push | api
+    std::string source;        // webhook | poll | api
+    std::string payload_json = "{}";  // a JSON object of source details (urls, PR number, ...)
+};
+
+struct Job {
+    std::int64_t id = 0;
+    JobSpec spec;
+    JobState state = JobState::queued;
+    std::string lease_owner;           // empty unless running
+    std::int64_t lease_expires_ms = 0;
+    std::int64_t claims = 0;           // times a lease was handed out (runs started)
+    bool cancel_requested = false;
+    std::string reason;                // why it ended (one line), or why it was re-queued
+    std::int64_t created_ms = 0;
+    std::int64_t started_ms = 0;       // 0 until first claimed
+    std::int64_t finished_ms = 0;      // 0 until terminal
+    std::string result_json = "{}";    // the outcome's summary, a JSON object
+    std::string policy_json;           // the resolved sandbox policy; empty until recorded
+};
+
+enum class SubmitOutcome { created, duplicate };
+struct Submitted {
+    Job job;
+    SubmitOutcome outcome = SubmitOutcome::created;
+};
+
+enum class CancelOutcome { cancelled, requested, already_finished };
+
+struct Heartbeat {
+    std::int64_t lease_expires_ms = 0;
+    bool cancel_requested = false;
+};
+
+// What happens to a running job whose agent died.
+enum class OnLostLease { conclude, requeue };
+
+struct Recovered {
+    std::int64_t job_id = 0;
+    JobState state = JobState::queued;  // queued (re-run) or failed (concluded)
+};
+
+struct JobFilter {
+    std::optional<JobState> state;
+    std::optional<std::string> repository;
+    std::optional<std::string> sha;
+    std::size_t limit = 100;
+    std::int64_t after_id = 0;  // paging: ids greater than this
+};
+
+struct JobEvent {
+    std::int64_t id = 0;
+    std::int64_t job_id = 0;
+    std::int64_t at_ms = 0;
+    std::string kind;       // "policy", "exec", "state", ...
+    std::string body_json;  // value-free evidence, a JSON object
+};
+
+struct Report {
+    std::int64_t id = 0;
+    std::int64_t job_id = 0;
+    std::string kind;       // "conclude", "start", ...
+    std::string body_json;
+    std::int64_t attempts = 0;
+    std::int64_t next_attempt_ms = 0;
+};
+
+class JobQueue {
+public:
+    virtual ~JobQueue() = default;
+
+    virtual sandbox::Expected<Submitted> submit(const JobSpec& spec) = 0;
+    virtual sandbox::Expected<std::optional<Job>> get(std::int64_t id) = 0;
+    virtual sandbox::Expected<std::vector<Job>> list(const JobFilter& filter) = 0;
+    virtual sandbox::Expected<std::int64_t> count(JobState state) = 0;
+
+    // The oldest queued job, now leased to `owner` until now+lease; nullopt when none is
+    // queued or `owner` already holds max_running leases.
+    virtual sandbox::Expected<std::optional<Job>> claim(std::string_view owner,
+                                                        std::chrono::milliseconds lease,
+                                                        std::size_t max_running) = 0;
+    // Extends the lease; fails (permanent, "lease lost") when `owner` no longer holds it.
+    virtual sandbox::Expected<Heartbeat> heartbeat(std::int64_t id, std::string_view owner,
+                                                   std::chrono::milliseconds lease) = 0;
+    // Concludes a running job held by `owner` with a terminal state; fails when the lease is
+    // lost or the state is not terminal.
+    virtual sandbox::Expected<void> complete(std::int64_t id, std::string_view owner,
+                                             JobState state, std::string_view reason,
+                                             std::string_view result_json) = 0;
+    // Queued: cancelled now. Running: cancel requested (the holder sees it on heartbeat and
+    // completes it `cancelled`). Terminal: nothing changes.
+    virtual sandbox::Expected<CancelOutcome> cancel(std::int64_t id, std::string_view reason) = 0;
+    // Cancels every unfinished job of (repository, sha); returns the ids touched.
+    virtual sandbox::Expected<std::vector<std::int64_t>> cancel_matching(
+        std::string_view repository, std::string_view sha, std::string_view reason) = 0;
+
+    // Leases whose expiry passed (any owner), and every lease of `owner` (its previous life).
+    virtual sandbox::Expected<std::vector<Recovered>> recover_expired(OnLostLease policy,
+                                                                      std::int64_t max_claims) = 0;
+    virtual sandbox::Expected<std::vector<Recovered>> recover_owner(std::string_view owner,
+                                                                    OnLostLease policy,
+                                                                    std::int64_t max_claims) = 0;
+
+    // The resolved sandbox policy of a job, written before its sandbox exists.
+    virtual sandbox::Expected<void> record_policy(std::int64_t id,
+                                                  std::string_view policy_json) = 0;
+    virtual sandbox::Expected<void> append_event(std::int64_t id, std::string_view kind,
+                                                 std::string_view body_json) = 0;
+    virtual sandbox::Expected<std::vector<JobEvent>> events(std::int64_t id) = 0;
+
+    // Reports owed to GitHub, sent by the reporter and removed once delivered.
+    virtual sandbox::Expected<std::int64_t> add_report(std::int64_t job_id, std::string_view kind,
+                                                       std::string_view body_json) = 0;
+    virtual sandbox::Expected<std::vector<Report>> due_reports(std::size_t limit) = 0;
+    virtual sandbox::Expected<void> report_delivered(std::int64_t report_id) = 0;
+    virtual sandbox::Expected<void> report_failed(std::int64_t report_id,
+                                                  std::chrono::milliseconds retry_after) = 0;
+};
+
+// Milliseconds since the epoch; injectable so tests can move time without sleeping.
+using Clock = std::function<std::int64_t()>;
+std::int64_t system_now_ms();
+
+struct SqliteOptions {
+    std::chrono::milliseconds busy_timeout{10000};
+    Clock clock = system_now_ms;
+};
+
+// The default path of the database under a state directory.
+std::filesystem::path default_queue_path(const std::filesystem::path& state_dir);
+
+// Opens (creating or migrating) the SQLite queue at `path`. One connection per object, safe
+// to share between threads (calls are serialised); several objects and processes may open
+// the same file at once. Fails when the schema is newer than this build knows.
+sandbox::Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
+                                                               SqliteOptions options = {});
+
+}  // namespace agent
