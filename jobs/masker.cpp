@@ -1,0 +1,224 @@
+#include "jobs/masker.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+namespace jobs {
+namespace {
+
+constexpr std::string_view k_space = " \t\r\n\f\v";
+
+std::string_view trim(std::string_view text) {
+    const auto first = text.find_first_not_of(k_space);
+    if (first == std::string_view::npos) return {};
+    const auto last = text.find_last_not_of(k_space);
+    return text.substr(first, last - first + 1);
+}
+
+std::string json_escape(std::string_view value) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    std::string out;
+    for (const char c : value) {
+        const auto byte = static_cast<unsigned char>(c);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                if (byte < 0x20) {
+                    out += "\\u00";
+                    out += k_hex[byte >> 4];
+                    out += k_hex[byte & 0xF];
+                } else {
+                    out += c;
+                }
+        }
+    }
+    return out;
+}
+
+// Base64 of the value without the characters that depend on what follows it in a longer
+// blob (padding and the last partial sextet), so the secret is found inside encoded text.
+std::string base64_stable_prefix(std::string_view value) {
+    static constexpr char k_alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 3 <= value.size(); i += 3) {
+        const std::uint32_t n = (static_cast<unsigned char>(value[i]) << 16) |
+                                (static_cast<unsigned char>(value[i + 1]) << 8) |
+                                static_cast<unsigned char>(value[i + 2]);
+        for (int shift = 18; shift >= 0; shift -= 6) out += k_alphabet[(n >> shift) & 0x3F];
+    }
+    const std::size_t rest = value.size() - i;
+    if (rest > 0) {
+        std::uint32_t n = static_cast<unsigned char>(value[i]) << 16;
+        if (rest == 2) n |= static_cast<unsigned char>(value[i + 1]) << 8;
+        out += k_alphabet[(n >> 18) & 0x3F];  // fully determined by the first byte
+        if (rest == 2) out += k_alphabet[(n >> 12) & 0x3F];
+    }
+    return out;
+}
+
+std::string url_escape(std::string_view value) {
+    static constexpr char k_hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : value) {
+        const auto byte = static_cast<unsigned char>(c);
+        const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                                (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                                c == '~';
+        if (unreserved) {
+            out += c;
+        } else {
+            out += '%';
+            out += k_hex[byte >> 4];
+            out += k_hex[byte & 0xF];
+        }
+    }
+    return out;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+    std::vector<std::string_view> lines;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const auto end = text.find_first_of("\r\n", start);
+        const auto piece = text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+        lines.push_back(piece);
+        if (end == std::string_view::npos) break;
+        start = end + 1;
+    }
+    return lines;
+}
+
+using Range = std::pair<std::size_t, std::size_t>;  // [begin, end)
+
+std::vector<Range> find_ranges(const std::vector<std::string>& values, std::string_view text) {
+    std::vector<Range> ranges;
+    for (const auto& value : values) {
+        for (auto pos = text.find(value); pos != std::string_view::npos;
+             pos = text.find(value, pos + 1)) {
+            ranges.emplace_back(pos, pos + value.size());
+        }
+    }
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<Range> merged;
+    for (const auto& range : ranges) {
+        if (!merged.empty() && range.first <= merged.back().second) {
+            merged.back().second = std::max(merged.back().second, range.second);
+        } else {
+            merged.push_back(range);
+        }
+    }
+    return merged;
+}
+
+}  // namespace
+
+bool Masker::add_secret(std::string_view value) {
+    const auto whole = trim(value);
+    if (whole.empty()) return false;
+    std::unique_lock lock(m_mutex);
+    add_value_locked(std::string(whole));
+    if (whole.find_first_of("\r\n") != std::string_view::npos) {
+        for (const auto line : split_lines(whole)) {
+            const auto item = trim(line);
+            if (item.size() >= k_min_derived_secret_length) add_value_locked(std::string(item));
+        }
+    }
+    return true;
+}
+
+void Masker::add_value_locked(std::string value) {
+    std::array<std::string, 3> encoded{json_escape(value), base64_stable_prefix(value),
+                                       url_escape(value)};
+    auto insert = [this](std::string item) {
+        if (item.empty()) return;
+        if (std::find(m_values.begin(), m_values.end(), item) != m_values.end()) return;
+        m_values.push_back(std::move(item));
+    };
+    for (auto& item : encoded) {
+        // An encoding shorter than the derived minimum would mask unrelated text.
+        if (item != value && item.size() >= k_min_derived_secret_length) insert(std::move(item));
+    }
+    insert(std::move(value));
+}
+
+std::string Masker::mask(std::string_view text) const {
+    std::shared_lock lock(m_mutex);
+    if (m_values.empty() || text.empty()) return std::string(text);
+    const auto ranges = find_ranges(m_values, text);
+    std::string out;
+    out.reserve(text.size());
+    std::size_t at = 0;
+    for (const auto& [begin, end] : ranges) {
+        out.append(text.substr(at, begin - at));
+        out.append(k_mask);
+        at = end;
+    }
+    out.append(text.substr(at));
+    return out;
+}
+
+bool Masker::contains_secret(std::string_view text) const {
+    std::shared_lock lock(m_mutex);
+    return std::any_of(m_values.begin(), m_values.end(), [&](const std::string& value) {
+        return text.find(value) != std::string_view::npos;
+    });
+}
+
+std::size_t Masker::size() const {
+    std::shared_lock lock(m_mutex);
+    return m_values.size();
+}
+
+LineSplitter::LineSplitter(Sink sink, std::size_t max_line)
+    : m_sink(std::move(sink)), m_max_line(std::max<std::size_t>(max_line, 1)) {}
+
+void LineSplitter::feed(std::string_view chunk) {
+    while (!chunk.empty()) {
+        const auto newline = chunk.find('\n');
+        if (newline == std::string_view::npos) {
+            m_pending.append(chunk);
+            while (m_pending.size() >= m_max_line) {
+                m_sink(std::string_view(m_pending).substr(0, m_max_line));
+                m_pending.erase(0, m_max_line);
+            }
+            return;
+        }
+        if (m_pending.empty()) {
+            deliver(chunk.substr(0, newline));
+        } else {
+            m_pending.append(chunk.substr(0, newline));
+            deliver(m_pending);
+            m_pending.clear();
+        }
+        chunk.remove_prefix(newline + 1);
+    }
+}
+
+void LineSplitter::flush() {
+    if (m_pending.empty()) return;
+    std::string last = std::move(m_pending);
+    m_pending.clear();
+    deliver(last);
+}
+
+void LineSplitter::deliver(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    while (line.size() > m_max_line) {
+        m_sink(line.substr(0, m_max_line));
+        line.remove_prefix(m_max_line);
+    }
+    m_sink(line);
+}
+
+}  // namespace jobs

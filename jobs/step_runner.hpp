@@ -1,0 +1,102 @@
+#pragma once
+// run_step: one already-evaluated step, from its script to its result. Everything between a
+// workflow step and sandbox::run: the script file and shell argv, the file-command files,
+// the child's environment, live output (split into lines, workflow commands applied, masked,
+// forwarded to the log sink), then the file commands applied to the job's state.
+//
+// The same entry point serves `run:` steps (StepSpec::script), composite action steps (each
+// inner step is a StepSpec; the caller gives them the composite's JobState or a copy for
+// isolation) and node actions (StepSpec::argv = {"node", ".../main.js"}, env with INPUT_*
+// from input_environment() and STATE_* from state_environment()).
+//
+// Ownership: run_step() borrows everything in StepContext and JobState for the call; it
+// creates files only under StepContext::temp_dir and removes them before returning.
+// Errors never throw: a step that cannot start (bad shell, unwritable temp dir, sandbox
+// refusal) comes back as a failed StepResult with `error` set and nothing run.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jobs/file_commands.hpp"
+#include "jobs/log.hpp"
+#include "jobs/masker.hpp"
+#include "jobs/workflow_commands.hpp"
+#include "sandbox/run.hpp"
+
+namespace jobs {
+
+enum class Outcome { success, failure, cancelled, skipped };
+enum class ContinueOnError { no, yes };
+
+std::string_view to_string(Outcome outcome);
+
+struct StepSpec {
+    std::string id;  // the steps-context id (may be empty)
+    // Exactly one of `script` (a run: step, with `shell`) or `argv` (a program: node
+    // actions, builtins) is used: argv wins when non-empty.
+    std::string script;
+    std::string shell;  // the `shell:` value; empty: the default (see shell.hpp)
+    std::vector<std::string> argv;
+    std::filesystem::path working_directory;  // empty: the caller's working directory
+    sandbox::Environment env;                 // the step's evaluated env (INPUT_*, STATE_*)
+    std::optional<std::chrono::milliseconds> timeout;  // timeout-minutes
+    ContinueOnError continue_on_error = ContinueOnError::no;
+};
+
+// The job-wide state steps read and update: env from the workflow and job (then GITHUB_ENV
+// updates), GITHUB_PATH prepends. run_step() applies a step's env/path file commands here.
+struct JobState {
+    sandbox::Environment env;
+    PathPrepends path;
+};
+
+// What run_step() borrows from the job runner.
+struct StepContext {
+    StepLabel label;
+    sandbox::Policy policy;            // the posture for the step's process
+    std::filesystem::path temp_dir;    // RUNNER_TEMP: script and file-command files go here
+    Masker* masker = nullptr;          // required; secrets known so far, add-mask adds
+    LogSink* log = nullptr;            // required
+    sandbox::Environment host;         // the base the child environment starts from
+    std::size_t output_limit = sandbox::k_default_output_limit;
+};
+
+struct StepResult {
+    Outcome outcome = Outcome::success;     // what happened
+    Outcome conclusion = Outcome::success;  // after continue-on-error
+    std::optional<int> exit_code;           // sandbox::RunResult::exit_status() when it ran
+    bool timed_out = false;
+    std::chrono::milliseconds duration{0};
+    std::uint64_t stdout_bytes = 0;
+    std::uint64_t stderr_bytes = 0;
+    bool truncated = false;  // the captured copy dropped bytes (the live log saw them all)
+    std::uint64_t skip_markers = 0;
+    NamedValues outputs;  // GITHUB_OUTPUT and set-output, raw: mask before showing
+    NamedValues state;    // GITHUB_STATE and save-state, raw (for the post step's STATE_*)
+    std::vector<Annotation> annotations;  // masked
+    std::string summary;                  // GITHUB_STEP_SUMMARY, masked
+    std::string error;  // why it failed besides its exit code (masked); empty otherwise
+    std::string sandbox_json = "{\"mode\":\"off\"}";
+};
+
+// Runs the step to completion. See the header comment.
+StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& job);
+
+// INPUT_<NAME> as the runner derives it: spaces become '_', upper-cased.
+std::string input_variable_name(std::string_view input);
+sandbox::Environment input_environment(const NamedValues& inputs);
+// STATE_<name> for each saved state value.
+sandbox::Environment state_environment(const NamedValues& state);
+
+// The child environment run_step() builds: the sandbox allowlist from `host`, then job.env,
+// then step env, then `extra`, with PATH = job.path prepends + (step, job or host PATH).
+sandbox::Environment step_environment(const sandbox::Environment& host, const JobState& job,
+                                      const sandbox::Environment& step_env,
+                                      const sandbox::Environment& extra);
+
+}  // namespace jobs

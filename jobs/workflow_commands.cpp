@@ -1,0 +1,346 @@
+#include "jobs/workflow_commands.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include "jobs/log.hpp"
+
+namespace jobs {
+namespace {
+
+constexpr std::string_view k_key = "::";
+constexpr std::string_view k_space = " \t\r\n\f\v";
+
+constexpr std::array<std::string_view, 15> k_registered = {
+    "add-mask", "group",      "endgroup",  "error",   "warning",
+    "notice",   "debug",      "save-state", "set-output", "set-env",
+    "add-path", "echo",       "stop-commands", "add-matcher", "remove-matcher"};
+
+constexpr std::string_view k_unsecure_message =
+    "The `{}` command is disabled. Please upgrade to using Environment Files or opt into "
+    "unsecure command execution by setting the `ACTIONS_ALLOW_UNSECURE_COMMANDS` environment "
+    "variable to `true`. For more information see: "
+    "https://github.blog/changelog/2020-10-01-github-actions-deprecating-set-env-and-add-path-commands/";
+
+constexpr std::string_view k_deprecated_message =
+    "The `{}` command is deprecated and will be disabled soon. Please upgrade to using "
+    "Environment Files. For more information see: "
+    "https://github.blog/changelog/2022-10-11-github-actions-deprecating-save-state-and-set-output-commands/";
+
+std::string with_name(std::string_view pattern, std::string_view name) {
+    std::string out(pattern);
+    out.replace(out.find("{}"), 2, name);
+    return out;
+}
+
+std::string_view trim(std::string_view text) {
+    const auto first = text.find_first_not_of(k_space);
+    if (first == std::string_view::npos) return {};
+    return text.substr(first, text.find_last_not_of(k_space) - first + 1);
+}
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+}
+
+std::string lowercase(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), lower);
+    return out;
+}
+
+bool is_registered(std::string_view name) {
+    return std::any_of(k_registered.begin(), k_registered.end(),
+                       [&](std::string_view known) { return iequals(known, name); });
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+    for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
+        text.replace(pos, from.size(), to);
+    }
+    return text;
+}
+
+std::vector<std::string_view> split_nonempty(std::string_view text, char separator) {
+    std::vector<std::string_view> parts;
+    while (!text.empty()) {
+        const auto at = text.find(separator);
+        const auto part = text.substr(0, at);
+        if (!part.empty()) parts.push_back(part);
+        if (at == std::string_view::npos) break;
+        text.remove_prefix(at + 1);
+    }
+    return parts;
+}
+
+// int.TryParse: optional surrounding whitespace and sign, decimal digits only.
+std::optional<int> parse_int(const std::string* text) {
+    if (text == nullptr) return std::nullopt;
+    auto value = trim(*text);
+    if (!value.empty() && value.front() == '+') value.remove_prefix(1);
+    int number = 0;
+    const auto* end = value.data() + value.size();
+    const auto [ptr, ec] = std::from_chars(value.data(), end, number);
+    if (ec != std::errc() || ptr != end || value.empty()) return std::nullopt;
+    return number;
+}
+
+}  // namespace
+
+std::string_view to_string(AnnotationLevel level) {
+    switch (level) {
+        case AnnotationLevel::error: return "error";
+        case AnnotationLevel::warning: return "warning";
+        case AnnotationLevel::notice: return "notice";
+    }
+    return "error";
+}
+
+void set_named(NamedValues& values, std::string_view name, std::string_view value) {
+    for (auto& [key, existing] : values) {
+        if (key == name) {
+            existing = value;
+            return;
+        }
+    }
+    values.emplace_back(std::string(name), std::string(value));
+}
+
+const std::string* find_named(const NamedValues& values, std::string_view name) {
+    for (const auto& [key, value] : values) {
+        if (key == name) return &value;
+    }
+    return nullptr;
+}
+
+const std::string* ParsedCommand::property(std::string_view key) const {
+    for (const auto& [prop_name, value] : properties) {
+        if (iequals(prop_name, key)) return &value;
+    }
+    return nullptr;
+}
+
+std::string unescape_data(std::string_view text) {
+    std::string out(text);
+    out = replace_all(std::move(out), "%0D", "\r");
+    out = replace_all(std::move(out), "%0A", "\n");
+    return replace_all(std::move(out), "%25", "%");
+}
+
+std::string unescape_property(std::string_view text) {
+    std::string out(text);
+    out = replace_all(std::move(out), "%0D", "\r");
+    out = replace_all(std::move(out), "%0A", "\n");
+    out = replace_all(std::move(out), "%3A", ":");
+    out = replace_all(std::move(out), "%2C", ",");
+    return replace_all(std::move(out), "%25", "%");
+}
+
+std::optional<ParsedCommand> parse_command(std::string_view line) {
+    const auto start = line.find_first_not_of(k_space);
+    if (start == std::string_view::npos) return std::nullopt;
+    line.remove_prefix(start);
+    if (!line.starts_with(k_key)) return std::nullopt;
+    const auto end = line.find(k_key, k_key.size());
+    if (end == std::string_view::npos) return std::nullopt;
+    const auto info = line.substr(k_key.size(), end - k_key.size());
+    const auto space = info.find(' ');
+    ParsedCommand command;
+    command.name = std::string(info.substr(0, space));
+    if (command.name.empty()) return std::nullopt;
+    if (space != std::string_view::npos && space > 0) {
+        for (const auto property : split_nonempty(trim(info.substr(space + 1)), ',')) {
+            const auto equals = property.find('=');
+            if (equals == std::string_view::npos || equals == 0) continue;
+            const auto value = property.substr(equals + 1);
+            if (value.empty()) continue;
+            const auto key = property.substr(0, equals);
+            auto it = std::find_if(command.properties.begin(), command.properties.end(),
+                                   [&](const auto& pair) { return iequals(pair.first, key); });
+            if (it != command.properties.end()) {
+                it->second = unescape_property(value);
+            } else {
+                command.properties.emplace_back(std::string(key), unescape_property(value));
+            }
+        }
+    }
+    command.data = unescape_data(line.substr(end + k_key.size()));
+    return command;
+}
+
+bool parse_bool_true(std::string_view text) { return iequals(trim(text), "true"); }
+
+CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
+                                   UnsecureCommands unsecure, Echo echo)
+    : m_masker(masker), m_log(log), m_label(label), m_unsecure(unsecure), m_echo(echo) {}
+
+void CommandProcessor::output(std::string_view line) { m_log.output(m_label, m_masker.mask(line)); }
+
+void CommandProcessor::process_line(std::string_view line) {
+    auto command = parse_command(line);
+    if (!command) return output(line);
+    if (m_stop_token) {
+        if (iequals(command->name, *m_stop_token)) {
+            output(line);
+            m_log.debug(m_label, "Resume processing commands");
+            m_stop_token.reset();
+        } else {
+            output(line);
+        }
+        return;
+    }
+    if (!is_registered(command->name)) return output(line);
+    if (!handle(*command, line)) output(line);
+}
+
+// Returns false when the line should be shown as plain output instead.
+bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
+    const auto name = lowercase(command.name);
+    const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
+                           name == "warning" || name == "notice";
+    if (name == "stop-commands") {
+        output(raw);
+        if (command.data.empty() || is_registered(command.data) ||
+            iequals(command.data, "pause-logging")) {
+            fail(raw, "Invalid stop-commands token '" + command.data +
+                          "': it must not be empty, 'pause-logging' or a workflow command.");
+            return true;
+        }
+        m_stop_token = command.data;
+        m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data +
+                                           "::' is received"));
+        return true;
+    }
+    if (m_echo == Echo::on && !omit_echo) output(raw);
+    if (name == "add-mask") {
+        if (trim(command.data).empty()) {
+            warn("Can't add secret mask for empty string in ##[add-mask] command.");
+        } else {
+            if (m_echo == Echo::on) output("::add-mask::***");
+            m_masker.add_secret(command.data);
+        }
+    } else if (name == "group") {
+        // Groups do not nest in GitHub's log: a new group ends the open one.
+        if (m_group_open) m_log.group_end(m_label);
+        m_group_open = true;
+        m_log.group_start(m_label, m_masker.mask(command.data));
+    } else if (name == "endgroup") {
+        if (m_group_open) m_log.group_end(m_label);
+        m_group_open = false;
+    } else if (name == "error") {
+        issue(command, AnnotationLevel::error);
+    } else if (name == "warning") {
+        issue(command, AnnotationLevel::warning);
+    } else if (name == "notice") {
+        issue(command, AnnotationLevel::notice);
+    } else if (name == "debug") {
+        m_log.debug(m_label, m_masker.mask(command.data));
+    } else if (name == "echo") {
+        const auto value = lowercase(trim(command.data));
+        if (value == "on") {
+            m_echo = Echo::on;
+        } else if (value == "off") {
+            m_echo = Echo::off;
+        } else {
+            fail(raw, "Invalid echo command value. Possible values can be: 'on', 'off'. Current "
+                      "value is: '" + command.data + "'.");
+        }
+    } else if (name == "set-output" || name == "save-state") {
+        const auto* key = command.property("name");
+        if (key == nullptr || key->empty()) {
+            fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
+            return true;
+        }
+        warn(with_name(k_deprecated_message, name));
+        set_named(name == "set-output" ? m_effects.outputs : m_effects.state, *key, command.data);
+    } else if (name == "set-env" || name == "add-path") {
+        if (m_unsecure == UnsecureCommands::disabled) {
+            fail(raw, with_name(k_unsecure_message, name));
+            return true;
+        }
+        if (name == "add-path") {
+            if (command.data.empty()) {
+                fail(raw, "Argument cannot be null or empty: path");
+            } else {
+                std::erase(m_effects.path, command.data);
+                m_effects.path.push_back(command.data);
+            }
+            return true;
+        }
+        const auto* key = command.property("name");
+        if (key == nullptr || key->empty()) {
+            fail(raw, "Required field 'name' is missing in ##[set-env] command.");
+        } else if (iequals(*key, "NODE_OPTIONS")) {
+            add_annotation({AnnotationLevel::error,
+                            "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
+                            {}, {}, {}, {}, {}, {}});
+        } else {
+            set_named(m_effects.env, *key, command.data);
+        }
+    } else {  // add-matcher, remove-matcher
+        m_log.debug(m_label, "Problem matchers are not supported; ignoring ::" + name + "::");
+    }
+    return true;
+}
+
+void CommandProcessor::issue(const ParsedCommand& command, AnnotationLevel level) {
+    Annotation annotation;
+    annotation.level = level;
+    annotation.message = command.data;
+    if (const auto* title = command.property("title")) annotation.title = *title;
+    if (const auto* file = command.property("file")) annotation.file = *file;
+    annotation.line = parse_int(command.property("line"));
+    annotation.end_line = parse_int(command.property("endLine"));
+    annotation.column = parse_int(command.property("col"));
+    annotation.end_column = parse_int(command.property("endColumn"));
+    // IssueCommandExtension.ValidateLinesAndColumns.
+    if (annotation.end_line && !annotation.line) annotation.line = annotation.end_line;
+    if (annotation.end_column && !annotation.column) annotation.column = annotation.end_column;
+    const bool has_column = annotation.column.has_value();
+    const bool lines_differ = annotation.end_line && annotation.line != annotation.end_line;
+    if ((!annotation.line && has_column) || (lines_differ && has_column)) {
+        annotation.column.reset();
+        annotation.end_column.reset();
+    }
+    if (annotation.line && annotation.end_line && *annotation.end_line < *annotation.line) {
+        annotation.line.reset();
+        annotation.end_line.reset();
+    }
+    if (annotation.column && annotation.end_column && *annotation.end_column < *annotation.column) {
+        annotation.column.reset();
+        annotation.end_column.reset();
+    }
+    add_annotation(std::move(annotation));
+}
+
+void CommandProcessor::add_annotation(Annotation annotation) {
+    annotation.message = m_masker.mask(annotation.message);
+    if (annotation.title) annotation.title = m_masker.mask(*annotation.title);
+    if (annotation.file) annotation.file = m_masker.mask(*annotation.file);
+    m_log.annotation(m_label, annotation);
+    m_effects.annotations.push_back(std::move(annotation));
+}
+
+void CommandProcessor::warn(std::string message) {
+    add_annotation({AnnotationLevel::warning, std::move(message), {}, {}, {}, {}, {}, {}});
+}
+
+void CommandProcessor::fail(std::string_view raw, std::string message) {
+    add_annotation({AnnotationLevel::error,
+                    "Unable to process command '" + std::string(raw) + "' successfully.",
+                    {}, {}, {}, {}, {}, {}});
+    add_annotation({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}});
+    m_effects.failures.push_back(m_masker.mask(message));
+}
+
+void CommandProcessor::finish() {
+    if (m_group_open) m_log.group_end(m_label);
+    m_group_open = false;
+}
+
+}  // namespace jobs

@@ -1,0 +1,116 @@
+#pragma once
+// Workflow commands in step output (`::name k=v,k=v::data`), parsed and applied the way
+// actions/runner does (src/Runner.Common/ActionCommand.cs TryParseV2,
+// src/Runner.Worker/ActionCommandManager.cs):
+//  - leading whitespace is ignored; the line must start with `::` and contain a second `::`;
+//  - the command name runs to the first space and matches case-insensitively; a line naming
+//    no known command is ordinary output;
+//  - properties are split on `,`, each on its first `=`; empty keys or values are dropped;
+//    keys match case-insensitively;
+//  - data unescapes %0D, %0A, %25 in that order; property values also %3A and %2C
+//    (sequential, case-sensitive replacements, exactly as the runner does).
+// Commands: add-mask, group, endgroup, error, warning, notice (file, line, endLine, col,
+// endColumn, title), debug, stop-commands/<token>, save-state, set-output (deprecated),
+// set-env and add-path (only when ACTIONS_ALLOW_UNSECURE_COMMANDS is true; otherwise the
+// step fails with the runner's message), echo on/off.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "jobs/masker.hpp"
+
+namespace jobs {
+
+class LogSink;
+struct StepLabel;
+
+enum class AnnotationLevel { error, warning, notice };
+
+struct Annotation {
+    AnnotationLevel level = AnnotationLevel::error;
+    std::string message;
+    std::optional<std::string> title;
+    std::optional<std::string> file;
+    std::optional<int> line;
+    std::optional<int> end_line;
+    std::optional<int> column;
+    std::optional<int> end_column;
+};
+
+std::string_view to_string(AnnotationLevel level);
+
+// One ordered name/value list (outputs, state, env updates); set() replaces in place.
+using NamedValues = std::vector<std::pair<std::string, std::string>>;
+void set_named(NamedValues& values, std::string_view name, std::string_view value);
+const std::string* find_named(const NamedValues& values, std::string_view name);
+
+struct ParsedCommand {
+    std::string name;        // as written
+    NamedValues properties;  // unescaped values; later duplicates replace earlier ones
+    std::string data;        // unescaped
+    const std::string* property(std::string_view key) const;  // case-insensitive
+};
+
+// Parses the `::name props::data` syntax without judging the name. nullopt: not a command.
+std::optional<ParsedCommand> parse_command(std::string_view line);
+
+// Sequential unescaping as the runner does it.
+std::string unescape_data(std::string_view text);
+std::string unescape_property(std::string_view text);
+
+enum class UnsecureCommands { disabled, enabled };
+enum class Echo { off, on };
+enum class DebugLog { hidden, shown };
+
+// What the commands of one step did. Values are raw (unmasked): the caller masks what it
+// shows. Annotations are masked when recorded.
+struct CommandEffects {
+    NamedValues outputs;      // set-output
+    NamedValues state;        // save-state
+    NamedValues env;          // set-env
+    std::vector<std::string> path;  // add-path, in order
+    std::vector<Annotation> annotations;
+    std::vector<std::string> failures;  // commands that fail the step (runner: CommandResult)
+};
+
+// Processes a step's output lines, in order, for one step. Not thread-safe: one per step,
+// fed from one thread (the sandbox observer callback).
+class CommandProcessor {
+public:
+    CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
+                     UnsecureCommands unsecure, Echo echo);
+
+    // Handles one output line (without its newline): runs a command, or masks the line and
+    // logs it as output. Lines inside stop-commands are output.
+    void process_line(std::string_view line);
+
+    // Closes a group left open by the step.
+    void finish();
+
+    CommandEffects& effects() { return m_effects; }
+
+private:
+    void output(std::string_view line);
+    bool handle(const ParsedCommand& command, std::string_view raw);
+    void issue(const ParsedCommand& command, AnnotationLevel level);
+    void fail(std::string_view raw, std::string message);
+    void add_annotation(Annotation annotation);
+    void warn(std::string message);
+
+    Masker& m_masker;
+    LogSink& m_log;
+    const StepLabel& m_label;
+    UnsecureCommands m_unsecure;
+    Echo m_echo;
+    std::optional<std::string> m_stop_token;
+    bool m_group_open = false;
+    CommandEffects m_effects;
+};
+
+// `true` in the sense of .NET bool.TryParse (case-insensitive, surrounding space allowed).
+bool parse_bool_true(std::string_view text);
+
+}  // namespace jobs

@@ -1,0 +1,78 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "jobs/masker.hpp"
+
+using jobs::LineSplitter;
+using jobs::Masker;
+
+TEST_CASE("the empty and whitespace-only values are never registered") {
+    Masker masker;
+    CHECK_FALSE(masker.add_secret(""));
+    CHECK_FALSE(masker.add_secret("  \t\n"));
+    CHECK(masker.size() == 0);
+    CHECK(masker.mask("plain text") == "plain text");
+}
+
+TEST_CASE("a secret is masked wherever it appears, trimmed, and overlaps merge") {
+    Masker masker;
+    REQUIRE(masker.add_secret("  hunter2  "));
+    CHECK(masker.mask("pw=hunter2 and hunter2!") == "pw=*** and ***!");
+    CHECK(masker.mask("hunter2hunter2") == "***");  // adjacent ranges merge
+    masker.add_secret("abcdef");
+    masker.add_secret("defghi");
+    CHECK(masker.mask("xabcdefghiy") == "x***y");  // overlapping ranges merge
+    CHECK(masker.contains_secret("a hunter2 b"));
+    CHECK_FALSE(masker.contains_secret("hunter"));
+}
+
+TEST_CASE("each line of a multi-line secret is masked on its own; short lines are not") {
+    Masker masker;
+    masker.add_secret("{\n  \"key\": \"line-one-value\",\r\n  \"other\": \"second\"\n}");
+    CHECK(masker.mask("\"key\": \"line-one-value\",") == "***");
+    CHECK(masker.mask("got   \"other\": \"second\" here") == "got   *** here");
+    CHECK(masker.mask("{ a } b }") == "{ a } b }");  // a lone brace is not a secret
+}
+
+TEST_CASE("common encodings of a secret are masked too") {
+    Masker masker;
+    masker.add_secret("p@ss word\"x");
+    CHECK(masker.mask("json: \"p@ss word\\\"x\"") == "json: \"***\"");
+    CHECK(masker.mask("url: p%40ss%20word%22x") == "url: ***");
+    // base64("p@ss word\"x") = cEBzcyB3b3JkIng= ; the stable prefix is masked.
+    const auto masked = masker.mask("b64: cEBzcyB3b3JkIng=");
+    CHECK(masked.find("cEBzcyB3b3Jk") == std::string::npos);
+}
+
+TEST_CASE("the line splitter reassembles lines split at arbitrary points") {
+    Masker masker;
+    masker.add_secret("s3cr3t-value");
+    const std::string stream = "first line\r\nthe s3cr3t-value is here\nlast without newline";
+    for (std::size_t step = 1; step <= stream.size(); ++step) {
+        std::vector<std::string> lines;
+        LineSplitter splitter([&](std::string_view line) { lines.push_back(masker.mask(line)); });
+        for (std::size_t at = 0; at < stream.size(); at += step) {
+            splitter.feed(std::string_view(stream).substr(at, step));
+        }
+        splitter.flush();
+        REQUIRE(lines == std::vector<std::string>{"first line", "the *** is here",
+                                                  "last without newline"});
+    }
+}
+
+TEST_CASE("over-long lines are delivered in bounded pieces") {
+    std::vector<std::string> lines;
+    LineSplitter splitter([&](std::string_view line) { lines.emplace_back(line); }, 4);
+    splitter.feed("abcdefghij\nxy");
+    splitter.flush();
+    CHECK(lines == std::vector<std::string>{"abcd", "efgh", "ij", "xy"});
+}
+
+TEST_CASE("a secret added later applies from then on") {
+    Masker masker;
+    CHECK(masker.mask("token-12345") == "token-12345");
+    masker.add_secret("token-12345");
+    CHECK(masker.mask("token-12345") == "***");
+}
