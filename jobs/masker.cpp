@@ -101,24 +101,8 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 using Range = std::pair<std::size_t, std::size_t>;  // [begin, end)
 
-std::vector<Range> find_ranges(const std::vector<std::string>& values, std::string_view text) {
-    std::vector<Range> ranges;
-    for (const auto& value : values) {
-        for (auto pos = text.find(value); pos != std::string_view::npos;
-             pos = text.find(value, pos + 1)) {
-            ranges.emplace_back(pos, pos + value.size());
-        }
-    }
-    std::sort(ranges.begin(), ranges.end());
-    std::vector<Range> merged;
-    for (const auto& range : ranges) {
-        if (!merged.empty() && range.first <= merged.back().second) {
-            merged.back().second = std::max(merged.back().second, range.second);
-        } else {
-            merged.push_back(range);
-        }
-    }
-    return merged;
+std::uint32_t pair_key(unsigned char first, unsigned char second) {
+    return (static_cast<std::uint32_t>(first) << 8) | second;
 }
 
 }  // namespace
@@ -143,6 +127,13 @@ void Masker::add_value_locked(std::string value) {
     auto insert = [this](std::string item) {
         if (item.empty()) return;
         if (std::find(m_values.begin(), m_values.end(), item) != m_values.end()) return;
+        const auto first = static_cast<unsigned char>(item[0]);
+        if (item.size() == 1) {
+            m_single_byte.set(first);
+        } else {
+            m_first_two.set(pair_key(first, static_cast<unsigned char>(item[1])));
+        }
+        m_by_first[first].push_back(static_cast<std::uint32_t>(m_values.size()));
         m_values.push_back(std::move(item));
     };
     for (auto& item : encoded) {
@@ -152,10 +143,37 @@ void Masker::add_value_locked(std::string value) {
     insert(std::move(value));
 }
 
+template <typename OnMatch>
+void Masker::scan(std::string_view text, OnMatch&& on_match) const {
+    const std::size_t size = text.size();
+    for (std::size_t pos = 0; pos < size; ++pos) {
+        const auto first = static_cast<unsigned char>(text[pos]);
+        const bool pair_hit = pos + 1 < size &&
+                              m_first_two[pair_key(first, static_cast<unsigned char>(text[pos + 1]))];
+        if (!pair_hit && !m_single_byte[first]) continue;
+        for (const auto index : m_by_first[first]) {
+            const auto& value = m_values[index];
+            if (value.size() <= size - pos && text.compare(pos, value.size(), value) == 0) {
+                if (!on_match(pos, pos + value.size())) return;
+            }
+        }
+    }
+}
+
 std::string Masker::mask(std::string_view text) const {
     std::shared_lock lock(m_mutex);
     if (m_values.empty() || text.empty()) return std::string(text);
-    const auto ranges = find_ranges(m_values, text);
+    // Matches arrive ordered by start; extend the open range while they overlap or touch.
+    std::vector<Range> ranges;
+    scan(text, [&ranges](std::size_t begin, std::size_t end) {
+        if (!ranges.empty() && begin <= ranges.back().second) {
+            ranges.back().second = std::max(ranges.back().second, end);
+        } else {
+            ranges.emplace_back(begin, end);
+        }
+        return true;
+    });
+    if (ranges.empty()) return std::string(text);
     std::string out;
     out.reserve(text.size());
     std::size_t at = 0;
@@ -170,9 +188,12 @@ std::string Masker::mask(std::string_view text) const {
 
 bool Masker::contains_secret(std::string_view text) const {
     std::shared_lock lock(m_mutex);
-    return std::any_of(m_values.begin(), m_values.end(), [&](const std::string& value) {
-        return text.find(value) != std::string_view::npos;
+    bool found = false;
+    scan(text, [&found](std::size_t, std::size_t) {
+        found = true;
+        return false;
     });
+    return found;
 }
 
 std::size_t Masker::size() const {

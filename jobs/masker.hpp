@@ -14,7 +14,10 @@
 // Masking applies from the moment a value is added: add_secret() is visible to every later
 // mask() call, from any thread.
 
+#include <array>
+#include <bitset>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <shared_mutex>
 #include <string>
@@ -43,9 +46,16 @@ public:
 
 private:
     void add_value_locked(std::string value);
+    template <typename OnMatch>
+    void scan(std::string_view text, OnMatch&& on_match) const;
 
     mutable std::shared_mutex m_mutex;
     std::vector<std::string> m_values;
+    // One pass over the text instead of one per value: candidates by first byte, and a
+    // filter on the first two bytes that rejects most positions without a comparison.
+    std::array<std::vector<std::uint32_t>, 256> m_by_first;
+    std::bitset<65536> m_first_two;
+    std::bitset<256> m_single_byte;  // values of length 1 (a whole secret may be that short)
 };
 
 // Splits a byte stream arriving in arbitrary chunks into lines (LF, with a CR before it
