@@ -59,10 +59,16 @@ struct JobState {
 struct StepContext {
     StepLabel label;
     sandbox::Policy policy;            // the posture for the step's process
-    std::filesystem::path temp_dir;    // RUNNER_TEMP: script and file-command files go here
+    // RUNNER_TEMP: the script and the file-command files go here; run_step() adds it to the
+    // policy's writable binds so the wrapped step can write its file commands.
+    std::filesystem::path temp_dir;
+    std::filesystem::path workspace;   // github.workspace: annotation files become relative
     Masker* masker = nullptr;          // required; secrets known so far, add-mask adds
     LogSink* log = nullptr;            // required
-    sandbox::Environment host;         // the base the child environment starts from
+    // The base the child environment starts from (usually sandbox::current_environment()):
+    // the sandbox allowlist (PATH, LANG, ...) is taken from it; shells are found on its PATH
+    // unless the job or step sets one.
+    sandbox::Environment host;
     std::size_t output_limit = sandbox::k_default_output_limit;
 };
 

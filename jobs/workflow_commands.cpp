@@ -199,6 +199,16 @@ void CommandProcessor::process_line(std::string_view line) {
 }
 
 // Returns false when the line should be shown as plain output instead.
+std::string CommandProcessor::relative_to_workspace(const std::string& file) const {
+    if (m_workspace.empty()) return file;
+    std::string root = m_workspace;
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    if (file.size() > root.size() + 1 && file.starts_with(root) && file[root.size()] == '/') {
+        return file.substr(root.size() + 1);
+    }
+    return file;
+}
+
 bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
     const auto name = lowercase(command.name);
     const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
@@ -293,7 +303,7 @@ void CommandProcessor::issue(const ParsedCommand& command, AnnotationLevel level
     annotation.level = level;
     annotation.message = command.data;
     if (const auto* title = command.property("title")) annotation.title = *title;
-    if (const auto* file = command.property("file")) annotation.file = *file;
+    if (const auto* file = command.property("file")) annotation.file = relative_to_workspace(*file);
     annotation.line = parse_int(command.property("line"));
     annotation.end_line = parse_int(command.property("endLine"));
     annotation.column = parse_int(command.property("col"));

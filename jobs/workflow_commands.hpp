@@ -87,6 +87,10 @@ public:
     // logs it as output. Lines inside stop-commands are output.
     void process_line(std::string_view line);
 
+    // Annotation files under `workspace` are made relative to it (as the runner does with
+    // github.workspace), so they name repository paths.
+    void set_workspace(std::string workspace) { m_workspace = std::move(workspace); }
+
     // Closes a group left open by the step.
     void finish();
 
@@ -99,6 +103,7 @@ private:
     void fail(std::string_view raw, std::string message);
     void add_annotation(Annotation annotation);
     void warn(std::string message);
+    std::string relative_to_workspace(const std::string& file) const;
 
     Masker& m_masker;
     LogSink& m_log;
@@ -106,6 +111,7 @@ private:
     UnsecureCommands m_unsecure;
     Echo m_echo;
     std::optional<std::string> m_stop_token;
+    std::string m_workspace;
     bool m_group_open = false;
     CommandEffects m_effects;
 };

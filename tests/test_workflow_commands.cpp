@@ -175,3 +175,16 @@ TEST_CASE("parse_bool_true reads .NET booleans") {
     CHECK_FALSE(parse_bool_true("1"));
     CHECK_FALSE(parse_bool_true("yes"));
 }
+
+TEST_CASE("annotation files under the workspace become relative paths") {
+    Fixture f;
+    f.processor.set_workspace("/work/repo/");
+    f.processor.process_line("::warning file=/work/repo/src/main.c,line=1::w");
+    f.processor.process_line("::warning file=/work/repository/x.c::w");
+    f.processor.process_line("::warning file=lib/y.c::w");
+    const auto& annotations = f.processor.effects().annotations;
+    REQUIRE(annotations.size() == 3);
+    CHECK(*annotations[0].file == "src/main.c");
+    CHECK(*annotations[1].file == "/work/repository/x.c");
+    CHECK(*annotations[2].file == "lib/y.c");
+}
