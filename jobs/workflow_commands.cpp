@@ -173,6 +173,37 @@ std::optional<ParsedCommand> parse_command(std::string_view line) {
     return command;
 }
 
+std::string unescape_legacy(std::string_view text) {
+    std::string out(text);
+    out = replace_all(std::move(out), "%3B", ";");
+    out = replace_all(std::move(out), "%0D", "\r");
+    out = replace_all(std::move(out), "%0A", "\n");
+    out = replace_all(std::move(out), "%5D", "]");
+    return replace_all(std::move(out), "%25", "%");
+}
+
+std::optional<ParsedCommand> parse_legacy_command(std::string_view line) {
+    const auto prefix = line.find("##[");
+    if (prefix == std::string_view::npos) return std::nullopt;
+    const auto bracket = line.find(']', prefix);
+    if (bracket == std::string_view::npos) return std::nullopt;
+    const auto info = line.substr(prefix + 3, bracket - prefix - 3);
+    const auto space = info.find(' ');
+    ParsedCommand command;
+    command.name = std::string(info.substr(0, space));
+    if (command.name.empty()) return std::nullopt;
+    if (space != std::string_view::npos && space > 0) {
+        for (const auto property : split_nonempty(info.substr(space + 1), ';')) {
+            const auto equals = property.find('=');
+            if (equals == std::string_view::npos || equals == 0 || equals + 1 == property.size()) continue;
+            set_named(command.properties, property.substr(0, equals),
+                      unescape_legacy(property.substr(equals + 1)));
+        }
+    }
+    command.data = unescape_legacy(line.substr(bracket + 1));
+    return command;
+}
+
 bool parse_bool_true(std::string_view text) { return iequals(trim(text), "true"); }
 
 CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
@@ -182,23 +213,26 @@ CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel
 void CommandProcessor::output(std::string_view line) { m_log.output(m_label, m_masker.mask(line)); }
 
 void CommandProcessor::process_line(std::string_view line) {
+    // ActionCommandManager: the `::` form first, then the legacy `##[` form; a line naming
+    // no registered command (or the stop token) is plain output.
+    auto known = [this](const std::optional<ParsedCommand>& command) {
+        return command && (is_registered(command->name) ||
+                           (m_stop_token && iequals(command->name, *m_stop_token)));
+    };
     auto command = parse_command(line);
-    if (!command) return output(line);
+    if (!known(command)) command = parse_legacy_command(line);
+    if (!known(command)) return output(line);
     if (m_stop_token) {
+        output(line);
         if (iequals(command->name, *m_stop_token)) {
-            output(line);
             m_log.debug(m_label, "Resume processing commands");
             m_stop_token.reset();
-        } else {
-            output(line);
         }
         return;
     }
-    if (!is_registered(command->name)) return output(line);
-    if (!handle(*command, line)) output(line);
+    handle(*command, line);
 }
 
-// Returns false when the line should be shown as plain output instead.
 std::string CommandProcessor::relative_to_workspace(const std::string& file) const {
     if (m_workspace.empty()) return file;
     std::string root = m_workspace;
@@ -209,7 +243,7 @@ std::string CommandProcessor::relative_to_workspace(const std::string& file) con
     return file;
 }
 
-bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
+void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
     const auto name = lowercase(command.name);
     const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
                            name == "warning" || name == "notice";
@@ -219,12 +253,12 @@ bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
             iequals(command.data, "pause-logging")) {
             fail(raw, "Invalid stop-commands token '" + command.data +
                           "': it must not be empty, 'pause-logging' or a workflow command.");
-            return true;
+            return;
         }
         m_stop_token = command.data;
         m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data +
                                            "::' is received"));
-        return true;
+        return;
     }
     if (m_echo == Echo::on && !omit_echo) output(raw);
     if (name == "add-mask") {
@@ -264,14 +298,14 @@ bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
         const auto* key = command.property("name");
         if (key == nullptr || key->empty()) {
             fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
-            return true;
+            return;
         }
         warn(with_name(k_deprecated_message, name));
         set_named(name == "set-output" ? m_effects.outputs : m_effects.state, *key, command.data);
     } else if (name == "set-env" || name == "add-path") {
         if (m_unsecure == UnsecureCommands::disabled) {
             fail(raw, with_name(k_unsecure_message, name));
-            return true;
+            return;
         }
         if (name == "add-path") {
             if (command.data.empty()) {
@@ -280,7 +314,7 @@ bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
                 std::erase(m_effects.path, command.data);
                 m_effects.path.push_back(command.data);
             }
-            return true;
+            return;
         }
         const auto* key = command.property("name");
         if (key == nullptr || key->empty()) {
@@ -295,7 +329,6 @@ bool CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
     } else {  // add-matcher, remove-matcher
         m_log.debug(m_label, "Problem matchers are not supported; ignoring ::" + name + "::");
     }
-    return true;
 }
 
 void CommandProcessor::issue(const ParsedCommand& command, AnnotationLevel level) {

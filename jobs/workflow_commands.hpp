@@ -57,6 +57,10 @@ struct ParsedCommand {
 // Parses the `::name props::data` syntax without judging the name. nullopt: not a command.
 std::optional<ParsedCommand> parse_command(std::string_view line);
 
+// The legacy form `##[name k=v;k=v]data`, found anywhere in the line (ActionCommand.TryParse;
+// %3B %0D %0A %5D %25 unescaped). Tried after the `::` form, as the runner does.
+std::optional<ParsedCommand> parse_legacy_command(std::string_view line);
+
 // Sequential unescaping as the runner does it.
 std::string unescape_data(std::string_view text);
 std::string unescape_property(std::string_view text);
@@ -98,7 +102,7 @@ public:
 
 private:
     void output(std::string_view line);
-    bool handle(const ParsedCommand& command, std::string_view raw);
+    void handle(const ParsedCommand& command, std::string_view raw);
     void issue(const ParsedCommand& command, AnnotationLevel level);
     void fail(std::string_view raw, std::string message);
     void add_annotation(Annotation annotation);

@@ -188,3 +188,24 @@ TEST_CASE("annotation files under the workspace become relative paths") {
     CHECK(*annotations[1].file == "/work/repository/x.c");
     CHECK(*annotations[2].file == "lib/y.c");
 }
+
+TEST_CASE("the legacy ##[name k=v;]data form is still understood") {
+    auto legacy = parse_legacy_command("prefix ##[warning file=a%3Bb.c;line=2]msg%5D");
+    REQUIRE(legacy);
+    CHECK(legacy->name == "warning");
+    CHECK(*legacy->property("file") == "a;b.c");
+    CHECK(legacy->data == "msg]");
+    CHECK_FALSE(parse_legacy_command("##[ no name]"));
+    CHECK_FALSE(parse_legacy_command("##[unterminated"));
+
+    Fixture f;
+    f.processor.process_line("log ##[error line=4]legacy error");
+    f.processor.process_line("::unknown::then ##[notice]n");  // `::` form unknown: legacy tried
+    f.processor.process_line("##[section]Starting");           // unregistered: plain output
+    const auto& annotations = f.processor.effects().annotations;
+    REQUIRE(annotations.size() == 2);
+    CHECK(annotations[0].message == "legacy error");
+    CHECK(*annotations[0].line == 4);
+    CHECK(annotations[1].level == AnnotationLevel::notice);
+    CHECK(f.log.events().back() == "output:##[section]Starting");
+}
