@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "jobs/masker.hpp"
@@ -75,4 +77,27 @@ TEST_CASE("a secret added later applies from then on") {
     CHECK(masker.mask("token-12345") == "token-12345");
     masker.add_secret("token-12345");
     CHECK(masker.mask("token-12345") == "***");
+}
+
+TEST_CASE("adding and masking from several threads is safe") {
+    Masker masker;
+    std::vector<std::thread> threads;
+    std::atomic<int> leaks{0};
+    threads.emplace_back([&] {
+        for (int i = 0; i < 500; ++i) masker.add_secret("secret-number-" + std::to_string(i));
+    });
+    for (int t = 0; t < 3; ++t) {
+        threads.emplace_back([&] {
+            for (int i = 0; i < 2000; ++i) {
+                // Either before or after the secret was added; never a torn result.
+                const auto masked = masker.mask("value secret-number-0 and more");
+                if (masked != "value secret-number-0 and more" && masked != "value *** and more") {
+                    ++leaks;
+                }
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    CHECK(leaks == 0);
+    CHECK(masker.mask("secret-number-499") == "***");
 }
