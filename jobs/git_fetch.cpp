@@ -1,0 +1,99 @@
+#include "jobs/git_fetch.hpp"
+
+#include <filesystem>
+
+#include "jobs/git_handles.hpp"
+
+namespace jobs {
+namespace {
+
+using sandbox::ErrorKind;
+
+struct CredentialState {
+    const RemoteUrl* remote = nullptr;
+    const GitToken* token = nullptr;
+    int calls = 0;
+};
+
+// The host[:port] of an http(s) URL, lowercased, for comparing with the remote's own host.
+std::string url_host(const char* url) {
+    std::string text = url ? url : "";
+    const auto scheme = text.find("://");
+    if (scheme == std::string::npos) return {};
+    std::string authority = text.substr(scheme + 3);
+    authority = authority.substr(0, authority.find('/'));
+    authority = authority.substr(authority.rfind('@') + 1);
+    for (char& c : authority) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return authority;
+}
+
+int credential_callback(git_credential** out, const char* url, const char*,
+                        unsigned int allowed_types, void* payload) {
+    auto* state = static_cast<CredentialState*>(payload);
+    if (state->token == nullptr) return GIT_PASSTHROUGH;  // anonymous: libgit2 reports the 401
+    if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) == 0) return GIT_PASSTHROUGH;
+    if (url_host(url) != state->remote->host) return GIT_PASSTHROUGH;  // never to another host
+    if (++state->calls > 1) {
+        git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
+        return GIT_EUSER;
+    }
+    const std::string& user =
+        state->remote->username.empty() ? state->token->username : state->remote->username;
+    return git_credential_userpass_plaintext_new(out, user.c_str(), state->token->secret.c_str());
+}
+
+std::string full_ref(const std::string& ref) {
+    if (ref.starts_with("refs/")) return ref;
+    if (ref.starts_with("pull/")) return "refs/" + ref;
+    return "refs/heads/" + ref;
+}
+
+}  // namespace
+
+std::vector<std::string> mirror_refspecs(const std::string& ref) {
+    std::vector<std::string> specs = {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
+                                      "+refs/pull/*/head:refs/pull/*/head"};
+    if (!ref.empty()) {
+        const std::string full = full_ref(ref);
+        const bool covered = full.starts_with("refs/heads/") || full.starts_with("refs/tags/") ||
+                             (full.starts_with("refs/pull/") && full.ends_with("/head"));
+        if (!covered) specs.push_back("+" + full + ":" + full);
+    }
+    return specs;
+}
+
+sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
+                                       const std::vector<std::string>& refspecs,
+                                       const std::optional<GitToken>& token) {
+    ensure_libgit2();
+    if (remote.kind == RemoteKind::local && !std::filesystem::exists(remote.fetch_url))
+        return sandbox::fail(ErrorKind::unavailable,
+                             "remote " + remote.fetch_url + " is unreachable: no such path");
+    git_remote* raw = nullptr;
+    if (int rc = git_remote_create_anonymous(&raw, repository, remote.fetch_url.c_str()); rc != 0)
+        return git_fail(ErrorKind::unavailable, "remote " + remote.fetch_url, rc);
+    GitRemote handle(raw);
+    CredentialState state{&remote, token ? &*token : nullptr, 0};
+    git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
+    options.callbacks.credentials = credential_callback;
+    options.callbacks.payload = &state;
+    options.prune = GIT_FETCH_PRUNE;
+    options.update_fetchhead = 0;
+    options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    options.follow_redirects = GIT_REMOTE_REDIRECT_INITIAL;
+    std::vector<char*> specs;
+    for (const auto& spec : refspecs) specs.push_back(const_cast<char*>(spec.c_str()));
+    const git_strarray array{specs.data(), specs.size()};
+    if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0)
+        return git_fail(ErrorKind::unavailable, "cannot fetch from " + remote.fetch_url, rc);
+    return {};
+}
+
+sandbox::Expected<void> set_tls_ca_file(const std::string& file) {
+    ensure_libgit2();
+    if (int rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file.c_str(), nullptr); rc != 0)
+        return git_fail(ErrorKind::invalid_input, "CA file " + file, rc);
+    return {};
+}
+
+}  // namespace jobs

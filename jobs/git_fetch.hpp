@@ -1,0 +1,40 @@
+#pragma once
+// One libgit2 fetch into a mirror. The remote is anonymous (nothing is written to the
+// mirror's config), and a token reaches libgit2 only through the credential callback: never
+// a URL, a config entry, a file or a log line. The callback answers only for the remote's own
+// host (a redirect elsewhere gets nothing) and only once (a rejected token fails the fetch
+// instead of looping).
+
+#include <git2.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jobs/git_url.hpp"
+#include "sandbox/error.hpp"
+
+namespace jobs {
+
+// A credential for http(s) remotes, held in memory only.
+struct GitToken {
+    std::string secret;
+    std::string username = "x-access-token";  // GitHub's convention for app/installation tokens
+};
+
+// The refspecs a mirror follows: branches (gh-readonly-queue/* included), tags and
+// refs/pull/*/head, plus `ref` (a full ref, or a branch name, or pull/N/head) when given.
+std::vector<std::string> mirror_refspecs(const std::string& ref);
+
+// Fetches `refspecs` from `remote` into `repository`. ErrorKind::unavailable when the remote
+// cannot be reached, refuses the credentials or the path does not exist; the message names
+// the remote (its safe URL) and never the token.
+sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
+                                       const std::vector<std::string>& refspecs,
+                                       const std::optional<GitToken>& token);
+
+// Trusts the CA certificates in `file` (PEM) for https remotes, in addition to none else:
+// libgit2's setting is process-wide. For tests and for agents behind a private CA.
+sandbox::Expected<void> set_tls_ca_file(const std::string& file);
+
+}  // namespace jobs

@@ -1,0 +1,47 @@
+#include "jobs/git_handles.hpp"
+
+#include <mutex>
+
+namespace jobs {
+
+void ensure_libgit2() {
+    static std::once_flag once;
+    std::call_once(once, [] { git_libgit2_init(); });
+}
+
+std::string git_error_text(std::string_view what, int code) {
+    std::string text(what);
+    text += ": ";
+    if (const git_error* error = git_error_last(); error != nullptr && error->message != nullptr)
+        text += error->message;
+    else
+        text += "libgit2 error " + std::to_string(code);
+    return text;
+}
+
+std::unexpected<sandbox::Error> git_fail(sandbox::ErrorKind kind, std::string_view what,
+                                         int code) {
+    return sandbox::fail(kind, git_error_text(what, code));
+}
+
+sandbox::Expected<git_oid> parse_sha(std::string_view sha) {
+    const bool hex = sha.size() == GIT_OID_HEXSZ &&
+                     sha.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+    if (!hex)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "'" + std::string(sha.substr(0, 64)) +
+                                 "' is not a full 40-hex commit SHA");
+    git_oid oid;
+    if (git_oid_fromstrn(&oid, sha.data(), sha.size()) != 0)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "'" + std::string(sha) + "' is not a commit SHA");
+    return oid;
+}
+
+std::string oid_hex(const git_oid& oid) {
+    char text[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(text, sizeof text, &oid);
+    return text;
+}
+
+}  // namespace jobs

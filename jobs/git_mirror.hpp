@@ -1,0 +1,77 @@
+#pragma once
+// The repository cache: one bare mirror per remote under <state-dir>/mirrors/.
+//
+//   <state>/mirrors/<name>-<hash>.git    the bare mirror (jobs only ever read it)
+//   <state>/mirrors/<name>-<hash>.lock   flock: held exclusively while the mirror is checked,
+//                                        created, fetched into or replaced
+//   <state>/mirrors/<name>-<hash>.tmp-*  a mirror being created (renamed into place when whole)
+//
+// A mirror is trusted only when its completion marker (written last, before the rename into
+// place) is present, libgit2 opens it as a bare repository, every ref's object exists, and the
+// wanted commit, its tree and the tree's entries are readable. Anything else is moved aside and
+// re-cloned. Fetches only add objects (packs are renamed into place), so readers such as the
+// worktrees' alternates never need the lock.
+
+#include <git2.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "jobs/git_fetch.hpp"
+#include "jobs/git_url.hpp"
+#include "sandbox/error.hpp"
+
+namespace jobs {
+
+struct MirrorRequest {
+    std::string remote;  // a path, file:// or http(s):// URL, as the user gave it
+    std::string sha;     // a full 40-hex commit SHA
+    std::string ref;     // optional: a ref to fetch besides the mirror's refspecs
+    std::optional<GitToken> token;  // http(s) only; kept in memory
+};
+
+enum class CommitPresence { present, missing };
+enum class MirrorEvent { none, fetched, cloned, recloned };
+
+struct Mirror {
+    std::filesystem::path gitdir;  // the bare mirror
+    RemoteUrl remote;
+    git_oid commit{};
+    CommitPresence presence = CommitPresence::missing;  // missing: the remote lacks the SHA
+    MirrorEvent event = MirrorEvent::none;              // what ensure_commit had to do
+};
+
+class MirrorCache {
+public:
+    // `state_dir` is created (0700) on first use.
+    explicit MirrorCache(std::filesystem::path state_dir);
+
+    // $XDG_STATE_HOME/sandgate, falling back to $HOME/.local/state/sandgate.
+    static std::filesystem::path default_state_dir();
+
+    // Makes sure the mirror of request.remote holds request.sha: fetches only when the commit
+    // is missing; creates or re-clones the mirror when absent or untrustworthy. Holds the
+    // mirror's lock throughout, so concurrent callers serialise per mirror. A SHA the remote
+    // does not have is not an error: presence == missing. Errors: invalid_input (bad SHA or
+    // remote), unavailable (remote unreachable or credentials refused), permanent (local I/O).
+    sandbox::Expected<Mirror> ensure_commit(const MirrorRequest& request) const;
+
+    // Re-clones the mirror of `request.remote` unconditionally (after a checkout found an
+    // object unreadable), then ensures the commit as above.
+    sandbox::Expected<Mirror> reclone(const MirrorRequest& request) const;
+
+    const std::filesystem::path& state_dir() const { return m_state_dir; }
+    std::filesystem::path mirrors_dir() const { return m_state_dir / "mirrors"; }
+
+private:
+    enum class Trust { verify, distrust };
+    sandbox::Expected<Mirror> ensure(const MirrorRequest& request, Trust trust) const;
+
+    std::filesystem::path m_state_dir;
+};
+
+// The file whose presence marks a mirror as completely created.
+inline constexpr const char* k_mirror_marker = "sandgate-mirror";
+
+}  // namespace jobs

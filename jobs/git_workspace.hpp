@@ -1,0 +1,35 @@
+#pragma once
+// Checking one commit out for a job: mirror (MirrorCache), worktree (materialise_worktree),
+// submodules on request, and one re-clone when the checkout finds the mirror damaged.
+
+#include <filesystem>
+#include <vector>
+
+#include "jobs/git_mirror.hpp"
+#include "jobs/git_worktree.hpp"
+
+namespace jobs {
+
+enum class SubmoduleMode { none, top, recursive };
+
+struct CheckoutRequest {
+    MirrorRequest source;        // remote, sha, ref, token
+    std::filesystem::path path;  // the worktree: missing or empty
+    unsigned depth = 0;          // 0: whole history; N: shallow, as actions/checkout fetch-depth
+    SubmoduleMode submodules = SubmoduleMode::none;
+};
+
+struct CheckoutResult {
+    Mirror mirror;  // presence == missing: the remote lacks the SHA and nothing was written
+    // Every mirror the worktree's alternates read (the superproject's and the submodules'):
+    // a wrap must bind these read-only for git to work inside.
+    std::vector<std::filesystem::path> mirror_gitdirs;
+};
+
+// Materialises request.source.sha at request.path. Errors as MirrorCache::ensure_commit, plus
+// permanent when the checkout fails even after a re-clone, and unavailable/invalid_input for a
+// submodule's remote (the message names the submodule). On error request.path may hold a
+// partial checkout: the caller removes it (JobWorktree does).
+sandbox::Expected<CheckoutResult> checkout_commit(const MirrorCache& cache, const CheckoutRequest& request);
+
+}  // namespace jobs

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""git's smart HTTP (git http-backend as CGI) behind a small server on 127.0.0.1, for tests.
+
+usage: git_http_server.py PROJECT_ROOT [--cert CERT.pem --key KEY.pem]
+
+Requires HTTP basic auth when SANDGATE_TEST_TOKEN is set in the environment (any user name,
+the token as password); answers 401 otherwise. Prints "PORT <n>" on stdout once listening,
+and logs one line per request (method, path, status; never the Authorization header) to
+stderr. Serves until killed.
+"""
+
+import base64
+import http.server
+import os
+import ssl
+import subprocess
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        sys.stderr.write("http: " + (fmt % args) + "\n")
+
+    def authorised(self):
+        token = os.environ.get("SANDGATE_TEST_TOKEN")
+        if not token:
+            return True
+        header = self.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            _, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        except ValueError:
+            return False
+        return password == token
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return body
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+    def serve(self):
+        if not self.authorised():
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="sandgate-test"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = self.read_body() if self.command == "POST" else b""
+        path, _, query = self.path.partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": sys.argv[1],
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_ADDR": "127.0.0.1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+        }
+        if self.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+        if self.headers.get("Git-Protocol"):
+            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+        done = subprocess.run(["git", "http-backend"], input=body, env=env,
+                              capture_output=True, check=False)
+        head, _, payload = done.stdout.partition(b"\r\n\r\n")
+        status = 200
+        headers = []
+        for line in head.split(b"\r\n"):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif name:
+                headers.append((name, value.strip()))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = serve
+    do_POST = serve
+
+
+def main():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if "--cert" in sys.argv:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[sys.argv.index("--cert") + 1],
+                                sys.argv[sys.argv.index("--key") + 1])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print("PORT", server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
