@@ -213,8 +213,10 @@ sandbox::Expected<JobWorktree> WorktreeArea::create(std::string_view label) {
 std::size_t WorktreeArea::reap_stale() {
     std::size_t reaped = 0;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(m_dir, ec)) {
-        const fs::path path = entry.path();
+    std::vector<fs::path> entries;  // a snapshot: reaping removes entries as it goes
+    for (const auto& entry : fs::directory_iterator(m_dir, ec)) entries.push_back(entry.path());
+    std::ranges::sort(entries);
+    for (const fs::path& path : entries) {
         if (path.extension() == ".lease") {
             sandbox::Fd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
             if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive (or gone)
@@ -232,7 +234,7 @@ std::size_t WorktreeArea::reap_stale() {
                 ::unlink(path.c_str());
                 ++reaped;
             }
-        } else if (entry.is_directory(ec) && !entry.is_symlink(ec)) {
+        } else if (fs::is_directory(fs::symlink_status(path, ec))) {
             fs::path lease = path;
             lease += ".lease";
             if (!fs::exists(lease, ec) && remove_tree(path)) ++reaped;
