@@ -43,12 +43,12 @@ sandbox::Expected<std::vector<SubmoduleEntry>> list_submodules(const fs::path& w
     return entries;
 }
 
-sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const CheckoutRequest& request,
-                                            CheckoutResult& result) {
+sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitCheckoutRequest& request,
+                                            GitCheckoutResult& result) {
     auto entries = list_submodules(request.path);
     if (!entries) return std::unexpected(entries.error());
     for (const auto& entry : *entries) {
-        CheckoutRequest sub;
+        GitCheckoutRequest sub;
         sub.source.remote = entry.url;
         sub.source.sha = oid_hex(entry.commit);
         sub.source.token = request.source.token;  // offered to the same host only
@@ -78,10 +78,10 @@ sandbox::Expected<void> reset_dir(const fs::path& path) {
 
 }  // namespace
 
-sandbox::Expected<CheckoutResult> checkout_commit(const MirrorCache& cache, const CheckoutRequest& request) {
+sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request) {
     auto mirror = cache.ensure_commit(request.source);
     if (!mirror) return std::unexpected(mirror.error());
-    CheckoutResult result;
+    GitCheckoutResult result;
     result.mirror = *mirror;
     if (mirror->presence == CommitPresence::missing) return result;
     WorktreeSpec spec;

@@ -12,14 +12,14 @@ namespace jobs {
 
 enum class SubmoduleMode { none, top, recursive };
 
-struct CheckoutRequest {
+struct GitCheckoutRequest {
     MirrorRequest source;        // remote, sha, ref, token
     std::filesystem::path path;  // the worktree: missing or empty
     unsigned depth = 0;          // 0: whole history; N: shallow, as actions/checkout fetch-depth
     SubmoduleMode submodules = SubmoduleMode::none;
 };
 
-struct CheckoutResult {
+struct GitCheckoutResult {
     Mirror mirror;  // presence == missing: the remote lacks the SHA and nothing was written
     // Every mirror the worktree's alternates read (the superproject's and the submodules'):
     // a wrap must bind these read-only for git to work inside.
@@ -30,6 +30,6 @@ struct CheckoutResult {
 // permanent when the checkout fails even after a re-clone, and unavailable/invalid_input for a
 // submodule's remote (the message names the submodule). On error request.path may hold a
 // partial checkout: the caller removes it (JobWorktree does).
-sandbox::Expected<CheckoutResult> checkout_commit(const MirrorCache& cache, const CheckoutRequest& request);
+sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request);
 
 }  // namespace jobs

@@ -22,8 +22,8 @@ using tests::sh;
 
 namespace {
 
-jobs::CheckoutRequest checkout_request(const std::string& remote, const std::string& sha, const fs::path& path) {
-    jobs::CheckoutRequest request;
+jobs::GitCheckoutRequest checkout_request(const std::string& remote, const std::string& sha, const fs::path& path) {
+    jobs::GitCheckoutRequest request;
     request.source.remote = remote;
     request.source.sha = sha;
     request.path = path;
