@@ -1,0 +1,147 @@
+#include "sandbox/container.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+
+#include "sandbox/limits.hpp"
+#include "sandbox/mounts.hpp"
+#include "sandbox/offline.hpp"
+#include "sandbox/probe.hpp"
+
+namespace sandbox {
+namespace {
+
+std::atomic<unsigned> g_counter{0};
+
+class ContainerResources : public WrapResources {
+public:
+    std::optional<std::filesystem::path> owned_scratch;
+    ~ContainerResources() override {
+        std::error_code ec;
+        if (owned_scratch) std::filesystem::remove_all(*owned_scratch, ec);
+    }
+};
+
+std::string unique_name() {
+    char host[64] = {};
+    ::gethostname(host, sizeof host - 1);
+    return "sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1)) +
+           "-" + std::to_string(std::hash<std::string>{}(host) % 100000);
+}
+
+Expected<std::filesystem::path> owned_scratch_root() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)
+        return fail(ErrorKind::unavailable, errno_message("creating the run's scratch"));
+    return std::filesystem::path(pattern);
+}
+
+void volume(std::vector<std::string>& argv, const std::filesystem::path& path, const char* mode) {
+    argv.insert(argv.end(), {"-v", path.string() + ":" + path.string() + ":" + mode});
+}
+
+}  // namespace
+
+Expected<std::filesystem::path> find_container_runtime(const Policy& policy) {
+    if (!policy.container_runtime.empty()) {
+        if (::access(policy.container_runtime.c_str(), X_OK) != 0)
+            return fail(ErrorKind::unavailable, "--container-runtime " +
+                                                    policy.container_runtime.string() +
+                                                    ": not an executable file");
+        return policy.container_runtime;
+    }
+    for (const char* name : {"podman", "docker"}) {
+        if (auto found = find_on_path(name, host_path_list())) return *found;
+    }
+    return fail(ErrorKind::unavailable,
+                "--sandbox container: neither podman nor docker is on PATH; install one, pass "
+                "--container-runtime PATH, or use --sandbox bwrap");
+}
+
+Expected<WrapPlan> plan_container(const RunRequest& request) {
+    const Policy& policy = request.policy;
+    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
+    if (policy.image.empty())
+        return fail(ErrorKind::invalid_input, "--sandbox container needs --image IMAGE");
+    if (policy.image.starts_with("-"))
+        return fail(ErrorKind::invalid_input, "--image " + policy.image + ": not an image name");
+    auto runtime = find_container_runtime(policy);
+    if (!runtime) return std::unexpected(runtime.error());
+    std::error_code ec;
+    auto cwd = checked_bind_path(request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd,
+                                 "--cwd", MustExist::yes);
+    if (!cwd) return std::unexpected(cwd.error());
+    auto limits = plan_limits(Policy{});  // only the values: the runtime enforces them
+    if (!limits) return std::unexpected(limits.error());
+
+    auto resources = std::make_unique<ContainerResources>();
+    std::filesystem::path scratch_root;
+    if (policy.scratch) {
+        std::filesystem::create_directories(*policy.scratch, ec);
+        auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        scratch_root = *checked;
+    } else {
+        auto made = owned_scratch_root();
+        if (!made) return std::unexpected(made.error());
+        scratch_root = *made;
+        resources->owned_scratch = scratch_root;
+    }
+    const ScratchLayout layout = scratch_layout(scratch_root);
+    if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
+    const OfflineEnv offline = offline_enabled(policy) ? OfflineEnv::on : OfflineEnv::off;
+    if (auto ok = seed_toolchain_home(layout, offline, policy.toolchain_cache); !ok)
+        return std::unexpected(ok.error());
+
+    const std::string name = unique_name();
+    WrapPlan plan;
+    plan.env = wrapped_environment(request.env, layout, offline, policy.toolchain_cache);
+    auto& argv = plan.argv;
+    argv = {runtime->string(), "run", "--rm", "-i", "--read-only", "--network",
+            policy.network == NetworkMode::host ? "host" : "none", "--cap-drop", "ALL",
+            "--security-opt", "no-new-privileges", "--name", name, "--pids-limit",
+            std::to_string(policy.pids.value_or(4096)), "--tmpfs",
+            "/tmp:rw,nosuid,nodev,size=" +
+                std::to_string(policy.tmp_size_bytes.value_or(limits->tmp_size)) + ",mode=1777"};
+    if (policy.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(*policy.memory_bytes)});
+    volume(argv, *cwd, "rw");
+    volume(argv, scratch_root, "rw");
+    for (const auto& path : policy.read_only) {
+        auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        volume(argv, *checked, "ro");
+    }
+    for (const auto& path : policy.writable) {
+        auto checked = checked_bind_path(path, "--writable", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        volume(argv, *checked, "rw");
+    }
+    if (policy.toolchain_cache) {
+        auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        volume(argv, *checked, "ro");
+    }
+    argv.insert(argv.end(), {"-w", cwd->string()});
+    for (const auto& [key, value] : plan.env) argv.insert(argv.end(), {"-e", key});
+    argv.push_back(policy.image);
+    argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    plan.on_timeout_argv = {runtime->string(), "rm", "-f", name};
+    plan.tree_kill = TreeKill::subreaper;
+    nlohmann::ordered_json doc;
+    doc["mode"] = "container";
+    doc["runtime"] = runtime->string();
+    doc["image"] = policy.image;
+    doc["name"] = name;
+    doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
+    doc["offline"] = offline == OfflineEnv::on;
+    doc["scratch"] = scratch_root.string();
+    plan.description_json = doc.dump();
+    plan.resources = std::move(resources);
+    return plan;
+}
+
+}  // namespace sandbox

@@ -1,0 +1,221 @@
+#include "sandbox/limits.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sandbox/probe.hpp"
+
+namespace sandbox {
+namespace {
+
+constexpr std::uint64_t k_default_pids = 4096;
+constexpr std::uint64_t k_default_tmp = 1ull << 30;
+constexpr std::uint64_t k_min_memory = 64ull << 20;  // bwrap and a shell need a few MiB
+
+// Fixed launcher script: enters cgroups, sets rlimits, then execs the wrapper. Arguments come
+// in pairs (`cg FILE`, `nproc N`, `as KIB`) up to `--`.
+constexpr const char* k_launcher =
+    "while [ \"$#\" -gt 0 ] && [ \"$1\" != -- ]; do "
+    "case \"$1\" in "
+    "cg) echo 0 > \"$2\" || { echo \"sandgate: cannot enter cgroup $2\" >&2; exit 125; } ;; "
+    "nproc) ulimit -p \"$2\" || exit 125 ;; "
+    "as) ulimit -v \"$2\" || exit 125 ;; "
+    "esac; shift 2; done; shift; exec \"$@\"";
+
+std::atomic<unsigned> g_counter{0};
+
+// Our own cgroup in the hierarchy `id` names ("0" for cgroup2, else a v1 controller list).
+std::optional<std::string> own_cgroup(std::string_view controller) {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto first = line.find(':');
+        const auto second = line.find(':', first + 1);
+        if (first == std::string::npos || second == std::string::npos) continue;
+        const std::string controllers = line.substr(first + 1, second - first - 1);
+        const std::string path = line.substr(second + 1);
+        if (controller.empty() ? controllers.empty() : false) return path;
+        std::istringstream list(controllers);
+        for (std::string item; std::getline(list, item, ',');) {
+            if (!controller.empty() && item == controller) return path;
+        }
+    }
+    return std::nullopt;
+}
+
+bool writable_dir(const std::filesystem::path& dir) { return ::access(dir.c_str(), W_OK) == 0; }
+
+// The parent directory a per-run cgroup for `controller` would go in, and how.
+std::optional<std::pair<std::filesystem::path, LimitMechanism>> cgroup_parent(
+    std::string_view controller) {
+    if (auto mount = cgroup2_mount(); mount) {
+        if (auto own = own_cgroup("")) {
+            const auto dir = *mount / std::filesystem::path(*own).relative_path();
+            auto enabled = read_small_file(dir / "cgroup.subtree_control");
+            if (enabled && enabled->find(controller) != std::string::npos && writable_dir(dir))
+                return std::pair{dir, LimitMechanism::cgroup2};
+        }
+    }
+    if (auto mount = cgroup1_mount(controller); mount) {
+        if (auto own = own_cgroup(controller)) {
+            const auto dir = *mount / std::filesystem::path(*own).relative_path();
+            if (writable_dir(dir)) return std::pair{dir, LimitMechanism::cgroup1};
+        }
+    }
+    return std::nullopt;
+}
+
+std::uint64_t physical_memory() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                                 : 0;
+}
+
+std::filesystem::path& add_cgroup(LimitPlan& plan, const std::filesystem::path& dir) {
+    for (auto& [path, files] : plan.cgroups) {
+        if (path == dir) return path;
+    }
+    plan.cgroups.push_back({dir, {}});
+    return plan.cgroups.back().first;
+}
+
+void add_limit_file(LimitPlan& plan, const std::filesystem::path& dir, std::string file,
+                    std::string value) {
+    add_cgroup(plan, dir);
+    for (auto& [path, files] : plan.cgroups) {
+        if (path == dir) files.emplace_back(std::move(file), std::move(value));
+    }
+}
+
+void kill_members(const std::filesystem::path& dir) {
+    std::ifstream procs(dir / "cgroup.procs");
+    for (pid_t pid = 0; procs >> pid;) ::kill(pid, SIGKILL);
+}
+
+}  // namespace
+
+std::string_view to_string(LimitMechanism mechanism) {
+    switch (mechanism) {
+        case LimitMechanism::none: return "none";
+        case LimitMechanism::cgroup2: return "cgroup2";
+        case LimitMechanism::cgroup1: return "cgroup1";
+        case LimitMechanism::rlimit: return "rlimit";
+    }
+    return "none";
+}
+
+LimitMechanism cgroup_mechanism_for(std::string_view controller) {
+    auto parent = cgroup_parent(controller);
+    return parent ? parent->second : LimitMechanism::none;
+}
+
+nlohmann::ordered_json LimitPlan::describe() const {
+    nlohmann::ordered_json doc;
+    doc["tmp_size"] = tmp_size;
+    doc["memory"] = memory ? nlohmann::ordered_json(*memory) : nlohmann::ordered_json(nullptr);
+    doc["memory_by"] = std::string(to_string(memory_by));
+    doc["pids"] = pids ? nlohmann::ordered_json(*pids) : nlohmann::ordered_json(nullptr);
+    doc["pids_by"] = std::string(to_string(pids_by));
+    return doc;
+}
+
+Expected<LimitPlan> plan_limits(const Policy& policy) {
+    LimitPlan plan;
+    plan.tmp_size = policy.tmp_size_bytes.value_or(k_default_tmp);
+    if (plan.tmp_size == 0) return fail(ErrorKind::invalid_input, "--tmp-size: must be positive");
+    if (policy.memory_bytes && *policy.memory_bytes < k_min_memory)
+        return fail(ErrorKind::invalid_input, "--memory: at least 64M is needed to start the wrap");
+    if (policy.pids && *policy.pids < 2)
+        return fail(ErrorKind::invalid_input, "--pids: at least 2 (the wrap's own init and the command)");
+    const std::string name = "sandgate-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(g_counter.fetch_add(1));
+    // Memory.
+    if (auto parent = cgroup_parent("memory")) {
+        plan.memory = policy.memory_bytes.value_or(physical_memory() / 4 * 3);
+        plan.memory_by = parent->second;
+        const auto dir = parent->first / name;
+        if (parent->second == LimitMechanism::cgroup2) {
+            add_limit_file(plan, dir, "memory.max", std::to_string(*plan.memory));
+            add_limit_file(plan, dir, "memory.swap.max", "0");
+        } else {
+            add_limit_file(plan, dir, "memory.limit_in_bytes", std::to_string(*plan.memory));
+        }
+    } else if (policy.memory_bytes) {
+        plan.memory = policy.memory_bytes;
+        plan.memory_by = LimitMechanism::rlimit;
+    }
+    // Processes.
+    if (auto parent = cgroup_parent("pids")) {
+        plan.pids = policy.pids.value_or(k_default_pids);
+        plan.pids_by = parent->second;
+        add_limit_file(plan, parent->first / name, "pids.max", std::to_string(*plan.pids));
+    } else if (::geteuid() != 0) {
+        plan.pids = policy.pids.value_or(k_default_pids);
+        plan.pids_by = LimitMechanism::rlimit;
+    } else if (policy.pids) {
+        return fail(ErrorKind::unavailable,
+                    "--pids cannot be enforced here: running as root (RLIMIT_NPROC does not apply "
+                    "to uid 0) and no writable pids cgroup (cgroup2 with the pids controller "
+                    "delegated, or the v1 pids hierarchy); run sandgate as an unprivileged user, "
+                    "delegate a cgroup, or drop --pids");
+    }
+    return plan;
+}
+
+Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan) {
+    std::vector<std::filesystem::path> made;
+    auto cleanup_on_error = [&](std::string message) {
+        for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
+        return fail(ErrorKind::unavailable, std::move(message));
+    };
+    for (const auto& [dir, files] : plan.cgroups) {
+        if (::mkdir(dir.c_str(), 0755) != 0)
+            return cleanup_on_error(errno_message("creating cgroup " + dir.string()));
+        made.push_back(dir);
+        for (const auto& [file, value] : files) {
+            std::ofstream out(dir / file);
+            out << value;
+            out.flush();
+            if (!out && file != "memory.swap.max")  // swap accounting may be off
+                return cleanup_on_error("cannot set " + (dir / file).string() + " to " + value);
+        }
+    }
+    return std::make_unique<LimitResources>(std::move(made));
+}
+
+std::vector<std::string> wrap_with_limits(const LimitPlan& plan, std::vector<std::string> argv) {
+    std::vector<std::string> prefix = {"/bin/sh", "-c", k_launcher, "sandgate-limits"};
+    for (const auto& [dir, files] : plan.cgroups) prefix.insert(prefix.end(), {"cg", (dir / "cgroup.procs").string()});
+    if (plan.pids_by == LimitMechanism::rlimit)
+        prefix.insert(prefix.end(), {"nproc", std::to_string(*plan.pids)});
+    if (plan.memory_by == LimitMechanism::rlimit)
+        prefix.insert(prefix.end(), {"as", std::to_string(*plan.memory / 1024)});
+    if (prefix.size() == 4) return argv;
+    prefix.push_back("--");
+    prefix.insert(prefix.end(), std::make_move_iterator(argv.begin()),
+                  std::make_move_iterator(argv.end()));
+    return prefix;
+}
+
+LimitResources::~LimitResources() {
+    // The pid namespace took everything down with bwrap; a cgroup stays busy until the last
+    // member is reaped, so retry briefly after killing any straggler.
+    for (auto it = m_dirs.rbegin(); it != m_dirs.rend(); ++it) {
+        for (int attempt = 0; attempt < 200; ++attempt) {
+            if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
+            if (errno != EBUSY) break;
+            kill_members(*it);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+}
+
+}  // namespace sandbox

@@ -1,0 +1,188 @@
+#include "sandbox/mounts.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+namespace sandbox {
+namespace {
+
+// Host files under /etc the wrap shows read-only: dynamic linking, alternatives (cc, c++,
+// java...), certificates, time zone, language runtimes' configuration. Nothing that commonly
+// holds a secret (shadow, gitconfig, npmrc, pip.conf, ssh, sudoers, machine-id).
+constexpr const char* k_etc_allowlist[] = {
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "ssl", "ca-certificates", "ca-certificates.conf", "os-release", "debian_version",
+    "mime.types", "protocols", "services", "networks", "gai.conf", "host.conf", "perl",
+    "python3", "inputrc", "magic", "magic.mime", "locale.alias", "java-17-openjdk",
+    "java-21-openjdk", "xdg",
+};
+// Optional prefixes (python3.11, ...).
+constexpr const char* k_etc_prefixes[] = {"python3."};
+
+// The top-level names that may hold the system: symlinks into /usr on merged-/usr systems,
+// real directories elsewhere.
+constexpr const char* k_top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+std::size_t depth(const std::filesystem::path& path) {
+    return static_cast<std::size_t>(std::distance(path.begin(), path.end()));
+}
+
+std::filesystem::path strip_trailing(std::filesystem::path path) {
+    std::string text = path.string();
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    return text;
+}
+
+MountEntry data_entry(std::filesystem::path dest, std::string content) {
+    MountEntry entry;
+    entry.kind = MountKind::data;
+    entry.dest = std::move(dest);
+    entry.content = std::move(content);
+    entry.priority = 1;
+    return entry;
+}
+
+std::optional<std::filesystem::path> env_path(const char* name) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value != '/') return std::nullopt;
+    return std::filesystem::path(value);
+}
+
+}  // namespace
+
+bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+    auto i = inner.begin();
+    for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+        if (o->empty()) continue;  // a trailing separator
+        if (i == inner.end() || *i != *o) return false;
+    }
+    return true;
+}
+
+Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& path,
+                                                  std::string_view what, MustExist must_exist) {
+    if (path.empty()) return fail(ErrorKind::invalid_input, std::string(what) + ": empty path");
+    std::error_code ec;
+    std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+    if (ec) return fail(ErrorKind::invalid_input, std::string(what) + " " + path.string() +
+                                                      ": " + ec.message());
+    absolute = strip_trailing(absolute.lexically_normal());
+    // Walk every prefix with lstat: a symlink anywhere would let whoever planted it choose
+    // what gets mounted (bwrap resolves the destination inside the new root).
+    std::filesystem::path prefix;
+    for (const auto& part : absolute) {
+        prefix /= part;
+        struct stat st {};
+        if (::lstat(prefix.c_str(), &st) != 0) {
+            if (must_exist == MustExist::yes)
+                return fail(ErrorKind::invalid_input, std::string(what) + " " +
+                                                          absolute.string() + ": " +
+                                                          errno_message(prefix.string()));
+            return absolute;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            auto target = std::filesystem::read_symlink(prefix, ec);
+            return fail(ErrorKind::invalid_input,
+                        std::string(what) + " " + absolute.string() + ": " + prefix.string() +
+                            " is a symlink (to " + (ec ? std::string("?") : target.string()) +
+                            "); bind paths must not pass through symlinks, give the resolved "
+                            "path");
+        }
+    }
+    return absolute;
+}
+
+std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
+                                      const std::filesystem::path& home, WithResolv with_resolv) {
+    std::vector<MountEntry> entries;
+    entries.push_back({MountKind::ro_bind, "/usr", "/usr", {}, 0});
+    std::error_code ec;
+    for (const char* name : k_top_level) {
+        const std::filesystem::path top = std::filesystem::path("/") / name;
+        auto status = std::filesystem::symlink_status(top, ec);
+        if (ec) continue;
+        if (std::filesystem::is_symlink(status)) {
+            entries.push_back({MountKind::symlink, top, std::filesystem::read_symlink(top, ec),
+                               {}, 0});
+        } else if (std::filesystem::is_directory(status)) {
+            entries.push_back({MountKind::ro_bind, top, top, {}, 0});
+        }
+    }
+    for (const char* name : k_etc_allowlist) {
+        const std::filesystem::path path = std::filesystem::path("/etc") / name;
+        if (std::filesystem::exists(path, ec)) entries.push_back({MountKind::ro_bind, path, path, {}, 0});
+    }
+    for (const auto& item : std::filesystem::directory_iterator("/etc", ec)) {
+        const std::string name = item.path().filename().string();
+        for (const char* prefix : k_etc_prefixes) {
+            if (name.starts_with(prefix) && std::filesystem::exists(item.path(), ec))
+                entries.push_back({MountKind::ro_bind, item.path(), item.path(), {}, 0});
+        }
+    }
+    if (with_resolv == WithResolv::yes && std::filesystem::exists("/etc/resolv.conf", ec)) {
+        // Often a symlink into /run: bind the file it resolves to, never /run itself.
+        auto resolved = std::filesystem::canonical("/etc/resolv.conf", ec);
+        if (!ec) entries.push_back({MountKind::ro_bind, "/etc/resolv.conf", resolved, {}, 0});
+    }
+    const std::string uid_text = std::to_string(uid);
+    const std::string gid_text = std::to_string(gid);
+    entries.push_back(data_entry("/etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                                "sandgate:x:" + uid_text + ":" + gid_text +
+                                                    ":sandgate:" + home.string() + ":/bin/sh\n"
+                                                "nobody:x:65534:65534:nobody:/nonexistent:"
+                                                "/usr/sbin/nologin\n"));
+    entries.push_back(data_entry("/etc/group", "root:x:0:\nsandgate:x:" + gid_text +
+                                                   ":\nnogroup:x:65534:\n"));
+    entries.push_back(data_entry("/etc/hosts", "127.0.0.1\tlocalhost sandgate\n"
+                                               "::1\tlocalhost ip6-localhost ip6-loopback\n"));
+    entries.push_back(data_entry("/etc/hostname", "sandgate\n"));
+    entries.push_back(data_entry("/etc/nsswitch.conf",
+                                 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                                 "networks: files\nprotocols: files\nservices: files\n"));
+    return entries;
+}
+
+std::vector<std::filesystem::path> agent_private_paths() {
+    std::vector<std::filesystem::path> candidates;
+    const auto home = env_path("HOME");
+    if (auto state = env_path("XDG_STATE_HOME")) candidates.push_back(*state / "sandgate");
+    if (auto config = env_path("XDG_CONFIG_HOME")) candidates.push_back(*config / "sandgate");
+    if (home) {
+        candidates.push_back(*home / ".local/state/sandgate");
+        candidates.push_back(*home / ".config/sandgate");
+    }
+    if (auto dir = env_path("SANDGATE_STATE_DIR")) candidates.push_back(*dir);
+    if (auto file = env_path("SANDGATE_CONFIG")) candidates.push_back(*file);
+    std::vector<std::filesystem::path> existing;
+    std::error_code ec;
+    for (auto& candidate : candidates) {
+        candidate = strip_trailing(candidate.lexically_normal());
+        if (!std::filesystem::exists(candidate, ec)) continue;
+        if (std::find(existing.begin(), existing.end(), candidate) == existing.end())
+            existing.push_back(candidate);
+    }
+    return existing;
+}
+
+void order_mounts(std::vector<MountEntry>& entries) {
+    std::stable_sort(entries.begin(), entries.end(), [](const MountEntry& a, const MountEntry& b) {
+        const auto da = depth(a.dest), db = depth(b.dest);
+        if (da != db) return da < db;
+        return a.priority < b.priority;
+    });
+}
+
+bool visible_inside(const std::vector<MountEntry>& ordered, const std::filesystem::path& path) {
+    const MountEntry* deepest = nullptr;
+    for (const auto& entry : ordered) {
+        if (path_within(path, entry.dest)) deepest = &entry;  // later entries cover earlier ones
+    }
+    if (deepest == nullptr) return false;
+    return deepest->kind == MountKind::ro_bind || deepest->kind == MountKind::bind ||
+           (deepest->kind == MountKind::data && deepest->dest == path);
+}
+
+}  // namespace sandbox

@@ -1,0 +1,67 @@
+#pragma once
+// The filesystem the wrapped command sees, as an ordered list of mounts that wrap_bwrap turns
+// into bwrap options. Layout: the system (/usr and the usual top-level symlinks, a generated
+// /etc with an allowlist of harmless host files) read-only; a private /proc, /dev and sized
+// /tmp; the working directory and the scratch writable; the policy's extra binds; the agent's
+// own state and config masked; the root read-only. Never /run, the host /tmp or the real HOME.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sandbox/error.hpp"
+
+namespace sandbox {
+
+enum class MountKind {
+    ro_bind,    // source bound read-only at dest
+    bind,       // source bound read-write at dest
+    hide_dir,   // an empty read-only tmpfs over dest
+    hide_file,  // /dev/null bound read-only over dest
+    symlink,    // dest is a symlink to source (a relative or absolute target)
+    data,       // dest is a read-only file holding `content`
+    proc,       // a new procfs for the new pid namespace
+    dev,        // a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
+    tmpfs,      // a private tmpfs of `size` bytes, mode 1777
+};
+
+struct MountEntry {
+    MountKind kind = MountKind::ro_bind;
+    std::filesystem::path dest;
+    std::filesystem::path source;
+    std::string content;  // data only
+    int priority = 0;     // same depth: lower first (a later mount covers an earlier one)
+    std::uint64_t size = 0;  // tmpfs only
+};
+
+// Makes `path` absolute (against the current directory) and lexically normal, then refuses it
+// when any existing component is a symlink (a link planted in a worktree must not redirect a
+// bind), or when it does not exist and `must_exist`. `what` names the flag or field.
+enum class MustExist { no, yes };
+Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& path,
+                                                  std::string_view what, MustExist must_exist);
+
+// True when `inner` is `outer` or lies below it (both absolute and normal).
+bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
+// The system part of the layout: /usr, top-level symlinks, /etc (generated passwd, group,
+// hosts, nsswitch.conf, hostname for `uid`/`gid` with `home`, plus the allowlist), resolv.conf
+// only when `with_resolv`.
+enum class WithResolv { no, yes };
+std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
+                                      const std::filesystem::path& home, WithResolv with_resolv);
+
+// The agent's own files that must never be visible: its state and config directories
+// ($XDG_STATE_HOME/sandgate, $XDG_CONFIG_HOME/sandgate, their ~/.local/state and ~/.config
+// defaults, $SANDGATE_STATE_DIR, $SANDGATE_CONFIG). Existing ones only.
+std::vector<std::filesystem::path> agent_private_paths();
+
+// Orders entries so that a parent is mounted before anything below it (depth, then priority).
+void order_mounts(std::vector<MountEntry>& entries);
+
+// Whether `path` (absolute, with no symlinks left) is visible inside the wrap: the deepest entry
+// at or above it is a bind (hidden paths and plain tmpfs roots are not).
+bool visible_inside(const std::vector<MountEntry>& ordered, const std::filesystem::path& path);
+
+}  // namespace sandbox

@@ -1,0 +1,170 @@
+#include "sandbox/offline.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+namespace sandbox {
+namespace {
+
+struct CacheCopy {
+    const char* from;  // below the cache dir
+    const char* to;    // below the per-run HOME
+};
+
+// Allowlist: the directories of offline-toolchains.md, never a whole tool home.
+constexpr CacheCopy k_copies[] = {
+    {"cargo/registry", ".cargo/registry"},
+    {"cargo/git", ".cargo/git"},
+    {"npm/_cacache", ".npm/_cacache"},
+    {"yarn/cache", ".cache/yarn"},
+    {"go/mod", "go/pkg/mod"},
+    {"m2/repository", ".m2/repository"},
+    {"gradle/caches", ".gradle/caches"},
+    {"gradle/wrapper/dists", ".gradle/wrapper/dists"},
+    {"nuget/packages", ".nuget/packages"},
+};
+
+void set(Environment& env, std::string name, std::string value) {
+    for (auto& [key, current] : env) {
+        if (key == name) {
+            current = std::move(value);
+            return;
+        }
+    }
+    env.emplace_back(std::move(name), std::move(value));
+}
+
+Expected<void> write_text(const std::filesystem::path& path, const std::string& text) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return fail(ErrorKind::permanent, "cannot write " + path.string());
+    return {};
+}
+
+Expected<void> make_dir(const std::filesystem::path& path) {
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+        return fail(ErrorKind::permanent, errno_message("creating " + path.string()));
+    return {};
+}
+
+}  // namespace
+
+ScratchLayout scratch_layout(const std::filesystem::path& root) {
+    return ScratchLayout{root, root / "home", root / "tmp"};
+}
+
+Expected<void> create_scratch(const ScratchLayout& layout) {
+    for (const auto* dir : {&layout.root, &layout.home, &layout.tmp}) {
+        if (auto ok = make_dir(*dir); !ok) return ok;
+    }
+    return {};
+}
+
+bool offline_enabled(const Policy& policy) {
+    switch (policy.offline) {
+        case Offline::on: return true;
+        case Offline::off: return false;
+        case Offline::automatic: return policy.network == NetworkMode::none;
+    }
+    return true;
+}
+
+Environment wrapped_environment(const Environment& base, const ScratchLayout& scratch,
+                                OfflineEnv offline,
+                                const std::optional<std::filesystem::path>& cache) {
+    Environment env = base;
+    const std::string home = scratch.home.string();
+    const std::string tmp = scratch.tmp.string();
+    bool has_path = false;
+    for (const auto& [key, value] : env) has_path = has_path || key == "PATH";
+    if (!has_path) set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    set(env, "HOME", home);
+    set(env, "USER", "sandgate");
+    set(env, "LOGNAME", "sandgate");
+    for (const char* name : {"TMPDIR", "TMP", "TEMP"}) set(env, name, tmp);
+    set(env, "XDG_CACHE_HOME", home + "/.cache");
+    set(env, "XDG_CONFIG_HOME", home + "/.config");
+    set(env, "XDG_DATA_HOME", home + "/.local/share");
+    set(env, "XDG_STATE_HOME", home + "/.local/state");
+    set(env, "XDG_RUNTIME_DIR", tmp);
+    // Toolchain homes: per run, inside the scratch, never the agent's.
+    set(env, "CARGO_HOME", home + "/.cargo");
+    set(env, "GOPATH", home + "/go");
+    set(env, "GOMODCACHE", home + "/go/pkg/mod");
+    set(env, "npm_config_cache", home + "/.npm");
+    set(env, "npm_config_userconfig", home + "/.npmrc");
+    set(env, "YARN_CACHE_FOLDER", home + "/.cache/yarn");
+    set(env, "GRADLE_USER_HOME", home + "/.gradle");
+    set(env, "NUGET_PACKAGES", home + "/.nuget/packages");
+    set(env, "PIP_CONFIG_FILE", "/dev/null");
+    if (cache) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(*cache / "pip/wheelhouse", ec))
+            set(env, "PIP_FIND_LINKS", (*cache / "pip/wheelhouse").string());
+        if (std::filesystem::is_directory(*cache / "pnpm/store", ec))
+            set(env, "npm_config_store_dir", (*cache / "pnpm/store").string());
+    }
+    if (offline == OfflineEnv::on) {
+        set(env, "CARGO_NET_OFFLINE", "true");
+        set(env, "npm_config_offline", "true");
+        set(env, "YARN_ENABLE_NETWORK", "0");
+        set(env, "YARN_ENABLE_IMMUTABLE_INSTALLS", "true");
+        set(env, "PIP_NO_INDEX", "1");
+        set(env, "GOPROXY", "off");
+        set(env, "GOFLAGS", "-mod=mod");
+        set(env, "GOTOOLCHAIN", "local");
+        set(env, "GOSUMDB", "off");
+        set(env, "MAVEN_ARGS", "-o");
+        set(env, "DOTNET_CLI_TELEMETRY_OPTOUT", "1");
+        set(env, "DOTNET_NOLOGO", "1");
+    }
+    return env;
+}
+
+Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offline,
+                                   const std::optional<std::filesystem::path>& cache) {
+    std::error_code ec;
+    if (cache) {
+        for (const auto& copy : k_copies) {
+            const auto from = *cache / copy.from;
+            if (!std::filesystem::is_directory(from, ec)) continue;
+            const auto to = scratch.home / copy.to;
+            std::filesystem::create_directories(to, ec);
+            // copy_symlinks: a link in the cache is copied as a link, never followed.
+            std::filesystem::copy(from, to,
+                                  std::filesystem::copy_options::recursive |
+                                      std::filesystem::copy_options::copy_symlinks |
+                                      std::filesystem::copy_options::overwrite_existing,
+                                  ec);
+            if (ec)
+                return fail(ErrorKind::permanent, "seeding the toolchain home from " +
+                                                      from.string() + ": " + ec.message());
+        }
+    }
+    if (offline == OfflineEnv::off) return {};
+    // Maven and Gradle have no environment switch that every version honours: configure them.
+    std::string repository = (scratch.home / ".m2/repository").string();
+    if (auto ok = write_text(scratch.home / ".m2/settings.xml",
+                             "<settings>\n  <offline>true</offline>\n  <localRepository>" +
+                                 repository + "</localRepository>\n</settings>\n");
+        !ok)
+        return ok;
+    if (auto ok = write_text(scratch.home / ".gradle/init.d/sandgate-offline.gradle",
+                             "gradle.startParameter.offline = true\n");
+        !ok)
+        return ok;
+    std::string feed = cache ? (*cache / "nuget/packages").string() : std::string();
+    std::string sources = "<clear />";
+    if (!feed.empty() && std::filesystem::is_directory(feed, ec))
+        sources += "<add key=\"sandgate-cache\" value=\"" + feed + "\" />";
+    return write_text(scratch.home / ".nuget/NuGet/NuGet.Config",
+                      "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<configuration>\n"
+                      "  <packageSources>" + sources + "</packageSources>\n</configuration>\n");
+}
+
+}  // namespace sandbox

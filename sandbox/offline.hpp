@@ -1,0 +1,57 @@
+#pragma once
+// The wrapped command's private scratch (HOME, TMPDIR, XDG_* and the toolchain homes point
+// into it) and the cache-only toolchain environment of ../shared/docs/offline-toolchains.md.
+//
+// A warm toolchain cache (--toolchain-cache DIR) is laid out by tool, as a trusted step filled
+// it (only these directories are ever read; anything else in DIR, credentials included, is
+// ignored):
+//   DIR/cargo/registry, DIR/cargo/git    copied into the per-run CARGO_HOME
+//   DIR/npm/_cacache                     copied into the per-run npm cache
+//   DIR/yarn/cache                       copied into the per-run YARN_CACHE_FOLDER
+//   DIR/go/mod                           copied into the per-run GOMODCACHE
+//   DIR/m2/repository                    copied into the per-run ~/.m2/repository
+//   DIR/gradle/caches, DIR/gradle/wrapper/dists   copied into the per-run GRADLE_USER_HOME
+//   DIR/nuget/packages                   copied into the per-run NUGET_PACKAGES
+//   DIR/pnpm/store                       used in place (bound read-only), pnpm copies from it
+//   DIR/pip/wheelhouse                   used in place (bound read-only) as PIP_FIND_LINKS
+// Copies make the cache impossible to poison from inside a run (a hard link or an in-place
+// write would reach the shared files); the DIR itself is bound read-only.
+
+#include <filesystem>
+#include <optional>
+
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace sandbox {
+
+struct ScratchLayout {
+    std::filesystem::path root;
+    std::filesystem::path home;  // root/home
+    std::filesystem::path tmp;   // root/tmp: TMPDIR
+};
+
+ScratchLayout scratch_layout(const std::filesystem::path& root);
+
+// Creates root (if missing), home and tmp, mode 0700 where created.
+Expected<void> create_scratch(const ScratchLayout& layout);
+
+// Whether the policy asks for the cache-only environment (automatic: when network is none).
+bool offline_enabled(const Policy& policy);
+
+enum class OfflineEnv { off, on };
+
+// The wrapped command's environment: `base` (the request's), with the wrap's own variables
+// winning: HOME, TMPDIR/TMP/TEMP, XDG_*, USER/LOGNAME, the toolchain homes, and when
+// `offline` is on the cache-only switches. `cache` is the bound toolchain cache, if any.
+Environment wrapped_environment(const Environment& base, const ScratchLayout& scratch,
+                                OfflineEnv offline,
+                                const std::optional<std::filesystem::path>& cache);
+
+// Seeds the per-run toolchain homes in scratch.home from `cache` (the allowlist above) and
+// writes the offline configuration files (maven settings.xml, gradle init script, NuGet.Config)
+// when `offline` is on.
+Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offline,
+                                   const std::optional<std::filesystem::path>& cache);
+
+}  // namespace sandbox

@@ -1,0 +1,163 @@
+#include "sandbox/probe.hpp"
+
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace sandbox {
+namespace {
+
+constexpr std::string_view k_default_path = "/usr/local/bin:/usr/bin:/bin";
+
+bool is_executable_file(const std::filesystem::path& candidate) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    return ::access(candidate.c_str(), X_OK) == 0;
+}
+
+// Forks a child that asks for the namespaces bwrap will ask for. Fork rather than unshare in
+// this process: unshare(CLONE_NEWUSER) is refused in a multi-threaded process anyway, and the
+// namespaces must not leak into the agent.
+Expected<void> probe_namespaces() {
+    const pid_t pid = ::fork();
+    if (pid < 0) return fail(ErrorKind::unavailable, errno_message("fork for the userns probe"));
+    if (pid == 0) {
+        const int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                          CLONE_NEWIPC | CLONE_NEWUTS;
+        ::_exit(::unshare(flags) == 0 ? 0 : (errno == EPERM || errno == EACCES ? 1 : 2));
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+    std::string message = "user namespaces are refused on this machine, so bwrap cannot build "
+                          "the sandbox";
+    if (read_small_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
+        message += " (kernel.apparmor_restrict_unprivileged_userns=1: allow bwrap with an "
+                   "AppArmor profile, or set `sysctl kernel.apparmor_restrict_unprivileged_userns=0`)";
+    else if (read_small_file("/proc/sys/kernel/unprivileged_userns_clone") == "0")
+        message += " (kernel.unprivileged_userns_clone=0: set it to 1)";
+    else if (read_small_file("/proc/sys/user/max_user_namespaces") == "0")
+        message += " (user.max_user_namespaces=0: raise it)";
+    else
+        message += " (a container or seccomp profile may forbid unshare; run on a host or a "
+                   "privileged runner, or see `sandgate doctor`)";
+    message += "; or pass --sandbox off explicitly to run unwrapped";
+    return fail(ErrorKind::unavailable, std::move(message));
+}
+
+std::vector<std::vector<std::string>> mountinfo_lines() {
+    std::vector<std::vector<std::string>> lines;
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::vector<std::string> words;
+        for (std::string word; fields >> word;) words.push_back(word);
+        lines.push_back(std::move(words));
+    }
+    return lines;
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> find_on_path(std::string_view name,
+                                                  std::string_view path_list) {
+    if (name.empty()) return std::nullopt;
+    if (name.find('/') != std::string_view::npos) {
+        if (is_executable_file(std::filesystem::path(name))) return std::filesystem::path(name);
+        return std::nullopt;
+    }
+    std::size_t start = 0;
+    while (start <= path_list.size()) {
+        std::size_t end = path_list.find(':', start);
+        if (end == std::string_view::npos) end = path_list.size();
+        std::string dir(path_list.substr(start, end - start));
+        std::filesystem::path candidate = (dir.empty() ? std::string(".") : dir);
+        candidate /= name;
+        if (is_executable_file(candidate)) return candidate;
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+std::string host_path_list() {
+    const char* path = std::getenv("PATH");
+    return path && *path ? std::string(path) : std::string(k_default_path);
+}
+
+Expected<std::filesystem::path> find_bwrap() {
+    if (auto found = find_on_path("bwrap", host_path_list())) {
+        std::error_code ec;
+        auto absolute = std::filesystem::absolute(*found, ec);
+        return ec ? *found : absolute;
+    }
+    return fail(ErrorKind::unavailable,
+                "bwrap (bubblewrap) is not on PATH: install it (`apt-get install bubblewrap`) or "
+                "pass --sandbox off explicitly to run unwrapped");
+}
+
+Expected<void> check_user_namespaces() {
+    static std::once_flag once;
+    static Expected<void> cached;
+    std::call_once(once, [] { cached = probe_namespaces(); });
+    return cached;
+}
+
+Expected<void> check_seccomp() {
+    // PR_GET_SECCOMP fails with EINVAL when the kernel has no seccomp at all; actions_avail
+    // lists "errno" only with CONFIG_SECCOMP_FILTER.
+    if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+        return fail(ErrorKind::unavailable,
+                    "this kernel has no seccomp support (CONFIG_SECCOMP_FILTER), so the syscall "
+                    "filter cannot be loaded; use a kernel with seccomp or --sandbox off "
+                    "explicitly");
+    auto actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
+    if (actions && actions->find("errno") == std::string::npos)
+        return fail(ErrorKind::unavailable,
+                    "seccomp cannot return errno here (actions_avail: " + *actions + ")");
+    return {};
+}
+
+std::optional<std::string> read_small_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    std::string text = buffer.str();
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+}
+
+std::optional<std::filesystem::path> cgroup2_mount() {
+    // mountinfo: id parent major:minor root mountpoint options ... - fstype source super
+    for (const auto& words : mountinfo_lines()) {
+        for (std::size_t i = 6; i + 1 < words.size(); ++i) {
+            if (words[i] == "-" && words[i + 1] == "cgroup2") return words[4];
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::filesystem::path> cgroup1_mount(std::string_view controller) {
+    for (const auto& words : mountinfo_lines()) {
+        for (std::size_t i = 6; i + 3 < words.size(); ++i) {
+            if (words[i] != "-" || words[i + 1] != "cgroup") continue;
+            std::istringstream options(words[i + 3]);
+            for (std::string option; std::getline(options, option, ',');) {
+                if (option == controller) return words[4];
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace sandbox

@@ -1,0 +1,337 @@
+#include "sandbox/wrap_bwrap.hpp"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/limits.hpp"
+#include "sandbox/mounts.hpp"
+#include "sandbox/offline.hpp"
+#include "sandbox/probe.hpp"
+#include "sandbox/seccomp.hpp"
+
+namespace sandbox {
+namespace {
+
+constexpr int k_seccomp_fd = 3;
+constexpr int k_args_fd = 4;
+constexpr int k_first_data_fd = 5;
+
+// Removes the per-run scratch root after the run (links are removed, never followed), and
+// whatever the limits created.
+class BwrapResources : public WrapResources {
+public:
+    std::optional<std::filesystem::path> owned_scratch;
+    std::unique_ptr<LimitResources> limits;
+    ~BwrapResources() override {
+        limits.reset();  // the cgroups first: their processes are gone with the pid namespace
+        if (owned_scratch) remove_tree(*owned_scratch);
+    }
+
+private:
+    static void remove_tree(const std::filesystem::path& root) {
+        std::error_code ec;
+        // The payload may have left read-only directories behind: make them removable first.
+        for (auto it = std::filesystem::recursive_directory_iterator(
+                 root, std::filesystem::directory_options::skip_permission_denied, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+            if (it->is_directory(ec) && !it->is_symlink(ec))
+                ::chmod(it->path().c_str(), 0700);
+        }
+        std::filesystem::remove_all(root, ec);
+    }
+};
+
+Expected<Fd> memfd_with(std::string_view name, std::string_view content) {
+    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC));
+    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
+    std::size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
+        done += static_cast<std::size_t>(n);
+    }
+    ::lseek(fd.get(), 0, SEEK_SET);
+    return fd;
+}
+
+struct Scratch {
+    std::filesystem::path root;
+    bool owned = false;
+};
+
+Expected<Scratch> make_scratch(const Policy& policy) {
+    if (policy.scratch) {
+        std::error_code ec;
+        std::filesystem::create_directories(*policy.scratch, ec);
+        auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        return Scratch{*checked, false};
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)
+        return fail(ErrorKind::unavailable, errno_message("creating the run's scratch in " + pattern));
+    auto checked = checked_bind_path(pattern, "scratch", MustExist::yes);
+    if (!checked) {
+        ::rmdir(pattern.c_str());
+        return std::unexpected(checked.error());
+    }
+    return Scratch{*checked, true};
+}
+
+// The policy's own binds and masks, on top of the system layout.
+Expected<void> add_policy_mounts(const RunRequest& request, const std::filesystem::path& cwd,
+                                 const std::filesystem::path& scratch,
+                                 std::vector<MountEntry>& entries) {
+    const Policy& policy = request.policy;
+    entries.push_back({MountKind::bind, cwd, cwd, {}, 2});
+    entries.push_back({MountKind::bind, scratch, scratch, {}, 2});
+    for (const auto& path : policy.read_only) {
+        auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
+    }
+    for (const auto& path : policy.writable) {
+        auto checked = checked_bind_path(path, "--writable", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        entries.push_back({MountKind::bind, *checked, *checked, {}, 2});
+    }
+    if (policy.toolchain_cache) {
+        auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
+    }
+    // The agent's own files: masked wherever a bind would otherwise show them.
+    for (const auto& path : agent_private_paths()) {
+        bool exposed = false;
+        for (const auto& entry : entries) {
+            exposed = exposed || ((entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind) &&
+                                  path_within(path, entry.dest));
+        }
+        if (!exposed) continue;
+        std::error_code ec;
+        const auto kind = std::filesystem::is_directory(path, ec) ? MountKind::hide_dir
+                                                                  : MountKind::hide_file;
+        entries.push_back({kind, path, {}, {}, 1});
+    }
+    for (const auto& path : policy.hide) {
+        auto checked = checked_bind_path(path, "--hide", MustExist::no);
+        if (!checked) return std::unexpected(checked.error());
+        std::error_code ec;
+        if (!std::filesystem::exists(*checked, ec)) continue;  // nothing there to hide
+        const auto kind = std::filesystem::is_directory(*checked, ec) ? MountKind::hide_dir
+                                                                      : MountKind::hide_file;
+        entries.push_back({kind, *checked, {}, {}, 3});
+    }
+    return {};
+}
+
+// Turns the ordered layout into bwrap options; data files become memfds at fds 5, 6, ...
+Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector<std::string>& args,
+                             std::vector<Fd>& data_fds) {
+    for (const auto& entry : entries) {
+        const std::string dest = entry.dest.string();
+        switch (entry.kind) {
+            case MountKind::ro_bind: args.insert(args.end(), {"--ro-bind", entry.source.string(), dest}); break;
+            case MountKind::bind: args.insert(args.end(), {"--bind", entry.source.string(), dest}); break;
+            case MountKind::hide_dir:
+                args.insert(args.end(), {"--perms", "0555", "--tmpfs", dest, "--remount-ro", dest});
+                break;
+            case MountKind::hide_file: args.insert(args.end(), {"--ro-bind", "/dev/null", dest}); break;
+            case MountKind::symlink: args.insert(args.end(), {"--symlink", entry.source.string(), dest}); break;
+            case MountKind::proc: args.insert(args.end(), {"--proc", dest}); break;
+            case MountKind::dev: args.insert(args.end(), {"--dev", dest}); break;
+            case MountKind::tmpfs:
+                args.insert(args.end(), {"--perms", "01777", "--size", std::to_string(entry.size),
+                                         "--tmpfs", dest});
+                break;
+            case MountKind::data: {
+                auto fd = memfd_with("sandgate-etc", entry.content);
+                if (!fd) return std::unexpected(fd.error());
+                const int number = k_first_data_fd + static_cast<int>(data_fds.size());
+                data_fds.push_back(std::move(*fd));
+                args.insert(args.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(number), dest});
+                break;
+            }
+        }
+    }
+    return {};
+}
+
+std::string env_value(const Environment& env, std::string_view name) {
+    for (const auto& [key, value] : env) {
+        if (key == name) return value;
+    }
+    return {};
+}
+
+// execvp's verdict inside the wrap, decided here because bwrap reports an exec failure as a
+// plain exit 1: 0 found, 127 not found, 126 found but not executable.
+int resolve_payload(const std::string& name, const Environment& env,
+                    const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
+    auto verdict = [&](const std::filesystem::path& candidate) {
+        std::error_code ec;
+        auto real = std::filesystem::canonical(candidate, ec);
+        if (ec || !visible_inside(ordered, real)) return 127;
+        struct stat st {};
+        if (::stat(real.c_str(), &st) != 0) return 127;
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
+        return 0;
+    };
+    if (name.find('/') != std::string::npos) {
+        std::filesystem::path path(name);
+        return verdict(path.is_absolute() ? path : cwd / path);
+    }
+    const std::string path_list = env_value(env, "PATH");
+    int best = 127;
+    std::size_t start = 0;
+    while (start <= path_list.size()) {
+        std::size_t end = path_list.find(':', start);
+        if (end == std::string::npos) end = path_list.size();
+        std::filesystem::path dir = path_list.substr(start, end - start);
+        if (dir.empty()) dir = cwd;
+        if (dir.is_relative()) dir = cwd / dir;
+        const int result = verdict(dir / name);
+        if (result == 0) return 0;
+        if (result == 126) best = 126;  // execvp: EACCES is remembered, the search goes on
+        start = end + 1;
+    }
+    return best;
+}
+
+// A payload that reports execvp's verdict with the exact status, inside the wrap.
+std::vector<std::string> failing_payload(int status, const std::string& name) {
+    const std::string message = "sandgate: " + name +
+                                (status == 127 ? ": command not found inside the sandbox"
+                                               : ": permission denied (not executable)");
+    return {"/bin/sh", "-c", "printf '%s\\n' \"$1\" >&2; exit " + std::to_string(status),
+            "sandgate", message};
+}
+
+std::string describe(const std::filesystem::path& bwrap, const Policy& policy,
+                     const std::filesystem::path& scratch, bool owned_scratch, bool offline,
+                     const LimitPlan& limits) {
+    nlohmann::ordered_json doc;
+    doc["mode"] = "bwrap";
+    doc["bwrap"] = bwrap.string();
+    doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
+    doc["uid"] = k_sandbox_uid;
+    doc["seccomp"] = true;
+    doc["offline"] = offline;
+    doc["scratch"] = scratch.string();
+    doc["scratch_kept"] = !owned_scratch;
+    doc["limits"] = limits.describe();
+    return doc.dump();
+}
+
+}  // namespace
+
+Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
+    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
+    const Policy& policy = request.policy;
+    auto bwrap = find_bwrap();
+    if (!bwrap) return std::unexpected(bwrap.error());
+    if (auto ok = check_user_namespaces(); !ok) return std::unexpected(ok.error());
+    if (auto ok = check_seccomp(); !ok) return std::unexpected(ok.error());
+
+    std::error_code ec;
+    const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
+                                                             : request.cwd;
+    auto cwd = checked_bind_path(cwd_in, "--cwd", MustExist::yes);
+    if (!cwd) return std::unexpected(cwd.error());
+    auto limits = plan_limits(policy);
+    if (!limits) return std::unexpected(limits.error());
+
+    auto scratch = make_scratch(policy);
+    if (!scratch) return std::unexpected(scratch.error());
+    auto resources = std::make_unique<BwrapResources>();
+    if (scratch->owned) resources->owned_scratch = scratch->root;
+    const ScratchLayout layout = scratch_layout(scratch->root);
+    if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
+    const bool offline = offline_enabled(policy);
+    const OfflineEnv offline_env = offline ? OfflineEnv::on : OfflineEnv::off;
+    if (auto ok = seed_toolchain_home(layout, offline_env, policy.toolchain_cache); !ok)
+        return std::unexpected(ok.error());
+
+    std::vector<MountEntry> entries =
+        system_mounts(k_sandbox_uid, k_sandbox_gid, layout.home,
+                      policy.network == NetworkMode::host ? WithResolv::yes : WithResolv::no);
+    entries.push_back({MountKind::proc, "/proc", {}, {}, 0});
+    entries.push_back({MountKind::dev, "/dev", {}, {}, 0});
+    entries.push_back({MountKind::tmpfs, "/tmp", {}, {}, 0, limits->tmp_size});
+    if (auto ok = add_policy_mounts(request, *cwd, scratch->root, entries); !ok)
+        return std::unexpected(ok.error());
+    order_mounts(entries);
+
+    const Environment env = wrapped_environment(request.env, layout, offline_env,
+                                                policy.toolchain_cache);
+    std::vector<std::string> args;
+    WrapPlan plan;
+    auto filter = seccomp_filter_fd();
+    if (!filter) return std::unexpected(filter.error());
+    std::vector<Fd> data_fds;
+    if (auto ok = mount_options(entries, args, data_fds); !ok) return std::unexpected(ok.error());
+    args.insert(args.end(), {"--remount-ro", "/", "--unshare-all"});
+    if (policy.network == NetworkMode::host) args.push_back("--share-net");
+    args.insert(args.end(), {"--unshare-user", "--uid", std::to_string(k_sandbox_uid), "--gid",
+                             std::to_string(k_sandbox_gid), "--disable-userns", "--hostname",
+                             "sandgate", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                             "--seccomp", std::to_string(k_seccomp_fd), "--chdir", cwd->string(),
+                             "--clearenv"});
+    for (const auto& [name, value] : env) args.insert(args.end(), {"--setenv", name, value});
+
+    std::string packed;
+    for (const auto& arg : args) {
+        packed += arg;
+        packed.push_back('\0');
+    }
+    auto args_fd = memfd_with("sandgate-bwrap-args", packed);
+    if (!args_fd) return std::unexpected(args_fd.error());
+
+    plan.argv = {bwrap->string(), "--args", std::to_string(k_args_fd), "--"};
+    const int verdict = resolve_payload(request.argv[0], env, *cwd, entries);
+    const auto payload = verdict == 0 ? request.argv : failing_payload(verdict, request.argv[0]);
+    plan.argv.insert(plan.argv.end(), payload.begin(), payload.end());
+    plan.argv = wrap_with_limits(*limits, std::move(plan.argv));
+    plan.inherited_fds.push_back(std::move(*filter));
+    plan.inherited_fds.push_back(std::move(*args_fd));
+    for (auto& fd : data_fds) plan.inherited_fds.push_back(std::move(fd));
+    auto limit_resources = apply_limits(*limits);
+    if (!limit_resources) return std::unexpected(limit_resources.error());
+    resources->limits = std::move(*limit_resources);
+    plan.tree_kill = TreeKill::pidns;
+    plan.description_json = describe(*bwrap, policy, scratch->root, scratch->owned, offline, *limits);
+    plan.resources = std::move(resources);
+    return plan;
+}
+
+Expected<std::vector<std::string>> read_bwrap_options(const WrapPlan& plan) {
+    if (plan.inherited_fds.size() <= static_cast<std::size_t>(k_args_fd - 3))
+        return fail(ErrorKind::invalid_input, "the plan carries no bwrap options");
+    const int fd = plan.inherited_fds[k_args_fd - 3].get();
+    std::string packed;
+    char buffer[4096];
+    for (off_t offset = 0;;) {
+        const ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
+        if (n < 0) return fail(ErrorKind::permanent, errno_message("reading the bwrap options"));
+        if (n == 0) break;
+        packed.append(buffer, static_cast<std::size_t>(n));
+        offset += n;
+    }
+    std::vector<std::string> options;
+    std::size_t start = 0;
+    while (start < packed.size()) {
+        const std::size_t end = packed.find('\0', start);
+        options.push_back(packed.substr(start, end - start));
+        start = end + 1;
+    }
+    return options;
+}
+
+}  // namespace sandbox

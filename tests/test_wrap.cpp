@@ -1,0 +1,294 @@
+// The bwrap arm's plan (sandbox/wrap_bwrap.cpp, mounts.cpp, offline.cpp, limits.cpp), checked
+// on its output and by running it under the real bwrap.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "sandbox/limits.hpp"
+#include "sandbox/mounts.hpp"
+#include "sandbox/wrap_bwrap.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
+#include "tests/wrap_spawn.hpp"
+
+namespace {
+
+sandbox::RunRequest request_in(const std::filesystem::path& cwd, std::vector<std::string> argv) {
+    sandbox::RunRequest request;
+    request.argv = std::move(argv);
+    request.cwd = cwd;
+    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+    return request;
+}
+
+std::vector<std::string> options_of(const sandbox::WrapPlan& plan) {
+    auto options = sandbox::read_bwrap_options(plan);
+    REQUIRE(options);
+    return *options;
+}
+
+bool has_sequence(const std::vector<std::string>& args, std::vector<std::string> wanted) {
+    return std::search(args.begin(), args.end(), wanted.begin(), wanted.end()) != args.end();
+}
+
+tests::Spawned run_plan(const sandbox::RunRequest& request) {
+    auto plan = sandbox::plan_wrap(request);
+    REQUIRE(plan);
+    return tests::spawn_plan(*plan);
+}
+
+// Sets an environment variable of this process for one scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : m_name(name) {
+        if (const char* old = std::getenv(name)) m_old = old;
+        ::setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (m_old) ::setenv(m_name, m_old->c_str(), 1);
+        else ::unsetenv(m_name);
+    }
+
+private:
+    const char* m_name;
+    std::optional<std::string> m_old;
+};
+
+}  // namespace
+
+TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 and -- before the payload") {
+    const auto dir = tests::make_temp_dir("wrap");
+    auto plan = sandbox::plan_wrap(request_in(dir, {"--bind", "/", "/"}));
+    REQUIRE(plan);
+    REQUIRE(plan->argv.size() >= 4);
+    // The payload follows "--" verbatim (the limits launcher may come before bwrap).
+    auto dashdash = std::find(plan->argv.begin(), plan->argv.end(), "--args");
+    REQUIRE(dashdash != plan->argv.end());
+    CHECK(*(dashdash + 1) == "4");
+    CHECK(*(dashdash + 2) == "--");
+    CHECK(std::vector<std::string>(dashdash + 3, plan->argv.end()) !=
+          std::vector<std::string>{});
+    CHECK(plan->env.empty());
+    CHECK(plan->inherited_fds.size() >= 3);
+    CHECK(plan->tree_kill == sandbox::TreeKill::pidns);
+    const auto options = options_of(*plan);
+    for (const char* flag : {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                             "--new-session", "--clearenv"})
+        CHECK(std::find(options.begin(), options.end(), flag) != options.end());
+    CHECK(has_sequence(options, {"--cap-drop", "ALL"}));
+    CHECK(has_sequence(options, {"--seccomp", "3"}));
+    CHECK(has_sequence(options, {"--uid", "1000", "--gid", "1000"}));
+    CHECK(has_sequence(options, {"--remount-ro", "/"}));
+    CHECK(has_sequence(options, {"--bind", dir.string(), dir.string()}));
+    CHECK(std::find(options.begin(), options.end(), "--share-net") == options.end());
+    // Never /run, the host /tmp or the real HOME.
+    const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "/root";
+    for (std::size_t i = 0; i + 1 < options.size(); ++i) {
+        CHECK_FALSE(options[i].starts_with("/run"));
+        CHECK_FALSE(options[i].starts_with("/var/run"));
+        if (options[i] == "--bind" || options[i] == "--ro-bind") {
+            CHECK(options[i + 1] != "/tmp");
+            CHECK(options[i + 1] != real_home);
+        }
+    }
+    CHECK(has_sequence(options, {"--tmpfs", "/tmp"}));
+    CHECK(plan->description_json.find("\"mode\":\"bwrap\"") != std::string::npos);
+}
+
+TEST_CASE("an option-looking payload is a command, never a bwrap option") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    auto result = run_plan(request_in(dir, {"--bind", "/", "/", "sh"}));
+    CHECK(result.status == 127);
+    CHECK(result.err.find("--bind") != std::string::npos);
+}
+
+TEST_CASE("exit statuses: the child's code, 128+signal, 127 not found, 126 not executable") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    CHECK(run_plan(request_in(dir, {"sh", "-c", "exit 7"})).status == 7);
+    CHECK(run_plan(request_in(dir, {"sh", "-c", "kill -USR1 $$"})).status == 128 + SIGUSR1);
+    auto missing = run_plan(request_in(dir, {"no-such-program-sandgate"}));
+    CHECK(missing.status == 127);
+    CHECK(missing.err.find("no-such-program-sandgate") != std::string::npos);
+    tests::write_file(dir / "script.sh", "#!/bin/sh\necho hi\n");
+    CHECK(run_plan(request_in(dir, {"./script.sh"})).status == 126);
+    ::chmod((dir / "script.sh").c_str(), 0755);
+    auto ran = run_plan(request_in(dir, {"./script.sh"}));
+    CHECK(ran.status == 0);
+    CHECK(ran.out == "hi\n");
+    // A program that exists on the host but not inside the wrap is not found.
+    CHECK(run_plan(request_in(dir, {"/root/.bashrc"})).status == 127);
+}
+
+TEST_CASE("a bind destination through a symlink is refused before anything runs") {
+    const auto dir = tests::make_temp_dir("wrap");
+    std::filesystem::create_directories(dir / "real");
+    std::filesystem::create_symlink("/etc", dir / "link");
+    auto request = request_in(dir, {"true"});
+    request.policy.writable = {dir / "link"};
+    auto plan = sandbox::plan_wrap(request);
+    REQUIRE_FALSE(plan);
+    CHECK(plan.error().kind == sandbox::ErrorKind::invalid_input);
+    CHECK(plan.error().message.find("symlink") != std::string::npos);
+    request.policy.writable = {dir / "link" / "ssl"};
+    CHECK_FALSE(sandbox::plan_wrap(request));
+    auto in_link = request_in(dir / "link", {"true"});
+    CHECK_FALSE(sandbox::plan_wrap(in_link));
+    request.policy.writable = {dir / "real"};
+    CHECK(sandbox::plan_wrap(request));
+}
+
+TEST_CASE("checked_bind_path normalises and refuses missing paths when asked") {
+    const auto dir = tests::make_temp_dir("wrap");
+    auto ok = sandbox::checked_bind_path(dir / "." / "", "--x", sandbox::MustExist::yes);
+    REQUIRE(ok);
+    CHECK(*ok == dir);
+    CHECK_FALSE(sandbox::checked_bind_path(dir / "nope", "--x", sandbox::MustExist::yes));
+    CHECK(sandbox::checked_bind_path(dir / "nope", "--x", sandbox::MustExist::no));
+}
+
+TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --read-only holds") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    const auto ro = tests::make_temp_dir("wrap-ro");
+    tests::write_file(ro / "file", "x");
+    auto request = request_in(dir, {"sh", "-c",
+                                    "echo a > worktree-file && echo b > \"$HOME/h\" && "
+                                    "echo c > \"$TMPDIR/t\" && echo d > /tmp/private && "
+                                    "! touch /usr/x 2>/dev/null && ! touch /etc/x 2>/dev/null && "
+                                    "! touch \"$1/file\" 2>/dev/null && ! touch /newfile 2>/dev/null && "
+                                    "cat \"$1/file\" && echo ok",
+                                    "sh", ro.string()});
+    request.policy.read_only = {ro};
+    auto result = run_plan(request);
+    CHECK(result.status == 0);
+    CHECK(result.out == "xok\n");
+    CHECK(tests::read_file(dir / "worktree-file") == "a\n");
+    CHECK(tests::read_file(ro / "file") == "x");
+}
+
+TEST_CASE("the per-run scratch is removed after the run; --scratch is kept") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    std::filesystem::path home;
+    {
+        auto plan = sandbox::plan_wrap(request_in(dir, {"sh", "-c", "mkdir -p $HOME/d && chmod 500 $HOME/d && echo $HOME"}));
+        REQUIRE(plan);
+        auto result = tests::spawn_plan(*plan);
+        home = result.out.substr(0, result.out.size() - 1);
+        CHECK(std::filesystem::exists(home / "d"));
+    }
+    CHECK_FALSE(std::filesystem::exists(home));
+    const auto kept = tests::make_temp_dir("wrap-scratch");
+    auto request = request_in(dir, {"sh", "-c", "echo kept > $HOME/f"});
+    request.policy.scratch = kept;
+    { CHECK(run_plan(request).status == 0); }
+    CHECK(tests::read_file(kept / "home/f") == "kept\n");
+}
+
+TEST_CASE("--hide masks files and directories; the agent's state dir is always masked") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    tests::write_file(dir / "secret.txt", "CANARY-HIDE-FILE");
+    tests::write_file(dir / "secrets/key", "CANARY-HIDE-DIR");
+    tests::write_file(dir / "state/sandgate/token", "CANARY-STATE");
+    ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
+    auto request = request_in(dir, {"sh", "-c", "cat secret.txt secrets/key state/sandgate/token; ls secrets state/sandgate; echo end"});
+    request.policy.hide = {dir / "secret.txt", dir / "secrets", dir / "absent"};
+    auto result = run_plan(request);
+    CHECK(result.out.find("CANARY") == std::string::npos);
+    CHECK(result.out.find("end") != std::string::npos);
+    CHECK(tests::read_file(dir / "secret.txt") == "CANARY-HIDE-FILE");
+}
+
+TEST_CASE("--network host shares the network and shows resolv.conf; none does not") {
+    const auto dir = tests::make_temp_dir("wrap");
+    auto request = request_in(dir, {"true"});
+    request.policy.network = sandbox::NetworkMode::host;
+    auto plan = sandbox::plan_wrap(request);
+    REQUIRE(plan);
+    const auto options = options_of(*plan);
+    CHECK(std::find(options.begin(), options.end(), "--share-net") != options.end());
+    CHECK(std::find(options.begin(), options.end(), "CARGO_NET_OFFLINE") == options.end());
+    request.policy.network = sandbox::NetworkMode::none;
+    auto none = sandbox::plan_wrap(request);
+    REQUIRE(none);
+    const auto none_options = options_of(*none);
+    CHECK(std::find(none_options.begin(), none_options.end(), "/etc/resolv.conf") == none_options.end());
+    CHECK(has_sequence(none_options, {"--setenv", "CARGO_NET_OFFLINE", "true"}));
+    request.policy.offline = sandbox::Offline::off;
+    auto online = sandbox::plan_wrap(request);
+    REQUIRE(online);
+    const auto online_options = options_of(*online);
+    CHECK(std::find(online_options.begin(), online_options.end(), "CARGO_NET_OFFLINE") == online_options.end());
+}
+
+TEST_CASE("the payload's environment is the request's plus the wrap's; none of the agent's") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    ScopedEnv secret("SANDGATE_TEST_AGENT_SECRET", "CANARY-AGENT-ENV");
+    auto request = request_in(dir, {"sh", "-c", "env; cat /proc/1/environ /proc/1/cmdline"});
+    request.env.emplace_back("STEP_VAR", "step-value");
+    request.env.emplace_back("HOME", "/root");
+    auto result = run_plan(request);
+    CHECK(result.status == 0);
+    CHECK(result.out.find("CANARY-AGENT-ENV") == std::string::npos);
+    CHECK(result.out.find("STEP_VAR=step-value") != std::string::npos);
+    CHECK(result.out.find("HOME=/root") == std::string::npos);
+    CHECK(result.out.find("step-value\0", 0) != std::string::npos);
+}
+
+TEST_CASE("a warm toolchain cache seeds a per-run home by allowlist and stays read-only") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    const auto cache = tests::make_temp_dir("wrap-cache");
+    tests::write_file(cache / "cargo/registry/index/entry", "index");
+    tests::write_file(cache / "cargo/credentials.toml", "CANARY-CARGO-TOKEN");
+    tests::write_file(cache / "cargo/config.toml", "[registry]\ntoken = \"CANARY-CONFIG-TOKEN\"\n");
+    tests::write_file(cache / "pip/wheelhouse/pkg-1.0-py3-none-any.whl", "wheel");
+    auto request = request_in(dir, {"sh", "-c",
+                                    "cat $CARGO_HOME/registry/index/entry; echo; "
+                                    "cat $CARGO_HOME/credentials.toml $CARGO_HOME/config.toml 2>/dev/null; "
+                                    "echo poison > $CARGO_HOME/registry/index/entry; "
+                                    "echo poison > \"$1/cargo/registry/index/entry\" 2>/dev/null || echo ro; "
+                                    "echo $PIP_FIND_LINKS; grep -c offline $HOME/.m2/settings.xml",
+                                    "sh", cache.string()});
+    request.policy.toolchain_cache = cache;
+    auto result = run_plan(request);
+    CHECK(result.out.find("index\n") == 0);
+    CHECK(result.out.find("CANARY") == std::string::npos);
+    CHECK(result.out.find("ro\n") != std::string::npos);
+    CHECK(result.out.find((cache / "pip/wheelhouse").string()) != std::string::npos);
+    CHECK(tests::read_file(cache / "cargo/registry/index/entry") == "index");
+}
+
+TEST_CASE("limits: explicit values are planned and zero is refused") {
+    sandbox::Policy policy;
+    policy.tmp_size_bytes = 1 << 20;
+    policy.pids = 64;
+    policy.memory_bytes = 256ull << 20;
+    auto limits = sandbox::plan_limits(policy);
+    REQUIRE(limits);
+    CHECK(limits->tmp_size == (1u << 20));
+    CHECK(limits->pids == 64u);
+    CHECK(limits->memory == (256ull << 20));
+    CHECK(limits->memory_by != sandbox::LimitMechanism::none);
+    policy.tmp_size_bytes = 0;
+    auto zero = sandbox::plan_limits(policy);
+    REQUIRE_FALSE(zero);
+    CHECK(zero.error().kind == sandbox::ErrorKind::invalid_input);
+}
+
+TEST_CASE("no bwrap on PATH fails closed with what to do") {
+    const auto empty = tests::make_temp_dir("wrap-path");
+    ScopedEnv path("PATH", empty.string());
+    auto plan = sandbox::plan_wrap(request_in(empty, {"true"}));
+    REQUIRE_FALSE(plan);
+    CHECK(plan.error().kind == sandbox::ErrorKind::unavailable);
+    CHECK(plan.error().message.find("bubblewrap") != std::string::npos);
+    CHECK(plan.error().message.find("--sandbox off") != std::string::npos);
+}

@@ -1,0 +1,76 @@
+#pragma once
+// Test-only: spawns a WrapPlan directly (fds 3.. from plan.inherited_fds, plan.env, output
+// captured), for exercising plan_wrap() independently of sandbox::run.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/wrap.hpp"
+
+namespace tests {
+
+struct Spawned {
+    int status = -1;  // exit code, or 128+signal
+    std::string out;
+    std::string err;
+};
+
+inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text = {}) {
+    int out[2], err[2], in[2];
+    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) return {};
+    std::vector<char*> argv;
+    for (auto& arg : plan.argv) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_text;
+    for (const auto& [k, v] : plan.env) env_text.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(in[0], 0);
+        ::dup2(out[1], 1);
+        ::dup2(err[1], 2);
+        // Move the inherited fds out of the way, then to 3, 4, ...
+        std::vector<int> high;
+        for (auto& fd : plan.inherited_fds) high.push_back(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 100));
+        for (std::size_t i = 0; i < high.size(); ++i) ::dup2(high[i], 3 + static_cast<int>(i));
+        ::close_range(3 + static_cast<unsigned>(high.size()), ~0u, 0);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    ::close(in[0]);
+    if (!stdin_text.empty()) (void)!::write(in[1], stdin_text.data(), stdin_text.size());
+    ::close(in[1]);
+    Spawned result;
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open = 2;
+    char buffer[65536];
+    while (open > 0) {
+        ::poll(fds, 2, -1);
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+            const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+            if (n <= 0) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open;
+            } else {
+                (i == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
+            }
+        }
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+}  // namespace tests
