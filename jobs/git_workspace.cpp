@@ -1,11 +1,18 @@
 #include "jobs/git_workspace.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
+#include "sandbox/fd.hpp"
 
 namespace jobs {
 namespace {
@@ -76,7 +83,103 @@ sandbox::Expected<void> reset_dir(const fs::path& path) {
     return {};
 }
 
+struct GitmodulesEntry {
+    std::string path;
+    std::string url;
+};
+
+int collect_gitmodules(const git_config_entry* entry, void* payload) {
+    auto* entries = static_cast<std::map<std::string, GitmodulesEntry>*>(payload);
+    const std::string key = entry->name;  // submodule.<name>.path / .url
+    const auto last = key.rfind('.');
+    const std::string name = key.substr(10, last - 10);
+    if (key.substr(last + 1) == "path") (*entries)[name].path = entry->value;
+    else (*entries)[name].url = entry->value;
+    return 0;
+}
+
+// submodule name -> path and url, from the .gitmodules blob of `tree` (empty when none).
+std::map<std::string, GitmodulesEntry> read_gitmodules(git_repository* repository, git_tree* tree) {
+    std::map<std::string, GitmodulesEntry> entries;
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, tree, ".gitmodules") != 0) return entries;
+    std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>> entry(raw);
+    git_blob* blob_raw = nullptr;
+    if (git_blob_lookup(&blob_raw, repository, git_tree_entry_id(entry.get())) != 0) return entries;
+    std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>> blob(blob_raw);
+    // libgit2 parses config files only from disk: an unlinked-on-exit temp file.
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-gitmodules-XXXXXX";
+    sandbox::Fd fd(::mkstemp(path.data()));
+    if (!fd) return entries;
+    const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
+    const bool written = ::write(fd.get(), git_blob_rawcontent(blob.get()), size) == static_cast<ssize_t>(size);
+    git_config* config_raw = nullptr;
+    if (written && git_config_open_ondisk(&config_raw, path.c_str()) == 0) {
+        GitConfig config(config_raw);
+        git_config_foreach_match(config.get(), "^submodule\\..*\\.(path|url)$", collect_gitmodules, &entries);
+    }
+    ::unlink(path.c_str());
+    return entries;
+}
+
+void collect_submodule_mirrors(const MirrorCache& cache, const Mirror& mirror, const std::optional<GitToken>& token,
+                               int depth, std::vector<fs::path>& out) {
+    if (depth > 8) return;  // submodules of submodules of ...: enough
+    git_repository* raw = nullptr;
+    if (git_repository_open_bare(&raw, mirror.gitdir.c_str()) != 0) return;
+    GitRepository repository(raw);
+    git_commit* commit_raw = nullptr;
+    if (git_commit_lookup(&commit_raw, repository.get(), &mirror.commit) != 0) return;
+    GitCommit commit(commit_raw);
+    git_tree* tree_raw = nullptr;
+    if (git_commit_tree(&tree_raw, commit.get()) != 0) return;
+    GitTree tree(tree_raw);
+    for (const auto& [name, entry] : read_gitmodules(repository.get(), tree.get())) {
+        git_tree_entry* link_raw = nullptr;
+        if (entry.path.empty() || entry.url.empty() || git_tree_entry_bypath(&link_raw, tree.get(), entry.path.c_str()) != 0)
+            continue;
+        std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>> link(link_raw);
+        if (git_tree_entry_type(link.get()) != GIT_OBJECT_COMMIT) continue;
+        MirrorRequest request{resolve_submodule_url(mirror.remote.fetch_url, entry.url),
+                              oid_hex(*git_tree_entry_id(link.get())), "", token};
+        auto sub = cache.ensure_commit(request);
+        if (!sub || sub->presence == CommitPresence::missing) {
+            spdlog::warn("submodule {}: {}", name, sub ? "commit " + request.sha + " is not in " + sub->remote.fetch_url : sub.error().message);
+            continue;
+        }
+        if (std::find(out.begin(), out.end(), sub->gitdir) == out.end()) out.push_back(sub->gitdir);
+        collect_submodule_mirrors(cache, *sub, token, depth + 1, out);
+    }
+}
+
 }  // namespace
+
+std::string resolve_submodule_url(const std::string& base, const std::string& url) {
+    if (!url.starts_with("./") && !url.starts_with("../")) return url;
+    std::string result = base;
+    while (result.size() > 1 && result.back() == '/') result.pop_back();
+    std::string_view rest = url;
+    for (;;) {
+        if (rest.starts_with("./")) {
+            rest.remove_prefix(2);
+        } else if (rest.starts_with("../")) {
+            rest.remove_prefix(3);
+            const auto slash = result.rfind('/');
+            if (slash != std::string::npos && slash > 0) result.resize(slash);
+        } else {
+            break;
+        }
+    }
+    return result + "/" + std::string(rest);
+}
+
+std::vector<fs::path> submodule_mirrors(const MirrorCache& cache, const Mirror& mirror,
+                                        const std::optional<GitToken>& token) {
+    std::vector<fs::path> out;
+    collect_submodule_mirrors(cache, mirror, token, 0, out);
+    return out;
+}
 
 sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request) {
     auto mirror = cache.ensure_commit(request.source);

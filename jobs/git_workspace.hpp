@@ -32,4 +32,16 @@ struct GitCheckoutResult {
 // partial checkout: the caller removes it (JobWorktree does).
 sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request);
 
+// The mirrors of `mirror.commit`'s submodules, recursively, each made to hold its gitlinked
+// commit (read from the commit's own .gitmodules; relative URLs resolved against the mirror's
+// remote). A caller that wraps steps binds these read-only before any checkout asks for
+// submodules, so git inside a submodule's worktree can read its objects. Best effort: a
+// submodule whose remote fails is logged and left out (its checkout will then fail).
+std::vector<std::filesystem::path> submodule_mirrors(const MirrorCache& cache, const Mirror& mirror,
+                                                     const std::optional<GitToken>& token);
+
+// `url` resolved against `base` the way git resolves a submodule's "../x" or "./x" URL;
+// other URLs are returned as they are.
+std::string resolve_submodule_url(const std::string& base, const std::string& url);
+
 }  // namespace jobs

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "jobs/git_handles.hpp"
@@ -159,6 +160,21 @@ TEST_CASE("submodules are checked out on request, recursively if asked") {
     CHECK(git_in(dir / "all/middle/deps/leaf", "rev-parse HEAD") == leaf);
     CHECK(git_in(dir / "all", "status --porcelain").empty());
     CHECK(git_in(dir / "all/middle", "status --porcelain").empty());
+
+    // What a wrap must bind read-only for git inside those submodules: found from the
+    // commit's own .gitmodules, before any checkout.
+    const auto prefetched = jobs::submodule_mirrors(cache, all_done->mirror, std::nullopt);
+    CHECK(prefetched.size() == 2);
+    for (const auto& gitdir : prefetched)
+        CHECK(std::find(all_done->mirror_gitdirs.begin(), all_done->mirror_gitdirs.end(), gitdir) != all_done->mirror_gitdirs.end());
+    CHECK(jobs::submodule_mirrors(cache, one_done->mirror, std::nullopt).size() == 2);
+}
+
+TEST_CASE("relative submodule URLs resolve like git's") {
+    CHECK(jobs::resolve_submodule_url("https://github.com/o/top.git", "../lib.git") == "https://github.com/o/lib.git");
+    CHECK(jobs::resolve_submodule_url("https://github.com/o/top", "./sub") == "https://github.com/o/top/sub");
+    CHECK(jobs::resolve_submodule_url("/srv/git/top/", "../../other/x") == "/srv/other/x");
+    CHECK(jobs::resolve_submodule_url("/srv/top", "https://example.com/a") == "https://example.com/a");
 }
 
 TEST_CASE("removal never follows a symlink out of the worktree") {
