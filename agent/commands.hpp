@@ -9,5 +9,6 @@ namespace agent {
 using CommandArgs = std::span<char*>;
 
 int exec_command(CommandArgs args);
+int doctor_command(CommandArgs args);
 
 }  // namespace agent
