@@ -25,6 +25,7 @@ constexpr Command k_commands[] = {
     {"exec", "run one command bounded, tree-killed and (by default) inside the wrap",
      exec_command},
     {"doctor", "report what this machine allows the sandbox to use", doctor_command},
+    {"expr", "evaluate one GitHub Actions expression against JSON contexts", expr_command},
 };
 
 void print_usage(std::FILE* to) {

@@ -10,5 +10,6 @@ using CommandArgs = std::span<char*>;
 
 int exec_command(CommandArgs args);
 int doctor_command(CommandArgs args);
+int expr_command(CommandArgs args);
 
 }  // namespace agent

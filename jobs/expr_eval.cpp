@@ -1,0 +1,203 @@
+// The tree walk. A `.*`/`[*]` result is a "filtered" array: indexing it applies the index to
+// each element (github.event.commits.*.author.name), which a plain array does not do.
+#include <cmath>
+#include <optional>
+
+#include "jobs/expr_functions.hpp"
+#include "jobs/expr_parser.hpp"
+
+namespace jobs {
+namespace {
+
+using Node = Expression::Node;
+using expr_detail::TokenType;
+
+// GitHub caps the memory an evaluation may hold at about 1 MiB, counting strings as UTF-16.
+constexpr std::size_t k_max_memory = 1024 * 1024;
+
+std::size_t cost(const Value& value) {
+    return value.is_string() ? 2 * value.as_string().size() + 50 : 24;
+}
+
+struct Operand {
+    Value value;
+    bool filtered = false;
+};
+
+// The index of an index access, as GitHub's idxHelper reads it: a string key for
+// primitives, a non-negative integer when the number is finite.
+struct Key {
+    bool star = false;
+    std::optional<std::string> text;
+    std::optional<std::size_t> position;
+};
+
+Key make_key(const Value& index) {
+    Key key;
+    if (index.is_primitive()) key.text = index.to_display_string();
+    const double number = index.to_number();
+    if (std::isfinite(number) && number >= 0) {
+        const double floor = std::floor(number);
+        key.position = floor >= 1e18 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(floor);
+    }
+    return key;
+}
+
+void append_all(const Value& container, Array& out) {
+    if (container.is_array()) {
+        for (const auto& item : container.as_array()) out.push_back(item);
+    } else if (container.is_object()) {
+        for (const auto& [name, item] : container.as_object()) out.push_back(item);
+    }
+}
+
+Operand filtered_access(const Value& filtered, const Key& key) {
+    Array out;
+    for (const auto& item : filtered.as_array()) {
+        if (key.star) {
+            append_all(item, out);
+        } else if (item.is_object() && key.text) {
+            if (const Value* found = item.as_object().find(*key.text)) out.push_back(*found);
+        } else if (item.is_array() && key.position && *key.position < item.as_array().size()) {
+            out.push_back(item.as_array()[*key.position]);
+        }
+    }
+    return Operand{Value(std::move(out)), true};
+}
+
+Operand access(const Operand& target, const Key& key) {
+    const Value& value = target.value;
+    if (value.is_array() && target.filtered) return filtered_access(value, key);
+    if (key.star) {
+        Array out;
+        append_all(value, out);
+        return Operand{Value(std::move(out)), true};
+    }
+    if (value.is_array()) {
+        const auto& array = value.as_array();
+        if (key.position && *key.position < array.size()) return Operand{array[*key.position]};
+    } else if (value.is_object() && key.text) {
+        if (const Value* found = value.as_object().find(*key.text)) return Operand{*found};
+    }
+    return Operand{};
+}
+
+class Evaluator {
+public:
+    explicit Evaluator(const EvalContext& context) : m_context(context) {}
+
+    ExprExpected<Operand> eval(const Node& node) {
+        switch (node.type) {
+            case Node::Type::literal: return Operand{node.value};
+            case Node::Type::context: {
+                const Value* found = m_context.contexts.find(node.name);
+                return Operand{found ? *found : Value()};
+            }
+            case Node::Type::group: return eval(*node.children[0]);
+            case Node::Type::negation: {
+                auto operand = eval(*node.children[0]);
+                if (!operand) return operand;
+                return Operand{Value(!operand->value.truthy())};
+            }
+            case Node::Type::compare: return compare(node);
+            case Node::Type::and_:
+            case Node::Type::or_: return logical(node);
+            case Node::Type::index: return index(node);
+            case Node::Type::call: return call(node);
+        }
+        return Operand{};
+    }
+
+    ExprExpected<void> charge(std::size_t bytes) {
+        m_memory += bytes;
+        if (m_memory > k_max_memory) {
+            return std::unexpected(
+                ExprError{ExprError::Phase::evaluation, "The maximum allowed memory size was exceeded"});
+        }
+        return {};
+    }
+
+private:
+    ExprExpected<Operand> compare(const Node& node) {
+        auto left = eval(*node.children[0]);
+        if (!left) return left;
+        auto right = eval(*node.children[1]);
+        if (!right) return right;
+        const Value& l = left->value;
+        const Value& r = right->value;
+        bool result = false;
+        switch (node.op) {
+            case TokenType::equal_equal: result = expr_detail::loose_equals(l, r); break;
+            case TokenType::bang_equal: result = !expr_detail::loose_equals(l, r); break;
+            case TokenType::greater: result = expr_detail::greater_than(l, r); break;
+            case TokenType::greater_equal:
+                result = expr_detail::loose_equals(l, r) || expr_detail::greater_than(l, r);
+                break;
+            case TokenType::less: result = expr_detail::less_than(l, r); break;
+            case TokenType::less_equal:
+                result = expr_detail::loose_equals(l, r) || expr_detail::less_than(l, r);
+                break;
+            default: break;
+        }
+        return Operand{Value(result)};
+    }
+
+    // && and || return the deciding operand itself, not a boolean.
+    ExprExpected<Operand> logical(const Node& node) {
+        const bool is_and = node.type == Node::Type::and_;
+        ExprExpected<Operand> result = Operand{};
+        for (const auto& child : node.children) {
+            result = eval(*child);
+            if (!result) return result;
+            if (result->value.truthy() != is_and) break;
+        }
+        return result;
+    }
+
+    ExprExpected<Operand> index(const Node& node) {
+        Key key;
+        if (node.children[1]) {
+            auto index_value = eval(*node.children[1]);
+            if (!index_value) return index_value;
+            key = make_key(index_value->value);
+        } else {
+            key.star = true;
+        }
+        auto target = eval(*node.children[0]);
+        if (!target) return target;
+        return access(*target, key);
+    }
+
+    ExprExpected<Operand> call(const Node& node) {
+        const std::size_t saved = m_memory;
+        std::vector<Value> args;
+        args.reserve(node.children.size());
+        for (const auto& child : node.children) {
+            auto arg = eval(*child);
+            if (!arg) return arg;
+            if (auto charged = charge(cost(arg->value)); !charged) return std::unexpected(charged.error());
+            args.push_back(std::move(arg->value));
+        }
+        auto result = expr_detail::call_function(node.function, args, m_context);
+        if (!result) return std::unexpected(result.error());
+        m_memory = saved;
+        if (auto charged = charge(cost(*result)); !charged) return std::unexpected(charged.error());
+        m_memory = saved;
+        return Operand{std::move(*result)};
+    }
+
+    const EvalContext& m_context;
+    std::size_t m_memory = 0;
+};
+
+}  // namespace
+
+ExprExpected<Value> Expression::evaluate(const EvalContext& context) const {
+    if (!m_root) return Value();
+    Evaluator evaluator(context);
+    auto result = evaluator.eval(*m_root);
+    if (!result) return std::unexpected(result.error());
+    return std::move(result->value);
+}
+
+}  // namespace jobs
