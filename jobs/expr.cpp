@@ -22,8 +22,7 @@ std::vector<std::string> context_names(const EvalContext& context) {
 }
 
 ExprExpected<Value> evaluate(std::string_view expression, const EvalContext& context) {
-    const auto names = context_names(context);
-    auto parsed = parse(expression, names, context.functions);
+    auto parsed = parse(expression, context.contexts, context.functions);
     if (!parsed) return std::unexpected(parsed.error());
     return parsed->evaluate(context);
 }
@@ -122,6 +121,26 @@ ExprExpected<Value> interpolate_value(std::string_view text, const EvalContext& 
     return Value(std::move(*joined));
 }
 
+ExprExpected<void> check_template(std::string_view text, std::span<const std::string> names,
+                                  FunctionSet functions) {
+    auto segments = split_template(text);
+    if (!segments) return std::unexpected(segments.error());
+    for (const auto& segment : *segments) {
+        if (!segment.is_expression) continue;
+        if (auto parsed = parse(segment.text, names, functions); !parsed) return std::unexpected(parsed.error());
+    }
+    return {};
+}
+
+ExprExpected<void> check_condition(std::string_view if_text, std::span<const std::string> names,
+                                   FunctionSet functions) {
+    functions = functions | FunctionSet::status;
+    const std::string_view text = trim(if_text);
+    if (has_expression(text)) return check_template(text, names, functions);
+    if (auto parsed = parse(text, names, functions); !parsed) return std::unexpected(parsed.error());
+    return {};
+}
+
 ExprExpected<bool> evaluate_condition(std::string_view if_text, const EvalContext& context) {
     // Status functions are always allowed in a condition. Evaluation does not consult the
     // function set (parse checked it), so the caller's context serves as is.
@@ -145,8 +164,7 @@ ExprExpected<bool> evaluate_condition(std::string_view if_text, const EvalContex
         }
     }
     if (trim(expression).empty()) return with_status.status == RunStatus::success;
-    const auto names = context_names(with_status);
-    auto parsed = parse(expression, names, functions);
+    auto parsed = parse(expression, with_status.contexts, functions);
     if (!parsed) return std::unexpected(parsed.error());
     if (!parsed->uses_status_function() && with_status.status != RunStatus::success) return false;
     auto value = parsed->evaluate(with_status);

@@ -97,6 +97,7 @@ public:
 private:
     friend ExprExpected<Expression> parse(std::string_view, std::span<const std::string>,
                                           FunctionSet);
+    friend ExprExpected<Expression> parse(std::string_view, const Object&, FunctionSet);
     std::shared_ptr<const Node> m_root;  // null for the empty expression (evaluates to Null)
     std::string m_text;
     bool m_uses_status = false;
@@ -105,6 +106,10 @@ private:
 // Lexes and parses; `context_names` are the allowed named values (case-insensitive).
 ExprExpected<Expression> parse(std::string_view expression,
                                std::span<const std::string> context_names,
+                               FunctionSet functions = FunctionSet::all);
+
+// The same, with the allowed names being the keys of `contexts` (no copy of the names).
+ExprExpected<Expression> parse(std::string_view expression, const Object& contexts,
                                FunctionSet functions = FunctionSet::all);
 
 // The names of `context.contexts`, for parse().
@@ -127,6 +132,15 @@ ExprExpected<std::string> interpolate(std::string_view text, const EvalContext& 
 // `${{ expr }}` the value itself is returned, keeping its kind (for `strategy.matrix:
 // ${{ fromJSON(...) }}`, `continue-on-error: ${{ ... }}`); otherwise a String.
 ExprExpected<Value> interpolate_value(std::string_view text, const EvalContext& context);
+
+// Load-time checks (a workflow is rejected before anything runs, as GitHub does): lexes and
+// parses every expression without evaluating, against the context names and functions that
+// will be available there. evaluate_condition's rules for the `${{ }}` wrapper apply to
+// check_condition, which always allows the status functions.
+ExprExpected<void> check_template(std::string_view text, std::span<const std::string> context_names,
+                                  FunctionSet functions);
+ExprExpected<void> check_condition(std::string_view if_text, std::span<const std::string> context_names,
+                                   FunctionSet functions);
 
 // True when `text` contains a `${{`.
 bool has_expression(std::string_view text);

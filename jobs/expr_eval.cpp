@@ -25,23 +25,31 @@ struct Operand {
 };
 
 // The index of an index access, as GitHub's idxHelper reads it: a string key for
-// primitives, a non-negative integer when the number is finite.
-struct Key {
-    bool star = false;
-    std::optional<std::string> text;
-    std::optional<std::size_t> position;
-};
+// primitives, a non-negative integer when the number is finite. The integer is computed only
+// when an array is indexed (a property name would otherwise go through Number() each time).
+class Key {
+public:
+    Key() : m_star(true) {}
+    explicit Key(Value index) : m_index(std::move(index)) {}
 
-Key make_key(const Value& index) {
-    Key key;
-    if (index.is_primitive()) key.text = index.to_display_string();
-    const double number = index.to_number();
-    if (std::isfinite(number) && number >= 0) {
+    bool star() const { return m_star; }
+    std::optional<std::size_t> position() const {
+        const double number = m_index.to_number();
+        if (!std::isfinite(number) || number < 0) return std::nullopt;
         const double floor = std::floor(number);
-        key.position = floor >= 1e18 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(floor);
+        return floor >= 1e18 ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(floor);
     }
-    return key;
-}
+    // Object member lookup without copying a string key.
+    const Value* find_in(const Object& object) const {
+        if (m_index.is_string()) return object.find(m_index.as_string());
+        if (!m_index.is_primitive()) return nullptr;
+        return object.find(m_index.to_display_string());
+    }
+
+private:
+    bool m_star = false;
+    Value m_index;
+};
 
 void append_all(const Value& container, Array& out) {
     if (container.is_array()) {
@@ -53,13 +61,14 @@ void append_all(const Value& container, Array& out) {
 
 Operand filtered_access(const Value& filtered, const Key& key) {
     Array out;
+    const auto position = key.star() ? std::nullopt : key.position();
     for (const auto& item : filtered.as_array()) {
-        if (key.star) {
+        if (key.star()) {
             append_all(item, out);
-        } else if (item.is_object() && key.text) {
-            if (const Value* found = item.as_object().find(*key.text)) out.push_back(*found);
-        } else if (item.is_array() && key.position && *key.position < item.as_array().size()) {
-            out.push_back(item.as_array()[*key.position]);
+        } else if (item.is_object()) {
+            if (const Value* found = key.find_in(item.as_object())) out.push_back(*found);
+        } else if (item.is_array() && position && *position < item.as_array().size()) {
+            out.push_back(item.as_array()[*position]);
         }
     }
     return Operand{Value(std::move(out)), true};
@@ -68,16 +77,17 @@ Operand filtered_access(const Value& filtered, const Key& key) {
 Operand access(const Operand& target, const Key& key) {
     const Value& value = target.value;
     if (value.is_array() && target.filtered) return filtered_access(value, key);
-    if (key.star) {
+    if (key.star()) {
         Array out;
         append_all(value, out);
         return Operand{Value(std::move(out)), true};
     }
     if (value.is_array()) {
         const auto& array = value.as_array();
-        if (key.position && *key.position < array.size()) return Operand{array[*key.position]};
-    } else if (value.is_object() && key.text) {
-        if (const Value* found = value.as_object().find(*key.text)) return Operand{*found};
+        const auto position = key.position();
+        if (position && *position < array.size()) return Operand{array[*position]};
+    } else if (value.is_object()) {
+        if (const Value* found = key.find_in(value.as_object())) return Operand{*found};
     }
     return Operand{};
 }
@@ -159,9 +169,7 @@ private:
         if (node.children[1]) {
             auto index_value = eval(*node.children[1]);
             if (!index_value) return index_value;
-            key = make_key(index_value->value);
-        } else {
-            key.star = true;
+            key = Key(std::move(index_value->value));
         }
         auto target = eval(*node.children[0]);
         if (!target) return target;

@@ -41,9 +41,11 @@ using NodePtr = std::unique_ptr<Node>;
 
 class Parser {
 public:
+    // Allowed names: `names`, or the keys of `contexts` when given.
     Parser(std::string_view input, std::vector<Token> tokens, std::span<const std::string> names,
-           FunctionSet functions)
-        : m_input(input), m_tokens(std::move(tokens)), m_names(names), m_functions(functions) {}
+           const Object* contexts, FunctionSet functions)
+        : m_input(input), m_tokens(std::move(tokens)), m_names(names), m_contexts(contexts),
+          m_functions(functions) {}
 
     // nullptr with no error for the empty expression.
     ExprExpected<NodePtr> run() {
@@ -257,6 +259,7 @@ private:
     }
 
     bool known_name(std::string_view name) const {
+        if (m_contexts != nullptr) return m_contexts->contains(name);
         for (const auto& known : m_names) {
             if (equals_ignore_case(known, name)) return true;
         }
@@ -284,6 +287,7 @@ private:
     std::string_view m_input;
     std::vector<Token> m_tokens;
     std::span<const std::string> m_names;
+    const Object* m_contexts = nullptr;
     FunctionSet m_functions;
     std::size_t m_offset = 0;
     int m_depth = 0;
@@ -296,17 +300,43 @@ private:
 
 namespace jobs {
 
-ExprExpected<Expression> parse(std::string_view text, std::span<const std::string> names,
-                               FunctionSet functions) {
+namespace {
+
+struct Parsed {
+    std::unique_ptr<Expression::Node> root;
+    bool uses_status = false;
+};
+
+ExprExpected<Parsed> parse_with(std::string_view text, std::span<const std::string> names,
+                                const Object* contexts, FunctionSet functions) {
     auto tokens = expr_detail::lex(text);
     if (!tokens) return std::unexpected(tokens.error());
-    expr_detail::Parser parser(text, std::move(*tokens), names, functions);
+    expr_detail::Parser parser(text, std::move(*tokens), names, contexts, functions);
     auto root = parser.run();
     if (!root) return std::unexpected(root.error());
+    return Parsed{std::move(*root), parser.uses_status()};
+}
+
+}  // namespace
+
+ExprExpected<Expression> parse(std::string_view text, std::span<const std::string> names,
+                               FunctionSet functions) {
+    auto parsed = parse_with(text, names, nullptr, functions);
+    if (!parsed) return std::unexpected(parsed.error());
     Expression expression;
-    expression.m_root = std::move(*root);
+    expression.m_root = std::move(parsed->root);
     expression.m_text = std::string(text);
-    expression.m_uses_status = parser.uses_status();
+    expression.m_uses_status = parsed->uses_status;
+    return expression;
+}
+
+ExprExpected<Expression> parse(std::string_view text, const Object& contexts, FunctionSet functions) {
+    auto parsed = parse_with(text, {}, &contexts, functions);
+    if (!parsed) return std::unexpected(parsed.error());
+    Expression expression;
+    expression.m_root = std::move(parsed->root);
+    expression.m_text = std::string(text);
+    expression.m_uses_status = parsed->uses_status;
     return expression;
 }
 

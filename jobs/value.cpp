@@ -247,6 +247,7 @@ std::size_t whitespace_length(std::string_view text) {
     if (text.empty()) return 0;
     const auto c = static_cast<unsigned char>(text[0]);
     if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
+    if (c != 0xC2 && c != 0xE1 && c != 0xE2 && c != 0xE3 && c != 0xEF) return 0;  // lead bytes below
     static constexpr std::string_view k_multibyte[] = {
         "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005",
         "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028", "\u2029", "\u202f",

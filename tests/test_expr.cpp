@@ -340,3 +340,25 @@ TEST_CASE("sandgate expr prints kind and value, or the error with exit 2") {
     auto no_expression = run_sandgate("");
     CHECK(no_expression.status == 2);
 }
+
+TEST_CASE("load-time checks find lexing and parsing errors without evaluating") {
+    const std::vector<std::string> names{"github", "matrix"};
+    CHECK(jobs::check_template("run ${{ matrix.os }} and ${{ github.sha }}", names, jobs::FunctionSet::core));
+    CHECK(jobs::check_template("no expressions at all", names, jobs::FunctionSet::core));
+    // Evaluation errors are not load-time errors.
+    CHECK(jobs::check_template("${{ format('{0') }}", names, jobs::FunctionSet::core));
+    auto unknown = jobs::check_template("x ${{ secrets.TOKEN }}", names, jobs::FunctionSet::core);
+    REQUIRE_FALSE(unknown.has_value());
+    CHECK(unknown.error().phase == ExprError::Phase::parsing);
+    CHECK_THAT(unknown.error().message, Catch::Contains("'secrets'"));
+    CHECK_FALSE(jobs::check_template("${{ matrix.os", names, jobs::FunctionSet::core).has_value());
+    CHECK_FALSE(jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::core).has_value());
+    CHECK(jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::hash_files).has_value());
+
+    CHECK(jobs::check_condition("failure() || github.event_name == 'push'", names, jobs::FunctionSet::core));
+    CHECK(jobs::check_condition("${{ always() }}", names, jobs::FunctionSet::core));
+    CHECK(jobs::check_condition("", names, jobs::FunctionSet::core));
+    auto lexing = jobs::check_condition("github.ref = 'x'", names, jobs::FunctionSet::core);
+    REQUIRE_FALSE(lexing.has_value());
+    CHECK(lexing.error().phase == ExprError::Phase::lexing);
+}
