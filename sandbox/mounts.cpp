@@ -22,6 +22,15 @@ constexpr const char* k_etc_allowlist[] = {
 // Optional prefixes (python3.11, ...).
 constexpr const char* k_etc_prefixes[] = {"python3."};
 
+// Under a user namespace created by root the sandbox uid is host uid 0 for permission checks,
+// so every root-writable procfs file would be writable: bwrap itself only covers /proc/irq and
+// /proc/bus. These are bound read-only from the host's procfs (sysctls of the net tree still
+// follow the opener's network namespace), or masked with /dev/null.
+constexpr const char* k_proc_read_only[] = {"sys", "fs", "driver", "acpi", "scsi", "tty", "sysvipc"};
+constexpr const char* k_proc_masked[] = {"sysrq-trigger", "mtrr", "kcore", "kmsg", "kpageflags",
+                                         "kpagecount", "kpagecgroup", "timer_list", "sched_debug",
+                                         "keys", "key-users", "kallsyms", "latency_stats"};
+
 // The top-level names that may hold the system: symlinks into /usr on merged-/usr systems,
 // real directories elsewhere.
 constexpr const char* k_top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
@@ -111,6 +120,15 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
             entries.push_back({MountKind::ro_bind, top, top, {}, 0});
         }
     }
+    for (const char* name : k_proc_read_only) {
+        const std::filesystem::path path = std::filesystem::path("/proc") / name;
+        if (std::filesystem::is_directory(path, ec))
+            entries.push_back({MountKind::ro_bind, path, path, {}, 1});
+    }
+    for (const char* name : k_proc_masked) {
+        const std::filesystem::path path = std::filesystem::path("/proc") / name;
+        if (std::filesystem::exists(path, ec)) entries.push_back({MountKind::hide_file, path, {}, {}, 1});
+    }
     for (const char* name : k_etc_allowlist) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
         if (std::filesystem::exists(path, ec)) entries.push_back({MountKind::ro_bind, path, path, {}, 0});
@@ -143,6 +161,21 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
                                  "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                                  "networks: files\nprotocols: files\nservices: files\n"));
     return entries;
+}
+
+Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_view what) {
+    std::vector<std::filesystem::path> protected_paths = {"/tmp", "/var/tmp", "/run", "/var/run",
+                                                          "/dev/shm", "/proc", "/sys", "/dev",
+                                                          "/etc", "/boot"};
+    if (auto home = env_path("HOME")) protected_paths.push_back(strip_trailing(home->lexically_normal()));
+    for (const auto& root : protected_paths) {
+        if (path_within(root, path))
+            return fail(ErrorKind::invalid_input,
+                        std::string(what) + " " + path.string() + ": would expose " + root.string() +
+                            " to the sandbox (the host's /tmp, /run, HOME and system trees are "
+                            "never bound); use a project directory");
+    }
+    return {};
 }
 
 std::vector<std::filesystem::path> agent_private_paths() {

@@ -42,6 +42,11 @@ enum class MustExist { no, yes };
 Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& path,
                                                   std::string_view what, MustExist must_exist);
 
+// Refuses a bind (working directory, --read-only, --writable, --scratch, cache) that is, or
+// contains, the host's /tmp, /var/tmp, /run, /var/run, /dev/shm, /proc, /sys, /dev, /etc,
+// /boot or the real HOME.
+Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_view what);
+
 // True when `inner` is `outer` or lies below it (both absolute and normal).
 bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
 

@@ -90,16 +90,20 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
                                  const std::filesystem::path& scratch,
                                  std::vector<MountEntry>& entries) {
     const Policy& policy = request.policy;
+    if (auto ok = refuse_host_roots(cwd, "--cwd"); !ok) return ok;
+    if (auto ok = refuse_host_roots(scratch, "--scratch"); !ok) return ok;
     entries.push_back({MountKind::bind, cwd, cwd, {}, 2});
     entries.push_back({MountKind::bind, scratch, scratch, {}, 2});
     for (const auto& path : policy.read_only) {
         auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
+        if (auto ok = refuse_host_roots(*checked, "--read-only"); !ok) return ok;
         entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
     }
     for (const auto& path : policy.writable) {
         auto checked = checked_bind_path(path, "--writable", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
+        if (auto ok = refuse_host_roots(*checked, "--writable"); !ok) return ok;
         entries.push_back({MountKind::bind, *checked, *checked, {}, 2});
     }
     if (policy.toolchain_cache) {

@@ -292,3 +292,23 @@ TEST_CASE("no bwrap on PATH fails closed with what to do") {
     CHECK(plan.error().message.find("bubblewrap") != std::string::npos);
     CHECK(plan.error().message.find("--sandbox off") != std::string::npos);
 }
+
+TEST_CASE("the host's /tmp, /run, HOME and the root are never bound, whatever the flags say") {
+    const auto dir = tests::make_temp_dir("wrap");
+    for (const char* cwd : {"/tmp", "/", "/run"}) {
+        auto plan = sandbox::plan_wrap(request_in(cwd, {"true"}));
+        REQUIRE_FALSE(plan);
+        CHECK(plan.error().kind == sandbox::ErrorKind::invalid_input);
+    }
+    ScopedEnv home("HOME", dir.string());
+    CHECK_FALSE(sandbox::plan_wrap(request_in(dir, {"true"})));
+    auto request = request_in(dir / "..", {"true"});
+    CHECK_FALSE(sandbox::plan_wrap(request));
+    const auto other = tests::make_temp_dir("wrap");
+    auto ro = request_in(other, {"true"});
+    ro.policy.read_only = {"/"};
+    CHECK_FALSE(sandbox::plan_wrap(ro));
+    ro.policy.read_only = {};
+    ro.policy.writable = {"/var/tmp"};
+    CHECK_FALSE(sandbox::plan_wrap(ro));
+}
