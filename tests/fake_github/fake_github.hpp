@@ -1,0 +1,130 @@
+#pragma once
+// FakeGitHub: starts tests/fake_github/server.py (the stand-in for GitHub's REST API) on
+// 127.0.0.1 for one test, and kills it when the handle goes out of scope. Also a small raw
+// HTTP helper for the server's /_control/ endpoints, independent of the code under test.
+//
+// Header-only so each tests/test_github_*.cpp can include it without a shared library edit.
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sandbox/fd.hpp"
+
+extern char** environ;
+
+namespace tests {
+
+inline constexpr const char* k_fake_token = "ghp_fakeSECRETtoken0123456789abcdefABCDEF";
+
+class FakeGitHub {
+public:
+    explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}) {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+        sandbox::Fd read_end(fds[0]);
+        sandbox::Fd write_end(fds[1]);
+        std::vector<std::string> argv = {
+            "/usr/bin/python3", std::string(SANDGATE_SOURCE_DIR) + "/tests/fake_github/server.py",
+            "--schema",
+            std::string(SANDGATE_SHARED_DIR) +
+                "/corpora/github-openapi/github-openapi-subset.json"};
+        for (auto& token : tokens) {
+            argv.push_back("--token");
+            argv.push_back(token);
+        }
+        std::vector<char*> raw;
+        for (auto& arg : argv) raw.push_back(arg.data());
+        raw.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+        const int rc = ::posix_spawn(&m_pid, raw[0], &actions, nullptr, raw.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        if (rc != 0) throw std::runtime_error("cannot start /usr/bin/python3");
+        write_end.reset();
+        std::string line;
+        while (line.find('\n') == std::string::npos) {
+            pollfd pfd{read_end.get(), POLLIN, 0};
+            if (::poll(&pfd, 1, 60'000) <= 0) break;
+            char buffer[256];
+            const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
+            if (got <= 0) break;
+            line.append(buffer, static_cast<size_t>(got));
+        }
+        if (!line.starts_with("PORT ")) {
+            stop();
+            throw std::runtime_error("fake GitHub did not start: '" + line + "'");
+        }
+        m_port = std::stoi(line.substr(5));
+        m_stdout = std::move(read_end);
+    }
+    FakeGitHub(const FakeGitHub&) = delete;
+    FakeGitHub& operator=(const FakeGitHub&) = delete;
+    ~FakeGitHub() { stop(); }
+
+    // Kills the server (it holds no state worth a graceful stop) and reaps it.
+    void stop() {
+        if (m_pid <= 0) return;
+        ::kill(m_pid, SIGKILL);
+        int status = 0;
+        ::waitpid(m_pid, &status, 0);
+        m_pid = -1;
+    }
+
+    int port() const { return m_port; }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+
+    std::string get(const std::string& path) const { return call("GET", path, ""); }
+    std::string post(const std::string& path, const std::string& body) const {
+        return call("POST", path, body);
+    }
+    // Queues faults: `[{"kind":"500","count":2,"match":"check-runs"}]`.
+    void inject(const std::string& faults_json) const {
+        post("/_control/faults", "{\"faults\": " + faults_json + "}");
+    }
+    std::string state() const { return get("/_control/state"); }
+    std::string requests() const { return get("/_control/requests"); }
+
+private:
+    static size_t collect(char* data, size_t size, size_t count, void* user) {
+        static_cast<std::string*>(user)->append(data, size * count);
+        return size * count;
+    }
+
+    std::string call(const char* method, const std::string& path, const std::string& body) const {
+        struct Deleter {
+            void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
+        };
+        std::unique_ptr<CURL, Deleter> easy(curl_easy_init());
+        std::string out;
+        const std::string target = url() + path;
+        curl_easy_setopt(easy.get(), CURLOPT_URL, target.c_str());
+        curl_easy_setopt(easy.get(), CURLOPT_CUSTOMREQUEST, method);
+        if (std::string(method) != "GET") {
+            curl_easy_setopt(easy.get(), CURLOPT_POSTFIELDS, body.c_str());
+        }
+        curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, &FakeGitHub::collect);
+        curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &out);
+        curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT, 120L);
+        if (curl_easy_perform(easy.get()) != CURLE_OK) {
+            throw std::runtime_error("control call failed: " + path);
+        }
+        return out;
+    }
+
+    pid_t m_pid = -1;
+    int m_port = 0;
+    sandbox::Fd m_stdout;
+};
+
+}  // namespace tests
