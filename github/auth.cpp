@@ -1,0 +1,234 @@
+#include "github/auth.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <simdjson.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace github {
+namespace {
+
+using sandbox::ErrorKind;
+
+struct BioDeleter {
+    void operator()(BIO* bio) const { BIO_free(bio); }
+};
+struct MdCtxDeleter {
+    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+        text.remove_prefix(1);
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.remove_suffix(1);
+    }
+    return text;
+}
+
+bool all_digits(std::string_view text) {
+    return !text.empty() &&
+           std::ranges::all_of(text, [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+}  // namespace
+
+sandbox::Expected<std::string> read_token_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--token-file " + path.string() + ": cannot be read");
+    }
+    std::string content(k_max_token_file_bytes + 1, '\0');
+    in.read(content.data(), static_cast<std::streamsize>(content.size()));
+    content.resize(static_cast<size_t>(in.gcount()));
+    if (content.size() > k_max_token_file_bytes) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--token-file " + path.string() + ": too large for a token");
+    }
+    std::string_view text = trim(content);
+    text = trim(text.substr(0, text.find('\n')));
+    if (text.empty()) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--token-file " + path.string() + ": holds no token");
+    }
+    return std::string(text);
+}
+
+sandbox::Expected<std::string> read_token_env(std::string_view name) {
+    const std::string variable(name);
+    const char* value = std::getenv(variable.c_str());
+    std::string_view text = trim(value ? value : "");
+    if (text.empty() || text.find('\n') != std::string_view::npos) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "environment variable " + variable +
+                                 " is unset, empty or not one line (it should hold the token)");
+    }
+    return std::string(text);
+}
+
+sandbox::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string_view origin) {
+    std::unique_ptr<BIO, BioDeleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    if (!bio) return sandbox::fail(ErrorKind::permanent, "out of memory reading a key");
+    PrivateKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+    if (!key) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             std::string(origin) + ": not a PEM private key");
+    }
+    if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             std::string(origin) + ": a GitHub App key must be RSA");
+    }
+    return key;
+}
+
+sandbox::Expected<PrivateKey> load_private_key(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return sandbox::fail(ErrorKind::invalid_input, "--app-key " + path.string() +
+                                                           ": cannot be read");
+    }
+    std::ostringstream content;
+    content << in.rdbuf();
+    return parse_private_key(content.str(), "--app-key " + path.string());
+}
+
+std::string base64url(std::string_view bytes) {
+    std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+    const int written =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                        reinterpret_cast<const unsigned char*>(bytes.data()),
+                        static_cast<int>(bytes.size()));
+    out.resize(static_cast<size_t>(written));
+    while (!out.empty() && out.back() == '=') out.pop_back();
+    for (char& c : out) {
+        if (c == '+') c = '-';
+        if (c == '/') c = '_';
+    }
+    return out;
+}
+
+sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
+                                            std::chrono::system_clock::time_point now) {
+    if (trim(app_id).empty()) return sandbox::fail(ErrorKind::invalid_input, "--app-id is empty");
+    if (key == nullptr) return sandbox::fail(ErrorKind::invalid_input, "no App key");
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch());
+    nlohmann::ordered_json header = {{"alg", "RS256"}, {"typ", "JWT"}};
+    nlohmann::ordered_json claims = {{"iat", (seconds - k_jwt_backdate).count()},
+                                     {"exp", (seconds + k_jwt_lifetime).count()},
+                                     {"iss", std::string(app_id)}};
+    const std::string signing_input = base64url(header.dump()) + "." + base64url(claims.dump());
+    std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+    size_t length = 0;
+    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||
+        EVP_DigestSign(ctx.get(), nullptr, &length,
+                       reinterpret_cast<const unsigned char*>(signing_input.data()),
+                       signing_input.size()) != 1) {
+        return sandbox::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
+    }
+    std::string signature(length, '\0');
+    if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length,
+                       reinterpret_cast<const unsigned char*>(signing_input.data()),
+                       signing_input.size()) != 1) {
+        return sandbox::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
+    }
+    signature.resize(length);
+    return signing_input + "." + base64url(signature);
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_github_time(std::string_view text) {
+    std::tm parts{};
+    const std::string copy(text);
+    const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &parts);
+    if (end == nullptr) return std::nullopt;
+    std::string_view zone(end);
+    if (!zone.empty() && zone.front() == '.') {  // fractional seconds: ignored
+        zone.remove_prefix(1);
+        while (!zone.empty() && std::isdigit(static_cast<unsigned char>(zone.front()))) {
+            zone.remove_prefix(1);
+        }
+    }
+    long offset = 0;
+    if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' &&
+        all_digits(zone.substr(1, 2)) && all_digits(zone.substr(4, 2))) {
+        offset = (std::stol(std::string(zone.substr(1, 2))) * 60 +
+                  std::stol(std::string(zone.substr(4, 2)))) * 60;
+        if (zone[0] == '-') offset = -offset;
+    } else if (zone != "Z") {
+        return std::nullopt;
+    }
+    const time_t utc = ::timegm(&parts);
+    if (utc == static_cast<time_t>(-1)) return std::nullopt;
+    return std::chrono::system_clock::from_time_t(utc - offset);
+}
+
+AppJwtSource::AppJwtSource(std::string app_id, PrivateKey key, Clock clock)
+    : m_app_id(std::move(app_id)), m_key(std::move(key)), m_clock(std::move(clock)) {}
+
+sandbox::Expected<std::string> AppJwtSource::bearer_token() {
+    std::lock_guard lock(m_mutex);
+    const auto now = m_clock.now();
+    if (!m_jwt.empty() && now >= m_made && now - m_made < k_jwt_reuse) return m_jwt;
+    auto jwt = make_app_jwt(m_app_id, m_key.get(), now);
+    if (!jwt) return jwt;
+    m_jwt = *jwt;
+    m_made = now;
+    return m_jwt;
+}
+
+sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSource::create(
+    const ClientOptions& options, const AppCredentials& credentials) {
+    if (!all_digits(credentials.installation_id)) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--installation-id must be a number, got '" +
+                                 credentials.installation_id + "'");
+    }
+    auto key = load_private_key(credentials.key_file);
+    if (!key) return std::unexpected(key.error());
+    auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(*key), options.clock);
+    if (auto probe = jwt->bearer_token(); !probe) return std::unexpected(probe.error());
+    auto client = HttpClient::create(options, jwt);
+    if (!client) return std::unexpected(client.error());
+    return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
+        std::move(*client), credentials.installation_id, options.clock));
+}
+
+sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
+    std::lock_guard lock(m_mutex);
+    const auto now = m_clock.now();
+    if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
+    auto response = m_app_client.request(
+        Method::post, "/app/installations/" + m_installation_id + "/access_tokens");
+    if (!response) {
+        return sandbox::fail(response.error().kind, "installation token for installation " +
+                                                        m_installation_id + ": " +
+                                                        response.error().message);
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element document;
+    std::string_view token;
+    std::string_view expires_at;
+    if (parser.parse(response->body).get(document) != simdjson::SUCCESS ||
+        document["token"].get_string().get(token) != simdjson::SUCCESS ||
+        document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS ||
+        token.empty()) {
+        return sandbox::fail(ErrorKind::permanent,
+                             "installation token answer lacks `token` or `expires_at`");
+    }
+    auto expiry = parse_github_time(expires_at);
+    if (!expiry) {
+        return sandbox::fail(ErrorKind::permanent, "installation token answer: bad `expires_at` '" +
+                                                       std::string(expires_at) + "'");
+    }
+    m_token = std::string(token);
+    m_expires_at = *expiry;
+    return m_token;
+}
+
+}  // namespace github

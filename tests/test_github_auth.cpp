@@ -1,0 +1,257 @@
+// github/auth: token files and variables, App JWTs (verified here with the public key), and
+// installation tokens exchanged with and refreshed from the stand-in server.
+
+#include <catch2/catch.hpp>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <simdjson.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <thread>
+
+#include "github/auth.hpp"
+#include "tests/fake_github/fake_github.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct BioDeleter {
+    void operator()(BIO* bio) const { BIO_free(bio); }
+};
+struct MdCtxDeleter {
+    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+
+struct KeyPair {
+    std::string private_pem;  // PKCS#1, as GitHub hands App keys out
+    std::string public_pem;
+};
+
+KeyPair make_key_pair() {
+    github::PrivateKey key(EVP_RSA_gen(2048));
+    REQUIRE(key);
+    std::unique_ptr<BIO, BioDeleter> priv(BIO_new(BIO_s_mem()));
+    std::unique_ptr<BIO, BioDeleter> pub(BIO_new(BIO_s_mem()));
+    REQUIRE(PEM_write_bio_PrivateKey_traditional(priv.get(), key.get(), nullptr, nullptr, 0,
+                                                 nullptr, nullptr) == 1);
+    REQUIRE(PEM_write_bio_PUBKEY(pub.get(), key.get()) == 1);
+    auto drain = [](BIO* bio) {
+        char* data = nullptr;
+        const long size = BIO_get_mem_data(bio, &data);
+        return std::string(data, static_cast<size_t>(size));
+    };
+    return {drain(priv.get()), drain(pub.get())};
+}
+
+std::string base64url_decode(std::string text) {
+    for (char& c : text) {
+        if (c == '-') c = '+';
+        if (c == '_') c = '/';
+    }
+    const size_t pad = (4 - text.size() % 4) % 4;
+    text.append(pad, '=');
+    std::string out(text.size(), '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(text.data()),
+                                  static_cast<int>(text.size()));
+    REQUIRE(n >= 0);
+    out.resize(static_cast<size_t>(n) - pad);
+    return out;
+}
+
+struct Claims {
+    long long iat = 0;
+    long long exp = 0;
+    std::string iss;
+};
+
+// Splits and verifies a JWT with the PEM public key; returns its claims.
+Claims verify_jwt(const std::string& jwt, const std::string& public_pem) {
+    const auto first = jwt.find('.');
+    const auto second = jwt.find('.', first + 1);
+    REQUIRE(first != std::string::npos);
+    REQUIRE(second != std::string::npos);
+    const std::string header = base64url_decode(jwt.substr(0, first));
+    const std::string payload = base64url_decode(jwt.substr(first + 1, second - first - 1));
+    const std::string signature = base64url_decode(jwt.substr(second + 1));
+    CHECK(header == R"({"alg":"RS256","typ":"JWT"})");
+
+    std::unique_ptr<BIO, BioDeleter> bio(
+        BIO_new_mem_buf(public_pem.data(), static_cast<int>(public_pem.size())));
+    github::PrivateKey pub(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+    REQUIRE(pub);
+    std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+    REQUIRE(EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pub.get()) == 1);
+    const std::string signed_part = jwt.substr(0, second);
+    CHECK(EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                           signature.size(),
+                           reinterpret_cast<const unsigned char*>(signed_part.data()),
+                           signed_part.size()) == 1);
+
+    simdjson::dom::parser parser;
+    auto claims = parser.parse(payload);
+    Claims out;
+    out.iat = claims["iat"].get_int64();
+    out.exp = claims["exp"].get_int64();
+    out.iss = std::string(std::string_view(claims["iss"].get_string()));
+    return out;
+}
+
+struct FakeClock {
+    std::atomic<long long> offset_seconds{0};
+    github::Clock clock() {
+        return github::Clock{
+            [this] { return std::chrono::system_clock::now() + std::chrono::seconds(offset_seconds.load()); },
+            [](std::chrono::milliseconds) {}};
+    }
+};
+
+int issued_count(const tests::FakeGitHub& server) {
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    return static_cast<int>(parser.parse(state)["issued_tokens"].get_array().size());
+}
+
+}  // namespace
+
+TEST_CASE("a token comes from a file or a variable, trimmed, and errors name the source") {
+    auto dir = tests::make_temp_dir("auth");
+    tests::write_file(dir / "token", "  ghp_filetoken123 \n\nsecond line\n");
+    CHECK(github::read_token_file(dir / "token").value() == "ghp_filetoken123");
+    tests::write_file(dir / "empty", "\n  \n");
+    auto empty = github::read_token_file(dir / "empty");
+    REQUIRE_FALSE(empty.has_value());
+    CHECK(empty.error().kind == sandbox::ErrorKind::invalid_input);
+    CHECK_THAT(empty.error().message, Catch::Contains((dir / "empty").string()));
+    auto missing = github::read_token_file(dir / "nope");
+    REQUIRE_FALSE(missing.has_value());
+    CHECK_THAT(missing.error().message, Catch::Contains("--token-file"));
+
+    ::setenv("SANDGATE_TEST_TOKEN_VAR", " ghp_envtoken ", 1);
+    CHECK(github::read_token_env("SANDGATE_TEST_TOKEN_VAR").value() == "ghp_envtoken");
+    ::unsetenv("SANDGATE_TEST_TOKEN_VAR");
+    auto unset = github::read_token_env("SANDGATE_TEST_TOKEN_VAR");
+    REQUIRE_FALSE(unset.has_value());
+    CHECK_THAT(unset.error().message, Catch::Contains("SANDGATE_TEST_TOKEN_VAR"));
+}
+
+TEST_CASE("the App JWT is RS256, verifiable with the public key, iat 60 s back, exp < 10 min") {
+    const KeyPair pair = make_key_pair();
+    auto key = github::parse_private_key(pair.private_pem, "test key");
+    REQUIRE(key.has_value());
+    const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+    auto jwt = github::make_app_jwt("123456", key->get(), now);
+    REQUIRE(jwt.has_value());
+    const Claims claims = verify_jwt(*jwt, pair.public_pem);
+    CHECK(claims.iat == 1'700'000'000 - 60);
+    CHECK(claims.exp > 1'700'000'000);
+    CHECK(claims.exp - 1'700'000'000 < 600);
+    CHECK(claims.iss == "123456");
+
+    // A tampered payload fails verification: the check above can fail.
+    std::string forged = *jwt;
+    const auto dot = forged.find('.');
+    forged[dot + 3] = forged[dot + 3] == 'A' ? 'B' : 'A';
+    std::unique_ptr<BIO, BioDeleter> bio(
+        BIO_new_mem_buf(pair.public_pem.data(), static_cast<int>(pair.public_pem.size())));
+    github::PrivateKey pub(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+    std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+    EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pub.get());
+    const auto second = forged.find('.', dot + 1);
+    const std::string signature = base64url_decode(forged.substr(second + 1));
+    CHECK(EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                           signature.size(),
+                           reinterpret_cast<const unsigned char*>(forged.data()), second) != 1);
+
+    CHECK(github::base64url("\xfb\xff") == "-_8");
+    auto bad = github::parse_private_key("-----BEGIN NOTHING-----\n", "--app-key k.pem");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().message == "--app-key k.pem: not a PEM private key");
+}
+
+TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed before expiry") {
+    const KeyPair pair = make_key_pair();
+    auto dir = tests::make_temp_dir("app");
+    tests::write_file(dir / "app.pem", pair.private_pem);
+    tests::FakeGitHub server(std::vector<std::string>{});  // no static token: only issued installation tokens work
+    FakeClock fake;
+    github::ClientOptions options;
+    options.api_url = server.url();
+    options.clock = fake.clock();
+    auto source = github::InstallationTokenSource::create(options, {"4242", dir / "app.pem", "77"});
+    REQUIRE(source.has_value());
+
+    auto token = (*source)->bearer_token();
+    REQUIRE(token.has_value());
+    CHECK(token->starts_with("ghs_"));
+    CHECK((*source)->bearer_token().value() == *token);
+    CHECK(issued_count(server) == 1);
+
+    // The token works for the repository API.
+    auto client = github::HttpClient::create(options, *source);
+    REQUIRE(client.has_value());
+    REQUIRE(client->request(github::Method::post, "/repos/o/r/statuses/abc",
+                            R"({"state":"success","context":"gate"})")
+                .has_value());
+
+    // The JWT the server received verifies with the public key and names the App.
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    auto issued = parser.parse(state)["issued_tokens"].at(0);
+    CHECK(std::string_view(issued["installation_id"].get_string()) == "77");
+    const Claims claims = verify_jwt(std::string(std::string_view(issued["jwt"].get_string())),
+                                     pair.public_pem);
+    CHECK(claims.iss == "4242");
+
+    fake.offset_seconds = 56 * 60;  // within five minutes of the hour's expiry
+    auto refreshed = (*source)->bearer_token();
+    REQUIRE(refreshed.has_value());
+    CHECK(*refreshed != *token);
+    CHECK(issued_count(server) == 2);
+}
+
+TEST_CASE("concurrent callers share one installation-token exchange") {
+    const KeyPair pair = make_key_pair();
+    auto dir = tests::make_temp_dir("app");
+    tests::write_file(dir / "app.pem", pair.private_pem);
+    tests::FakeGitHub server(std::vector<std::string>{});
+    github::ClientOptions options;
+    options.api_url = server.url();
+    auto source = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"});
+    REQUIRE(source.has_value());
+    std::vector<std::string> tokens(8);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        threads.emplace_back([&, i] { tokens[i] = (*source)->bearer_token().value_or(""); });
+    }
+    for (auto& thread : threads) thread.join();
+    for (const auto& token : tokens) CHECK(token == tokens[0]);
+    CHECK_FALSE(tokens[0].empty());
+    CHECK(issued_count(server) == 1);
+}
+
+TEST_CASE("App credentials are checked before anything is sent") {
+    auto dir = tests::make_temp_dir("app");
+    tests::write_file(dir / "bad.pem", "not a key");
+    github::ClientOptions options;
+    options.api_url = "http://127.0.0.1:9";
+    auto bad_id = github::InstallationTokenSource::create(options, {"1", dir / "bad.pem", "x9"});
+    REQUIRE_FALSE(bad_id.has_value());
+    CHECK_THAT(bad_id.error().message, Catch::Contains("--installation-id"));
+    auto bad_key = github::InstallationTokenSource::create(options, {"1", dir / "bad.pem", "9"});
+    REQUIRE_FALSE(bad_key.has_value());
+    CHECK(bad_key.error().message == "--app-key " + (dir / "bad.pem").string() +
+                                         ": not a PEM private key");
+}
+
+TEST_CASE("GitHub timestamps parse") {
+    auto t = github::parse_github_time("2016-07-11T22:14:10Z");
+    REQUIRE(t.has_value());
+    CHECK(std::chrono::system_clock::to_time_t(*t) == 1468275250);
+    CHECK(std::chrono::system_clock::to_time_t(
+              github::parse_github_time("2016-07-11T23:14:10.123+01:00").value()) == 1468275250);
+    CHECK_FALSE(github::parse_github_time("yesterday").has_value());
+}
