@@ -142,32 +142,6 @@ sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* k
     return signing_input + "." + base64url(signature);
 }
 
-std::optional<std::chrono::system_clock::time_point> parse_github_time(std::string_view text) {
-    std::tm parts{};
-    const std::string copy(text);
-    const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &parts);
-    if (end == nullptr) return std::nullopt;
-    std::string_view zone(end);
-    if (!zone.empty() && zone.front() == '.') {  // fractional seconds: ignored
-        zone.remove_prefix(1);
-        while (!zone.empty() && std::isdigit(static_cast<unsigned char>(zone.front()))) {
-            zone.remove_prefix(1);
-        }
-    }
-    long offset = 0;
-    if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' &&
-        all_digits(zone.substr(1, 2)) && all_digits(zone.substr(4, 2))) {
-        offset = (std::stol(std::string(zone.substr(1, 2))) * 60 +
-                  std::stol(std::string(zone.substr(4, 2)))) * 60;
-        if (zone[0] == '-') offset = -offset;
-    } else if (zone != "Z") {
-        return std::nullopt;
-    }
-    const time_t utc = ::timegm(&parts);
-    if (utc == static_cast<time_t>(-1)) return std::nullopt;
-    return std::chrono::system_clock::from_time_t(utc - offset);
-}
-
 AppJwtSource::AppJwtSource(std::string app_id, PrivateKey key, Clock clock)
     : m_app_id(std::move(app_id)), m_key(std::move(key)), m_clock(std::move(clock)) {}
 

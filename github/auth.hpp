@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "github/http_client.hpp"
+#include "github/job_report.hpp"  // parse_github_time
 #include "sandbox/error.hpp"
 
 namespace github {
@@ -51,9 +52,6 @@ std::string base64url(std::string_view bytes);
 // "iss": app_id}, signed RS256 with `key`.
 sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
                                             std::chrono::system_clock::time_point now);
-
-// Parses GitHub's "2016-07-11T22:14:10Z" timestamps.
-std::optional<std::chrono::system_clock::time_point> parse_github_time(std::string_view text);
 
 struct AppCredentials {
     std::string app_id;           // digits (or the App's client ID)
