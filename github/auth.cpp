@@ -91,8 +91,8 @@ sandbox::Expected<PrivateKey> parse_private_key(std::string_view pem, std::strin
 sandbox::Expected<PrivateKey> load_private_key(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return sandbox::fail(ErrorKind::invalid_input, "--app-key " + path.string() +
-                                                           ": cannot be read");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--app-key " + path.string() + ": cannot be read");
     }
     std::ostringstream content;
     content << in.rdbuf();
@@ -101,10 +101,9 @@ sandbox::Expected<PrivateKey> load_private_key(const std::filesystem::path& path
 
 std::string base64url(std::string_view bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-    const int written =
-        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                        reinterpret_cast<const unsigned char*>(bytes.data()),
-                        static_cast<int>(bytes.size()));
+    const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                        reinterpret_cast<const unsigned char*>(bytes.data()),
+                                        static_cast<int>(bytes.size()));
     out.resize(static_cast<size_t>(written));
     while (!out.empty() && out.back() == '=') out.pop_back();
     for (char& c : out) {
@@ -159,9 +158,8 @@ sandbox::Expected<std::string> AppJwtSource::bearer_token() {
 sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSource::create(
     const ClientOptions& options, const AppCredentials& credentials) {
     if (!all_digits(credentials.installation_id)) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--installation-id must be a number, got '" +
-                                 credentials.installation_id + "'");
+        return sandbox::fail(ErrorKind::invalid_input, "--installation-id must be a number, got '" +
+                                                           credentials.installation_id + "'");
     }
     auto key = load_private_key(credentials.key_file);
     if (!key) return std::unexpected(key.error());
@@ -190,8 +188,7 @@ sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
     std::string_view expires_at;
     if (parser.parse(response->body).get(document) != simdjson::SUCCESS ||
         document["token"].get_string().get(token) != simdjson::SUCCESS ||
-        document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS ||
-        token.empty()) {
+        document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS || token.empty()) {
         return sandbox::fail(ErrorKind::permanent,
                              "installation token answer lacks `token` or `expires_at`");
     }

@@ -21,9 +21,9 @@
 
 namespace github {
 
-inline constexpr std::chrono::seconds k_jwt_backdate{60};        // iat: clock drift allowance
-inline constexpr std::chrono::seconds k_jwt_lifetime{9 * 60};    // exp - now; GitHub's max is 10 min
-inline constexpr std::chrono::seconds k_jwt_reuse{5 * 60};       // a JWT is reused this long
+inline constexpr std::chrono::seconds k_jwt_backdate{60};      // iat: clock drift allowance
+inline constexpr std::chrono::seconds k_jwt_lifetime{9 * 60};  // exp - now; GitHub's max is 10 min
+inline constexpr std::chrono::seconds k_jwt_reuse{5 * 60};     // a JWT is reused this long
 inline constexpr std::chrono::seconds k_token_refresh_margin{5 * 60};  // refresh this early
 inline constexpr std::size_t k_max_token_file_bytes = 64 * 1024;
 
@@ -54,18 +54,18 @@ sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* k
                                             std::chrono::system_clock::time_point now);
 
 struct AppCredentials {
-    std::string app_id;           // digits (or the App's client ID)
+    std::string app_id;  // digits (or the App's client ID)
     std::filesystem::path key_file;
     std::string installation_id;  // digits
 };
 
 // Bearer tokens for /app/ endpoints: JWTs, cached for k_jwt_reuse. Thread-safe.
 class AppJwtSource final : public TokenSource {
-public:
+  public:
     AppJwtSource(std::string app_id, PrivateKey key, Clock clock);
     sandbox::Expected<std::string> bearer_token() override;
 
-private:
+  private:
     std::string m_app_id;
     PrivateKey m_key;
     Clock m_clock;
@@ -78,14 +78,14 @@ private:
 // cached until k_token_refresh_margin before its expires_at. Thread-safe: concurrent callers
 // wait for one exchange rather than starting several.
 class InstallationTokenSource final : public TokenSource {
-public:
+  public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
     static sandbox::Expected<std::shared_ptr<InstallationTokenSource>> create(
         const ClientOptions& options, const AppCredentials& credentials);
 
     sandbox::Expected<std::string> bearer_token() override;
 
-private:
+  private:
     InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock)
         : m_app_client(std::move(app_client)),
           m_installation_id(std::move(installation_id)),

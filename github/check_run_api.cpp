@@ -28,9 +28,8 @@ ordered_json annotations_json(const JobReport& report, std::size_t from) {
     const std::size_t end = std::min(clamped.size(), from + k_annotations_per_request);
     for (std::size_t i = from; i < end; ++i) {
         const auto& note = clamped[i];
-        ordered_json item = {{"path", note.path},
-                             {"start_line", note.start_line},
-                             {"end_line", note.end_line}};
+        ordered_json item = {
+            {"path", note.path}, {"start_line", note.start_line}, {"end_line", note.end_line}};
         if (note.start_column > 0) item["start_column"] = note.start_column;
         if (note.end_column > 0) item["end_column"] = note.end_column;
         item["annotation_level"] = to_string(note.level);
@@ -101,8 +100,7 @@ sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& targ
             std::string_view external;
             std::int64_t id = 0;
             if (run["external_id"].get_string().get(external) == simdjson::SUCCESS &&
-                external == report.job_key &&
-                run["id"].get_int64().get(id) == simdjson::SUCCESS) {
+                external == report.job_key && run["id"].get_int64().get(id) == simdjson::SUCCESS) {
                 found = std::max(found.value_or(id), id);
             }
         }
@@ -117,8 +115,8 @@ sandbox::Expected<std::int64_t> create_in_progress(const Target& target, const J
     body["status"] = "in_progress";
     body["started_at"] = now_or(report.started_at);
     body["output"] = {{"title", check_title(report)}, {"summary", check_summary(report)}};
-    auto response = target.client.request(Method::post, repo_path(target) + "/check-runs",
-                                          dump(body));
+    auto response =
+        target.client.request(Method::post, repo_path(target) + "/check-runs", dump(body));
     if (!response) return std::unexpected(response.error());
     return read_id(*response);
 }
@@ -140,8 +138,8 @@ sandbox::Expected<std::int64_t> create_completed(const Target& target, const Job
     if (report.started_at) body["started_at"] = format_github_time(*report.started_at);
     body["completed_at"] = now_or(report.completed_at);
     body["output"] = full_output(report);
-    auto response = target.client.request(Method::post, repo_path(target) + "/check-runs",
-                                          dump(body));
+    auto response =
+        target.client.request(Method::post, repo_path(target) + "/check-runs", dump(body));
     if (!response) return std::unexpected(response.error());
     return read_id(*response);
 }
@@ -173,8 +171,7 @@ sandbox::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
         {"completed_at", now_or(report.completed_at)},
         {"output",
          {{"title", check_title(report)},
-          {"summary", utf8_prefix("GitHub refused the full report: " + why,
-                                  k_max_output_chars)}}}};
+          {"summary", utf8_prefix("GitHub refused the full report: " + why, k_max_output_chars)}}}};
     return patch(target, id, body);
 }
 
@@ -183,10 +180,16 @@ sandbox::Expected<void> post_status(const Target& target, const JobReport& repor
     if (report.status == JobStatus::completed) {
         switch (report.conclusion.value_or(Conclusion::failure)) {
             case Conclusion::success:
-            case Conclusion::skipped: state = "success"; break;
+            case Conclusion::skipped:
+                state = "success";
+                break;
             case Conclusion::failure:
-            case Conclusion::timed_out: state = "failure"; break;
-            case Conclusion::cancelled: state = "error"; break;
+            case Conclusion::timed_out:
+                state = "failure";
+                break;
+            case Conclusion::cancelled:
+                state = "error";
+                break;
         }
     }
     ordered_json body = {{"state", state}};

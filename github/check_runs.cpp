@@ -38,8 +38,8 @@ sandbox::Expected<Repository> Repository::parse(std::string_view text) {
     const auto slash = text.find('/');
     if (slash == std::string_view::npos || !valid_name_part(text.substr(0, slash)) ||
         !valid_name_part(text.substr(slash + 1))) {
-        return sandbox::fail(ErrorKind::invalid_input, "--github-repo: expected OWNER/NAME, got '" +
-                                                           std::string(text) + "'");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
     }
     return Repository{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
 }
@@ -86,8 +86,8 @@ sandbox::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions 
 
 JournalEntry Reporter::State::entry_for(const JobReport& report, JournalPhase phase) const {
     JournalEntry entry;
-    entry.kind = options.report_as == ReportAs::status ? JournalKind::status
-                                                       : JournalKind::check_run;
+    entry.kind =
+        options.report_as == ReportAs::status ? JournalKind::status : JournalKind::check_run;
     entry.phase = phase;
     entry.api_url = client.api_url();
     entry.owner = options.repository.owner;
@@ -175,7 +175,8 @@ sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
         if (!id) return std::unexpected(id.error());
         auto added = api::add_annotations(target, *id, entry.report, entry.annotations_sent);
         if (!added) return added;
-        entry.annotations_sent = std::min(total, entry.annotations_sent + k_annotations_per_request);
+        entry.annotations_sent =
+            std::min(total, entry.annotations_sent + k_annotations_per_request);
         if (entry.annotations_sent < total) keep(entry);
     }
     return {};
@@ -263,7 +264,8 @@ sandbox::Expected<ReplayResult> Reporter::replay() {
             entry.phase = JournalPhase::finishing;
             entry.report.status = JobStatus::completed;
             entry.report.conclusion = Conclusion::cancelled;
-            if (!entry.report.completed_at) entry.report.completed_at = std::chrono::system_clock::now();
+            if (!entry.report.completed_at)
+                entry.report.completed_at = std::chrono::system_clock::now();
             entry.report.log_tail = std::string(k_abandoned_note);
         }
         entry.owner_process = m_state->self;

@@ -72,8 +72,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);
     }
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' ||
-                              value.back() == ' ')) {
+    while (!value.empty() &&
+           (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
         value.remove_suffix(1);
     }
     capture->response->headers.emplace_back(std::move(name), std::string(value));
@@ -108,7 +108,7 @@ struct HttpClient::Shared {
     }
 
     Attempt send_once(Method method, const std::string& url, const std::optional<std::string>& body,
-                    const std::string& token) const;
+                      const std::string& token) const;
     sandbox::Expected<Response> run(Method method, std::string_view path,
                                     const std::optional<std::string>& body) const;
 };
@@ -141,7 +141,9 @@ sandbox::Expected<HttpClient> HttpClient::create(ClientOptions options,
     return HttpClient(std::move(shared));
 }
 
-const std::string& HttpClient::api_url() const { return m_shared->options.api_url; }
+const std::string& HttpClient::api_url() const {
+    return m_shared->options.api_url;
+}
 
 sandbox::Expected<Response> HttpClient::request(Method method, std::string_view path,
                                                 std::optional<std::string> body) const {
@@ -153,8 +155,8 @@ sandbox::Expected<Response> HttpClient::request(Method method, std::string_view 
 }
 
 Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
-                                    const std::optional<std::string>& body,
-                                    const std::string& token) const {
+                                      const std::optional<std::string>& body,
+                                      const std::string& token) const {
     Attempt result;
     EasyHandle easy(curl_easy_init());
     HeaderList headers;
@@ -178,7 +180,8 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
     curl_easy_setopt(handle, CURLOPT_USERAGENT, options.user_agent.c_str());
     curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(options.connect_timeout.count()));
-    curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
+    curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(options.request_timeout.count()));
     curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
     // Renamed repositories answer with a redirect. curl drops the Authorization header when
@@ -223,8 +226,9 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
         auto token = tokens->bearer_token();
         if (!token) return std::unexpected(token.error());
         if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
-            return sandbox::fail(ErrorKind::invalid_input, "the GitHub token is empty or not "
-                                                           "one line");
+            return sandbox::fail(ErrorKind::invalid_input,
+                                 "the GitHub token is empty or not "
+                                 "one line");
         }
         if (url.find(*token) != std::string::npos) {
             return sandbox::fail(ErrorKind::invalid_input,
@@ -240,15 +244,14 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
             Response& response = *outcome.response;
             spdlog::debug("github: {} -> {} (attempt {})", what, response.status, attempt);
             if (response.status >= 200 && response.status < 300) return std::move(response);
-            const std::string message = redact(
-                what + ": GitHub answered " + std::to_string(response.status) + ": " +
-                    github_error_message(response.body),
-                *token);
+            const std::string message =
+                redact(what + ": GitHub answered " + std::to_string(response.status) + ": " +
+                           github_error_message(response.body),
+                       *token);
             RetryAdvice advice = advise_retry(response, options.clock.now());
             if (!advice.retry) {
                 const bool bad_request = response.status == 422 || response.status == 400;
-                return sandbox::fail(bad_request ? ErrorKind::invalid_input
-                                                 : ErrorKind::permanent,
+                return sandbox::fail(bad_request ? ErrorKind::invalid_input : ErrorKind::permanent,
                                      message);
             }
             last = {ErrorKind::transient, message};

@@ -60,18 +60,18 @@ struct Response {
 // Supplies the bearer token for each attempt (an installation token may be refreshed between
 // attempts). Implementations must be thread-safe.
 class TokenSource {
-public:
+  public:
     virtual ~TokenSource() = default;
     virtual sandbox::Expected<std::string> bearer_token() = 0;
 };
 
 // A fixed token (a PAT, GITHUB_TOKEN, or a token read from a file).
 class StaticToken final : public TokenSource {
-public:
+  public:
     explicit StaticToken(std::string token) : m_token(std::move(token)) {}
     sandbox::Expected<std::string> bearer_token() override { return m_token; }
 
-private:
+  private:
     std::string m_token;
 };
 
@@ -118,7 +118,7 @@ sandbox::Expected<std::string> normalize_api_url(std::string_view url);
 std::string url_encode(std::string_view text);
 
 class HttpClient {
-public:
+  public:
     // Fails with invalid_input on a bad api_url or user agent.
     static sandbox::Expected<HttpClient> create(ClientOptions options,
                                                 std::shared_ptr<TokenSource> tokens);
@@ -132,7 +132,7 @@ public:
 
     const std::string& api_url() const;
 
-private:
+  private:
     struct Shared;
     explicit HttpClient(std::shared_ptr<Shared> shared) : m_shared(std::move(shared)) {}
     std::shared_ptr<Shared> m_shared;

@@ -34,9 +34,12 @@ std::optional<long long> parse_integer(const std::optional<std::string>& text) {
 
 std::string_view to_string(Method method) {
     switch (method) {
-        case Method::get: return "GET";
-        case Method::post: return "POST";
-        case Method::patch: return "PATCH";
+        case Method::get:
+            return "GET";
+        case Method::post:
+            return "POST";
+        case Method::patch:
+            return "PATCH";
     }
     return "GET";
 }
@@ -67,9 +70,8 @@ RetryAdvice advise_retry(const Response& response, std::chrono::system_clock::ti
     if (status == 429) return {true, k_rate_limit_fallback};
     // A 403 is a rate limit only when GitHub says so; otherwise it is a refusal.
     std::string message = github_error_message(response.body);
-    std::ranges::transform(message, message.begin(), [](unsigned char c) {
-        return static_cast<char>(std::tolower(c));
-    });
+    std::ranges::transform(message, message.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (message.find("rate limit") != std::string::npos) return {true, k_rate_limit_fallback};
     return {};
 }

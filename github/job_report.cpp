@@ -10,8 +10,8 @@
 namespace github {
 namespace {
 
-using sandbox::ErrorKind;
 using nlohmann::ordered_json;
+using sandbox::ErrorKind;
 
 bool all_digits(std::string_view text) {
     return !text.empty() &&
@@ -28,12 +28,16 @@ std::optional<Enum> lookup(const std::pair<std::string_view, Enum> (&table)[N],
 }
 
 constexpr std::pair<std::string_view, Conclusion> k_conclusions[] = {
-    {"success", Conclusion::success},     {"failure", Conclusion::failure},
-    {"timed_out", Conclusion::timed_out}, {"cancelled", Conclusion::cancelled},
+    {"success", Conclusion::success},
+    {"failure", Conclusion::failure},
+    {"timed_out", Conclusion::timed_out},
+    {"cancelled", Conclusion::cancelled},
     {"skipped", Conclusion::skipped}};
 constexpr std::pair<std::string_view, AnnotationLevel> k_levels[] = {
-    {"notice", AnnotationLevel::notice},   {"warning", AnnotationLevel::warning},
-    {"failure", AnnotationLevel::failure}, {"error", AnnotationLevel::failure},
+    {"notice", AnnotationLevel::notice},
+    {"warning", AnnotationLevel::warning},
+    {"failure", AnnotationLevel::failure},
+    {"error", AnnotationLevel::failure},
     {"warn", AnnotationLevel::warning}};
 
 std::int64_t epoch_ms(std::chrono::system_clock::time_point when) {
@@ -41,22 +45,23 @@ std::int64_t epoch_ms(std::chrono::system_clock::time_point when) {
 }
 
 ordered_json step_json(const StepReport& step) {
-    ordered_json out = {{"name", step.name},
-                        {"conclusion", to_string(step.conclusion)},
-                        {"exit_code", step.exit_code ? ordered_json(*step.exit_code) : ordered_json()},
-                        {"duration_ms", step.duration.count()},
-                        {"bytes_out", step.bytes_out},
-                        {"bytes_err", step.bytes_err},
-                        {"stdout_truncated", step.stdout_truncated},
-                        {"stderr_truncated", step.stderr_truncated},
-                        {"skip_markers", step.skip_markers}};
+    ordered_json out = {
+        {"name", step.name},
+        {"conclusion", to_string(step.conclusion)},
+        {"exit_code", step.exit_code ? ordered_json(*step.exit_code) : ordered_json()},
+        {"duration_ms", step.duration.count()},
+        {"bytes_out", step.bytes_out},
+        {"bytes_err", step.bytes_err},
+        {"stdout_truncated", step.stdout_truncated},
+        {"stderr_truncated", step.stderr_truncated},
+        {"skip_markers", step.skip_markers}};
     return out;
 }
 
 ordered_json annotation_json(const Annotation& note) {
-    ordered_json out = {{"path", note.path},         {"start_line", note.start_line},
-                        {"end_line", note.end_line}, {"title", note.title},
-                        {"level", to_string(note.level)}, {"message", note.message}};
+    ordered_json out = {
+        {"path", note.path},   {"start_line", note.start_line},  {"end_line", note.end_line},
+        {"title", note.title}, {"level", to_string(note.level)}, {"message", note.message}};
     if (note.start_column) out["start_column"] = *note.start_column;
     if (note.end_column) out["end_column"] = *note.end_column;
     return out;
@@ -104,7 +109,8 @@ StepReport read_step(Reader& reader, simdjson::dom::element object) {
     if (object["skip_markers"].get_array().get(markers) == simdjson::SUCCESS) {
         for (auto marker : markers) {
             std::string_view text;
-            if (marker.get_string().get(text) == simdjson::SUCCESS) step.skip_markers.emplace_back(text);
+            if (marker.get_string().get(text) == simdjson::SUCCESS)
+                step.skip_markers.emplace_back(text);
         }
     }
     return step;
@@ -115,8 +121,10 @@ Annotation read_annotation(Reader& reader, simdjson::dom::element object) {
     note.path = reader.text(object, "path");
     note.start_line = static_cast<int>(reader.integer(object, "start_line").value_or(1));
     note.end_line = static_cast<int>(reader.integer(object, "end_line").value_or(note.start_line));
-    if (auto column = reader.integer(object, "start_column")) note.start_column = static_cast<int>(*column);
-    if (auto column = reader.integer(object, "end_column")) note.end_column = static_cast<int>(*column);
+    if (auto column = reader.integer(object, "start_column"))
+        note.start_column = static_cast<int>(*column);
+    if (auto column = reader.integer(object, "end_column"))
+        note.end_column = static_cast<int>(*column);
     note.title = reader.text(object, "title");
     auto level = parse_annotation_level(reader.text(object, "level"));
     if (!level) reader.fail("level");
@@ -190,7 +198,8 @@ std::string to_json(const JobReport& report) {
         {"job_key", report.job_key},
         {"sha", report.sha},
         {"status", to_string(report.status)},
-        {"conclusion", report.conclusion ? ordered_json(to_string(*report.conclusion)) : ordered_json()},
+        {"conclusion",
+         report.conclusion ? ordered_json(to_string(*report.conclusion)) : ordered_json()},
         {"exit_code", report.exit_code ? ordered_json(*report.exit_code) : ordered_json()},
         {"failing_step", report.failing_step},
         {"log_tail", report.log_tail},
@@ -206,8 +215,8 @@ sandbox::Expected<JobReport> job_report_from_json(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (auto error = parser.parse(json.data(), json.size()).get(root); error) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             std::string("job report: not JSON: ") + simdjson::error_message(error));
+        return sandbox::fail(ErrorKind::invalid_input, std::string("job report: not JSON: ") +
+                                                           simdjson::error_message(error));
     }
     Reader reader;
     JobReport report;
@@ -229,8 +238,10 @@ sandbox::Expected<JobReport> job_report_from_json(std::string_view json) {
     report.log_tail = reader.text(root, "log_tail");
     using std::chrono::milliseconds;
     using std::chrono::system_clock;
-    if (auto ms = reader.integer(root, "started_at_ms")) report.started_at = system_clock::time_point(milliseconds(*ms));
-    if (auto ms = reader.integer(root, "completed_at_ms")) report.completed_at = system_clock::time_point(milliseconds(*ms));
+    if (auto ms = reader.integer(root, "started_at_ms"))
+        report.started_at = system_clock::time_point(milliseconds(*ms));
+    if (auto ms = reader.integer(root, "completed_at_ms"))
+        report.completed_at = system_clock::time_point(milliseconds(*ms));
     simdjson::dom::array items;
     if (root["steps"].get_array().get(items) == simdjson::SUCCESS) {
         for (auto item : items) report.steps.push_back(read_step(reader, item));
@@ -238,7 +249,8 @@ sandbox::Expected<JobReport> job_report_from_json(std::string_view json) {
     if (root["annotations"].get_array().get(items) == simdjson::SUCCESS) {
         for (auto item : items) report.annotations.push_back(read_annotation(reader, item));
     }
-    if (!reader.error.empty()) return sandbox::fail(ErrorKind::invalid_input, "job report: " + reader.error);
+    if (!reader.error.empty())
+        return sandbox::fail(ErrorKind::invalid_input, "job report: " + reader.error);
     return report;
 }
 
@@ -267,7 +279,8 @@ std::optional<std::chrono::system_clock::time_point> parse_github_time(std::stri
     if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' &&
         all_digits(zone.substr(1, 2)) && all_digits(zone.substr(4, 2))) {
         offset = (std::stol(std::string(zone.substr(1, 2))) * 60 +
-                  std::stol(std::string(zone.substr(4, 2)))) * 60;
+                  std::stol(std::string(zone.substr(4, 2)))) *
+                 60;
         if (zone[0] == '-') offset = -offset;
     } else if (zone != "Z") {
         return std::nullopt;

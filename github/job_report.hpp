@@ -29,7 +29,7 @@ std::optional<AnnotationLevel> parse_annotation_level(std::string_view text);
 struct StepReport {
     std::string name;
     Conclusion conclusion = Conclusion::success;
-    std::optional<int> exit_code;          // unset: never ran, or killed by a signal
+    std::optional<int> exit_code;  // unset: never ran, or killed by a signal
     std::chrono::milliseconds duration{0};
     std::uint64_t bytes_out = 0;
     std::uint64_t bytes_err = 0;

@@ -110,15 +110,18 @@ sandbox::Expected<JournalEntry> parse_entry(const std::string& text) {
     entry.check_name = name;
     entry.sequence = sequence;
     std::string_view details;
-    if (root["details_url"].get(details) == simdjson::SUCCESS) entry.details_url = std::string(details);
+    if (root["details_url"].get(details) == simdjson::SUCCESS)
+        entry.details_url = std::string(details);
     std::int64_t run_id = 0;
     if (root["check_run_id"].get(run_id) == simdjson::SUCCESS) entry.check_run_id = run_id;
     std::uint64_t count = 0;
     if (root["annotations_sent"].get(count) == simdjson::SUCCESS) entry.annotations_sent = count;
     std::int64_t pid = 0;
-    if (root["owner_pid"].get(pid) == simdjson::SUCCESS) entry.owner_process.pid = static_cast<int>(pid);
+    if (root["owner_pid"].get(pid) == simdjson::SUCCESS)
+        entry.owner_process.pid = static_cast<int>(pid);
     std::uint64_t start = 0;
-    if (root["owner_start_time"].get(start) == simdjson::SUCCESS) entry.owner_process.start_time = start;
+    if (root["owner_start_time"].get(start) == simdjson::SUCCESS)
+        entry.owner_process.start_time = start;
     simdjson::dom::element report;
     if (root["report"].get(report) != simdjson::SUCCESS) {
         return sandbox::fail(ErrorKind::invalid_input, "no report");
@@ -181,7 +184,9 @@ sandbox::Expected<void> Journal::put(JournalEntry entry) const {
                                      std::to_string(next_sequence()));
     {
         sandbox::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-        if (!fd) return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("create " + temp.string()));
+        if (!fd)
+            return sandbox::fail(ErrorKind::permanent,
+                                 sandbox::errno_message("create " + temp.string()));
         size_t written = 0;
         while (written < text.size()) {
             const ssize_t n = ::write(fd.get(), text.data() + written, text.size() - written);
@@ -213,7 +218,8 @@ sandbox::Expected<void> Journal::put(JournalEntry entry) const {
 sandbox::Expected<void> Journal::remove(const std::string& key) const {
     const auto target = m_directory / (key + std::string(k_suffix));
     if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("remove " + target.string()));
+        return sandbox::fail(ErrorKind::permanent,
+                             sandbox::errno_message("remove " + target.string()));
     }
     return fsync_directory(m_directory);
 }

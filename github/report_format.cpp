@@ -6,7 +6,7 @@
 namespace github {
 namespace {
 
-constexpr std::string_view k_dot = " \xC2\xB7 ";  // " · "
+constexpr std::string_view k_dot = " \xC2\xB7 ";            // " · "
 constexpr std::string_view k_replacement = "\xEF\xBF\xBD";  // U+FFFD
 
 // Length of the valid UTF-8 sequence at text[at], or 0 when it is invalid there.
@@ -16,10 +16,14 @@ size_t sequence_length(std::string_view text, size_t at) {
     if (lead < 0x80) return 1;
     size_t length = 0;
     unsigned min = 0;
-    if ((lead & 0xE0) == 0xC0) length = 2, min = 0x80;
-    else if ((lead & 0xF0) == 0xE0) length = 3, min = 0x800;
-    else if ((lead & 0xF8) == 0xF0) length = 4, min = 0x10000;
-    else return 0;
+    if ((lead & 0xE0) == 0xC0)
+        length = 2, min = 0x80;
+    else if ((lead & 0xF0) == 0xE0)
+        length = 3, min = 0x800;
+    else if ((lead & 0xF8) == 0xF0)
+        length = 4, min = 0x10000;
+    else
+        return 0;
     if (at + length > text.size()) return 0;
     unsigned code = lead & (0xFF >> (length + 1));
     for (size_t i = 1; i < length; ++i) {
@@ -33,10 +37,14 @@ size_t sequence_length(std::string_view text, size_t at) {
 std::string cell(std::string_view text) {
     std::string out;
     for (char c : sanitize_utf8(text)) {
-        if (c == '|') out += "\\|";
-        else if (c == '<') out += "&lt;";
-        else if (c == '\n' || c == '\r') out += ' ';
-        else out += c;
+        if (c == '|')
+            out += "\\|";
+        else if (c == '<')
+            out += "&lt;";
+        else if (c == '\n' || c == '\r')
+            out += ' ';
+        else
+            out += c;
     }
     return out;
 }
@@ -60,8 +68,8 @@ std::string human_duration(std::chrono::milliseconds duration) {
     if (seconds < 60) {
         std::snprintf(buffer, sizeof buffer, "%.1f s", seconds);
     } else {
-        std::snprintf(buffer, sizeof buffer, "%lldm %02llds",
-                      static_cast<long long>(seconds) / 60, static_cast<long long>(seconds) % 60);
+        std::snprintf(buffer, sizeof buffer, "%lldm %02llds", static_cast<long long>(seconds) / 60,
+                      static_cast<long long>(seconds) % 60);
     }
     return buffer;
 }
@@ -82,12 +90,16 @@ size_t skip_marker_count(const JobReport& report) {
 std::string headline(const JobReport& report) {
     if (report.status != JobStatus::completed || !report.conclusion) return "running";
     switch (*report.conclusion) {
-        case Conclusion::success: return "passed";
+        case Conclusion::success:
+            return "passed";
         case Conclusion::failure:
             return report.exit_code ? "exit " + std::to_string(*report.exit_code) : "failed";
-        case Conclusion::timed_out: return "timed out";
-        case Conclusion::cancelled: return "cancelled";
-        case Conclusion::skipped: return "skipped";
+        case Conclusion::timed_out:
+            return "timed out";
+        case Conclusion::cancelled:
+            return "cancelled";
+        case Conclusion::skipped:
+            return "skipped";
     }
     return "failed";
 }
@@ -141,16 +153,21 @@ sandbox::Expected<std::string> render_check_name(std::string_view name_template,
         out.append(name_template.substr(at, open - at));
         const size_t close = name_template.find('}', open);
         if (close == std::string_view::npos) {
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 "--check-name: unclosed '{' in '" + std::string(name_template) +
-                                     "'");
+            return sandbox::fail(
+                sandbox::ErrorKind::invalid_input,
+                "--check-name: unclosed '{' in '" + std::string(name_template) + "'");
         }
         const std::string_view key = name_template.substr(open + 1, close - open - 1);
-        if (key == "workflow") out += report.workflow;
-        else if (key == "job") out += report.job;
-        else if (key == "job_key") out += report.job_key;
-        else if (key == "sha") out += report.sha;
-        else if (key == "short_sha") out += report.sha.substr(0, 7);
+        if (key == "workflow")
+            out += report.workflow;
+        else if (key == "job")
+            out += report.job;
+        else if (key == "job_key")
+            out += report.job_key;
+        else if (key == "sha")
+            out += report.sha;
+        else if (key == "short_sha")
+            out += report.sha.substr(0, 7);
         else {
             return sandbox::fail(sandbox::ErrorKind::invalid_input,
                                  "--check-name: unknown placeholder {" + std::string(key) +
@@ -181,20 +198,21 @@ std::string check_title(const JobReport& report) {
 }
 
 std::string check_summary(const JobReport& report) {
-    std::string head = "### " + cell(report.workflow) + " / " + cell(report.job) + ": " +
-                       std::string(report.conclusion ? to_string(*report.conclusion)
-                                                     : to_string(report.status)) +
-                       "\n\n" + check_title(report) + "\n";
-    if (!report.failing_step.empty()) head += "\nFailing step: `" + cell(report.failing_step) + "`\n";
+    std::string head =
+        "### " + cell(report.workflow) + " / " + cell(report.job) + ": " +
+        std::string(report.conclusion ? to_string(*report.conclusion) : to_string(report.status)) +
+        "\n\n" + check_title(report) + "\n";
+    if (!report.failing_step.empty())
+        head += "\nFailing step: `" + cell(report.failing_step) + "`\n";
     std::vector<std::string> rows;
     for (size_t i = 0; i < report.steps.size(); ++i) {
         const auto& step = report.steps[i];
         rows.push_back("| " + std::to_string(i + 1) + " | " + cell(step.name) + " | " +
                        std::string(to_string(step.conclusion)) + " | " +
                        (step.exit_code ? std::to_string(*step.exit_code) : "") + " | " +
-                       human_duration(step.duration) + " | " + human_bytes(step.bytes_out) +
-                       " | " + human_bytes(step.bytes_err) + " | " + truncation_of(step) +
-                       " | " + std::to_string(step.skip_markers.size()) + " |\n");
+                       human_duration(step.duration) + " | " + human_bytes(step.bytes_out) + " | " +
+                       human_bytes(step.bytes_err) + " | " + truncation_of(step) + " | " +
+                       std::to_string(step.skip_markers.size()) + " |\n");
     }
     std::string markers;
     for (const auto& step : report.steps) {
@@ -206,8 +224,9 @@ std::string check_summary(const JobReport& report) {
     constexpr size_t k_reserve = 200;  // room for the "more steps" note
     std::string summary = head;
     if (!rows.empty()) {
-        summary += "\n| # | Step | Conclusion | Exit | Duration | Out | Err | Truncated | "
-                   "Skipped under wrap |\n|--:|---|---|--:|--:|--:|--:|---|--:|\n";
+        summary +=
+            "\n| # | Step | Conclusion | Exit | Duration | Out | Err | Truncated | "
+            "Skipped under wrap |\n|--:|---|---|--:|--:|--:|--:|---|--:|\n";
     }
     size_t shown = 0;
     for (; shown < rows.size(); ++shown) {
@@ -223,8 +242,8 @@ std::string check_summary(const JobReport& report) {
 
 std::string check_text(const JobReport& report) {
     if (report.log_tail.empty()) return "";
-    std::string heading = "Last output of `" + cell(report.failing_step.empty() ? report.job
-                                                                            : report.failing_step) +
+    std::string heading = "Last output of `" +
+                          cell(report.failing_step.empty() ? report.job : report.failing_step) +
                           "` (masked):\n\n";
     // A fence longer than any backtick run in the output, so the output cannot close it.
     size_t longest = 0;
@@ -250,10 +269,9 @@ std::vector<ClampedAnnotation> clamp_annotations(const JobReport& report) {
     out.reserve(report.annotations.size());
     for (const auto& note : report.annotations) {
         ClampedAnnotation clamped;
-        clamped.path = sanitize_utf8(note.path.empty()
-                                         ? (report.workflow_path.empty() ? ".github"
-                                                                         : report.workflow_path)
-                                         : note.path);
+        clamped.path = sanitize_utf8(
+            note.path.empty() ? (report.workflow_path.empty() ? ".github" : report.workflow_path)
+                              : note.path);
         clamped.start_line = std::max(note.start_line, 1);
         clamped.end_line = std::max(note.end_line, clamped.start_line);
         if (clamped.start_line == clamped.end_line && note.start_column) {
@@ -263,9 +281,9 @@ std::vector<ClampedAnnotation> clamp_annotations(const JobReport& report) {
         }
         clamped.title = utf8_prefix(note.title, k_max_title_chars);
         clamped.level = note.level;
-        clamped.message = utf8_prefix(note.message.empty() ? std::string(to_string(note.level))
-                                                           : note.message,
-                                      k_max_annotation_message);
+        clamped.message =
+            utf8_prefix(note.message.empty() ? std::string(to_string(note.level)) : note.message,
+                        k_max_annotation_message);
         out.push_back(std::move(clamped));
     }
     return out;

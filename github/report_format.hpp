@@ -16,8 +16,8 @@
 
 namespace github {
 
-inline constexpr std::size_t k_max_output_chars = 65535;     // summary, text
-inline constexpr std::size_t k_max_title_chars = 255;        // annotation title (and run title)
+inline constexpr std::size_t k_max_output_chars = 65535;  // summary, text
+inline constexpr std::size_t k_max_title_chars = 255;     // annotation title (and run title)
 inline constexpr std::size_t k_max_annotation_message = 64 * 1024 - 1;
 inline constexpr std::size_t k_annotations_per_request = 50;
 inline constexpr std::size_t k_max_status_description = 140;

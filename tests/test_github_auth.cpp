@@ -1,13 +1,13 @@
 // github/auth: token files and variables, App JWTs (verified here with the public key), and
 // installation tokens exchanged with and refreshed from the stand-in server.
 
-#include <catch2/catch.hpp>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <simdjson.h>
 #include <stdlib.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "github/auth.hpp"
@@ -86,10 +86,9 @@ Claims verify_jwt(const std::string& jwt, const std::string& public_pem) {
     std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
     REQUIRE(EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pub.get()) == 1);
     const std::string signed_part = jwt.substr(0, second);
-    CHECK(EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                           signature.size(),
-                           reinterpret_cast<const unsigned char*>(signed_part.data()),
-                           signed_part.size()) == 1);
+    CHECK(EVP_DigestVerify(
+              ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+              reinterpret_cast<const unsigned char*>(signed_part.data()), signed_part.size()) == 1);
 
     simdjson::dom::parser parser;
     auto claims = parser.parse(payload);
@@ -103,9 +102,11 @@ Claims verify_jwt(const std::string& jwt, const std::string& public_pem) {
 struct FakeClock {
     std::atomic<long long> offset_seconds{0};
     github::Clock clock() {
-        return github::Clock{
-            [this] { return std::chrono::system_clock::now() + std::chrono::seconds(offset_seconds.load()); },
-            [](std::chrono::milliseconds) {}};
+        return github::Clock{[this] {
+                                 return std::chrono::system_clock::now() +
+                                        std::chrono::seconds(offset_seconds.load());
+                             },
+                             [](std::chrono::milliseconds) {}};
     }
 };
 
@@ -163,8 +164,8 @@ TEST_CASE("the App JWT is RS256, verifiable with the public key, iat 60 s back, 
     const auto second = forged.find('.', dot + 1);
     const std::string signature = base64url_decode(forged.substr(second + 1));
     CHECK(EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                           signature.size(),
-                           reinterpret_cast<const unsigned char*>(forged.data()), second) != 1);
+                           signature.size(), reinterpret_cast<const unsigned char*>(forged.data()),
+                           second) != 1);
 
     CHECK(github::base64url("\xfb\xff") == "-_8");
     auto bad = github::parse_private_key("-----BEGIN NOTHING-----\n", "--app-key k.pem");
@@ -176,7 +177,8 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
     const KeyPair pair = make_key_pair();
     auto dir = tests::make_temp_dir("app");
     tests::write_file(dir / "app.pem", pair.private_pem);
-    tests::FakeGitHub server(std::vector<std::string>{});  // no static token: only issued installation tokens work
+    tests::FakeGitHub server(
+        std::vector<std::string>{});  // no static token: only issued installation tokens work
     FakeClock fake;
     github::ClientOptions options;
     options.api_url = server.url();
@@ -193,8 +195,9 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
     // The token works for the repository API.
     auto client = github::HttpClient::create(options, *source);
     REQUIRE(client.has_value());
-    REQUIRE(client->request(github::Method::post, "/repos/o/r/statuses/abc",
-                            R"({"state":"success","context":"gate"})")
+    REQUIRE(client
+                ->request(github::Method::post, "/repos/o/r/statuses/abc",
+                          R"({"state":"success","context":"gate"})")
                 .has_value());
 
     // The JWT the server received verifies with the public key and names the App.
@@ -202,8 +205,8 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
     const std::string state = server.state();
     auto issued = parser.parse(state)["issued_tokens"].at(0);
     CHECK(std::string_view(issued["installation_id"].get_string()) == "77");
-    const Claims claims = verify_jwt(std::string(std::string_view(issued["jwt"].get_string())),
-                                     pair.public_pem);
+    const Claims claims =
+        verify_jwt(std::string(std::string_view(issued["jwt"].get_string())), pair.public_pem);
     CHECK(claims.iss == "4242");
 
     fake.offset_seconds = 56 * 60;  // within five minutes of the hour's expiry
@@ -243,8 +246,8 @@ TEST_CASE("App credentials are checked before anything is sent") {
     CHECK_THAT(bad_id.error().message, Catch::Contains("--installation-id"));
     auto bad_key = github::InstallationTokenSource::create(options, {"1", dir / "bad.pem", "9"});
     REQUIRE_FALSE(bad_key.has_value());
-    CHECK(bad_key.error().message == "--app-key " + (dir / "bad.pem").string() +
-                                         ": not a PEM private key");
+    CHECK(bad_key.error().message ==
+          "--app-key " + (dir / "bad.pem").string() + ": not a PEM private key");
 }
 
 TEST_CASE("GitHub timestamps parse") {

@@ -1,10 +1,10 @@
 // github::HttpClient against the real stand-in server (tests/fake_github/server.py).
 
-#include <catch2/catch.hpp>
 #include <simdjson.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <sstream>
 
@@ -95,15 +95,15 @@ TEST_CASE("transient faults are retried once each with backoff, then succeed") {
         std::string fault;
         std::chrono::milliseconds min_delay;
     };
-    auto [fault, min_delay] = GENERATE(
-        Case{R"({"kind":"500"})", github::k_backoff_initial},
-        Case{R"({"kind":"502"})", github::k_backoff_initial},
-        Case{R"({"kind":"429","retry_after":7})", 7000ms},
-        Case{R"({"kind":"secondary","retry_after":3})", 3000ms},
-        Case{R"({"kind":"secondary"})", github::k_rate_limit_fallback},
-        Case{R"({"kind":"primary","reset_in":30})", 20000ms},
-        Case{R"({"kind":"slow","delay":4})", github::k_backoff_initial},
-        Case{R"({"kind":"reset"})", github::k_backoff_initial});
+    auto [fault, min_delay] =
+        GENERATE(Case{R"({"kind":"500"})", github::k_backoff_initial},
+                 Case{R"({"kind":"502"})", github::k_backoff_initial},
+                 Case{R"({"kind":"429","retry_after":7})", 7000ms},
+                 Case{R"({"kind":"secondary","retry_after":3})", 3000ms},
+                 Case{R"({"kind":"secondary"})", github::k_rate_limit_fallback},
+                 Case{R"({"kind":"primary","reset_in":30})", 20000ms},
+                 Case{R"({"kind":"slow","delay":4})", github::k_backoff_initial},
+                 Case{R"({"kind":"reset"})", github::k_backoff_initial});
     CAPTURE(fault);
     tests::FakeGitHub server;
     FakeSleeps sleeps;
@@ -132,7 +132,8 @@ TEST_CASE("backoff doubles per attempt up to the cap, and the client gives up") 
     auto response = client->request(Method::post, k_status_path, k_status_body);
     REQUIRE_FALSE(response.has_value());
     CHECK(response.error().kind == sandbox::ErrorKind::transient);
-    CHECK_THAT(response.error().message, Catch::Contains("500") && Catch::Contains("Server Error") &&
+    CHECK_THAT(response.error().message, Catch::Contains("500") &&
+                                             Catch::Contains("Server Error") &&
                                              Catch::Contains("gave up after 4 attempts"));
     CHECK(request_lines(server).size() == 4);
     CHECK(sleeps.delays == std::vector<std::chrono::milliseconds>{1000ms, 2000ms, 4000ms});
@@ -237,8 +238,7 @@ TEST_CASE("the token never reaches a URL, a request line, an error or a log") {
 }
 
 TEST_CASE("API base URLs are checked") {
-    CHECK(github::normalize_api_url("https://api.github.com/").value() ==
-          "https://api.github.com");
+    CHECK(github::normalize_api_url("https://api.github.com/").value() == "https://api.github.com");
     CHECK(github::normalize_api_url("https://ghe.example/api/v3").value() ==
           "https://ghe.example/api/v3");
     for (std::string bad : {"ftp://x", "api.github.com", "https://user:tok@h/api/v3",
@@ -267,8 +267,9 @@ TEST_CASE("retry advice reads GitHub's rate-limit headers") {
     CHECK_FALSE(github::advise_retry(response, now).retry);
     response.status = 503;
     CHECK(github::advise_retry(response, now).retry);
-    CHECK(github::github_error_message(
-              R"({"message":"Validation Failed","errors":[{"field":"head_sha","code":"missing"}]})") ==
-          "Validation Failed (head_sha)");
+    CHECK(
+        github::github_error_message(
+            R"({"message":"Validation Failed","errors":[{"field":"head_sha","code":"missing"}]})") ==
+        "Validation Failed (head_sha)");
     CHECK(github::url_encode("ci / build") == "ci%20%2F%20build");
 }

@@ -27,8 +27,8 @@ namespace tests {
 inline constexpr const char* k_fake_token = "ghp_fakeSECRETtoken0123456789abcdefABCDEF";
 
 class FakeGitHub {
-public:
-    explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}) {
+  public:
+    explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}, int port = 0) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
         sandbox::Fd read_end(fds[0]);
@@ -38,6 +38,10 @@ public:
             "--schema",
             std::string(SANDGATE_SHARED_DIR) +
                 "/corpora/github-openapi/github-openapi-subset.json"};
+        if (port != 0) {
+            argv.push_back("--port");
+            argv.push_back(std::to_string(port));
+        }
         for (auto& token : tokens) {
             argv.push_back("--token");
             argv.push_back(token);
@@ -95,7 +99,7 @@ public:
     std::string state() const { return get("/_control/state"); }
     std::string requests() const { return get("/_control/requests"); }
 
-private:
+  private:
     static size_t collect(char* data, size_t size, size_t count, void* user) {
         static_cast<std::string*>(user)->append(data, size * count);
         return size * count;

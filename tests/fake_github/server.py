@@ -2,7 +2,7 @@
 """A local stand-in for the GitHub REST API, for sandgate's github/ tests.
 
 Run:  /usr/bin/python3 server.py --schema github-openapi-subset.json --token TOKEN [--token ...]
-It listens on 127.0.0.1 on a free port and prints `PORT <n>` on its first stdout line.
+It listens on 127.0.0.1 on a free port (or --port) and prints `PORT <n>` on its first stdout line.
 
 What it does, like api.github.com (API version 2022-11-28):
 - validates every request body against the OpenAPI subset (its $refs resolved, `nullable`
@@ -20,7 +20,8 @@ Control endpoints for the tests (no auth), under /_control/:
   POST /_control/faults    {"faults": [{"kind": K, "match": SUBSTR, "count": N, ...}]}
         K: 500 | 502 | 429 (retry_after) | secondary (403, retry_after optional) |
            primary (403, x-ratelimit-remaining 0, reset_in seconds) | slow (delay seconds,
-           then answered normally) | reset (the connection is reset) | 401 | 404
+           then answered normally) | reset (the connection is reset) | 401 | 404 | 422
+        {"replace": true} drops the faults still queued first.
   POST /_control/config    {"token_ttl": seconds, "tokens": [...]}
   GET  /_control/state     check runs, statuses, issued tokens
   GET  /_control/requests  every raw request (line, headers, body) and the status answered
@@ -253,6 +254,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.error(401, "Bad credentials")
         elif kind == "404":
             self.error(404, "Not Found")
+        elif kind == "422":
+            self.error(422, "Validation Failed", errors=[{"resource": "CheckRun", "code": "invalid",
+                                                          "field": "output"}])
         else:
             self.error(500, "unknown fault kind " + kind)
         return True
@@ -263,6 +267,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         document = json.loads(body) if body else {}
         with state.lock:
             if method == "POST" and path == "/_control/faults":
+                if document.get("replace"):
+                    state.faults = []
                 state.faults.extend(document.get("faults", []))
                 reply = {"faults": len(state.faults)}
             elif method == "POST" and path == "/_control/config":
@@ -535,8 +541,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schema", required=True)
     parser.add_argument("--token", action="append", default=[])
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
     arguments = parser.parse_args()
-    server = Server(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", arguments.port), Handler)
     server.schemas = Schemas(arguments.schema)
     server.state = State(arguments.token)
     sys.stdout.write("PORT %d\n" % server.server_address[1])
