@@ -29,10 +29,20 @@ Object::Object(std::initializer_list<Entry> entries) {
 }
 
 std::ptrdiff_t Object::index_of(std::string_view key) const {
+    if (!m_index.empty()) {
+        const auto found = m_index.find(fold_case(key));
+        return found == m_index.end() ? -1 : static_cast<std::ptrdiff_t>(found->second);
+    }
     for (std::size_t i = 0; i < m_entries.size(); ++i) {
         if (equals_ignore_case(m_entries[i].first, key)) return static_cast<std::ptrdiff_t>(i);
     }
     return -1;
+}
+
+void Object::rebuild_index() {
+    m_index.clear();
+    if (m_entries.size() <= k_index_threshold) return;
+    for (std::size_t i = 0; i < m_entries.size(); ++i) m_index.emplace(fold_case(m_entries[i].first), i);
 }
 
 const Value* Object::find(std::string_view key) const {
@@ -50,12 +60,17 @@ void Object::set(std::string key, Value value) {
         *existing = std::move(value);
         return;
     }
-    m_entries.emplace_back(std::move(key), std::move(value));
+    insert(std::move(key), std::move(value));
 }
 
 bool Object::insert(std::string key, Value value) {
     if (find(key) != nullptr) return false;
     m_entries.emplace_back(std::move(key), std::move(value));
+    if (!m_index.empty()) {
+        m_index.emplace(fold_case(m_entries.back().first), m_entries.size() - 1);
+    } else if (m_entries.size() > k_index_threshold) {
+        rebuild_index();
+    }
     return true;
 }
 
@@ -63,6 +78,7 @@ bool Object::erase(std::string_view key) {
     const auto index = index_of(key);
     if (index < 0) return false;
     m_entries.erase(m_entries.begin() + index);
+    if (!m_index.empty()) rebuild_index();
     return true;
 }
 

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -61,8 +63,13 @@ public:
 
 private:
     std::ptrdiff_t index_of(std::string_view key) const;
+    void rebuild_index();
 
+    // Objects past k_index_threshold entries also keep folded key -> position, so lookups
+    // in large documents stay O(1); small ones scan (cheaper than folding the key).
+    static constexpr std::size_t k_index_threshold = 24;
     std::vector<Entry> m_entries;
+    std::unordered_map<std::string, std::size_t> m_index;
 };
 
 class Value {
@@ -78,7 +85,9 @@ public:
     Value(std::nullptr_t) {}
     Value(bool boolean) : m_data(boolean) {}
     Value(double number) : m_data(number) {}
-    Value(int number) : m_data(static_cast<double>(number)) {}
+    template <typename T>
+        requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    Value(T number) : m_data(static_cast<double>(number)) {}
     Value(std::string string) : m_data(std::move(string)) {}
     Value(std::string_view string) : m_data(std::string(string)) {}
     Value(const char* string) : m_data(std::string(string)) {}

@@ -87,6 +87,27 @@ TEST_CASE("objects keep insertion order and find keys case-insensitively") {
     CHECK_FALSE(jobs::equals_ignore_case("abc", "abd"));
 }
 
+TEST_CASE("large objects stay case-insensitive and ordered through their index") {
+    jobs::Object object;
+    for (int i = 0; i < 200; ++i) object.set("Key" + std::to_string(i), i);
+    object.set("KEY7", 700);
+    REQUIRE(object.size() == 200);
+    CHECK(object.find("key7")->as_number() == 700);
+    CHECK(object.entries()[7].first == "Key7");
+    CHECK(object.find("kEy199")->as_number() == 199);
+    CHECK(object.find("key200") == nullptr);
+    CHECK(object.erase("KEY0"));
+    CHECK(object.size() == 199);
+    CHECK(object.find("key0") == nullptr);
+    CHECK(object.find("key1")->as_number() == 1);
+    CHECK(object.entries()[0].first == "Key1");
+    CHECK_FALSE(object.insert("key5", 0));
+    const jobs::Object copy = object;
+    CHECK(copy.find("KEY150")->as_number() == 150);
+    CHECK(Value(std::size_t{3}).as_number() == 3);
+    CHECK(Value(-7L).as_number() == -7);
+}
+
 TEST_CASE("copies share containers; mutation copies on write") {
     Value first(jobs::Array{1, 2});
     Value second = first;
