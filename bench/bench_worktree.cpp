@@ -25,7 +25,7 @@ namespace {
 
 constexpr int k_dirs = 120;
 constexpr int k_files_per_dir = 50;
-constexpr int k_runs = 5;
+constexpr int k_runs = 3;
 
 void run(const std::string& command) {
     const std::string full = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b "
