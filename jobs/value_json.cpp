@@ -1,4 +1,4 @@
-// JSON text <-> Value: simdjson parses, nlohmann::ordered_json emits.
+// JSON text <-> Value: simdjson (on demand) parses, nlohmann::ordered_json emits.
 #include <simdjson.h>
 
 #include <cmath>
@@ -9,52 +9,104 @@
 namespace jobs {
 namespace {
 
-// simdjson's DOM nests by recursion, bounded by its max depth (1024 by default).
-Value from_element(simdjson::dom::element element) {
-    switch (element.type()) {
-        case simdjson::dom::element_type::ARRAY: {
-            const simdjson::dom::array items = element.get_array().value_unsafe();
-            Array array;
-            array.reserve(items.size());
-            for (auto item : items) array.push_back(from_element(item));
-            return Value(std::move(array));
-        }
-        case simdjson::dom::element_type::OBJECT: {
-            const simdjson::dom::object fields = element.get_object().value_unsafe();
-            Object object;
-            for (auto field : fields) {
-                object.set(std::string(field.key), from_element(field.value));
-            }
-            return Value(std::move(object));
-        }
-        case simdjson::dom::element_type::INT64:
-            return Value(static_cast<double>(element.get_int64().value_unsafe()));
-        case simdjson::dom::element_type::UINT64:
-            return Value(static_cast<double>(element.get_uint64().value_unsafe()));
-        case simdjson::dom::element_type::DOUBLE:
-            return Value(element.get_double().value_unsafe());
-        case simdjson::dom::element_type::STRING:
-            return Value(std::string(element.get_string().value_unsafe()));
-        case simdjson::dom::element_type::BOOL:
-            return Value(element.get_bool().value_unsafe());
-        case simdjson::dom::element_type::NULL_VALUE:
-            return Value();
-    }
-    return Value();
+using simdjson::ondemand::json_type;
+
+// The on-demand API, because its get_double() takes any JSON number (the DOM refuses
+// integers beyond 64 bits, which JavaScript's JSON.parse accepts as doubles). Nesting is
+// bounded by the parser's max depth (1024).
+sandbox::Expected<Value> from_value(simdjson::ondemand::value value);
+
+std::unexpected<sandbox::Error> json_error(simdjson::error_code error) {
+    return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string("invalid JSON: ") + simdjson::error_message(error));
 }
+
+sandbox::Expected<Value> from_array(simdjson::ondemand::array items) {
+    Array array;
+    for (auto item : items) {
+        simdjson::ondemand::value element;
+        if (auto error = item.get(element)) return json_error(error);
+        auto converted = from_value(element);
+        if (!converted) return converted;
+        array.push_back(std::move(*converted));
+    }
+    return Value(std::move(array));
+}
+
+sandbox::Expected<Value> from_object(simdjson::ondemand::object fields) {
+    Object object;
+    for (auto field : fields) {
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return json_error(error);
+        std::string owned_key(key);  // the view lives only until the parser moves on
+        simdjson::ondemand::value element;
+        if (auto error = field.value().get(element)) return json_error(error);
+        auto converted = from_value(element);
+        if (!converted) return converted;
+        object.set(std::move(owned_key), std::move(*converted));
+    }
+    return Value(std::move(object));
+}
+
+// Scalars and containers alike; `Source` is an on-demand value or the document itself (a
+// scalar document cannot be taken as a value).
+template <typename Source>
+sandbox::Expected<Value> convert(Source& source) {
+    json_type type;
+    if (auto error = source.type().get(type)) return json_error(error);
+    switch (type) {
+        case json_type::array: {
+            simdjson::ondemand::array items;
+            if (auto error = source.get_array().get(items)) return json_error(error);
+            return from_array(items);
+        }
+        case json_type::object: {
+            simdjson::ondemand::object fields;
+            if (auto error = source.get_object().get(fields)) return json_error(error);
+            return from_object(fields);
+        }
+        case json_type::number: {
+            double number = 0;
+            if (auto error = source.get_double().get(number)) return json_error(error);
+            return Value(number);
+        }
+        case json_type::string: {
+            std::string_view text;
+            if (auto error = source.get_string().get(text)) return json_error(error);
+            return Value(std::string(text));
+        }
+        case json_type::boolean: {
+            bool boolean = false;
+            if (auto error = source.get_bool().get(boolean)) return json_error(error);
+            return Value(boolean);
+        }
+        case json_type::null: {
+            bool is_null = false;
+            if (auto error = source.is_null().get(is_null)) return json_error(error);
+            if (!is_null) return json_error(simdjson::N_ATOM_ERROR);
+            return Value();
+        }
+    }
+    return json_error(simdjson::INCORRECT_TYPE);
+}
+
+sandbox::Expected<Value> from_value(simdjson::ondemand::value value) { return convert(value); }
 
 }  // namespace
 
 sandbox::Expected<Value> parse_json(std::string_view text) {
-    simdjson::dom::parser parser;
+    simdjson::ondemand::parser parser;
     // simdjson needs SIMDJSON_PADDING readable bytes past the end: padded_string copies.
     const simdjson::padded_string padded(text);
-    simdjson::dom::element root;
-    if (auto error = parser.parse(padded).get(root); error != simdjson::SUCCESS) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             std::string("invalid JSON: ") + simdjson::error_message(error));
+    simdjson::ondemand::document document;
+    if (auto error = parser.iterate(padded).get(document)) return json_error(error);
+    auto value = convert(document);
+    if (!value) return value;
+    // On demand reads lazily: trailing content is only found by asking.
+    // (current_location() reports OUT_OF_BOUNDS exactly when everything was consumed.)
+    if (document.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+        return json_error(simdjson::TRAILING_CONTENT);
     }
-    return from_element(root);
+    return value;
 }
 
 nlohmann::ordered_json to_ordered_json(const Value& value) {

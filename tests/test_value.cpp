@@ -138,6 +138,15 @@ TEST_CASE("JSON parses with simdjson and prints compact or GitHub-pretty") {
     REQUIRE_FALSE(broken.has_value());
     CHECK(broken.error().kind == sandbox::ErrorKind::invalid_input);
     CHECK_FALSE(jobs::parse_json("").has_value());
+    CHECK_FALSE(jobs::parse_json("[1] 2").has_value());
+    CHECK_FALSE(jobs::parse_json("7 x").has_value());
+    CHECK_FALSE(jobs::parse_json("[1,]").has_value());
+    CHECK_FALSE(jobs::parse_json("\"bad \xff\"").has_value());
+    CHECK(jobs::parse_json(" 7 ")->as_number() == 7);
+    CHECK(jobs::parse_json("\"s\"")->as_string() == "s");
+    CHECK(jobs::parse_json("null")->is_null());
+    // Integers beyond 64 bits are doubles, as in JavaScript's JSON.parse.
+    CHECK(jobs::parse_json("[123456789012345680000]")->as_array()[0].as_number() == 1.2345678901234568e20);
 
     const Value round = jobs::from_ordered_json(jobs::to_ordered_json(*parsed));
     CHECK(deep_equal(round, *parsed));
