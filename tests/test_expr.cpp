@@ -366,3 +366,39 @@ TEST_CASE("load-time checks find lexing and parsing errors without evaluating") 
     REQUIRE_FALSE(lexing.has_value());
     CHECK(lexing.error().phase == ExprError::Phase::lexing);
 }
+
+TEST_CASE("limits and positions: length, UTF-16 positions, memory") {
+    const std::string too_long(21001, '1');
+    auto length = eval_error(too_long);
+    CHECK(length.phase == ExprError::Phase::lexing);
+    CHECK_THAT(length.message, Catch::Contains("Exceeded max expression length 21000"));
+    CHECK(eval_ok(std::string(21000, '1')).is_number());
+
+    // Positions count UTF-16 units from 1: quote, é (1), 😊 (2), quote, space, then `@` at 7.
+    auto position = eval_error("'é😊' @");
+    CHECK(position.phase == ExprError::Phase::lexing);
+    CHECK_THAT(position.message, Catch::Contains("Located at position 7 within"));
+
+    auto context = context_from_json(R"({"big": "0123456789"})");
+    std::string nested = "big";
+    for (int i = 0; i < 15; ++i) nested = "format('{0}{0}{0}{0}', " + nested + ")";  // 10 * 4^15 chars
+    auto memory = eval_error(nested, context);
+    CHECK(memory.phase == ExprError::Phase::evaluation);
+    CHECK_THAT(memory.message, Catch::Contains("maximum allowed memory"));
+}
+
+TEST_CASE("filters, identity and coercions beyond the corpus") {
+    auto context = context_from_json(R"({"needs": {"build": {"result": "success", "outputs": {"v": "1"}},
+        "test": {"result": "failure", "outputs": {"v": "2"}}}, "list": [1, "1", true, null]})");
+    CHECK(json(eval_ok("needs.*.result", context)) == R"(["success","failure"])");
+    CHECK(eval_ok("contains(needs.*.result, 'FAILURE')", context).as_boolean());
+    CHECK(json(eval_ok("needs.*.outputs.v", context)) == R"(["1","2"])");
+    CHECK(json(eval_ok("needs[*].outputs['V']", context)) == R"(["1","2"])");
+    CHECK(json(eval_ok("(needs.*)[1].result", context)) == "[]");  // filters apply to each element
+    CHECK(eval_ok("needs.build == needs.build", context).as_boolean());
+    CHECK_FALSE(eval_ok("fromJSON('{}') == fromJSON('{}')", context).as_boolean());
+    CHECK(eval_ok("join(list, '|')", context).as_string() == "1|1|true|");
+    CHECK(eval_ok("list[1] == list[0] && list[2] == 1 && list[3] == 0", context).as_boolean());
+    CHECK(eval_ok("'ABC' < 'abd' && 'b' >= 'B' && 'Ü' == 'ü'", context).as_boolean());
+    CHECK(eval_ok("toJSON(needs.build.outputs)", context).as_string() == "{\n  \"v\": \"1\"\n}");
+}
