@@ -1,6 +1,7 @@
 // JSON text <-> Value: simdjson (on demand) parses, nlohmann::ordered_json emits.
 #include <simdjson.h>
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -119,6 +120,16 @@ nlohmann::ordered_json to_ordered_json(const Value& value) {
             // JSON.stringify. 2^53 bounds the integers a double holds exactly.
             if (std::isfinite(number) && std::trunc(number) == number && std::fabs(number) < 9007199254740992.0) {
                 return static_cast<std::int64_t>(number);
+            }
+            // Larger integers print as JavaScript does (shortest digits, zero padded:
+            // 2^60 is 1152921504606847000), which 64-bit integers can carry up to 9.2e18.
+            if (std::isfinite(number) && std::trunc(number) == number && std::fabs(number) < 9.2e18) {
+                const std::string digits = format_number(std::fabs(number));
+                std::int64_t magnitude = 0;
+                const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+                if (ec == std::errc() && end == digits.data() + digits.size()) {
+                    return number < 0 ? -magnitude : magnitude;
+                }
             }
             return number;  // NaN and the infinities dump as null
         }

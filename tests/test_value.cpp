@@ -128,6 +128,8 @@ TEST_CASE("JSON parses with simdjson and prints compact or GitHub-pretty") {
     CHECK(jobs::to_json(Value(jobs::Array{1, Value(jobs::Object{})}), jobs::JsonStyle::pretty) ==
           "[\n  1,\n  {}\n]");
     CHECK(jobs::to_json(Value(std::nan("")), jobs::JsonStyle::compact) == "null");
+    CHECK(jobs::to_json(Value(std::ldexp(1.0, 60)), jobs::JsonStyle::compact) == "1152921504606847000");
+    CHECK(jobs::to_json(Value(-9007199254740993.0), jobs::JsonStyle::compact) == "-9007199254740992");
     CHECK(jobs::to_json(Value(std::string("bad \xff byte")), jobs::JsonStyle::compact) == "\"bad \xEF\xBF\xBD byte\"");
     auto duplicate = jobs::parse_json(R"({"k": 1, "K": 2})");
     REQUIRE(duplicate.has_value());
