@@ -1,13 +1,211 @@
-// Placeholder until the process core lands (issue 2): refuses, running nothing.
+// sandgate exec: run one command through sandbox::run, bounded in time and output, its whole
+// process tree killed afterwards. Exit status: the command's; 128+N for signal N; 124 on
+// timeout; 125 for a bad request or a refused sandbox (nothing ran); 126 not executable;
+// 127 not found.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "agent/commands.hpp"
+#include "agent/policy_options.hpp"
+#include "agent/units.hpp"
+#include "sandbox/result_json.hpp"
+#include "sandbox/run.hpp"
 
 namespace agent {
+namespace {
 
-int exec_command(CommandArgs) {
-    std::fprintf(stderr, "sandgate exec: not available in this build\n");
-    return 125;
+constexpr int k_exit_refused = 125;
+
+struct ExecOptions {
+    std::string timeout;
+    std::string kill_grace = "5s";
+    std::string output_limit = std::to_string(sandbox::k_default_output_limit);
+    std::string cwd;
+    std::vector<std::string> env;
+    std::vector<std::string> pass_env;
+    std::optional<std::string> stdin_text;
+    std::string stdin_file;
+    std::string shell;
+    bool json = false;
+    std::vector<std::string> argv;
+    PolicyOptions policy;
+};
+
+void add_options(CLI::App& app, ExecOptions& o) {
+    app.add_option("--timeout", o.timeout, "kill the command after DURATION (90s, 5m, 1h)");
+    app.add_option("--kill-grace", o.kill_grace, "SIGTERM to SIGKILL delay on timeout (5s)");
+    app.add_option("--output-limit", o.output_limit, "bytes of each stream kept (262144)");
+    app.add_option("--cwd", o.cwd, "working directory of the command");
+    app.add_option("--env", o.env, "NAME=VALUE for the command (repeatable)");
+    app.add_option("--pass-env", o.pass_env, "pass this variable through (repeatable)");
+    auto* text = app.add_option("--stdin-text", o.stdin_text, "feed TEXT on stdin");
+    app.add_option("--stdin-file", o.stdin_file, "feed this file (<= 1000000 bytes) on stdin")
+        ->excludes(text);
+    auto* shell = app.add_option("--shell", o.shell, "run SCRIPT with sh -c");
+    app.add_flag("--json", o.json, "print one JSON document describing the run on stdout");
+    add_policy_options(app, o.policy);
+    app.add_option("argv", o.argv, "PROGRAM [ARGS...] (after --)")->excludes(shell);
+}
+
+std::string read_stdin_file(const std::string& path, std::string& error) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        error = "--stdin-file " + path + ": " + std::strerror(errno);
+        return {};
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string data(sandbox::k_max_stdin_bytes + 1, '\0');
+    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    if (in.bad()) {
+        error = "--stdin-file " + path + ": cannot read it";
+        return {};
+    }
+    data.resize(static_cast<std::size_t>(in.gcount()));
+    if (data.size() > sandbox::k_max_stdin_bytes) {
+        error = "--stdin-file " + path + ": more than " +
+                std::to_string(sandbox::k_max_stdin_bytes) + " bytes";
+        return {};
+    }
+    return data;
+}
+
+sandbox::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
+    using sandbox::ErrorKind;
+    using sandbox::fail;
+    sandbox::RunRequest request;
+    if (!o.shell.empty()) {
+        request.argv = {"/bin/sh", "-c", o.shell};
+    } else if (!o.argv.empty() && !o.argv.front().empty()) {
+        request.argv = o.argv;
+    } else {
+        return fail(ErrorKind::invalid_input, "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
+    }
+    if (!o.timeout.empty()) {
+        auto timeout = parse_duration(o.timeout);
+        if (!timeout) return fail(ErrorKind::invalid_input, "--timeout: " + timeout.error().message);
+        if (timeout->count() <= 0) return fail(ErrorKind::invalid_input, "--timeout: must be positive");
+        request.timeout = *timeout;
+    }
+    auto grace = parse_duration(o.kill_grace);
+    if (!grace) return fail(ErrorKind::invalid_input, "--kill-grace: " + grace.error().message);
+    request.kill_grace = *grace;
+    auto limit = parse_bytes(o.output_limit);
+    if (!limit) return fail(ErrorKind::invalid_input, "--output-limit: " + limit.error().message);
+    if (*limit > sandbox::k_max_output_limit)
+        return fail(ErrorKind::invalid_input, "--output-limit: at most " +
+                                                  std::to_string(sandbox::k_max_output_limit));
+    request.output_limit = static_cast<std::size_t>(*limit);
+    if (!o.cwd.empty()) {
+        struct stat st {};
+        if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return fail(ErrorKind::invalid_input, "--cwd " + o.cwd + ": no such directory");
+        request.cwd = o.cwd;
+    }
+    sandbox::Environment set;
+    for (const auto& pair : o.env) {
+        const std::size_t eq = pair.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return fail(ErrorKind::invalid_input, "--env " + pair + ": expected NAME=VALUE");
+        set.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    }
+    for (const auto& name : o.pass_env)
+        if (name.empty() || name.find('=') != std::string::npos)
+            return fail(ErrorKind::invalid_input, "--pass-env " + name + ": expected a variable name");
+    request.env = sandbox::child_environment(sandbox::current_environment(), o.pass_env, set);
+    if (o.stdin_text) {
+        if (o.stdin_text->size() > sandbox::k_max_stdin_bytes)
+            return fail(ErrorKind::invalid_input, "--stdin-text: more than " +
+                                                      std::to_string(sandbox::k_max_stdin_bytes) +
+                                                      " bytes");
+        request.stdin_text = *o.stdin_text;
+    } else if (!o.stdin_file.empty()) {
+        std::string error;
+        std::string data = read_stdin_file(o.stdin_file, error);
+        if (!error.empty()) return fail(ErrorKind::invalid_input, error);
+        request.stdin_text = std::move(data);
+    }
+    auto policy = to_policy(o.policy);
+    if (!policy) return std::unexpected(policy.error());
+    request.policy = *policy;
+    return request;
+}
+
+// Without --json the command's output goes live to our own stdout and stderr.
+class LiveOutput : public sandbox::OutputObserver {
+public:
+    void on_output(sandbox::Stream stream, std::string_view chunk) override {
+        const int fd = stream == sandbox::Stream::out ? STDOUT_FILENO : STDERR_FILENO;
+        bool& broken = stream == sandbox::Stream::out ? m_out_broken : m_err_broken;
+        while (!broken && !chunk.empty()) {
+            const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                broken = true;  // a closed reader: keep running, stop copying
+                break;
+            }
+            chunk.remove_prefix(static_cast<std::size_t>(n));
+        }
+    }
+
+private:
+    bool m_out_broken = false;
+    bool m_err_broken = false;
+};
+
+std::string one_line(std::string text) {
+    for (auto& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text;
+}
+
+}  // namespace
+
+int exec_command(CommandArgs args) {
+    CLI::App app{"Run one command bounded in time and output; its whole process tree is killed "
+                 "afterwards.\nForms: sandgate exec [OPTIONS] -- PROGRAM [ARGS...]\n"
+                 "       sandgate exec [OPTIONS] --shell 'SCRIPT'",
+                 "sandgate exec"};
+    ExecOptions options;
+    add_options(app, options);
+    try {
+        app.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help();
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "sandgate exec: %s\n", one_line(e.what()).c_str());
+        return k_exit_refused;
+    }
+    auto request = make_request(options);
+    if (!request) {
+        std::fprintf(stderr, "sandgate exec: %s\n", one_line(request.error().message).c_str());
+        return k_exit_refused;
+    }
+    ::signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill us mid-run
+    LiveOutput live;
+    if (!options.json) request->observer = &live;
+    const sandbox::RunResult result = sandbox::run(*request);
+    if (options.json) {
+        const std::string doc = sandbox::to_json(result).dump(
+            -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        std::fprintf(stdout, "%s\n", doc.c_str());
+        std::fflush(stdout);
+    }
+    if (result.error)
+        std::fprintf(stderr, "sandgate exec: %s\n", one_line(result.error->message).c_str());
+    return result.exit_status();
 }
 
 }  // namespace agent

@@ -1,8 +1,9 @@
 #pragma once
 // sandbox::run: run one untrusted command to completion, bounded in time and output, and
 // leave nothing of it behind. Every later part of sandgate (exec, workflow steps, the broker)
-// ends here. This header is the contract; process.cpp, capture.cpp, tree_kill.cpp and the
-// wrap (wrap.hpp) implement it.
+// ends here. This header is the contract; run.cpp drives it with spawn.hpp (fork/exec),
+// capture.hpp (bounded output), cgroup.hpp and reaper.hpp (tree kill), environment.cpp and
+// the wrap (wrap.hpp). result_json.hpp renders a RunResult as the `--json` document.
 
 #include <chrono>
 #include <cstddef>
@@ -22,12 +23,19 @@ inline constexpr std::size_t k_default_output_limit = 262144;  // bytes kept per
 inline constexpr std::size_t k_tail_bytes = 64 * 1024;         // last bytes kept per stream
 inline constexpr std::size_t k_max_stdin_bytes = 1'000'000;
 inline constexpr std::chrono::milliseconds k_default_kill_grace{5000};
+inline constexpr std::size_t k_max_output_limit = 64 * 1024 * 1024;  // larger is refused
+// Once the tree is dead, output still unread is drained for at most this long (a process
+// outside the tree that was handed the pipe cannot hold the run open).
+inline constexpr std::chrono::milliseconds k_drain_deadline{2000};
 
 enum class SandboxMode { off, bwrap, container };
 enum class NetworkMode { none, host };
 enum class Offline { automatic, on, off };  // automatic: on exactly when network is none
 enum class TreeKill { cgroup, subreaper, pidns };
 enum class Stream { out, err };
+// automatic: a per-run cgroup v2 leaf when a writable cgroup2 is mounted, otherwise a per-run
+// subreaper. never: always the subreaper (for tests, and callers that manage cgroups).
+enum class CgroupUse { automatic, never };
 
 // NAME=VALUE pairs, in order; names unique.
 using Environment = std::vector<std::pair<std::string, std::string>>;
@@ -67,11 +75,15 @@ struct RunRequest {
     std::size_t output_limit = k_default_output_limit;
     Policy policy;
     OutputObserver* observer = nullptr;  // not owned; may be null
+    CgroupUse cgroup = CgroupUse::automatic;
 };
 
+// What one output stream carried. head + tail is the whole stream exactly when !truncated.
 struct StreamResult {
-    std::string head;    // the first output_limit bytes, raw
-    std::string tail;    // the last k_tail_bytes bytes when truncated (empty otherwise)
+    std::string head;  // the first output_limit bytes, raw
+    // The bytes after the head, at most the last k_tail_bytes of them (empty when the stream
+    // fits in the head). Never overlaps the head.
+    std::string tail;
     std::uint64_t bytes = 0;  // every byte the stream carried
     bool truncated = false;   // true when anything was dropped between head and tail
 };
@@ -81,6 +93,7 @@ enum class RunErrorKind { timeout, spawn_failed, invalid_request, sandbox_unavai
 struct RunError {
     RunErrorKind kind = RunErrorKind::spawn_failed;
     std::string message;  // never contains the child's output
+    int errno_value = 0;  // spawn_failed: the errno of the failed step (ENOENT -> exit 127)
 };
 
 struct RunResult {
@@ -91,7 +104,7 @@ struct RunResult {
     StreamResult out;
     StreamResult err;
     std::uint64_t skip_markers = 0;  // lines containing SKIP-UNDER-WRAP, both streams
-    TreeKill tree_kill = TreeKill::subreaper;
+    TreeKill tree_kill = TreeKill::subreaper;  // the mechanism that was used
     std::string sandbox_json = "{\"mode\":\"off\"}";  // the posture, as a JSON object
     std::optional<RunError> error;
 
@@ -104,7 +117,10 @@ struct RunResult {
 // Runs the request and waits for the whole process tree to be gone. Always returns a
 // RunResult: a refusal (invalid request, sandbox unavailable) or a spawn failure is recorded
 // in result.error with nothing run, and a timeout is recorded as well (the child was killed).
-// A non-zero exit is an outcome, not an error. Thread-safe: concurrent runs are independent.
+// A non-zero exit is an outcome, not an error. Thread-safe: concurrent runs are independent
+// (each has its own cgroup leaf or its own subreaper process; nothing process-wide such as
+// PR_SET_CHILD_SUBREAPER or waitpid(-1) is touched in the calling process). Memory stays
+// bounded (head + tail per stream) whatever the output size.
 RunResult run(const RunRequest& request);
 
 // The environment a child gets: the fixed allowlist taken from `host` (PATH, LANG, LC_*,

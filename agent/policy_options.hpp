@@ -1,0 +1,28 @@
+#pragma once
+// The isolation flags shared by every command that runs untrusted code (`sandgate exec`,
+// later `sandgate run`): added to a CLI11 app in one call, then turned into a
+// sandbox::Policy. The wrap's flags (--network, --read-only, ...) are added here too, so
+// each command gets them without repeating itself.
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+
+// The raw values as typed; to_policy() validates them.
+struct PolicyOptions {
+    std::string sandbox = "bwrap";  // off | bwrap | container
+};
+
+// Adds the policy flags to `app`; CLI11 stores what it parses into `options`, which must
+// outlive the parse.
+void add_policy_options(CLI::App& app, PolicyOptions& options);
+
+// The Policy the parsed flags describe; invalid_input with a message naming the flag.
+sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options);
+
+}  // namespace agent

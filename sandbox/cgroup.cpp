@@ -1,0 +1,162 @@
+#include "sandbox/cgroup.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace sandbox {
+namespace {
+
+std::atomic<unsigned> g_counter{0};
+
+// /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPER".
+struct Cgroup2Mount {
+    std::string root;
+    std::string mount_point;
+};
+
+std::optional<Cgroup2Mount> find_cgroup2_mount() {
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::size_t dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream tail(line.substr(dash + 3));
+        std::string fstype;
+        tail >> fstype;
+        if (fstype != "cgroup2") continue;
+        std::istringstream head(line.substr(0, dash));
+        std::string id, parent, devno, root, mount_point;
+        head >> id >> parent >> devno >> root >> mount_point;
+        return Cgroup2Mount{root, mount_point};
+    }
+    return std::nullopt;
+}
+
+// Our cgroup2 path from /proc/self/cgroup's "0::/path" line.
+std::optional<std::string> own_cgroup2_path() {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("0::")) return line.substr(3);
+    return std::nullopt;
+}
+
+Expected<std::filesystem::path> find_base() {
+    const auto mount = find_cgroup2_mount();
+    if (!mount) return fail(ErrorKind::unavailable, "no cgroup2 hierarchy is mounted");
+    std::string own = own_cgroup2_path().value_or("/");
+    // A cgroup namespace or bind mount shows the hierarchy from `root`, not from its top.
+    if (mount->root != "/" && own.starts_with(mount->root)) own.erase(0, mount->root.size());
+    if (own.ends_with(" (deleted)")) return fail(ErrorKind::unavailable, "our cgroup was removed");
+    std::filesystem::path base = std::filesystem::path(mount->mount_point) / own.substr(
+        own.starts_with('/') ? 1 : 0);
+    if (::access(base.c_str(), W_OK) != 0 || ::access((base / "cgroup.procs").c_str(), W_OK) != 0)
+        return fail(ErrorKind::unavailable, base.string() + " is not writable");
+    return base;
+}
+
+std::string read_small_file(int dir_fd, const char* name) {
+    Fd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC));
+    std::string text;
+    if (!fd) return text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
+}  // namespace
+
+Expected<std::filesystem::path> Cgroup::base() {
+    static const Expected<std::filesystem::path> cached = find_base();
+    return cached;
+}
+
+Expected<Cgroup> Cgroup::create() {
+    auto parent = base();
+    if (!parent) return std::unexpected(parent.error());
+    const std::filesystem::path path =
+        *parent / ("sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(++g_counter));
+    if (::mkdir(path.c_str(), 0755) != 0)
+        return fail(ErrorKind::unavailable, errno_message("mkdir " + path.string()));
+    Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Fd events(::open((path / "cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!dir || !events) {
+        const std::string message = errno_message("open " + path.string() + "/cgroup.events");
+        ::rmdir(path.c_str());
+        return fail(ErrorKind::unavailable, message);
+    }
+    return Cgroup(path, std::move(dir), std::move(events));
+}
+
+Cgroup::Cgroup(std::filesystem::path path, Fd dir, Fd events)
+    : m_path(std::move(path)), m_dir(std::move(dir)), m_events(std::move(events)) {}
+
+Cgroup::~Cgroup() {
+    if (m_path.empty() || !m_events) return;  // moved from
+    kill();
+    // Killed processes leave the cgroup as they exit, zombie or not; wait for that (bounded:
+    // a process stuck in uninterruptible sleep must not hang us forever) and remove the leaf.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (populated() && std::chrono::steady_clock::now() < deadline) {
+        pollfd pfd{m_events.get(), POLLPRI, 0};
+        ::poll(&pfd, 1, 10);
+    }
+    for (int attempt = 0; attempt < 100 && ::rmdir(m_path.c_str()) != 0 && errno == EBUSY;
+         ++attempt)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (::access(m_path.c_str(), F_OK) == 0)
+        spdlog::warn("cannot remove the run's cgroup {}", m_path.string());
+}
+
+int Cgroup::signal_all(int sig) const {
+    const std::string procs = read_small_file(m_dir.get(), "cgroup.procs");
+    int signalled = 0;
+    std::size_t start = 0;
+    while (start < procs.size()) {
+        std::size_t end = procs.find('\n', start);
+        if (end == std::string::npos) end = procs.size();
+        const pid_t pid = static_cast<pid_t>(std::strtol(procs.c_str() + start, nullptr, 10));
+        if (pid > 0 && ::kill(pid, sig) == 0) ++signalled;
+        start = end + 1;
+    }
+    return signalled;
+}
+
+void Cgroup::kill() const {
+    Fd kill_fd(::openat(m_dir.get(), "cgroup.kill", O_WRONLY | O_CLOEXEC));
+    if (kill_fd && ::write(kill_fd.get(), "1", 1) == 1) return;
+    // Before 5.14: signal what is listed until nothing is (a fork may race one pass).
+    for (int pass = 0; pass < 100 && signal_all(SIGKILL) > 0; ++pass) {
+    }
+}
+
+bool Cgroup::populated() const {
+    char buf[256];
+    const ssize_t n = ::pread(m_events.get(), buf, sizeof buf - 1, 0);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    return std::strstr(buf, "populated 1") != nullptr;
+}
+
+}  // namespace sandbox

@@ -1,0 +1,50 @@
+#pragma once
+// A per-run cgroup v2 leaf: the strongest tree-kill mechanism. The command joins it before
+// exec (SpawnSpec::cgroup_fd), so everything it ever forks is inside, whatever it does
+// with sessions and parents; `cgroup.kill` then SIGKILLs all of it at once.
+//
+// The leaf is created under the cgroup this process belongs to, in the cgroup2 mount found in
+// /proc/self/mountinfo (e.g. /sys/fs/cgroup or, on hybrid hosts, /sys/fs/cgroup/unified).
+// Where that is not writable (an unprivileged user without delegation, inside the wrap),
+// create() fails with ErrorKind::unavailable and run() falls back to the subreaper.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "sandbox/error.hpp"
+#include "sandbox/fd.hpp"
+
+namespace sandbox {
+
+class Cgroup {
+public:
+    // Creates sandgate-<pid>-<n>, unique per run in this process.
+    static Expected<Cgroup> create();
+    // The directory new leaves are created in, or unavailable (cached after the first call).
+    static Expected<std::filesystem::path> base();
+
+    Cgroup(Cgroup&&) noexcept = default;
+    Cgroup& operator=(Cgroup&&) = delete;
+    Cgroup(const Cgroup&) = delete;
+    // Kills what is left, waits (bounded) for the leaf to empty and removes it.
+    ~Cgroup();
+
+    const std::filesystem::path& path() const { return m_path; }
+    int dir_fd() const { return m_dir.get(); }        // for clone3's CLONE_INTO_CGROUP
+    int events_fd() const { return m_events.get(); }  // poll POLLPRI: "populated" changed
+    // Sends sig to every process in the leaf (read from cgroup.procs). Returns how many.
+    int signal_all(int sig) const;
+    // SIGKILLs every process in the leaf (cgroup.kill; a signal_all loop before Linux 5.14).
+    void kill() const;
+    // True while any process is in the leaf (cgroup.events "populated 1").
+    bool populated() const;
+
+private:
+    explicit Cgroup(std::filesystem::path path, Fd dir, Fd events);
+    std::filesystem::path m_path;
+    Fd m_dir;
+    Fd m_events;
+};
+
+}  // namespace sandbox

@@ -1,0 +1,130 @@
+#include "sandbox/result_json.hpp"
+
+#include <simdjson.h>
+
+namespace sandbox {
+namespace {
+
+// Length of the well-formed UTF-8 sequence at text[i], or 0 when ill-formed there; `*bad`
+// gets the length of the maximal ill-formed subpart to replace (Unicode Table 3-7).
+std::size_t sequence_length(std::string_view text, std::size_t i, std::size_t* bad) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    std::size_t need = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        need = 1;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        need = 2;
+        if (lead == 0xE0) low = 0xA0;
+        if (lead == 0xED) high = 0x9F;  // no surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        need = 3;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    for (std::size_t k = 1; k <= need; ++k) {
+        if (i + k >= text.size() || byte(i + k) < low || byte(i + k) > high) {
+            *bad = k;
+            return 0;
+        }
+        low = 0x80;
+        high = 0xBF;
+    }
+    return need + 1;
+}
+
+nlohmann::ordered_json stream_json(const StreamResult& stream) {
+    nlohmann::ordered_json out;
+    out["text"] = valid_utf8(stream.head);
+    out["tail"] = valid_utf8(stream.tail);
+    out["bytes"] = stream.bytes;
+    out["truncated"] = stream.truncated;
+    return out;
+}
+
+nlohmann::ordered_json convert(simdjson::dom::element element) {
+    using simdjson::dom::element_type;
+    switch (element.type()) {
+        case element_type::ARRAY: {
+            nlohmann::ordered_json array = nlohmann::ordered_json::array();
+            for (simdjson::dom::element item : element.get_array()) array.push_back(convert(item));
+            return array;
+        }
+        case element_type::OBJECT: {
+            nlohmann::ordered_json object = nlohmann::ordered_json::object();
+            for (auto field : element.get_object())
+                object[std::string(field.key)] = convert(field.value);
+            return object;
+        }
+        case element_type::INT64: return element.get_int64().value();
+        case element_type::UINT64: return element.get_uint64().value();
+        case element_type::DOUBLE: return element.get_double().value();
+        case element_type::STRING: return std::string(element.get_string().value());
+        case element_type::BOOL: return element.get_bool().value();
+        case element_type::NULL_VALUE: return nullptr;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (static_cast<unsigned char>(text[i]) < 0x80) {
+            const std::size_t start = i;
+            while (i < text.size() && static_cast<unsigned char>(text[i]) < 0x80) ++i;
+            out.append(text.substr(start, i - start));
+            continue;
+        }
+        std::size_t bad = 0;
+        const std::size_t length = sequence_length(text, i, &bad);
+        if (length > 0) {
+            out.append(text.substr(i, length));
+            i += length;
+        } else {
+            out.append("\xEF\xBF\xBD");
+            i += bad;
+        }
+    }
+    return out;
+}
+
+nlohmann::ordered_json to_json(const RunResult& result) {
+    nlohmann::ordered_json doc;
+    doc["exit_code"] = result.exit_code ? nlohmann::ordered_json(*result.exit_code) : nullptr;
+    doc["signal"] = result.signal ? nlohmann::ordered_json(*result.signal) : nullptr;
+    doc["timed_out"] = result.timed_out;
+    doc["duration_ms"] = result.duration.count();
+    doc["stdout"] = stream_json(result.out);
+    doc["stderr"] = stream_json(result.err);
+    doc["skip_markers"] = result.skip_markers;
+    doc["tree_kill"] = to_string(result.tree_kill);
+    auto sandbox = parse_json(result.sandbox_json);
+    doc["sandbox"] = sandbox ? *sandbox : nlohmann::ordered_json{{"mode", "unknown"}};
+    if (result.error) {
+        doc["error"] = {{"kind", to_string(result.error->kind)},
+                        {"message", valid_utf8(result.error->message)}};
+    } else {
+        doc["error"] = nullptr;
+    }
+    return doc;
+}
+
+Expected<nlohmann::ordered_json> parse_json(std::string_view text) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element element;
+    if (auto error = parser.parse(text.data(), text.size()).get(element))
+        return fail(ErrorKind::invalid_input, std::string("invalid JSON: ") +
+                                                  simdjson::error_message(error));
+    return convert(element);
+}
+
+}  // namespace sandbox

@@ -1,0 +1,28 @@
+#pragma once
+// The `sandgate exec --json` document for a RunResult, and the UTF-8 repair it relies on.
+// Other commands (workflow steps, the broker) embed the same object.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace sandbox {
+
+// {"exit_code", "signal", "timed_out", "duration_ms", "stdout": {"text", "tail", "bytes",
+//  "truncated"}, "stderr": {...}, "skip_markers", "tree_kill", "sandbox": {...}, "error"}.
+// Every string is valid UTF-8 (invalid bytes replaced by U+FFFD).
+nlohmann::ordered_json to_json(const RunResult& result);
+
+// `text` with every ill-formed sequence replaced by U+FFFD (one per maximal ill-formed
+// subpart, as Unicode recommends). Well-formed text comes back unchanged.
+std::string valid_utf8(std::string_view text);
+
+// Parses a JSON document (simdjson) into an ordered_json for embedding; invalid_input when it
+// is not valid JSON.
+Expected<nlohmann::ordered_json> parse_json(std::string_view text);
+
+}  // namespace sandbox

@@ -1,0 +1,455 @@
+// run(): validate, plan the wrap, pick the tree-kill mechanism, spawn, then one poll loop
+// that feeds stdin, drains stdout/stderr, enforces the deadline and notices the child's exit
+// through its pidfd; after that exit the rest of the tree is killed and the pipes drained.
+#include "sandbox/run.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+
+#include "sandbox/capture.hpp"
+#include "sandbox/cgroup.hpp"
+#include "sandbox/reaper.hpp"
+#include "sandbox/spawn.hpp"
+#include "sandbox/wrap.hpp"
+
+namespace sandbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t k_read_chunk = 256 * 1024;
+constexpr int k_pipe_size = 1024 * 1024;
+// How long a killed cgroup may take to empty before the run stops waiting for it.
+constexpr std::chrono::seconds k_cgroup_empty_deadline{10};
+
+RunResult refused(RunErrorKind kind, std::string message) {
+    RunResult result;
+    result.error = RunError{kind, std::move(message), 0};
+    return result;
+}
+
+bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+
+std::optional<std::string> invalid_reason(const RunRequest& request) {
+    if (request.argv.empty() || request.argv.front().empty()) return "empty argv: nothing to run";
+    for (const auto& arg : request.argv)
+        if (has_nul(arg)) return "an argument contains a NUL byte";
+    for (const auto& [name, value] : request.env)
+        if (name.empty() || name.find('=') != std::string::npos || has_nul(name) || has_nul(value))
+            return "invalid environment variable name '" + name + "'";
+    if (request.stdin_text && request.stdin_text->size() > k_max_stdin_bytes)
+        return "stdin is " + std::to_string(request.stdin_text->size()) + " bytes, more than " +
+               std::to_string(k_max_stdin_bytes);
+    if (request.output_limit > k_max_output_limit)
+        return "output limit " + std::to_string(request.output_limit) + " is more than " +
+               std::to_string(k_max_output_limit);
+    if (!request.cwd.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(request.cwd, ec))
+            return "working directory '" + request.cwd.string() + "' is not a directory";
+    }
+    return std::nullopt;
+}
+
+std::string describe(std::chrono::milliseconds duration) {
+    const auto ms = duration.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+// The tree-kill mechanism of one run, behind one interface.
+class Tree {
+public:
+    Tree(TreeKill kind, std::optional<Cgroup> cgroup) : m_kind(kind), m_cgroup(std::move(cgroup)) {}
+    TreeKill kind() const { return m_kind; }
+    const std::optional<Cgroup>& cgroup() const { return m_cgroup; }
+
+    // SIGTERM then SIGCONT to the whole tree (stopped processes must see the TERM).
+    void terminate(const Child& child) const {
+        if (m_kind == TreeKill::subreaper) return child.signal(k_reaper_terminate);
+        if (m_cgroup) {
+            m_cgroup->signal_all(SIGTERM);
+            m_cgroup->signal_all(SIGCONT);
+            return;
+        }
+        ::kill(-child.pid(), SIGTERM);  // pid namespace: the wrapper's group and the wrapper
+        ::kill(-child.pid(), SIGCONT);
+        child.signal(SIGTERM);
+    }
+    void kill(const Child& child) const {
+        if (m_kind == TreeKill::subreaper) return child.signal(k_reaper_kill);
+        if (m_cgroup) return m_cgroup->kill();
+        ::kill(-child.pid(), SIGKILL);
+        child.signal(SIGKILL);
+    }
+    // The main child has exited (not yet reaped, so its pid and group cannot be recycled).
+    void after_exit(const Child& child) const {
+        if (m_kind == TreeKill::subreaper) return;  // the reaper already swept the tree
+        if (m_cgroup) return m_cgroup->kill();
+        ::kill(-child.pid(), SIGKILL);
+    }
+    bool dead() const { return !m_cgroup || !m_cgroup->populated(); }
+
+private:
+    TreeKill m_kind;
+    std::optional<Cgroup> m_cgroup;
+};
+
+struct Pipe {
+    Fd read;
+    Fd write;
+};
+
+Expected<Pipe> make_pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return fail(ErrorKind::permanent, errno_message("pipe2"));
+    return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Writes to the child's stdin without letting an early exit of the child raise SIGPIPE in
+// this process: SIGPIPE is blocked in this thread for the write and a pending one consumed.
+ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
+    sigset_t pipe_set;
+    sigset_t old;
+    ::sigemptyset(&pipe_set);
+    ::sigaddset(&pipe_set, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    const ssize_t n = ::write(fd, data, size);
+    const int saved = errno;
+    if (n < 0 && saved == EPIPE && !::sigismember(&old, SIGPIPE)) {
+        const timespec zero{0, 0};
+        ::sigtimedwait(&pipe_set, nullptr, &zero);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    errno = saved;
+    return n;
+}
+
+// The poll loop of one spawned run.
+class Session {
+public:
+    Session(const RunRequest& request, Child& child, const Tree& tree, Fd out, Fd err, Fd in)
+        : m_request(request), m_child(child), m_tree(tree), m_out(std::move(out)),
+          m_err(std::move(err)), m_in(std::move(in)), m_out_capture(request.output_limit),
+          m_err_capture(request.output_limit), m_buffer(new char[k_read_chunk]) {
+        const auto now = Clock::now();
+        if (request.timeout) m_deadline = now + *request.timeout;
+        if (!request.stdin_text || request.stdin_text->empty()) m_in.reset();
+    }
+
+    void loop(RunResult& result);
+
+private:
+    void read_from(Fd& fd, Stream stream);
+    void feed_stdin();
+    void on_main_exit(RunResult& result);
+    void on_clock(Clock::time_point now);
+    int poll_timeout_ms(Clock::time_point now) const;
+    bool finished(Clock::time_point now) const;
+
+    const RunRequest& m_request;
+    Child& m_child;
+    const Tree& m_tree;
+    Fd m_out;
+    Fd m_err;
+    Fd m_in;
+    std::size_t m_in_done = 0;
+    StreamCapture m_out_capture;
+    StreamCapture m_err_capture;
+    std::unique_ptr<char[]> m_buffer;
+    std::optional<Clock::time_point> m_deadline;
+    std::optional<Clock::time_point> m_kill_at;
+    std::optional<Clock::time_point> m_exited_at;  // main child exited, tree killed
+    std::optional<Clock::time_point> m_dead_at;    // whole tree gone
+    bool m_timed_out = false;
+};
+
+void Session::read_from(Fd& fd, Stream stream) {
+    StreamCapture& capture = stream == Stream::out ? m_out_capture : m_err_capture;
+    // A few reads per wake-up: enough for throughput, short enough to keep both streams and
+    // the clock served.
+    for (int round = 0; round < 4; ++round) {
+        const ssize_t n = ::read(fd.get(), m_buffer.get(), k_read_chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        if (n <= 0) {  // EOF (or an error, which ends the stream the same way)
+            fd.reset();
+            return;
+        }
+        const std::string_view chunk(m_buffer.get(), static_cast<std::size_t>(n));
+        capture.feed(chunk);
+        if (m_request.observer != nullptr) m_request.observer->on_output(stream, chunk);
+        if (static_cast<std::size_t>(n) < k_read_chunk) return;
+    }
+}
+
+void Session::feed_stdin() {
+    const std::string& text = *m_request.stdin_text;
+    const ssize_t n = write_no_sigpipe(m_in.get(), text.data() + m_in_done, text.size() - m_in_done);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n < 0) {  // EPIPE: the child closed its stdin; the rest is not wanted
+        m_in.reset();
+        return;
+    }
+    m_in_done += static_cast<std::size_t>(n);
+    if (m_in_done == text.size()) m_in.reset();  // EOF for the child
+}
+
+void Session::on_main_exit(RunResult& result) {
+    m_tree.after_exit(m_child);
+    auto exit = m_child.reap();
+    if (exit) {
+        result.exit_code = exit->exit_code;
+        result.signal = exit->signal;
+    } else {
+        result.error = RunError{RunErrorKind::spawn_failed, exit.error().message, 0};
+    }
+    m_in.reset();
+    m_exited_at = Clock::now();
+}
+
+void Session::on_clock(Clock::time_point now) {
+    if (m_exited_at) {
+        if (!m_dead_at && (m_tree.dead() || now >= *m_exited_at + k_cgroup_empty_deadline))
+            m_dead_at = now;
+        return;
+    }
+    if (m_deadline && !m_timed_out && now >= *m_deadline) {
+        m_timed_out = true;
+        m_tree.terminate(m_child);
+        m_kill_at = now + m_request.kill_grace;
+    }
+    if (m_kill_at && now >= *m_kill_at) {
+        m_tree.kill(m_child);
+        m_kill_at.reset();
+    }
+}
+
+int Session::poll_timeout_ms(Clock::time_point now) const {
+    std::optional<Clock::time_point> next;
+    const auto consider = [&](std::optional<Clock::time_point> at) {
+        if (at && (!next || *at < *next)) next = at;
+    };
+    if (!m_exited_at) {
+        if (!m_timed_out) consider(m_deadline);
+        consider(m_kill_at);
+    } else if (!m_dead_at) {
+        consider(now + std::chrono::milliseconds(20));  // re-check populated (POLLPRI helps)
+    } else {
+        consider(*m_dead_at + k_drain_deadline);
+    }
+    if (!next) return -1;
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
+    return static_cast<int>(std::clamp<long long>(ms, 0, 60'000));
+}
+
+bool Session::finished(Clock::time_point now) const {
+    if (!m_dead_at) return false;
+    return (!m_out && !m_err) || now >= *m_dead_at + k_drain_deadline;
+}
+
+void Session::loop(RunResult& result) {
+    for (;;) {
+        auto now = Clock::now();
+        on_clock(now);
+        if (finished(now)) break;
+        pollfd fds[5];
+        int count = 0;
+        int out_at = -1, err_at = -1, in_at = -1, child_at = -1, events_at = -1;
+        if (m_out) { out_at = count; fds[count++] = {m_out.get(), POLLIN, 0}; }
+        if (m_err) { err_at = count; fds[count++] = {m_err.get(), POLLIN, 0}; }
+        if (m_in) { in_at = count; fds[count++] = {m_in.get(), POLLOUT, 0}; }
+        if (!m_exited_at) { child_at = count; fds[count++] = {m_child.wait_fd(), POLLIN, 0}; }
+        if (m_exited_at && !m_dead_at && m_tree.cgroup()) {
+            events_at = count;
+            fds[count++] = {m_tree.cgroup()->events_fd(), POLLPRI, 0};
+        }
+        const int ready = ::poll(fds, static_cast<nfds_t>(count), poll_timeout_ms(now));
+        if (ready < 0 && errno != EINTR) break;
+        if (ready <= 0) continue;
+        if (out_at >= 0 && fds[out_at].revents != 0) read_from(m_out, Stream::out);
+        if (err_at >= 0 && fds[err_at].revents != 0) read_from(m_err, Stream::err);
+        if (in_at >= 0 && fds[in_at].revents != 0) {
+            if (fds[in_at].revents & (POLLERR | POLLHUP)) {
+                m_in.reset();
+            } else {
+                feed_stdin();
+            }
+        }
+        if (child_at >= 0 && fds[child_at].revents != 0) on_main_exit(result);
+        (void)events_at;
+    }
+    // The drain deadline passed with a pipe still open: its writer is outside the tree.
+    m_out.reset();
+    m_err.reset();
+    result.timed_out = m_timed_out;
+    result.out = m_out_capture.result();
+    result.err = m_err_capture.result();
+    result.skip_markers = m_out_capture.markers() + m_err_capture.markers();
+}
+
+Expected<Fd> open_stdin(const RunRequest& request, Fd& parent_end) {
+    if (request.stdin_text && !request.stdin_text->empty()) {
+        auto pipe = make_pipe();
+        if (!pipe) return std::unexpected(pipe.error());
+        set_nonblocking(pipe->write.get());
+        parent_end = std::move(pipe->write);
+        return std::move(pipe->read);
+    }
+    Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null) return fail(ErrorKind::permanent, errno_message("open /dev/null"));
+    return null;
+}
+
+Expected<Pipe> output_pipe() {
+    auto pipe = make_pipe();
+    if (!pipe) return pipe;
+    ::fcntl(pipe->read.get(), F_SETPIPE_SZ, k_pipe_size);  // fewer wake-ups; best effort
+    set_nonblocking(pipe->read.get());
+    return pipe;
+}
+
+// Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides
+// (a pid namespace), else a per-run subreaper.
+Tree choose_tree(const RunRequest& request, const WrapPlan* plan) {
+    if (request.cgroup == CgroupUse::automatic) {
+        if (auto cgroup = Cgroup::create()) return Tree(TreeKill::cgroup, std::move(*cgroup));
+    }
+    if (plan != nullptr && plan->tree_kill == TreeKill::pidns) return Tree(TreeKill::pidns, {});
+    return Tree(TreeKill::subreaper, {});
+}
+
+void run_on_timeout(const WrapPlan& plan) {
+    if (plan.on_timeout_argv.empty()) return;
+    RunRequest cleanup;
+    cleanup.argv = plan.on_timeout_argv;
+    cleanup.env = plan.env;
+    cleanup.policy.mode = SandboxMode::off;
+    cleanup.timeout = std::chrono::seconds(30);
+    (void)run(cleanup);
+}
+
+}  // namespace
+
+RunResult run(const RunRequest& request) {
+    const auto start = Clock::now();
+    if (auto reason = invalid_reason(request)) return refused(RunErrorKind::invalid_request, *reason);
+
+    std::optional<WrapPlan> plan;
+    if (request.policy.mode != SandboxMode::off) {
+        auto planned = plan_wrap(request);
+        if (!planned)
+            return refused(planned.error().kind == ErrorKind::invalid_input
+                               ? RunErrorKind::invalid_request
+                               : RunErrorKind::sandbox_unavailable,
+                           planned.error().message);
+        plan = std::move(*planned);
+    }
+
+    RunResult result;
+    if (plan) result.sandbox_json = plan->description_json;
+    Fd stdin_parent;
+    auto stdin_child = open_stdin(request, stdin_parent);
+    auto out = output_pipe();
+    auto err = output_pipe();
+    if (!stdin_child || !out || !err)
+        return refused(RunErrorKind::spawn_failed,
+                       !stdin_child ? stdin_child.error().message
+                                    : (!out ? out.error().message : err.error().message));
+
+    Tree tree = choose_tree(request, plan ? &*plan : nullptr);
+    result.tree_kill = tree.kind();
+    SpawnSpec spec;
+    spec.argv = plan ? plan->argv : request.argv;
+    spec.env = plan ? plan->env : request.env;
+    spec.cwd = request.cwd;
+    spec.stdin_fd = stdin_child->get();
+    spec.stdout_fd = out->write.get();
+    spec.stderr_fd = err->write.get();
+    if (plan)
+        for (const auto& fd : plan->inherited_fds) spec.inherited_fds.push_back(fd.get());
+    spec.cgroup_fd = tree.cgroup() ? tree.cgroup()->dir_fd() : -1;
+    spec.supervision =
+        tree.kind() == TreeKill::subreaper ? Supervision::subreaper : Supervision::direct;
+
+    auto child = spawn(spec);
+    // The child holds its own copies now; ours must go, or EOF would never come.
+    stdin_child->reset();
+    out->write.reset();
+    err->write.reset();
+    if (plan) plan->inherited_fds.clear();
+    if (!child) {
+        result.error = RunError{RunErrorKind::spawn_failed, child.error().message,
+                                child.error().errno_value};
+        result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+        return result;
+    }
+
+    Session session(request, *child, tree, std::move(out->read), std::move(err->read),
+                    std::move(stdin_parent));
+    session.loop(result);
+    if (result.timed_out) {
+        result.error = RunError{RunErrorKind::timeout,
+                                "timed out after " + describe(*request.timeout), 0};
+        if (plan) run_on_timeout(*plan);
+    }
+    result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    return result;
+}
+
+int RunResult::exit_status() const {
+    if (error) {
+        switch (error->kind) {
+            case RunErrorKind::timeout: return 124;
+            case RunErrorKind::invalid_request:
+            case RunErrorKind::sandbox_unavailable: return 125;
+            case RunErrorKind::spawn_failed:
+                if (error->errno_value == ENOENT || error->errno_value == ENOTDIR) return 127;
+                if (error->errno_value != 0) return 126;
+                return 125;
+        }
+    }
+    if (timed_out) return 124;
+    if (exit_code) return *exit_code;
+    if (signal) return 128 + *signal;
+    return 125;
+}
+
+std::string_view to_string(SandboxMode mode) {
+    switch (mode) {
+        case SandboxMode::off: return "off";
+        case SandboxMode::bwrap: return "bwrap";
+        case SandboxMode::container: return "container";
+    }
+    return "off";
+}
+
+std::string_view to_string(NetworkMode mode) { return mode == NetworkMode::none ? "none" : "host"; }
+
+std::string_view to_string(TreeKill kill) {
+    switch (kill) {
+        case TreeKill::cgroup: return "cgroup";
+        case TreeKill::subreaper: return "subreaper";
+        case TreeKill::pidns: return "pidns";
+    }
+    return "subreaper";
+}
+
+std::string_view to_string(RunErrorKind kind) {
+    switch (kind) {
+        case RunErrorKind::timeout: return "timeout";
+        case RunErrorKind::spawn_failed: return "spawn_failed";
+        case RunErrorKind::invalid_request: return "invalid_request";
+        case RunErrorKind::sandbox_unavailable: return "sandbox_unavailable";
+    }
+    return "spawn_failed";
+}
+
+}  // namespace sandbox

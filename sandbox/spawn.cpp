@@ -1,0 +1,296 @@
+#include "sandbox/spawn.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "sandbox/reaper.hpp"
+
+namespace sandbox {
+namespace {
+
+// glibc 2.36's <sys/pidfd.h> lacks extern "C", so its wrappers cannot be linked from C++.
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+int pidfd_send_signal(int pidfd, int sig) {
+    return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+// Everything the child needs, built before fork: after fork only system calls on these.
+struct ExecPlan {
+    std::vector<std::string> candidates;  // execve these in order, as execvp would
+    std::vector<std::string> env_strings;
+    std::vector<char*> argv;
+    std::vector<char*> envp;
+    const char* cwd = nullptr;
+    std::vector<int> sources;  // become fds 0, 1, 2, 3, ...
+    int cgroup_procs_fd = -1;  // set only when clone3 could not place the child itself
+    int error_fd = -1;
+    pid_t caller = -1;
+};
+
+std::vector<std::string> exec_candidates(const std::string& program, const Environment& env) {
+    if (program.find('/') != std::string::npos) return {program};
+    // The child's PATH, not ours (glibc's execvpe would search the caller's).
+    std::string path = "/usr/local/bin:/usr/bin:/bin";
+    for (const auto& [name, value] : env)
+        if (name == "PATH") path = value;
+    std::vector<std::string> candidates;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t end = path.find(':', start);
+        std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+        if (dir.empty()) dir = ".";
+        candidates.push_back(dir + "/" + program);
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return candidates;
+}
+
+ExecPlan make_plan(const SpawnSpec& spec) {
+    ExecPlan plan;
+    plan.candidates = exec_candidates(spec.argv.front(), spec.env);
+    for (const auto& [name, value] : spec.env) plan.env_strings.push_back(name + "=" + value);
+    for (const auto& arg : spec.argv) plan.argv.push_back(const_cast<char*>(arg.c_str()));
+    plan.argv.push_back(nullptr);
+    for (auto& entry : plan.env_strings) plan.envp.push_back(entry.data());
+    plan.envp.push_back(nullptr);
+    if (!spec.cwd.empty()) plan.cwd = spec.cwd.c_str();
+    plan.sources = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
+    plan.sources.insert(plan.sources.end(), spec.inherited_fds.begin(), spec.inherited_fds.end());
+    plan.caller = ::getpid();
+    return plan;
+}
+
+[[noreturn]] void child_fail(const ExecPlan& plan, int stage, int errno_value) {
+    report_child_failure(plan.error_fd, stage, errno_value);
+    ::_exit(127);
+}
+
+// Marks every fd >= first close-on-exec; close_range() where the kernel has it (5.11+).
+void cloexec_from(int first) {
+    if (::close_range(static_cast<unsigned>(first), ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+    struct rlimit limit {};
+    rlim_t max = 65536;
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        max = std::min<rlim_t>(limit.rlim_cur, 1 << 20);
+    for (rlim_t fd = static_cast<rlim_t>(first); fd < max; ++fd)
+        ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+}
+
+// The command's side of the fork. Async-signal-safe only: the caller may be multi-threaded.
+[[noreturn]] void exec_child(const void* arg) {
+    // The plan lives in this process's own copy of memory after fork: changing it is private.
+    ExecPlan& plan = *const_cast<ExecPlan*>(static_cast<const ExecPlan*>(arg));
+    // Join the run's cgroup first, so that nothing the command forks can start outside it.
+    if (plan.cgroup_procs_fd >= 0 && ::write(plan.cgroup_procs_fd, "0", 1) != 1)
+        child_fail(plan, stage_cgroup, errno);
+    if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
+
+    // Copy every source above the targets first, so that dup2 cannot clobber one with another
+    // (a source may already sit at 0..n-1), then put them in place. dup2 clears CLOEXEC.
+    const int count = static_cast<int>(plan.sources.size());
+    int moved[64];
+    if (count > 64) child_fail(plan, stage_fds, EMFILE);
+    plan.error_fd = ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, count);
+    for (int i = 0; i < count; ++i) {
+        moved[i] = ::fcntl(plan.sources[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, count);
+        if (moved[i] < 0) child_fail(plan, stage_fds, errno);
+    }
+    for (int i = 0; i < count; ++i)
+        if (::dup2(moved[i], i) < 0) child_fail(plan, stage_fds, errno);
+    cloexec_from(count);
+
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &default_action, nullptr);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+    if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan, stage_chdir, errno);
+    // execvp's search: keep going past missing entries, remember that one was not executable.
+    bool denied = false;
+    int last = ENOENT;
+    for (const auto& candidate : plan.candidates) {
+        ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+        last = errno;
+        if (last == EACCES) {
+            denied = true;
+        } else if (last != ENOENT && last != ENOTDIR && last != ESTALE && last != ENODEV &&
+                   last != ETIMEDOUT) {
+            break;
+        }
+    }
+    child_fail(plan, stage_exec, denied && (last == ENOENT || last == ENOTDIR) ? EACCES : last);
+}
+
+std::string failure_message(const SpawnSpec& spec, const ChildFailure& failure) {
+    const char* error = std::strerror(failure.errno_value);
+    switch (failure.stage) {
+        case stage_cgroup: return std::string("cannot join the run's cgroup: ") + error;
+        case stage_setsid: return std::string("setsid failed: ") + error;
+        case stage_fds: return std::string("cannot set up the child's descriptors: ") + error;
+        case stage_chdir:
+            return "cannot change directory to '" + spec.cwd.string() + "': " + error;
+        case stage_subreaper: return std::string("cannot become a subreaper: ") + error;
+        case stage_fork: return std::string("fork failed: ") + error;
+        default: return "cannot execute '" + spec.argv.front() + "': " + error;
+    }
+}
+
+// fork() through clone3: CLONE_PIDFD hands over the pidfd race-free, and CLONE_INTO_CGROUP
+// starts the child inside its cgroup, which also spares the ~10 ms RCU grace period that a
+// write to cgroup.procs costs (it takes cgroup_threadgroup_rwsem for writing). Where clone3
+// is missing or filtered (old kernels, container seccomp profiles), fork() and pidfd_open(),
+// and the child writes itself into cgroup.procs.
+pid_t fork_child(int cgroup_fd, ExecPlan& plan, Fd& pidfd, Fd& procs) {
+    int raw_pidfd = -1;
+    clone_args args{};
+    args.flags = CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+    args.pidfd = reinterpret_cast<std::uintptr_t>(&raw_pidfd);
+    args.exit_signal = SIGCHLD;
+    args.cgroup = cgroup_fd >= 0 ? static_cast<std::uint64_t>(cgroup_fd) : 0;
+    const long rc = ::syscall(SYS_clone3, &args, sizeof args);
+    if (rc == 0) return 0;
+    if (rc > 0) {
+        pidfd.reset(raw_pidfd);
+        return static_cast<pid_t>(rc);
+    }
+    if (errno != ENOSYS && errno != EPERM && errno != EINVAL) return -1;
+    if (cgroup_fd >= 0) {
+        procs.reset(::openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC));
+        plan.cgroup_procs_fd = procs.get();
+    }
+    const pid_t pid = ::fork();
+    if (pid > 0) pidfd.reset(pidfd_open(pid));  // ours until reaped: the pid cannot be recycled
+    return pid;
+}
+
+}  // namespace
+
+Child::Child(pid_t pid, Fd pidfd, Fd status_fd, Supervision supervision)
+    : m_pid(pid), m_pidfd(std::move(pidfd)), m_status_fd(std::move(status_fd)),
+      m_supervision(supervision) {}
+
+Child::Child(Child&& other) noexcept
+    : m_pid(std::exchange(other.m_pid, -1)), m_pidfd(std::move(other.m_pidfd)),
+      m_status_fd(std::move(other.m_status_fd)), m_supervision(other.m_supervision),
+      m_reaped(std::exchange(other.m_reaped, true)) {}
+
+Child::~Child() {
+    if (m_reaped || m_pid < 0) return;
+    // The reaper takes its tree down with it; a direct child is killed alone (its tree is the
+    // cgroup's or the pid namespace's business).
+    signal(m_supervision == Supervision::subreaper ? k_reaper_kill : SIGKILL);
+    (void)reap();
+}
+
+void Child::signal(int sig) const {
+    if (m_pidfd.valid()) {
+        pidfd_send_signal(m_pidfd.get(), sig);
+    } else if (m_pid > 0) {
+        ::kill(m_pid, sig);
+    }
+}
+
+Expected<ExitInfo> Child::reap() {
+    siginfo_t info{};
+    int rc = 0;
+    do {
+        rc = m_pidfd.valid() ? ::waitid(P_PIDFD, static_cast<id_t>(m_pidfd.get()), &info, WEXITED)
+                             : ::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return fail(ErrorKind::permanent, errno_message("waitid"));
+    m_reaped = true;
+    ExitInfo exit;
+    if (m_supervision == Supervision::direct) {
+        if (info.si_code == CLD_EXITED) {
+            exit.exit_code = info.si_status;
+        } else {
+            exit.signal = info.si_status;
+        }
+        return exit;
+    }
+    int status = 0;
+    ssize_t n = 0;
+    do {
+        n = ::read(m_status_fd.get(), &status, sizeof status);
+    } while (n < 0 && errno == EINTR);
+    if (n != sizeof status)
+        return fail(ErrorKind::permanent, "the run's reaper ended without the command's status");
+    if (WIFEXITED(status)) {
+        exit.exit_code = WEXITSTATUS(status);
+    } else {
+        exit.signal = WTERMSIG(status);
+    }
+    return exit;
+}
+
+std::expected<Child, SpawnError> spawn(const SpawnSpec& spec) {
+    if (spec.argv.empty()) return std::unexpected(SpawnError{0, "empty argv"});
+    ExecPlan plan = make_plan(spec);
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+        return std::unexpected(SpawnError{0, errno_message("pipe2")});
+    Fd error_read(pipe_fds[0]);
+    Fd error_write(pipe_fds[1]);
+    Fd status_read;
+    Fd status_write;
+    if (spec.supervision == Supervision::subreaper) {
+        if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+            return std::unexpected(SpawnError{0, errno_message("pipe2")});
+        status_read.reset(pipe_fds[0]);
+        status_write.reset(pipe_fds[1]);
+    }
+    plan.error_fd = error_write.get();
+
+    // Block every signal across fork so that no handler of ours runs in the child before it
+    // resets dispositions; the child starts from an empty mask before exec.
+    sigset_t all;
+    sigset_t old;
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &old);
+    Fd pidfd;
+    Fd procs;
+    const pid_t pid = fork_child(spec.cgroup_fd, plan, pidfd, procs);
+    if (pid == 0) {
+        if (spec.supervision == Supervision::subreaper)
+            reaper_main(plan.caller, status_write.get(), plan.error_fd, exec_child, &plan);
+        exec_child(&plan);
+    }
+    const int fork_errno = errno;
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (pid < 0) return std::unexpected(SpawnError{0, errno_message("fork", fork_errno)});
+    error_write.reset();
+    status_write.reset();
+
+    Child child(pid, std::move(pidfd), std::move(status_read), spec.supervision);
+
+    ChildFailure failure;
+    ssize_t n = 0;
+    do {
+        n = ::read(error_read.get(), &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    if (n == sizeof failure) {
+        (void)child.reap();
+        const int errno_value = failure.stage == stage_exec ? failure.errno_value : 0;
+        return std::unexpected(SpawnError{errno_value, failure_message(spec, failure)});
+    }
+    return child;
+}
+
+}  // namespace sandbox

@@ -1,0 +1,84 @@
+#pragma once
+// Starting one command: fork (clone3, straight into the run's cgroup), then in the child
+// (async-signal-safe steps only) setsid, put stdio and the inherited fds in place, mark every other fd close-on-exec,
+// reset signal mask and dispositions, chdir and execve with exactly the given environment.
+// An O_CLOEXEC error pipe carries the failing step's errno back, so "not found" (ENOENT) and
+// "not executable" (EACCES, ENOEXEC) are told apart exactly, before any output is read.
+//
+// With Supervision::subreaper a per-run reaper process sits between the caller and the
+// command (reaper.hpp): it is PR_SET_CHILD_SUBREAPER, so orphans of the command's tree are
+// adopted by it rather than by the caller, which keeps concurrent runs in one process apart.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/fd.hpp"
+#include "sandbox/run.hpp"
+
+namespace sandbox {
+
+enum class Supervision {
+    direct,     // the command is our child (its tree is held by a cgroup or a pid namespace)
+    subreaper,  // a per-run reaper process is our child and the command is its child
+};
+
+struct SpawnSpec {
+    std::vector<std::string> argv;  // argv[0] is looked up on env's PATH unless it has a '/'
+    Environment env;
+    std::filesystem::path cwd;  // empty: the caller's
+    int stdin_fd = -1;          // become the child's 0, 1, 2; not owned, must be valid
+    int stdout_fd = -1;
+    int stderr_fd = -1;
+    std::vector<int> inherited_fds;  // dup'ed to 3, 4, ...; not owned
+    int cgroup_fd = -1;  // >= 0: a cgroup directory the child starts in (CLONE_INTO_CGROUP)
+    Supervision supervision = Supervision::direct;
+};
+
+struct SpawnError {
+    int errno_value = 0;
+    std::string message;  // "cannot execute 'x': No such file or directory"
+};
+
+// How the command ended.
+struct ExitInfo {
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+};
+
+// The process we forked (the command itself, or its reaper). Owns it: the destructor kills
+// (SIGKILL) and reaps it when reap() was not called, so no zombie or orphan is left on any
+// path.
+class Child {
+public:
+    Child(pid_t pid, Fd pidfd, Fd status_fd, Supervision supervision);
+    Child(Child&& other) noexcept;
+    Child& operator=(Child&&) = delete;
+    Child(const Child&) = delete;
+    ~Child();
+
+    pid_t pid() const { return m_pid; }
+    Supervision supervision() const { return m_supervision; }
+    // A pidfd: readable once the forked process has exited (for the reaper: once the whole
+    // tree is gone). Until reap() the pid cannot be reused, so signalling it is safe.
+    int wait_fd() const { return m_pidfd.get(); }
+    // Sends `sig` to the forked process; ignored once it has exited.
+    void signal(int sig) const;
+    // Reaps the forked process (call when wait_fd() is readable; blocks otherwise) and says
+    // how the command ended. For the reaper, the command's status is what it relayed.
+    Expected<ExitInfo> reap();
+
+private:
+    pid_t m_pid = -1;
+    Fd m_pidfd;
+    Fd m_status_fd;  // subreaper: the reaper writes the command's wait status here
+    Supervision m_supervision;
+    bool m_reaped = false;
+};
+
+std::expected<Child, SpawnError> spawn(const SpawnSpec& spec);
+
+}  // namespace sandbox
