@@ -1,0 +1,126 @@
+#include "jobs/action_model.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "jobs/workflow_parse.hpp"
+
+namespace jobs {
+namespace {
+
+using detail::ParseContext;
+
+void parse_inputs(ParseContext& ctx, const YamlNode& node, Action& action) {
+    if (node.is_null() || !ctx.require_mapping(node, "inputs")) return;
+    for (const auto& entry : node.entries) {
+        InputSpec input;
+        input.name = entry.key;
+        input.mark = entry.key_mark;
+        if (entry.value.is_mapping()) {
+            const std::string where = "inputs." + entry.key;
+            if (!ctx.check_keys(entry.value, {"description", "required", "default",
+                                              "deprecationMessage"}, where))
+                return;
+            if (const auto* d = entry.value.find("description"))
+                input.description = ctx.text(*d, where + ".description").value_or(Text{}).value;
+            if (const auto* r = entry.value.find("required"))
+                input.required = r->scalar_type() == YamlNode::ScalarType::boolean ? r->as_bool()
+                                                                                   : r->text == "true";
+            if (const auto* d = entry.value.find("default")) input.default_value = *d;
+        } else if (!entry.value.is_null()) {
+            ctx.fail(entry.value.mark, "inputs." + entry.key + " must be a mapping");
+            return;
+        }
+        action.inputs.push_back(std::move(input));
+    }
+}
+
+void parse_outputs(ParseContext& ctx, const YamlNode& node, Action& action) {
+    if (node.is_null() || !ctx.require_mapping(node, "outputs")) return;
+    for (const auto& entry : node.entries) {
+        OutputSpec output;
+        output.name = entry.key;
+        output.mark = entry.key_mark;
+        if (entry.value.is_mapping()) {
+            const std::string where = "outputs." + entry.key;
+            if (!ctx.check_keys(entry.value, {"description", "value"}, where)) return;
+            if (const auto* v = entry.value.find("value")) output.value = ctx.text(*v, where + ".value").value_or(Text{});
+            else if (action.kind == ActionKind::composite)
+                return (void)ctx.fail(entry.key_mark, "composite action output '" + entry.key + "' needs a 'value'");
+        }
+        action.outputs.push_back(std::move(output));
+    }
+}
+
+void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
+    if (!ctx.require_mapping(runs, "runs")) return;
+    const YamlNode* using_node = runs.find("using");
+    if (using_node == nullptr || !using_node->is_scalar())
+        return (void)ctx.fail(runs.mark, "runs needs 'using' (composite, node20, docker)");
+    action.using_ = using_node->text;
+    if (action.using_ == "composite") {
+        action.kind = ActionKind::composite;
+        if (!ctx.check_keys(runs, {"using", "steps"}, "runs")) return;
+        const YamlNode* steps = runs.find("steps");
+        if (steps == nullptr) return (void)ctx.fail(runs.mark, "a composite action needs runs.steps");
+        action.steps = ctx.steps(*steps, "the composite action", true);
+    } else if (action.using_.starts_with("node")) {
+        action.kind = ActionKind::node;
+        if (!ctx.check_keys(runs, {"using", "main", "pre", "post", "pre-if", "post-if"}, "runs"))
+            return;
+        const YamlNode* main = runs.find("main");
+        if (main == nullptr) return (void)ctx.fail(runs.mark, "a JavaScript action needs runs.main");
+        action.main = ctx.text(*main, "runs.main").value_or(Text{}).value;
+        if (const auto* pre = runs.find("pre")) action.pre = ctx.text(*pre, "runs.pre").value_or(Text{}).value;
+        if (const auto* post = runs.find("post")) action.post = ctx.text(*post, "runs.post").value_or(Text{}).value;
+        if (const auto* c = runs.find("pre-if")) action.pre_if = ctx.text(*c, "runs.pre-if");
+        if (const auto* c = runs.find("post-if")) action.post_if = ctx.text(*c, "runs.post-if");
+    } else if (action.using_ == "docker") {
+        action.kind = ActionKind::docker;
+        if (const auto* env = runs.find("env")) action.env = ctx.env(*env, "runs.env");
+    } else {
+        ctx.fail(using_node->mark, "unknown runs.using '" + action.using_ +
+                                       "' (composite, node12/16/20/24 or docker)");
+    }
+}
+
+}  // namespace
+
+sandbox::Expected<Action> parse_action(std::string_view text, std::string_view file,
+                                       const std::filesystem::path& dir) {
+    auto root = parse_yaml(text, file);
+    if (!root) return std::unexpected(root.error());
+    ParseContext ctx;
+    Action action;
+    action.directory = dir;
+    action.file = std::string(file);
+    auto failed = [&]() { return sandbox::fail(sandbox::ErrorKind::invalid_input, ctx.error()); };
+    if (!ctx.require_mapping(*root, "an action manifest") ||
+        !ctx.check_keys(*root, {"name", "author", "description", "inputs", "outputs", "runs",
+                                "branding"}, "the action manifest"))
+        return failed();
+    if (const auto* name = root->find("name")) action.name = ctx.text(*name, "name").value_or(Text{}).value;
+    const YamlNode* runs = root->find("runs");
+    if (runs == nullptr) return ctx.fail(root->mark, "the action has no 'runs'"), failed();
+    parse_runs(ctx, *runs, action);
+    if (const auto* inputs = root->find("inputs")) parse_inputs(ctx, *inputs, action);
+    if (const auto* outputs = root->find("outputs")) parse_outputs(ctx, *outputs, action);
+    if (!ctx.ok()) return failed();
+    return action;
+}
+
+sandbox::Expected<Action> load_action(const std::filesystem::path& dir) {
+    std::filesystem::path file = dir / "action.yml";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) file = dir / "action.yaml";
+    if (!std::filesystem::is_regular_file(file, ec))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "no action.yml or action.yaml in " + dir.string());
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot read the file");
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return parse_action(buffer.str(), file.string(), dir);
+}
+
+}  // namespace jobs

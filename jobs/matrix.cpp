@@ -1,0 +1,150 @@
+#include "jobs/matrix.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "jobs/yaml_value.hpp"
+
+namespace jobs {
+namespace {
+
+using sandbox::ErrorKind;
+using sandbox::fail;
+
+bool is_expression(const YamlNode& node) {
+    return node.is_scalar() && node.scalar_type() == YamlNode::ScalarType::string &&
+           has_expression(node.text);
+}
+
+// A vector: items evaluated, arrays from a lone-expression item spliced in.
+ExprExpected<Value> evaluate_vector(const YamlNode& node, const EvalContext& context) {
+    if (!node.is_sequence()) return evaluate_yaml(node, context);
+    Array out;
+    for (const auto& item : node.items) {
+        auto value = evaluate_yaml(item, context);
+        if (!value) return value;
+        if (is_expression(item) && value->is_array()) {
+            for (const auto& inner : value->as_array()) out.push_back(inner);
+        } else {
+            out.push_back(std::move(*value));
+        }
+    }
+    return Value(std::move(out));
+}
+
+// True when every key/value of `entry` (restricted to `keys` when given) equals the
+// combination's.
+bool matches(const Object& combination, const Object& entry, const std::set<std::string>* keys) {
+    for (const auto& [key, value] : entry) {
+        if (keys != nullptr && !keys->contains(fold_case(key))) continue;
+        const Value* ours = combination.find(key);
+        if (ours == nullptr || !deep_equal(*ours, value)) return false;
+    }
+    return true;
+}
+
+sandbox::Expected<std::vector<Object>> object_list(const Value& value, const std::string& what) {
+    std::vector<Object> out;
+    if (value.is_null()) return out;
+    if (!value.is_array()) return fail(ErrorKind::invalid_input, "strategy.matrix." + what + " must be an array of objects");
+    for (const auto& item : value.as_array()) {
+        if (!item.is_object())
+            return fail(ErrorKind::invalid_input, "strategy.matrix." + what + " entries must be objects, not " +
+                                                      std::string(to_string(item.kind())));
+        out.push_back(item.as_object());
+    }
+    return out;
+}
+
+}  // namespace
+
+ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& context) {
+    if (!matrix.is_mapping()) return evaluate_yaml(matrix, context);
+    Object out;
+    for (const auto& entry : matrix.entries) {
+        auto value = evaluate_vector(entry.value, context);
+        if (!value) return value;
+        out.set(entry.key, std::move(*value));
+    }
+    return Value(std::move(out));
+}
+
+sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
+    if (!matrix.is_object())
+        return fail(ErrorKind::invalid_input, "strategy.matrix must be an object, not " +
+                                                  std::string(to_string(matrix.kind())));
+    std::vector<Object> combinations;
+    std::set<std::string> vector_keys;  // folded
+    std::vector<Object> includes, excludes;
+    bool any_vector = false;
+    for (const auto& [key, value] : matrix.as_object()) {
+        if (equals_ignore_case(key, "include") || equals_ignore_case(key, "exclude")) {
+            auto list = object_list(value, key);
+            if (!list) return std::unexpected(list.error());
+            (equals_ignore_case(key, "include") ? includes : excludes) = std::move(*list);
+            continue;
+        }
+        if (!value.is_array())
+            return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' must be an array, not " +
+                                                      std::string(to_string(value.kind())));
+        if (value.as_array().empty())
+            return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' has no values");
+        vector_keys.insert(fold_case(key));
+        if (!any_vector) combinations.emplace_back();
+        any_vector = true;
+        std::vector<Object> next;
+        for (const auto& base : combinations) {
+            for (const auto& item : value.as_array()) {
+                Object combination = base;
+                combination.set(key, item);
+                next.push_back(std::move(combination));
+                if (next.size() > k_max_matrix_combinations)
+                    return fail(ErrorKind::invalid_input, "the matrix has more than " +
+                                                              std::to_string(k_max_matrix_combinations) +
+                                                              " combinations");
+            }
+        }
+        combinations = std::move(next);
+    }
+    std::erase_if(combinations, [&](const Object& combination) {
+        return std::ranges::any_of(excludes, [&](const Object& ex) { return matches(combination, ex, nullptr); });
+    });
+    const std::size_t original = combinations.size();
+    for (const auto& include : includes) {
+        bool extended = false;
+        for (std::size_t i = 0; i < original; ++i) {
+            if (!matches(combinations[i], include, &vector_keys)) continue;
+            for (const auto& [key, value] : include) combinations[i].set(key, value);
+            extended = true;
+        }
+        if (!extended) combinations.push_back(include);
+    }
+    if (combinations.size() > k_max_matrix_combinations)
+        return fail(ErrorKind::invalid_input, "the matrix has more than " +
+                                                  std::to_string(k_max_matrix_combinations) + " combinations");
+    if (combinations.empty())
+        return fail(ErrorKind::invalid_input, "the matrix has no combinations left after 'exclude'");
+    std::vector<Value> out;
+    for (auto& combination : combinations) out.emplace_back(std::move(combination));
+    return out;
+}
+
+std::vector<Value> filter_matrix(std::vector<Value> combinations,
+                                 const std::vector<std::pair<std::string, std::string>>& filter) {
+    if (filter.empty()) return combinations;
+    std::erase_if(combinations, [&](const Value& combination) {
+        for (const auto& [key, value] : combination.as_object()) {
+            bool filtered = false, allowed = false;
+            for (const auto& [fkey, fvalue] : filter) {
+                if (!equals_ignore_case(fkey, key)) continue;
+                filtered = true;
+                allowed = allowed || value.to_display_string() == fvalue;
+            }
+            if (filtered && !allowed) return true;
+        }
+        return false;
+    });
+    return combinations;
+}
+
+}  // namespace jobs

@@ -1,0 +1,27 @@
+#pragma once
+// YAML values of the model to expression Values: typed scalars under the YAML 1.2 core
+// schema (true, 1.5, null), and `${{ }}` evaluated where the runner evaluates them.
+
+#include "jobs/expr.hpp"
+#include "jobs/value.hpp"
+#include "jobs/yaml_tree.hpp"
+
+namespace jobs {
+
+// Without evaluation: `${{ }}` stays text.
+Value yaml_to_value(const YamlNode& node);
+
+// With evaluation: a string holding `${{ }}` becomes interpolate_value() of it (a lone
+// expression keeps its kind), recursively through sequences and mappings. Errors carry the
+// node's file:line:col in the message.
+ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& context);
+
+// Interpolates a Text-like string and prefixes errors with its position.
+ExprExpected<std::string> interpolate_at(std::string_view text, const SourceMark& mark,
+                                         const EvalContext& context);
+ExprExpected<Value> interpolate_value_at(std::string_view text, const SourceMark& mark,
+                                         const EvalContext& context);
+ExprExpected<bool> condition_at(std::string_view text, const SourceMark& mark,
+                                const EvalContext& context);
+
+}  // namespace jobs
