@@ -6,7 +6,8 @@
 // Arrays and objects are shared, reference-counted containers: copying a Value is cheap and
 // the copy refers to the same container, which is what gives `obj == obj` its reference
 // equality. The mutable accessors copy the container first when it is shared (copy on write),
-// so a mutation never shows through another Value.
+// so a mutation never shows through another Value. Threads may read shared Values freely;
+// mutate only a Value that no other thread can reach at the time.
 
 #include <cstddef>
 #include <memory>
