@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "jobs/git_handles.hpp"
+#include "jobs/git_provider.hpp"
 #include "jobs/git_remove.hpp"
 #include "jobs/git_workspace.hpp"
 #include "jobs/git_worktree.hpp"
+#include "sandbox/run.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -281,4 +283,105 @@ TEST_CASE("a mirror whose blob is corrupt under a checkout is re-cloned and the 
     CHECK(second->mirror.event == jobs::MirrorEvent::recloned);
     CHECK(tests::read_file(dir / "second/big.txt") == big);
     CHECK(git_in(dir / "second", "status --porcelain").empty());
+}
+
+TEST_CASE("under sandgate's own wrap, git works in the worktree and the mirror is read-only") {
+    SKIP_UNDER_WRAP("a nested wrap cannot mount /proc");
+    const auto dir = tests::make_temp_dir("worktree");
+    const fs::path origin = dir / "origin";
+    const std::string sha = tests::make_repo(origin, {{"a.txt", "a\n"}});
+    tests::commit_file(origin, "b.txt", "b\n");
+    const std::string tip = git_in(origin, "rev-parse HEAD");
+    const jobs::MirrorCache cache(dir / "state");
+    jobs::WorktreeArea area(dir / "state");
+    auto worktree = area.create("wrapped");
+    REQUIRE(worktree);
+    auto done = jobs::checkout_commit(cache, checkout_request(origin.string(), tip, worktree->path()));
+    REQUIRE(done);
+    tests::commit_file(origin, "c.txt", "c\n");
+    auto other = cache.ensure_commit(jobs::MirrorRequest{origin.string(), git_in(origin, "rev-parse HEAD"), "", std::nullopt});
+    REQUIRE(other);
+    tests::make_repo(dir / "secret", {{"s.txt", "private\n"}});
+    auto secret = cache.ensure_commit(jobs::MirrorRequest{(dir / "secret").string(), git_in(dir / "secret", "rev-parse HEAD"), "", std::nullopt});
+    REQUIRE(secret);
+
+    sandbox::RunRequest request;
+    request.argv = {"/bin/sh", "-c",
+                    "git rev-parse HEAD && git log --format=%s && test -z \"$(git status --porcelain)\" && "
+                    "echo x > new.txt && git add new.txt && git -c user.name=s -c user.email=s@x commit -qm step && "
+                    "git rev-list --count HEAD && ! touch " + done->mirror.gitdir.string() + "/objects/x 2>/dev/null && "
+                    "! ls " + secret->gitdir.string() + " 2>/dev/null && echo ok"};
+    request.cwd = worktree->path();
+    request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
+    request.policy.mode = sandbox::SandboxMode::bwrap;
+    request.policy.read_only = done->mirror_gitdirs;
+    request.timeout = std::chrono::minutes(5);
+    const auto result = sandbox::run(request);
+    INFO(result.out.head + result.err.head + (result.error ? result.error->message : ""));
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.out.head == tip + "\nchange\ninitial\n3\nok\n");
+}
+
+TEST_CASE("GitWorkspace backs actions/checkout: ref, path, fetch-depth, submodules") {
+    const auto dir = tests::make_temp_dir("worktree");
+    const fs::path origin = dir / "origin";
+    const std::string first = tests::make_repo(origin, {{"a.txt", "1\n"}});
+    const std::string second = tests::commit_file(origin, "a.txt", "2\n");
+    sh("git -C " + origin.string() + " tag v1 " + first + " && git -C " + origin.string() + " tag -a -m annotated v1a " + first);
+    const std::string third = tests::commit_file(origin, "a.txt", "3\n");
+    sh("git -C " + origin.string() + " branch older " + second);
+    const jobs::MirrorCache cache(dir / "state");
+    jobs::WorktreeArea area(dir / "state");
+    fs::path kept;
+    {
+        jobs::GitWorkspace provider(cache, area, jobs::GitSource{origin.string(), third, "refs/heads/main", "o/r", std::nullopt});
+        auto workspace = provider.workspace_for("build (linux)");
+        REQUIRE(workspace);
+        kept = *workspace;
+        CHECK(fs::is_empty(*workspace));  // nothing until actions/checkout runs
+
+        auto done = provider.checkout(*workspace, jobs::CheckoutRequest{});
+        REQUIRE(done);
+        CHECK_THAT(*done, Catch::Contains(third) && Catch::Contains("depth 1"));
+        CHECK(git_in(*workspace, "rev-parse HEAD") == third);
+        CHECK(git_in(*workspace, "rev-list --count HEAD") == "1");
+        CHECK(provider.mirrors_used().size() == 1);
+
+        jobs::CheckoutRequest again;
+        again.fetch_depth = "0";
+        again.ref = "older";
+        REQUIRE(provider.checkout(*workspace, again));  // cleans the previous checkout first
+        CHECK(git_in(*workspace, "rev-parse HEAD") == second);
+        CHECK(git_in(*workspace, "rev-list --count HEAD") == "2");
+        CHECK(git_in(*workspace, "status --porcelain").empty());
+
+        for (const std::string& ref : std::vector<std::string>{"v1", "v1a", "refs/tags/v1", first}) {
+            jobs::CheckoutRequest tagged;
+            tagged.ref = ref;
+            tagged.path = "sub/dir";
+            REQUIRE(provider.checkout(*workspace, tagged));
+            CHECK(git_in(*workspace / "sub/dir", "rev-parse HEAD") == first);
+        }
+
+        jobs::CheckoutRequest bad;
+        bad.path = "../escape";
+        CHECK_FALSE(provider.checkout(*workspace, bad));
+        bad = {};
+        bad.repository = "someone/else";
+        auto other = provider.checkout(*workspace, bad);
+        REQUIRE_FALSE(other);
+        CHECK_THAT(other.error().message, Catch::Contains("someone/else"));
+        bad = {};
+        bad.ref = "no-such-branch";
+        auto unknown = provider.checkout(*workspace, bad);
+        REQUIRE_FALSE(unknown);
+        CHECK_THAT(unknown.error().message, Catch::Contains("no-such-branch"));
+        bad = {};
+        bad.fetch_depth = "deep";
+        CHECK_FALSE(provider.checkout(*workspace, bad));
+        bad = {};
+        bad.submodules = "maybe";
+        CHECK_FALSE(provider.checkout(*workspace, bad));
+    }
+    CHECK_FALSE(fs::exists(kept));  // the provider's worktrees go with it
 }
