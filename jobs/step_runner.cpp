@@ -1,0 +1,281 @@
+#include "jobs/step_runner.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+#include <utility>
+
+#include "jobs/shell.hpp"
+
+namespace jobs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Removes the step's scratch files however run_step() returns.
+class ScratchFiles {
+public:
+    ScratchFiles() = default;
+    ScratchFiles(const ScratchFiles&) = delete;
+    ScratchFiles& operator=(const ScratchFiles&) = delete;
+    ~ScratchFiles() {
+        if (m_files) remove_file_commands(*m_files);
+        std::error_code ec;
+        if (!m_script.empty()) std::filesystem::remove(m_script, ec);
+    }
+    void set_files(FileCommandPaths files) { m_files = std::move(files); }
+    void set_script(std::filesystem::path script) { m_script = std::move(script); }
+
+private:
+    std::optional<FileCommandPaths> m_files;
+    std::filesystem::path m_script;
+};
+
+// Feeds both streams, line by line, through the step's command processor.
+class StepObserver final : public sandbox::OutputObserver {
+public:
+    explicit StepObserver(CommandProcessor& processor)
+        : m_out([&processor](std::string_view line) { processor.process_line(line); }),
+          m_err([&processor](std::string_view line) { processor.process_line(line); }) {}
+
+    void on_output(sandbox::Stream stream, std::string_view chunk) override {
+        (stream == sandbox::Stream::out ? m_out : m_err).feed(chunk);
+    }
+    void flush() {
+        m_out.flush();
+        m_err.flush();
+    }
+
+private:
+    LineSplitter m_out;
+    LineSplitter m_err;
+};
+
+void merge_into(sandbox::Environment& env, const sandbox::Environment& values) {
+    for (const auto& [name, value] : values) set_named(env, name, value);
+}
+
+const std::string* lookup(const sandbox::Environment& env, std::string_view name) {
+    return find_named(env, name);
+}
+
+Annotation error_annotation(std::string message) {
+    Annotation annotation;
+    annotation.level = AnnotationLevel::error;
+    annotation.message = std::move(message);
+    return annotation;
+}
+
+std::string describe_timeout(std::chrono::milliseconds timeout) {
+    const auto ms = timeout.count();
+    if (ms % 60000 == 0) {
+        const auto minutes = ms / 60000;
+        return std::to_string(minutes) + (minutes == 1 ? " minute" : " minutes");
+    }
+    if (ms < 1000) return std::to_string(ms) + " ms";
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f s", static_cast<double>(ms) / 1000.0);
+    return seconds;
+}
+
+void log_finish(const StepContext& context, const StepResult& result) {
+    const auto& step = context.label.step;
+    if (result.outcome == Outcome::success) {
+        context.log->status(context.label, StatusKind::success, "Success - " + step);
+    } else if (result.conclusion == Outcome::success) {
+        context.log->status(context.label, StatusKind::failure,
+                            "Failure - " + step + " (continue-on-error)");
+    } else {
+        context.log->status(context.label, StatusKind::failure, "Failure - " + step);
+    }
+}
+
+// The step could not start: nothing ran.
+StepResult not_started(const StepSpec& spec, const StepContext& context, std::string message) {
+    StepResult result;
+    result.outcome = Outcome::failure;
+    result.error = context.masker->mask(message);
+    result.annotations.push_back(error_annotation(result.error));
+    context.log->annotation(context.label, result.annotations.back());
+    result.conclusion =
+        spec.continue_on_error == ContinueOnError::yes ? Outcome::success : Outcome::failure;
+    log_finish(context, result);
+    return result;
+}
+
+void record_run(const sandbox::RunResult& run, StepResult& result) {
+    result.duration = run.duration;
+    result.stdout_bytes = run.out.bytes;
+    result.stderr_bytes = run.err.bytes;
+    result.truncated = run.out.truncated || run.err.truncated;
+    result.skip_markers = run.skip_markers;
+    result.timed_out = run.timed_out;
+    result.sandbox_json = run.sandbox_json;
+    if (run.exit_code || run.signal || run.timed_out) result.exit_code = run.exit_status();
+}
+
+// Folds the live command effects and the file commands into the result and the job.
+void apply_effects(CommandEffects& effects, FileCommandResults& files, const StepContext& context,
+                   StepResult& result, JobState& job, std::vector<std::string>& failures) {
+    const Masker& masker = *context.masker;
+    merge_into(job.env, effects.env);
+    merge_into(job.env, files.env);
+    for (const auto& dir : effects.path) job.path.add(dir);
+    for (const auto& dir : files.path) job.path.add(dir);
+    result.outputs = std::move(effects.outputs);
+    merge_into(result.outputs, files.outputs);
+    result.state = std::move(effects.state);
+    merge_into(result.state, files.state);
+    result.annotations = std::move(effects.annotations);
+    for (auto& annotation : files.annotations) {
+        annotation.message = masker.mask(annotation.message);
+        context.log->annotation(context.label, annotation);
+        result.annotations.push_back(std::move(annotation));
+    }
+    result.summary = masker.mask(files.summary);
+    failures.insert(failures.end(), effects.failures.begin(), effects.failures.end());
+    for (const auto& failure : files.failures) failures.push_back(masker.mask(failure));
+}
+
+void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepResult& result,
+                    std::vector<std::string>& failures, const StepContext& context) {
+    if (run.timed_out) {
+        failures.insert(failures.begin(),
+                        "The step has timed out after " +
+                            describe_timeout(spec.timeout.value_or(std::chrono::milliseconds(0))) + ".");
+    } else if (run.error) {
+        failures.insert(failures.begin(), context.masker->mask(run.error->message));
+    } else if (run.signal) {
+        failures.insert(failures.begin(),
+                        "Process was killed by signal " + std::to_string(*run.signal) + ".");
+    } else if (run.exit_code && *run.exit_code != 0) {
+        failures.insert(failures.begin(),
+                        "Process completed with exit code " + std::to_string(*run.exit_code) + ".");
+    }
+    if (!failures.empty() && (run.timed_out || run.error || run.signal ||
+                              (run.exit_code && *run.exit_code != 0))) {
+        result.annotations.push_back(error_annotation(failures.front()));
+        context.log->annotation(context.label, result.annotations.back());
+    }
+    result.outcome = failures.empty() ? Outcome::success : Outcome::failure;
+    std::string joined;
+    for (const auto& failure : failures) joined += (joined.empty() ? "" : " ") + failure;
+    result.error = joined;
+    result.conclusion = result.outcome == Outcome::failure &&
+                                spec.continue_on_error == ContinueOnError::yes
+                            ? Outcome::success
+                            : result.outcome;
+}
+
+}  // namespace
+
+std::string_view to_string(Outcome outcome) {
+    switch (outcome) {
+        case Outcome::success: return "success";
+        case Outcome::failure: return "failure";
+        case Outcome::cancelled: return "cancelled";
+        case Outcome::skipped: return "skipped";
+    }
+    return "failure";
+}
+
+std::string input_variable_name(std::string_view input) {
+    std::string name = "INPUT_";
+    for (const char c : input) {
+        name += c == ' ' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return name;
+}
+
+sandbox::Environment input_environment(const NamedValues& inputs) {
+    sandbox::Environment env;
+    for (const auto& [name, value] : inputs) set_named(env, input_variable_name(name), value);
+    return env;
+}
+
+sandbox::Environment state_environment(const NamedValues& state) {
+    sandbox::Environment env;
+    for (const auto& [name, value] : state) set_named(env, "STATE_" + name, value);
+    return env;
+}
+
+sandbox::Environment step_environment(const sandbox::Environment& host, const JobState& job,
+                                      const sandbox::Environment& step_env,
+                                      const sandbox::Environment& extra) {
+    sandbox::Environment set = job.env;
+    merge_into(set, step_env);
+    merge_into(set, extra);
+    const std::string* base = lookup(set, "PATH");
+    if (base == nullptr) base = lookup(host, "PATH");
+    const auto path = job.path.apply(base ? std::string_view(*base) : std::string_view());
+    if (!path.empty()) set_named(set, "PATH", path);
+    return sandbox::child_environment(host, {}, set);
+}
+
+StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& job) {
+    const auto started = Clock::now();
+    context.log->status(context.label, StatusKind::start, "Run " + context.label.step);
+    ScratchFiles scratch;
+    auto files = create_file_commands(context.temp_dir / "_runner_file_commands");
+    if (!files) return not_started(spec, context, files.error().message);
+    scratch.set_files(*files);
+
+    const auto env = step_environment(context.host, job, spec.env, file_command_environment(*files));
+    std::vector<std::string> argv = spec.argv;
+    if (argv.empty()) {
+        const auto* path = lookup(env, "PATH");
+        auto command = prepare_script(spec.shell, spec.script, context.temp_dir,
+                                      path ? std::string_view(*path) : std::string_view());
+        if (!command) return not_started(spec, context, command.error().message);
+        scratch.set_script(command->script);
+        argv = std::move(command->argv);
+    }
+    std::error_code ec;
+    if (!spec.working_directory.empty() && !std::filesystem::is_directory(spec.working_directory, ec)) {
+        return not_started(spec, context,
+                           "working-directory '" + spec.working_directory.string() +
+                               "' does not exist or is not a directory");
+    }
+
+    const auto* unsecure = lookup(env, "ACTIONS_ALLOW_UNSECURE_COMMANDS");
+    const auto* step_debug = lookup(env, "ACTIONS_STEP_DEBUG");
+    CommandProcessor processor(
+        *context.masker, *context.log, context.label,
+        unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled : UnsecureCommands::disabled,
+        step_debug && parse_bool_true(*step_debug) ? Echo::on : Echo::off);
+    processor.set_workspace(context.workspace.string());
+    StepObserver observer(processor);
+
+    sandbox::RunRequest request;
+    request.argv = std::move(argv);
+    request.cwd = spec.working_directory;
+    request.env = env;
+    request.timeout = spec.timeout;
+    request.output_limit = context.output_limit;
+    request.policy = context.policy;
+    if (request.policy.mode != sandbox::SandboxMode::off &&
+        std::find(request.policy.writable.begin(), request.policy.writable.end(), context.temp_dir) ==
+            request.policy.writable.end()) {
+        request.policy.writable.push_back(context.temp_dir);
+    }
+    request.observer = &observer;
+    const auto run = sandbox::run(request);
+    observer.flush();
+    processor.finish();
+
+    StepResult result;
+    record_run(run, result);
+    auto file_results = read_file_commands(*files);
+    std::vector<std::string> failures;
+    apply_effects(processor.effects(), file_results, context, result, job, failures);
+    finish_outcome(spec, run, result, failures, context);
+    if (result.duration.count() == 0) {
+        result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    }
+    log_finish(context, result);
+    return result;
+}
+
+}  // namespace jobs
