@@ -26,6 +26,7 @@ constexpr Command k_commands[] = {
      exec_command},
     {"doctor", "report what this machine allows the sandbox to use", doctor_command},
     {"expr", "evaluate one GitHub Actions expression against JSON contexts", expr_command},
+    {"hook", "answer the GitHub Actions runner's container hooks with the wrap", hook_command},
 };
 
 void print_usage(std::FILE* to) {

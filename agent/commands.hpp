@@ -11,5 +11,6 @@ using CommandArgs = std::span<char*>;
 int exec_command(CommandArgs args);
 int doctor_command(CommandArgs args);
 int expr_command(CommandArgs args);
+int hook_command(CommandArgs args);
 
 }  // namespace agent

@@ -40,6 +40,17 @@ enum class CgroupUse { automatic, never };
 // NAME=VALUE pairs, in order; names unique.
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
+enum class Access { read_only, writable };
+
+// A host path shown at another path inside the wrap (the runner's container hooks mount the
+// work directory at /__w, say). The destination must be absolute and outside the system
+// directories; neither side may pass through a symlink.
+struct Bind {
+    std::filesystem::path source;
+    std::filesystem::path destination;
+    Access access = Access::read_only;
+};
+
 // The isolation posture of one run (issue 3). Defaults are the safe ones.
 struct Policy {
     SandboxMode mode = SandboxMode::bwrap;
@@ -48,6 +59,7 @@ struct Policy {
     std::vector<std::filesystem::path> read_only;  // extra read-only binds
     std::vector<std::filesystem::path> writable;   // extra writable binds
     std::vector<std::filesystem::path> hide;       // masked with an empty tmpfs / /dev/null
+    std::vector<Bind> binds;                       // host paths shown elsewhere inside
     std::optional<std::filesystem::path> scratch;  // kept; otherwise a per-run temp root, removed
     std::optional<std::filesystem::path> toolchain_cache;  // warm cache, bound read-only
     std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default

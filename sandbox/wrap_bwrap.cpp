@@ -65,6 +65,29 @@ struct Scratch {
     bool owned = false;
 };
 
+// Policy binds: a host path at another path inside. System directories are never a
+// destination (a bind there would replace what the wrap keeps read-only).
+Expected<void> add_binds(const std::vector<Bind>& binds, std::vector<MountEntry>& entries) {
+    static const char* const k_system[] = {"/usr", "/etc", "/proc", "/dev", "/sys", "/bin",
+                                           "/sbin", "/lib", "/lib64", "/tmp"};
+    for (const auto& bind : binds) {
+        auto source = checked_bind_path(bind.source, "bind source", MustExist::yes);
+        if (!source) return std::unexpected(source.error());
+        if (!bind.destination.is_absolute())
+            return fail(ErrorKind::invalid_input,
+                        "bind destination '" + bind.destination.string() + "' is not absolute");
+        const auto destination = bind.destination.lexically_normal();
+        for (const char* system : k_system) {
+            if (destination == "/" || path_within(destination, system))
+                return fail(ErrorKind::invalid_input, "bind destination '" + destination.string() +
+                                                          "' would cover a system directory");
+        }
+        const auto kind = bind.access == Access::writable ? MountKind::bind : MountKind::ro_bind;
+        entries.push_back({kind, destination, *source, {}, 2});
+    }
+    return {};
+}
+
 Expected<Scratch> make_scratch(const Policy& policy) {
     if (policy.scratch) {
         std::error_code ec;
@@ -106,6 +129,7 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         if (auto ok = refuse_host_roots(*checked, "--writable"); !ok) return ok;
         entries.push_back({MountKind::bind, *checked, *checked, {}, 2});
     }
+    if (auto added = add_binds(policy.binds, entries); !added) return added;
     if (policy.toolchain_cache) {
         auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());

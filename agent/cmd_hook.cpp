@@ -1,0 +1,79 @@
+// `sandgate hook`: the official runner's container hooks, answered by the wrap.
+// The runner's thin script (contrib/runner-hooks/index.js) pipes the hook's JSON input to
+// `sandgate hook [OPTIONS]` on stdin. Exit status: the step's for run_*_step; 0 for
+// prepare_job/cleanup_job; 1 with one line on stderr when the input or a flag is wrong or
+// the step could not be started (the runner fails the job).
+
+// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "agent/commands.hpp"
+#include "agent/runner_hook.hpp"
+
+namespace agent {
+namespace {
+
+constexpr int k_exit_hook_failed = 1;
+constexpr std::size_t k_max_input_bytes = 16 * 1024 * 1024;
+
+std::filesystem::path default_state_dir() {
+    if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state)
+        return std::filesystem::path(state) / "sandgate";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::filesystem::path(home) / ".local/state/sandgate";
+    return "/var/lib/sandgate";
+}
+
+int hook_failed(const std::string& message) {
+    std::fprintf(stderr, "sandgate hook: %s\n", message.c_str());
+    return k_exit_hook_failed;
+}
+
+}  // namespace
+
+int hook_command(CommandArgs args) {
+    CLI::App app{"Answer the GitHub Actions runner's container hooks with sandgate's wrap", "sandgate hook"};
+    std::string sandbox_mode = "bwrap";
+    std::string network = "none";
+    std::string state_dir;
+    app.add_option("--sandbox", sandbox_mode, "bwrap (default) or container (runs images)");
+    app.add_option("--network", network, "none (default: loopback only) or host");
+    app.add_option("--state-dir", state_dir, "where job scratch directories live (default: $XDG_STATE_HOME/sandgate)");
+    try {
+        app.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::CallForHelp&) {
+        std::printf("%s", app.help().c_str());
+        return 0;
+    } catch (const CLI::ParseError& error) {
+        return hook_failed(error.what());
+    }
+    if (sandbox_mode != "bwrap" && sandbox_mode != "container")
+        return hook_failed("--sandbox: must be bwrap or container, not '" + sandbox_mode + "'");
+    if (network != "none" && network != "host")
+        return hook_failed("--network: must be none or host, not '" + network + "'");
+
+    std::string input_text;
+    char buffer[65536];
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, stdin)) {
+        input_text.append(buffer, n);
+        if (input_text.size() > k_max_input_bytes) return hook_failed("input larger than 16 MiB");
+    }
+
+    auto input = parse_hook_input(input_text);
+    if (!input) return hook_failed(input.error().message);
+    HookOptions options;
+    options.policy.mode = sandbox_mode == "container" ? sandbox::SandboxMode::container
+                                                      : sandbox::SandboxMode::bwrap;
+    options.policy.network = network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+    options.state_dir = state_dir.empty() ? default_state_dir() : std::filesystem::path(state_dir);
+    auto status = run_hook(*input, options);
+    if (!status) return hook_failed(status.error().message);
+    return *status;
+}
+
+}  // namespace agent
