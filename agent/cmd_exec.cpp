@@ -38,6 +38,7 @@ struct ExecOptions {
     std::string stdin_file;
     std::string shell;
     bool json = false;
+    std::string result_file;
     std::vector<std::string> argv;
     PolicyOptions policy;
 };
@@ -54,6 +55,8 @@ void add_options(CLI::App& app, ExecOptions& o) {
         ->excludes(text);
     auto* shell = app.add_option("--shell", o.shell, "run SCRIPT with sh -c");
     app.add_flag("--json", o.json, "print one JSON document describing the run on stdout");
+    app.add_option("--result-file", o.result_file,
+                   "also write that JSON document to FILE (output still streams live)");
     add_policy_options(app, o.policy);
     app.add_option("argv", o.argv, "PROGRAM [ARGS...] (after --)")->excludes(shell);
 }
@@ -170,6 +173,19 @@ std::string one_line(std::string text) {
     return text;
 }
 
+// Temp file beside the destination, then rename: a reader never sees half a document.
+sandbox::Expected<void> write_result_file(const std::string& path, const std::string& doc) {
+    const std::string temp = path + ".tmp";
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << doc << '\n';
+        if (!out.flush()) return sandbox::fail(sandbox::ErrorKind::permanent, "--result-file: cannot write " + temp);
+    }
+    if (std::rename(temp.c_str(), path.c_str()) != 0)
+        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("--result-file: " + path));
+    return {};
+}
+
 }  // namespace
 
 int exec_command(CommandArgs args) {
@@ -197,11 +213,15 @@ int exec_command(CommandArgs args) {
     LiveOutput live;
     if (!options.json) request->observer = &live;
     const sandbox::RunResult result = sandbox::run(*request);
+    const std::string doc = sandbox::to_json(result).dump(
+        -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     if (options.json) {
-        const std::string doc = sandbox::to_json(result).dump(
-            -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         std::fprintf(stdout, "%s\n", doc.c_str());
         std::fflush(stdout);
+    }
+    if (!options.result_file.empty()) {
+        if (auto written = write_result_file(options.result_file, doc); !written)
+            std::fprintf(stderr, "sandgate exec: %s\n", one_line(written.error().message).c_str());
     }
     if (result.error)
         std::fprintf(stderr, "sandgate exec: %s\n", one_line(result.error->message).c_str());

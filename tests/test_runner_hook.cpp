@@ -64,11 +64,11 @@ struct Runner {  // the directories a runner hands its hooks, and the container 
                        {"readOnly", true}}}}}},
                   {"services", json::array()}}}};
     }
-    json step_input(const json& state, const std::string& script) const {
+    json step_input(const json& job_state, const std::string& script) const {
         tests::write_file(work / "_temp/step.sh", script);
         return {{"command", "run_script_step"},
                 {"responseFile", nullptr},
-                {"state", state},
+                {"state", job_state},
                 {"args",
                  {{"entryPoint", "sh"},
                   {"entryPointArgs", {"-e", "/__w/_temp/step.sh"}},
