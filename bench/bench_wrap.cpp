@@ -1,0 +1,122 @@
+// Per-spawn cost of the wrap: `sandgate exec --sandbox bwrap -- true` against `--sandbox off`,
+// against a raw bwrap with the same namespaces and mounts of the same kind, and against
+// `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
+// so that machine noise hits them alike; the figures are medians, printed as ratios from this
+// one run. Target: sandgate's wrap within 1.2x of raw bwrap.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sandbox/probe.hpp"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Variant {
+    std::string name;
+    std::vector<std::string> argv;
+    std::vector<double> samples_ms;
+};
+
+// One spawn-and-wait of argv, its output to /dev/null; returns milliseconds, or -1 on failure.
+double time_once(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    const auto start = Clock::now();
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return -1;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? elapsed : -1;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values.empty() ? 0 : values[values.size() / 2];
+}
+
+std::vector<std::string> raw_bwrap(const std::string& bwrap, const std::string& cwd) {
+    std::vector<std::string> argv = {bwrap, "--ro-bind", "/usr", "/usr"};
+    for (const char* name : {"bin", "sbin", "lib", "lib32", "lib64"}) {
+        const auto top = std::filesystem::path("/") / name;
+        std::error_code ec;
+        if (std::filesystem::is_symlink(top, ec))
+            argv.insert(argv.end(), {"--symlink", std::filesystem::read_symlink(top, ec).string(), top.string()});
+    }
+    argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", cwd, cwd,
+                             "--remount-ro", "/", "--unshare-all", "--unshare-user", "--uid", "1000",
+                             "--gid", "1000", "--disable-userns", "--die-with-parent",
+                             "--new-session", "--cap-drop", "ALL", "--clearenv", "--setenv", "PATH",
+                             "/usr/bin:/bin", "--chdir", cwd, "--", "true"});
+    return argv;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int rounds = argc > 1 ? std::atoi(argv[1]) : 60;
+    const std::string sandgate = SANDGATE_BINARY;
+    char cwd_buffer[4096];
+    const std::string cwd = ::getcwd(cwd_buffer, sizeof cwd_buffer) ? cwd_buffer : "/";
+    auto bwrap = sandbox::find_bwrap();
+    if (!bwrap) {
+        std::fprintf(stderr, "bench_wrap: %s\n", bwrap.error().message.c_str());
+        return 1;
+    }
+    std::vector<Variant> variants = {
+        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}},
+        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}},
+        {"raw bwrap (same namespaces) true", raw_bwrap(bwrap->string(), cwd), {}},
+    };
+    const auto firejail = sandbox::find_on_path("firejail", sandbox::host_path_list());
+    if (firejail)
+        variants.push_back({"firejail --noprofile --net=none true",
+                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}});
+    for (auto& variant : variants) {  // warm-up, and a check that each variant works here
+        if (time_once(variant.argv) < 0) {
+            std::fprintf(stderr, "bench_wrap: `%s` fails here; leaving it out\n", variant.name.c_str());
+            variant.argv.clear();
+        }
+    }
+    for (int round = 0; round < rounds; ++round) {
+        for (auto& variant : variants) {
+            if (variant.argv.empty()) continue;
+            const double ms = time_once(variant.argv);
+            if (ms >= 0) variant.samples_ms.push_back(ms);
+        }
+    }
+    const double wrap = median(variants[1].samples_ms);
+    const double raw = median(variants[2].samples_ms);
+    std::printf("bench_wrap: %d rounds, median per spawn (ms)\n", rounds);
+    for (const auto& variant : variants) {
+        if (variant.samples_ms.empty()) continue;
+        std::printf("  %-42s %8.2f ms\n", variant.name.c_str(), median(variant.samples_ms));
+    }
+    std::printf("ratios:\n");
+    std::printf("  sandgate bwrap / sandgate off     %6.2fx\n", wrap / median(variants[0].samples_ms));
+    std::printf("  sandgate bwrap / raw bwrap        %6.2fx  (target <= 1.20x)\n", wrap / raw);
+    if (variants.size() > 3 && !variants[3].samples_ms.empty())
+        std::printf("  sandgate bwrap / firejail         %6.2fx\n", wrap / median(variants[3].samples_ms));
+    else
+        std::printf("  firejail: not installed (or fails here)\n");
+    return 0;
+}
