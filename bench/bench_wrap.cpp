@@ -3,6 +3,7 @@
 // `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
 // so that machine noise hits them alike; the figures are medians, printed as ratios from this
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>

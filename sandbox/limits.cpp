@@ -72,12 +72,6 @@ std::optional<std::pair<std::filesystem::path, LimitMechanism>> cgroup_parent(
     return std::nullopt;
 }
 
-std::uint64_t physical_memory() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
-                                 : 0;
-}
 
 std::filesystem::path& add_cgroup(LimitPlan& plan, const std::filesystem::path& dir) {
     for (auto& [path, files] : plan.cgroups) {
@@ -137,9 +131,10 @@ Expected<LimitPlan> plan_limits(const Policy& policy) {
         return fail(ErrorKind::invalid_input, "--pids: at least 2 (the wrap's own init and the command)");
     const std::string name = "sandgate-" + std::to_string(::getpid()) + "-" +
                              std::to_string(g_counter.fetch_add(1));
-    // Memory.
-    if (auto parent = cgroup_parent("memory")) {
-        plan.memory = policy.memory_bytes.value_or(physical_memory() / 4 * 3);
+    // Memory: only when asked (a v1 memory cgroup costs milliseconds per run to join).
+    if (!policy.memory_bytes) {
+    } else if (auto parent = cgroup_parent("memory")) {
+        plan.memory = policy.memory_bytes;
         plan.memory_by = parent->second;
         const auto dir = parent->first / name;
         if (parent->second == LimitMechanism::cgroup2) {

@@ -8,8 +8,9 @@
 // sandbox uid maps to host uid 0, so as root only a pids cgroup bounds a fork bomb. The /tmp
 // size is the tmpfs's own `size=`.
 //
-// Defaults: pids 4096 and memory 3/4 of physical RAM where a cgroup can enforce them (no
-// default rlimit: RLIMIT_AS breaks runtimes that reserve address space); /tmp 1 GiB. An
+// Defaults: pids 4096 where a cgroup (or, unprivileged, RLIMIT_NPROC) can enforce it; no
+// memory limit unless --memory is given (a default RLIMIT_AS breaks runtimes that reserve
+// address space, and joining a v1 memory cgroup costs milliseconds per run); /tmp 1 GiB. An
 // explicitly requested limit that no mechanism can enforce fails the plan (unavailable).
 //
 // The cgroup is entered and the rlimits set by a constant launcher (`/bin/sh -c` with a fixed

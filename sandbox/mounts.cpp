@@ -1,6 +1,11 @@
 #include "sandbox/mounts.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <span>
+#include <sstream>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,27 +14,26 @@
 namespace sandbox {
 namespace {
 
-// Host files under /etc the wrap shows read-only: dynamic linking, alternatives (cc, c++,
-// java...), certificates, time zone, language runtimes' configuration. Nothing that commonly
-// holds a secret (shadow, gitconfig, npmrc, pip.conf, ssh, sudoers, machine-id).
-constexpr const char* k_etc_allowlist[] = {
-    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
-    "ssl", "ca-certificates", "ca-certificates.conf", "os-release", "debian_version",
-    "mime.types", "protocols", "services", "networks", "gai.conf", "host.conf", "perl",
-    "python3", "inputrc", "magic", "magic.mime", "locale.alias", "java-17-openjdk",
-    "java-21-openjdk", "xdg",
+// Host files under /etc the wrap shows read-only: dynamic linking, time zone, name databases.
+// Small regular files are copied into the sandbox's root (`--file`: no mount each, which is
+// what makes bwrap slow); directories are bound. Nothing that commonly holds a secret (shadow,
+// gitconfig, npmrc, pip.conf, ssh, sudoers, machine-id).
+constexpr const char* k_etc_files[] = {
+    "ld.so.cache", "ld.so.conf", "localtime", "timezone", "os-release", "debian_version",
+    "protocols", "services", "networks", "gai.conf", "host.conf", "locale.alias", "mime.types",
 };
-// Optional prefixes (python3.11, ...).
-constexpr const char* k_etc_prefixes[] = {"python3."};
+constexpr std::uintmax_t k_max_copied_file = 1 << 20;
+// alternatives: cc, c++, java, python...; ssl: certificates; java: its conf symlinks point here.
+constexpr const char* k_etc_dirs[] = {"alternatives", "ssl", "java-17-openjdk", "java-21-openjdk"};
 
 // Under a user namespace created by root the sandbox uid is host uid 0 for permission checks,
 // so every root-writable procfs file would be writable: bwrap itself only covers /proc/irq and
 // /proc/bus. These are bound read-only from the host's procfs (sysctls of the net tree still
 // follow the opener's network namespace), or masked with /dev/null.
-constexpr const char* k_proc_read_only[] = {"sys", "fs", "driver", "acpi", "scsi", "tty", "sysvipc"};
-constexpr const char* k_proc_masked[] = {"sysrq-trigger", "mtrr", "kcore", "kmsg", "kpageflags",
-                                         "kpagecount", "kpagecgroup", "timer_list", "sched_debug",
-                                         "keys", "key-users", "kallsyms", "latency_stats"};
+// (Files that need a capability besides root's DAC, like kcore, kmsg or kpageflags, stay
+// closed anyway: every capability is dropped.)
+constexpr const char* k_proc_read_only[] = {"sys", "fs", "driver", "acpi"};
+constexpr const char* k_proc_masked[] = {"sysrq-trigger", "mtrr", "latency_stats", "timer_list"};
 
 // The top-level names that may hold the system: symlinks into /usr on merged-/usr systems,
 // real directories elsewhere.
@@ -120,25 +124,32 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
             entries.push_back({MountKind::ro_bind, top, top, {}, 0});
         }
     }
-    for (const char* name : k_proc_read_only) {
+    // Only needed when the sandbox uid is host root; unprivileged, DAC already says no.
+    const bool as_root = ::geteuid() == 0;
+    for (const char* name : as_root ? std::span(k_proc_read_only) : std::span<const char* const>()) {
         const std::filesystem::path path = std::filesystem::path("/proc") / name;
         if (std::filesystem::is_directory(path, ec))
             entries.push_back({MountKind::ro_bind, path, path, {}, 1});
     }
-    for (const char* name : k_proc_masked) {
+    for (const char* name : as_root ? std::span(k_proc_masked) : std::span<const char* const>()) {
         const std::filesystem::path path = std::filesystem::path("/proc") / name;
         if (std::filesystem::exists(path, ec)) entries.push_back({MountKind::hide_file, path, {}, {}, 1});
     }
-    for (const char* name : k_etc_allowlist) {
+    for (const char* name : k_etc_files) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
-        if (std::filesystem::exists(path, ec)) entries.push_back({MountKind::ro_bind, path, path, {}, 0});
+        // Resolved: os-release and localtime are symlinks on Debian.
+        const auto real = std::filesystem::canonical(path, ec);
+        if (ec || !std::filesystem::is_regular_file(real, ec)) continue;
+        if (std::filesystem::file_size(real, ec) > k_max_copied_file || ec) continue;
+        std::ifstream in(real, std::ios::binary);
+        std::ostringstream content;
+        content << in.rdbuf();
+        if (in.bad()) continue;
+        entries.push_back(data_entry(path, content.str()));
     }
-    for (const auto& item : std::filesystem::directory_iterator("/etc", ec)) {
-        const std::string name = item.path().filename().string();
-        for (const char* prefix : k_etc_prefixes) {
-            if (name.starts_with(prefix) && std::filesystem::exists(item.path(), ec))
-                entries.push_back({MountKind::ro_bind, item.path(), item.path(), {}, 0});
-        }
+    for (const char* name : k_etc_dirs) {
+        const std::filesystem::path path = std::filesystem::path("/etc") / name;
+        if (std::filesystem::is_directory(path, ec)) entries.push_back({MountKind::ro_bind, path, path, {}, 0});
     }
     if (with_resolv == WithResolv::yes && std::filesystem::exists("/etc/resolv.conf", ec)) {
         // Often a symlink into /run: bind the file it resolves to, never /run itself.

@@ -184,7 +184,7 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
                 if (!fd) return std::unexpected(fd.error());
                 const int number = k_first_data_fd + static_cast<int>(data_fds.size());
                 data_fds.push_back(std::move(*fd));
-                args.insert(args.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(number), dest});
+                args.insert(args.end(), {"--perms", "0444", "--file", std::to_string(number), dest});
                 break;
             }
         }
