@@ -1,12 +1,56 @@
 #include "agent/policy_options.hpp"
 
+#include <charconv>
+
+#include "agent/units.hpp"
+
 namespace agent {
+namespace {
+
+sandbox::Expected<std::optional<std::uint64_t>> optional_bytes(const std::string& text,
+                                                              const char* flag) {
+    if (text.empty()) return std::optional<std::uint64_t>{};
+    auto bytes = parse_bytes(text);
+    if (!bytes)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             std::string(flag) + ": " + bytes.error().message);
+    if (*bytes == 0)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string(flag) + ": must be positive");
+    return std::optional<std::uint64_t>(*bytes);
+}
+
+std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) {
+    return {texts.begin(), texts.end()};
+}
+
+}  // namespace
 
 void add_policy_options(CLI::App& app, PolicyOptions& options) {
     app.add_option("--sandbox", options.sandbox,
                    "isolation: off (none), bwrap (the default: a bubblewrap sandbox) or "
                    "container (an OCI runtime)")
         ->check(CLI::IsMember({"off", "bwrap", "container"}));
+    app.add_option("--network", options.network,
+                   "none (the default: loopback only) or host")
+        ->check(CLI::IsMember({"none", "host"}));
+    app.add_option("--offline", options.offline,
+                   "cache-only toolchain environment: on or off (default: on exactly under "
+                   "--network none)")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--read-only", options.read_only, "bind PATH read-only (repeatable)");
+    app.add_option("--writable", options.writable, "bind PATH writable (repeatable)");
+    app.add_option("--hide", options.hide, "mask PATH inside the sandbox (repeatable)");
+    app.add_option("--scratch", options.scratch,
+                   "keep the private HOME/TMPDIR scratch in DIR (default: a per-run temp dir, "
+                   "removed)");
+    app.add_option("--memory", options.memory, "memory limit (bytes, 512M, 2G)");
+    app.add_option("--pids", options.pids, "process limit");
+    app.add_option("--tmp-size", options.tmp_size, "size of the private /tmp (default 1G)");
+    app.add_option("--toolchain-cache", options.toolchain_cache,
+                   "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
+    app.add_option("--image", options.image, "container image (--sandbox container)");
+    app.add_option("--container-runtime", options.container_runtime,
+                   "podman or docker executable (default: podman, then docker, on PATH)");
 }
 
 sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
@@ -22,6 +66,49 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                              "--sandbox: expected off, bwrap or container, not '" +
                                  options.sandbox + "'");
     }
+    if (options.network == "none") policy.network = sandbox::NetworkMode::none;
+    else if (options.network == "host") policy.network = sandbox::NetworkMode::host;
+    else
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--network: expected none or host, not '" + options.network + "'");
+    if (options.offline == "on") policy.offline = sandbox::Offline::on;
+    else if (options.offline == "off") policy.offline = sandbox::Offline::off;
+    else if (!options.offline.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--offline: expected on or off, not '" + options.offline + "'");
+    policy.read_only = paths(options.read_only);
+    policy.writable = paths(options.writable);
+    policy.hide = paths(options.hide);
+    if (!options.scratch.empty()) policy.scratch = options.scratch;
+    if (!options.toolchain_cache.empty()) policy.toolchain_cache = options.toolchain_cache;
+    auto memory = optional_bytes(options.memory, "--memory");
+    if (!memory) return std::unexpected(memory.error());
+    policy.memory_bytes = *memory;
+    auto tmp = optional_bytes(options.tmp_size, "--tmp-size");
+    if (!tmp) return std::unexpected(tmp.error());
+    policy.tmp_size_bytes = *tmp;
+    if (!options.pids.empty()) {
+        std::uint64_t pids = 0;
+        const auto* end = options.pids.data() + options.pids.size();
+        auto [ptr, ec] = std::from_chars(options.pids.data(), end, pids);
+        if (ec != std::errc() || ptr != end || pids == 0)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                 "--pids: expected a positive number, not '" + options.pids + "'");
+        policy.pids = pids;
+    }
+    policy.image = options.image;
+    policy.container_runtime = options.container_runtime;
+    const bool container = policy.mode == sandbox::SandboxMode::container;
+    if (!container && (!options.image.empty() || !options.container_runtime.empty()))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--image/--container-runtime: only with --sandbox container");
+    if (policy.mode == sandbox::SandboxMode::off &&
+        (!options.read_only.empty() || !options.writable.empty() || !options.hide.empty() ||
+         policy.memory_bytes || policy.pids || policy.tmp_size_bytes || policy.toolchain_cache ||
+         policy.scratch))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--sandbox off cannot honour isolation flags ("
+                             "--read-only, --memory, ...): drop them or use a sandbox");
     return policy;
 }
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
@@ -16,6 +17,18 @@ namespace agent {
 // The raw values as typed; to_policy() validates them.
 struct PolicyOptions {
     std::string sandbox = "bwrap";  // off | bwrap | container
+    std::string network = "none";   // none | host
+    std::string offline;            // "" (automatic: on under --network none) | on | off
+    std::vector<std::string> read_only;
+    std::vector<std::string> writable;
+    std::vector<std::string> hide;
+    std::string scratch;
+    std::string memory;    // byte sizes as typed ("512M")
+    std::string pids;
+    std::string tmp_size;
+    std::string toolchain_cache;
+    std::string image;
+    std::string container_runtime;
 };
 
 // Adds the policy flags to `app`; CLI11 stores what it parses into `options`, which must

@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Builds sandgate and runs the whole test suite under ctest.
+# Builds sandgate and runs the whole test suite under ctest, then runs it a second time inside
+# sandgate's own wrap (the dogfood run: `sandgate exec --sandbox bwrap --network none`, the
+# build dir writable, the source tree and ../shared read-only) and prints how many tests
+# skipped there (SKIP-UNDER-WRAP markers).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SANDGATE_BUILD_DIR:-$root/build}
 "$root/scripts/build.sh"
 cd "$build"
 ctest --output-on-failure -j "$(nproc)"
+
+echo "test.sh: dogfood: the suite again inside sandgate exec --sandbox bwrap --network none"
+wrap_args=(--sandbox bwrap --network none --timeout 20m --cwd "$build" --read-only "$root")
+if [[ -d "$root/../shared" ]]; then
+  wrap_args+=(--read-only "$(cd "$root/../shared" && pwd)")
+fi
+"$build/sandgate" exec "${wrap_args[@]}" -- ctest --output-on-failure -j "$(nproc)"
+markers=$(grep -c 'SKIP-UNDER-WRAP(' "$build/Testing/Temporary/LastTest.log" || true)
+echo "test.sh: dogfood run green; skip markers: $markers"

@@ -10,6 +10,7 @@
 #include "sandbox/container.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/wrap_spawn.hpp"
+#include <chrono>
 
 namespace {
 
@@ -124,4 +125,38 @@ TEST_CASE("the container arm fails closed: no runtime, no image, a bad runtime p
     CHECK(no_image.error().kind == sandbox::ErrorKind::invalid_input);
     request.policy.image = "--privileged";
     CHECK_FALSE(sandbox::plan_wrap(request));
+}
+
+TEST_CASE("on timeout the client is killed and the named container force-removed") {
+    const auto dir = tests::make_temp_dir("container");
+    const auto work = tests::make_temp_dir("container-work");
+    auto request = container_request(work, fake_runtime(dir));
+    request.argv = {"sleep", "hang"};
+    request.timeout = std::chrono::milliseconds(1500);
+    request.kill_grace = std::chrono::milliseconds(1000);
+    const auto result = sandbox::run(request);
+    CHECK(result.timed_out);
+    CHECK(result.exit_status() == 124);
+    const auto log = lines(tests::read_file(dir / "argv.log"));
+    const auto run_at = std::find(log.begin(), log.end(), "== run");
+    REQUIRE(run_at != log.end());
+    const auto name = *(std::find(run_at, log.end(), "--name") + 1);
+    const auto rm_at = std::find(log.begin(), log.end(), "== rm");
+    REQUIRE(rm_at != log.end());
+    CHECK(std::vector<std::string>(rm_at + 1, log.end()) == std::vector<std::string>{"rm", "-f", name});
+    CHECK(result.sandbox_json.find("\"mode\":\"container\"") != std::string::npos);
+}
+
+TEST_CASE("sandgate exec --sandbox container: refusals exit 125 with sandbox_unavailable or invalid_request") {
+    const auto work = tests::make_temp_dir("container-work");
+    const std::string exec = std::string(SANDGATE_BINARY) + " exec --json --cwd " + work.string();
+    auto no_image = sandbox::run([&] {
+        sandbox::RunRequest r;
+        r.argv = {"sh", "-c", exec + " --sandbox container -- true"};
+        r.env = sandbox::current_environment();
+        r.policy.mode = sandbox::SandboxMode::off;
+        return r;
+    }());
+    CHECK(no_image.exit_status() == 125);
+    CHECK(no_image.out.head.find("\"invalid_request\"") != std::string::npos);
 }

@@ -18,7 +18,8 @@
 #include "sandbox/wrap_bwrap.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
-#include "tests/wrap_spawn.hpp"
+#include <fcntl.h>
+#include <csignal>
 
 namespace {
 
@@ -40,15 +41,19 @@ sandbox::RunRequest request(const std::filesystem::path& cwd, std::vector<std::s
 }
 
 sandbox::RunRequest attack(const std::filesystem::path& cwd, std::vector<std::string> args) {
-    args.insert(args.begin(), SANDGATE_ATTACK);
-    return request(cwd, std::move(args));
+    std::vector<std::string> argv = {std::string(SANDGATE_ATTACK)};
+    for (auto& arg : args) argv.push_back(std::move(arg));
+    return request(cwd, std::move(argv));
 }
 
+// Runs through sandbox::run, the way every caller does.
 Outcome wrapped(const sandbox::RunRequest& r) {
-    auto plan = sandbox::plan_wrap(r);
-    REQUIRE(plan);
-    auto spawned = tests::spawn_plan(*plan);
-    return {spawned.status, spawned.out, spawned.err};
+    const auto result = sandbox::run(r);
+    const bool refused = result.error.has_value() && result.error->kind != sandbox::RunErrorKind::timeout;
+    const std::string message = result.error.has_value() ? result.error->message : std::string();
+    INFO("sandbox: " << result.sandbox_json << "\nerror: " << message);
+    CHECK_FALSE(refused);
+    return {result.exit_status(), result.out.head, result.err.head};
 }
 
 void require_blocked(const Outcome& outcome) {
@@ -195,6 +200,21 @@ TEST_CASE("row 5: processes outside cannot be seen or signalled") {
     require_blocked(wrapped(attack(dir, {"kill", std::to_string(::getpid())})));
     auto ps = wrapped(request(dir, {"sh", "-c", "ls /proc | grep -c '^[0-9]'"}));
     CHECK(std::atoi(ps.out.c_str()) <= 4);  // bwrap's init, sh, ls, grep
+}
+
+TEST_CASE("row 8: descriptors the agent left open (files, sockets, pipes) do not reach the step") {
+    SKIP_UNDER_WRAP(K_NESTED);
+    const auto dir = tests::make_temp_dir("threat");
+    tests::write_file(dir / "journal.log", "CANARY-FD");
+    // Deliberately inheritable: the wrap must close them, not rely on O_CLOEXEC.
+    sandbox::Fd file(::open((dir / "journal.log").c_str(), O_RDONLY));
+    int pair[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+    sandbox::Fd left(pair[0]), right(pair[1]);
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    sandbox::Fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+    require_blocked(wrapped(attack(dir, {"fds"})));
 }
 
 TEST_CASE("rows 9-11: no egress; the host's loopback listener and abstract sockets are out of reach") {
