@@ -37,9 +37,13 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
                    "cache-only toolchain environment: on or off (default: on exactly under "
                    "--network none)")
         ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--read-only", options.read_only, "bind PATH read-only (repeatable)");
-    app.add_option("--writable", options.writable, "bind PATH writable (repeatable)");
-    app.add_option("--hide", options.hide, "mask PATH inside the sandbox (repeatable)");
+    // One PATH per occurrence: a vector option would otherwise swallow what follows.
+    app.add_option("--read-only", options.read_only, "bind PATH read-only (repeatable)")
+        ->allow_extra_args(false);
+    app.add_option("--writable", options.writable, "bind PATH writable (repeatable)")
+        ->allow_extra_args(false);
+    app.add_option("--hide", options.hide, "mask PATH inside the sandbox (repeatable)")
+        ->allow_extra_args(false);
     app.add_option("--scratch", options.scratch,
                    "keep the private HOME/TMPDIR scratch in DIR (default: a per-run temp dir, "
                    "removed)");

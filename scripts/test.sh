@@ -12,6 +12,11 @@ ctest --output-on-failure -j "$(nproc)"
 
 echo "test.sh: dogfood: the suite again inside sandgate exec --sandbox bwrap --network none"
 wrap_args=(--sandbox bwrap --network none --timeout 20m --cwd "$build" --read-only "$root")
+# In a git worktree, .git is a file naming the main repository's git dir: show that too.
+common_git=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+if [[ -n "$common_git" && "$common_git" != "$root"/* ]]; then
+  wrap_args+=(--read-only "$common_git")
+fi
 if [[ -d "$root/../shared" ]]; then
   wrap_args+=(--read-only "$(cd "$root/../shared" && pwd)")
 fi
