@@ -54,7 +54,8 @@ ordered_json step_json(const StepReport& step) {
         {"bytes_err", step.bytes_err},
         {"stdout_truncated", step.stdout_truncated},
         {"stderr_truncated", step.stderr_truncated},
-        {"skip_markers", step.skip_markers}};
+        {"skip_markers", step.skip_markers},
+                        {"skip_reasons", step.skip_reasons}};
     return out;
 }
 
@@ -106,11 +107,13 @@ StepReport read_step(Reader& reader, simdjson::dom::element object) {
     step.stdout_truncated = reader.boolean(object, "stdout_truncated");
     step.stderr_truncated = reader.boolean(object, "stderr_truncated");
     simdjson::dom::array markers;
-    if (object["skip_markers"].get_array().get(markers) == simdjson::SUCCESS) {
+    step.skip_markers =
+        static_cast<std::uint64_t>(reader.integer(object, "skip_markers").value_or(0));
+    if (object["skip_reasons"].get_array().get(markers) == simdjson::SUCCESS) {
         for (auto marker : markers) {
             std::string_view text;
             if (marker.get_string().get(text) == simdjson::SUCCESS)
-                step.skip_markers.emplace_back(text);
+                step.skip_reasons.emplace_back(text);
         }
     }
     return step;

@@ -81,9 +81,13 @@ std::string truncation_of(const StepReport& step) {
     return "";
 }
 
+std::uint64_t skips_of(const StepReport& step) {
+    return std::max<std::uint64_t>(step.skip_markers, step.skip_reasons.size());
+}
+
 size_t skip_marker_count(const JobReport& report) {
     size_t count = 0;
-    for (const auto& step : report.steps) count += step.skip_markers.size();
+    for (const auto& step : report.steps) count += skips_of(step);
     return count;
 }
 
@@ -212,11 +216,11 @@ std::string check_summary(const JobReport& report) {
                        (step.exit_code ? std::to_string(*step.exit_code) : "") + " | " +
                        human_duration(step.duration) + " | " + human_bytes(step.bytes_out) + " | " +
                        human_bytes(step.bytes_err) + " | " + truncation_of(step) + " | " +
-                       std::to_string(step.skip_markers.size()) + " |\n");
+                       std::to_string(skips_of(step)) + " |\n");
     }
     std::string markers;
     for (const auto& step : report.steps) {
-        for (const auto& reason : step.skip_markers) {
+        for (const auto& reason : step.skip_reasons) {
             markers += "- " + cell(step.name) + ": " + cell(reason) + "\n";
         }
     }

@@ -23,7 +23,8 @@ TEST_CASE("a job report survives the JSON round trip") {
     step.duration = std::chrono::milliseconds(900);
     step.bytes_out = 1ULL << 40;
     step.stdout_truncated = true;
-    step.skip_markers = {"x"};
+    step.skip_markers = 2;
+    step.skip_reasons = {"x"};
     report.steps = {step};
     github::Annotation note;
     note.path = "a.c";

@@ -32,7 +32,7 @@ TEST_CASE("the title says the essentials") {
     step.name = "test";
     step.stdout_truncated = true;
     step.stderr_truncated = true;
-    step.skip_markers = {"a", "b"};
+    step.skip_reasons = {"a", "b"};
     report.steps = {step, step};
     CHECK(github::check_title(report) ==
           "exit 2 · stdout truncated · stderr truncated · 4 skipped under wrap");
@@ -57,7 +57,8 @@ TEST_CASE("the summary holds a table of steps, escaped, within 65535 characters"
     step.bytes_out = 2048;
     step.bytes_err = 5;
     step.stderr_truncated = true;
-    step.skip_markers = {"nested pid namespace"};
+    step.skip_markers = 1;
+    step.skip_reasons = {"nested pid namespace"};
     report.steps = {step};
     const std::string summary = github::check_summary(report);
     CHECK_THAT(summary, Catch::Contains("| 1 | a \\| b &lt;script> | failure | 2 | 1m 01s | "
