@@ -27,6 +27,7 @@ constexpr Command k_commands[] = {
     {"doctor", "report what this machine allows the sandbox to use", doctor_command},
     {"expr", "evaluate one GitHub Actions expression against JSON contexts", expr_command},
     {"hook", "answer the GitHub Actions runner's container hooks with the wrap", hook_command},
+    {"report", "post a run report to GitHub as check runs or commit statuses", report_command},
 };
 
 void print_usage(std::FILE* to) {

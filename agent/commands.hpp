@@ -12,5 +12,6 @@ int exec_command(CommandArgs args);
 int doctor_command(CommandArgs args);
 int expr_command(CommandArgs args);
 int hook_command(CommandArgs args);
+int report_command(CommandArgs args);
 
 }  // namespace agent

@@ -1,0 +1,124 @@
+// `sandgate report`: posts a `sandgate run --report` document to GitHub as check runs (or
+// commit statuses), one per job, and first sends whatever the report journal still holds.
+//
+//   sandgate report --github-repo OWNER/NAME --sha SHA --from-report FILE.json
+//                   [--api-url URL] (--token-file F | --app-id N --app-key F --installation-id N)
+//                   [--check-name TEMPLATE] [--details-url URL] [--report-as checks|status]
+//                   [--state-dir DIR]
+//   sandgate report --github-repo OWNER/NAME --replay-only ...
+//
+// Exit: 0 everything delivered; 2 bad arguments or report file; 3 something was kept in the
+// journal for later (GitHub unreachable or rate limited); 4 GitHub refused a report.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "agent/commands.hpp"
+#include "agent/gate_reporting.hpp"
+
+namespace agent {
+namespace {
+
+int worst(int left, int right) {
+    return std::max(left, right);
+}
+
+sandbox::Expected<std::string> read_report_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--from-report " + path + ": cannot be read");
+    }
+    std::ostringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+int replay_journal(github::Reporter& reporter) {
+    auto replayed = reporter.replay();
+    if (!replayed) {
+        std::fprintf(stderr, "sandgate report: journal: %s\n", replayed.error().message.c_str());
+        return k_exit_report_journaled;
+    }
+    if (replayed->sent + replayed->kept + replayed->dropped > 0) {
+        std::printf("journal: %zu sent, %zu kept for later, %zu refused by GitHub\n",
+                    replayed->sent, replayed->kept, replayed->dropped);
+    }
+    if (replayed->dropped > 0) return k_exit_report_refused;
+    return replayed->kept > 0 ? k_exit_report_journaled : k_exit_reported;
+}
+
+}  // namespace
+
+int report_command(CommandArgs args) {
+    CLI::App app("sandgate report: post a run report to GitHub as check runs or statuses",
+                 "sandgate report");
+    GitHubFlags flags;
+    std::string from_report;
+    std::string sha;
+    bool replay_only = false;
+    add_github_options(app, flags);
+    app.add_option("--from-report", from_report, "the JSON written by `sandgate run --report`");
+    app.add_option("--sha", sha, "the commit the report is about");
+    app.add_flag("--replay-only", replay_only, "only send what the report journal holds");
+    try {
+        app.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error) == 0 ? 0 : k_exit_report_usage;
+    }
+    if (flags.repo.empty()) {
+        std::fprintf(stderr, "sandgate report: --github-repo OWNER/NAME is required\n");
+        return k_exit_report_usage;
+    }
+    if (!replay_only && (from_report.empty() || sha.empty())) {
+        std::fprintf(stderr,
+                     "sandgate report: --from-report and --sha are required "
+                     "(or --replay-only)\n");
+        return k_exit_report_usage;
+    }
+    std::vector<github::JobReport> jobs;
+    if (!replay_only) {
+        auto text = read_report_file(from_report);
+        if (!text) {
+            std::fprintf(stderr, "sandgate report: %s\n", text.error().message.c_str());
+            return k_exit_report_usage;
+        }
+        auto mapped = job_reports_from_run_report(*text, sha);
+        if (!mapped) {
+            const std::string message =
+                "--from-report " + from_report + ": " + mapped.error().message;
+            std::fprintf(stderr, "sandgate report: %s\n", message.c_str());
+            return k_exit_report_usage;
+        }
+        jobs = std::move(*mapped);
+    }
+    auto reporter = make_reporter(flags);
+    if (!reporter) {
+        std::fprintf(stderr, "sandgate report: %s\n", reporter.error().message.c_str());
+        return k_exit_report_usage;
+    }
+    int status = replay_journal(*reporter);
+    for (const auto& job : jobs) {
+        auto delivered = reporter->finish(job);
+        const std::string name = job.workflow + " / " + job.job;
+        if (!delivered) {
+            std::fprintf(stderr, "sandgate report: %s: %s\n", name.c_str(),
+                         delivered.error().message.c_str());
+            status = worst(status, delivered.error().kind == sandbox::ErrorKind::invalid_input ||
+                                           delivered.error().kind == sandbox::ErrorKind::permanent
+                                       ? k_exit_report_refused
+                                       : k_exit_report_journaled);
+            continue;
+        }
+        const bool sent = *delivered == github::Delivery::sent;
+        std::printf("%s: %s (%s)\n", name.c_str(),
+                    std::string(github::to_string(*job.conclusion)).c_str(),
+                    sent ? "reported" : "kept in the journal for later");
+        if (!sent) status = worst(status, k_exit_report_journaled);
+    }
+    return status;
+}
+
+}  // namespace agent

@@ -1,0 +1,269 @@
+#include "agent/gate_reporting.hpp"
+
+#include <simdjson.h>
+
+#include <cstdlib>
+#include <set>
+#include <tuple>
+
+#include "github/auth.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+namespace {
+
+using github::Conclusion;
+using sandbox::ErrorKind;
+using Element = simdjson::dom::element;
+
+std::string text_of(Element object, const char* field) {
+    std::string_view value;
+    return object[field].get_string().get(value) == simdjson::SUCCESS ? std::string(value) : "";
+}
+
+std::optional<std::int64_t> int_of(Element object, const char* field) {
+    std::int64_t value = 0;
+    if (object[field].get_int64().get(value) == simdjson::SUCCESS) return value;
+    return std::nullopt;
+}
+
+// GitHub's conclusions from the runner's outcomes (success, failure, cancelled, skipped).
+std::optional<Conclusion> conclusion_of(std::string_view outcome) {
+    if (outcome == "success") return Conclusion::success;
+    if (outcome == "failure") return Conclusion::failure;
+    if (outcome == "cancelled") return Conclusion::cancelled;
+    if (outcome == "skipped") return Conclusion::skipped;
+    return std::nullopt;
+}
+
+void add_annotations(Element owner, std::vector<github::Annotation>& out) {
+    simdjson::dom::array items;
+    if (owner["annotations"].get_array().get(items) != simdjson::SUCCESS) return;
+    for (Element item : items) {
+        github::Annotation note;
+        note.path = text_of(item, "file");
+        note.start_line = static_cast<int>(int_of(item, "line").value_or(1));
+        note.end_line = static_cast<int>(int_of(item, "end_line").value_or(note.start_line));
+        if (auto col = int_of(item, "col")) note.start_column = static_cast<int>(*col);
+        if (auto col = int_of(item, "end_col")) note.end_column = static_cast<int>(*col);
+        note.title = text_of(item, "title");
+        note.level = github::parse_annotation_level(text_of(item, "level"))
+                         .value_or(github::AnnotationLevel::failure);
+        note.message = text_of(item, "message");
+        out.push_back(std::move(note));
+    }
+}
+
+// Steps in order, a composite's inner steps after it with "outer / inner" names.
+void add_steps(Element owner, const std::string& prefix, github::JobReport& report,
+               std::vector<github::Annotation>& notes) {
+    simdjson::dom::array steps;
+    if (owner["steps"].get_array().get(steps) != simdjson::SUCCESS) return;
+    for (Element item : steps) {
+        github::StepReport step;
+        step.name = prefix + text_of(item, "name");
+        step.conclusion = conclusion_of(text_of(item, "conclusion")).value_or(Conclusion::failure);
+        bool timed_out = false;
+        if (item["timed_out"].get_bool().get(timed_out) == simdjson::SUCCESS && timed_out) {
+            step.conclusion = Conclusion::timed_out;
+        }
+        if (auto code = int_of(item, "exit_code")) step.exit_code = static_cast<int>(*code);
+        step.duration = std::chrono::milliseconds(int_of(item, "duration_ms").value_or(0));
+        step.bytes_out = static_cast<std::uint64_t>(int_of(item, "stdout_bytes").value_or(0));
+        step.bytes_err = static_cast<std::uint64_t>(int_of(item, "stderr_bytes").value_or(0));
+        bool truncated = false;
+        if (item["truncated"].get_bool().get(truncated) != simdjson::SUCCESS) truncated = false;
+        // The report has one flag; the head kept per stream is sandbox::k_default_output_limit,
+        // so a stream longer than that is the one that was cut.
+        step.stdout_truncated = truncated && step.bytes_out > sandbox::k_default_output_limit;
+        step.stderr_truncated = truncated && step.bytes_err > sandbox::k_default_output_limit;
+        if (truncated && !step.stdout_truncated && !step.stderr_truncated) {
+            step.stdout_truncated = true;
+        }
+        step.skip_markers = static_cast<std::uint64_t>(int_of(item, "skip_markers").value_or(0));
+        add_annotations(item, notes);
+        const bool failed = step.conclusion == Conclusion::failure ||
+                            step.conclusion == Conclusion::timed_out ||
+                            text_of(item, "outcome") == "failure";
+        if (failed && report.failing_step.empty()) {
+            report.failing_step = step.name;
+            report.exit_code = step.exit_code;
+            std::string detail = text_of(item, "message");
+            const std::string summary = text_of(item, "summary");
+            if (!summary.empty()) detail += (detail.empty() ? "" : "\n\n") + summary;
+            report.log_tail = detail;
+        }
+        const std::string name = step.name;
+        report.steps.push_back(std::move(step));
+        add_steps(item, name + " / ", report, notes);
+    }
+}
+
+// Drops annotations repeated at job and step level.
+std::vector<github::Annotation> unique(std::vector<github::Annotation> notes) {
+    std::set<std::tuple<std::string, int, int, std::string, std::string>> seen;
+    std::vector<github::Annotation> out;
+    for (auto& note : notes) {
+        auto key = std::make_tuple(note.path, note.start_line, note.start_column.value_or(0),
+                                   std::string(github::to_string(note.level)), note.message);
+        if (seen.insert(key).second) out.push_back(std::move(note));
+    }
+    return out;
+}
+
+void add_jobs(Element owner, const std::string& workflow, const std::string& file,
+              const std::string& name_prefix, const std::string& key_prefix, std::string_view sha,
+              std::vector<github::JobReport>& out) {
+    simdjson::dom::array jobs;
+    if (owner["jobs"].get_array().get(jobs) != simdjson::SUCCESS) return;
+    for (Element item : jobs) {
+        github::JobReport report;
+        report.workflow = workflow;
+        report.workflow_path = file;
+        const std::string display = text_of(item, "name");
+        report.job = name_prefix + (display.empty() ? text_of(item, "id") : display);
+        report.job_key = key_prefix + text_of(item, "id");
+        Element matrix;
+        if (item["matrix"].get(matrix) == simdjson::SUCCESS && !matrix.is_null()) {
+            report.job_key += " " + simdjson::minify(matrix);
+        }
+        report.sha = std::string(sha);
+        report.status = github::JobStatus::completed;
+        report.conclusion =
+            conclusion_of(text_of(item, "conclusion")).value_or(Conclusion::failure);
+        const auto end = std::chrono::system_clock::now();
+        report.completed_at = end;
+        report.started_at =
+            end - std::chrono::milliseconds(int_of(item, "duration_ms").value_or(0));
+        std::vector<github::Annotation> notes;
+        add_annotations(item, notes);
+        add_steps(item, "", report, notes);
+        report.annotations = unique(std::move(notes));
+        for (const auto& step : report.steps) {
+            if (step.conclusion == Conclusion::timed_out &&
+                report.conclusion == Conclusion::failure) {
+                report.conclusion = Conclusion::timed_out;
+            }
+        }
+        if (report.log_tail.empty()) report.log_tail = text_of(item, "message");
+        if (report.job_key == key_prefix) continue;  // a job without an id: nothing to key on
+        // A called workflow (`uses:`) reports its jobs as "caller / callee".
+        simdjson::dom::array inner;
+        if (item["jobs"].get_array().get(inner) == simdjson::SUCCESS && inner.size() > 0) {
+            add_jobs(item, workflow, file, report.job + " / ", report.job_key + "/", sha, out);
+            continue;
+        }
+        out.push_back(std::move(report));
+    }
+}
+
+}  // namespace
+
+void add_github_options(CLI::App& app, GitHubFlags& flags) {
+    app.add_option("--github-repo", flags.repo, "report to this repository (OWNER/NAME)");
+    app.add_option("--api-url", flags.api_url,
+                   "GitHub API base URL (Enterprise Server: https://HOST/api/v3)");
+    app.add_option("--token-file", flags.token_file,
+                   "file holding the token (else $SANDGATE_GITHUB_TOKEN or $GITHUB_TOKEN)");
+    app.add_option("--app-id", flags.app_id, "GitHub App id (with --app-key, --installation-id)");
+    app.add_option("--app-key", flags.app_key, "GitHub App private key (PEM file)");
+    app.add_option("--installation-id", flags.installation_id, "GitHub App installation id");
+    app.add_option("--check-name", flags.check_name,
+                   "check run name template: {workflow} {job} {job_key} {sha} {short_sha}");
+    app.add_option("--details-url", flags.details_url, "details_url of the check runs");
+    app.add_option("--report-as", flags.report_as, "checks (check runs) or status (statuses)")
+        ->check(CLI::IsMember({"checks", "status"}));
+    app.add_option("--state-dir", flags.state_dir,
+                   "state directory (the report journal lives in github-journal/)");
+}
+
+std::filesystem::path default_state_dir() {
+    if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
+        return std::filesystem::path(state) / "sandgate";
+    }
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(home && *home ? home : "/tmp") / ".local/state/sandgate";
+}
+
+sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags) {
+    auto repository = github::Repository::parse(flags.repo);
+    if (!repository) return std::unexpected(repository.error());
+    const bool app =
+        !flags.app_id.empty() || !flags.app_key.empty() || !flags.installation_id.empty();
+    if (app && !flags.token_file.empty()) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--token-file and the App flags (--app-id ...) exclude each other");
+    }
+    if (app && (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty())) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--app-id, --app-key and --installation-id go together");
+    }
+    github::ClientOptions options;
+    options.api_url = flags.api_url;
+    std::shared_ptr<github::TokenSource> tokens;
+    if (app) {
+        auto source = github::InstallationTokenSource::create(
+            options, {flags.app_id, flags.app_key, flags.installation_id});
+        if (!source) return std::unexpected(source.error());
+        tokens = *source;
+    } else {
+        sandbox::Expected<std::string> token =
+            sandbox::fail(ErrorKind::invalid_input,
+                          "no GitHub credentials: give --token-file, the App flags, or set "
+                          "SANDGATE_GITHUB_TOKEN or GITHUB_TOKEN");
+        if (!flags.token_file.empty()) {
+            token = github::read_token_file(flags.token_file);
+        } else {
+            for (const char* variable : k_token_variables) {
+                if (const char* value = std::getenv(variable); value && *value) {
+                    token = github::read_token_env(variable);
+                    break;
+                }
+            }
+        }
+        if (!token) return std::unexpected(token.error());
+        tokens = std::make_shared<github::StaticToken>(*token);
+    }
+    auto client = github::HttpClient::create(options, tokens);
+    if (!client) return std::unexpected(client.error());
+    github::ReporterOptions reporter;
+    reporter.repository = *repository;
+    reporter.check_name_template = flags.check_name;
+    if (!flags.details_url.empty()) reporter.details_url = flags.details_url;
+    reporter.report_as =
+        github::parse_report_as(flags.report_as).value_or(github::ReportAs::checks);
+    const std::filesystem::path state =
+        flags.state_dir.empty() ? default_state_dir() : std::filesystem::path(flags.state_dir);
+    reporter.journal_dir = state / "github-journal";
+    return github::Reporter::create(std::move(*client), std::move(reporter));
+}
+
+sandbox::Expected<std::vector<github::JobReport>> job_reports_from_run_report(
+    std::string_view json, std::string_view sha) {
+    if (sha.empty()) return sandbox::fail(ErrorKind::invalid_input, "--sha is empty");
+    simdjson::dom::parser parser;
+    Element root;
+    if (auto error = parser.parse(json.data(), json.size()).get(root); error) {
+        return sandbox::fail(ErrorKind::invalid_input, std::string("run report: not JSON: ") +
+                                                           simdjson::error_message(error));
+    }
+    simdjson::dom::array workflows;
+    if (root["workflows"].get_array().get(workflows) != simdjson::SUCCESS) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "run report: field `workflows` missing or not an array");
+    }
+    std::vector<github::JobReport> out;
+    for (Element workflow : workflows) {
+        const std::string file = text_of(workflow, "file");
+        std::string name = text_of(workflow, "name");
+        const std::string base = std::filesystem::path(file).filename().string();
+        if (name.empty()) name = base.empty() ? "workflow" : base;
+        add_jobs(workflow, name, file, "", (base.empty() ? name : base) + "#", sha, out);
+    }
+    for (const auto& report : out) {
+        if (auto valid = github::validate(report); !valid) return std::unexpected(valid.error());
+    }
+    return out;
+}
+
+}  // namespace agent
