@@ -14,10 +14,13 @@ namespace {
 
 constexpr int k_exit_usage = 2;
 
+enum class Listed { shown, hidden };
+
 struct Command {
     std::string_view name;
     std::string_view summary;
     int (*handler)(CommandArgs);
+    Listed listed = Listed::shown;
 };
 
 // The command table: adding a command is one line here and one in commands.hpp.
@@ -28,11 +31,13 @@ constexpr Command k_commands[] = {
     {"expr", "evaluate one GitHub Actions expression against JSON contexts", expr_command},
     {"hook", "answer the GitHub Actions runner's container hooks with the wrap", hook_command},
     {"report", "post a run report to GitHub as check runs or commit statuses", report_command},
+    {"broker", "the job-sandbox broker (internal)", broker_command, Listed::hidden},
 };
 
 void print_usage(std::FILE* to) {
     std::fprintf(to, "usage: sandgate COMMAND [OPTIONS]\n\ncommands:\n");
     for (const auto& command : k_commands) {
+        if (command.listed == Listed::hidden) continue;
         std::fprintf(to, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
                      command.name.data(), static_cast<int>(command.summary.size()),
                      command.summary.data());

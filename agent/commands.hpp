@@ -13,5 +13,6 @@ int doctor_command(CommandArgs args);
 int expr_command(CommandArgs args);
 int hook_command(CommandArgs args);
 int report_command(CommandArgs args);
+int broker_command(CommandArgs args);
 
 }  // namespace agent

@@ -1,0 +1,480 @@
+#include "agent/sandbox_manager.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "sandbox/broker.hpp"
+#include "sandbox/fd.hpp"
+
+namespace agent {
+
+using sandbox::ErrorKind;
+using sandbox::Expected;
+using sandbox::fail;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::chrono::seconds k_run_grace{60};       // broker run timeout past the TTL
+constexpr std::chrono::seconds k_shutdown_wait{5};    // before SIGKILL on destroy
+constexpr std::chrono::seconds k_reply_margin{30};
+constexpr std::chrono::milliseconds k_ready_poll{10};
+
+std::string random_id() {
+    unsigned char bytes[8] = {};
+    if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) {
+        const auto now = static_cast<std::uint64_t>(system_now_ms()) ^ static_cast<std::uint64_t>(::getpid());
+        for (std::size_t i = 0; i < sizeof(bytes); ++i) bytes[i] = static_cast<unsigned char>(now >> (8 * i));
+    }
+    static constexpr char k_hex[] = "0123456789abcdef";
+    std::string id = "sb-";
+    for (unsigned char byte : bytes) {
+        id.push_back(k_hex[byte >> 4]);
+        id.push_back(k_hex[byte & 15]);
+    }
+    return id;
+}
+
+Expected<void> make_private_dir(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return fail(ErrorKind::permanent, dir.string() + ": " + ec.message());
+    if (::chmod(dir.c_str(), 0700) != 0)
+        return fail(ErrorKind::permanent, sandbox::errno_message("chmod " + dir.string()));
+    return {};
+}
+
+// Removes a tree without following symlinks (remove_all unlinks a symlink, never its
+// target); read-only directories left by steps are made writable first.
+void remove_tree(const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             dir, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->symlink_status(ec).type() == std::filesystem::file_type::directory)
+            ::chmod(it->path().c_str(), 0700);
+    }
+    std::filesystem::remove_all(dir, ec);
+    if (ec) spdlog::warn("sandbox: cannot remove {}: {}", dir.string(), ec.message());
+}
+
+std::string read_small_file(const std::filesystem::path& path) {
+    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    std::string text;
+    char buffer[4096];
+    ssize_t got = 0;
+    while (fd && (got = ::read(fd.get(), buffer, sizeof(buffer))) > 0 && text.size() < 65536)
+        text.append(buffer, static_cast<std::size_t>(got));
+    return text;
+}
+
+bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+Json identity_json(const SandboxIdentity& identity) {
+    Json json;
+    json["repository"] = identity.repository;
+    json["sha"] = identity.sha;
+    json["run_id"] = identity.run_id;
+    json["attempt"] = identity.attempt;
+    json["job_id"] = identity.job_id;
+    return json;
+}
+
+}  // namespace
+
+struct SandboxManager::Sandbox {
+    SandboxInfo info;
+    std::filesystem::path dir;
+    std::filesystem::path socket;
+    std::optional<std::int64_t> job;
+    std::string posture;  // the wrap's description, from the broker's pings/results
+    std::thread runner;
+    std::atomic<bool> finished{false};
+    std::mutex result_mutex;
+    std::optional<sandbox::RunResult> result;
+    sandbox::Fd pidfd;  // the broker, for SIGKILL on a teardown it does not obey
+};
+
+std::string SandboxIdentity::canonical() const {
+    return repository + "@" + sha + "/" + std::to_string(run_id) + "/" +
+           std::to_string(attempt) + "/" + job_id;
+}
+
+std::string_view to_string(SandboxState state) {
+    switch (state) {
+        case SandboxState::created: return "created";
+        case SandboxState::ready: return "ready";
+        case SandboxState::active: return "active";
+        case SandboxState::destroyed: return "destroyed";
+    }
+    return "destroyed";
+}
+
+SandboxManager::SandboxManager(ManagerConfig config) : m_config(std::move(config)) {
+    if (m_config.sandgate_binary.empty()) {
+        std::error_code ec;
+        m_config.sandgate_binary = std::filesystem::read_symlink("/proc/self/exe", ec);
+    }
+    m_stats.buckets.assign(std::size(k_step_buckets), 0);
+}
+
+SandboxManager::~SandboxManager() {
+    for (const auto& info : list()) (void)destroy(info.id);
+}
+
+std::string SandboxManager::policy_json(const sandbox::Policy& policy,
+                                        const SandboxOptions& options) {
+    Json json;
+    json["mode"] = sandbox::to_string(policy.mode);
+    json["network"] = sandbox::to_string(policy.network);
+    auto paths = [](const std::vector<std::filesystem::path>& list) {
+        Json out = Json::array();
+        for (const auto& path : list) out.push_back(path.string());
+        return out;
+    };
+    json["read_only"] = paths(policy.read_only);
+    json["writable"] = paths(policy.writable);
+    json["hide"] = paths(policy.hide);
+    Json limits;
+    limits["memory_bytes"] = policy.memory_bytes ? Json(*policy.memory_bytes) : Json(nullptr);
+    limits["pids"] = policy.pids ? Json(*policy.pids) : Json(nullptr);
+    limits["tmp_size_bytes"] = policy.tmp_size_bytes ? Json(*policy.tmp_size_bytes) : Json(nullptr);
+    limits["ttl_s"] = options.ttl.count();
+    json["limits"] = std::move(limits);
+    json["env_names"] = options.env_names;
+    return json.dump();
+}
+
+void SandboxManager::record(const Sandbox& box, std::string_view kind, const std::string& body) {
+    if (!m_config.journal || !box.job) return;
+    if (auto ok = m_config.journal->append_event(*box.job, kind, body); !ok)
+        spdlog::warn("sandbox {}: cannot record {}: {}", box.info.id, kind, ok.error().message);
+}
+
+std::shared_ptr<SandboxManager::Sandbox> SandboxManager::find(const std::string& id) {
+    std::lock_guard lock(m_mutex);
+    auto it = m_sandboxes.find(id);
+    return it == m_sandboxes.end() ? nullptr : it->second;
+}
+
+Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
+                                             const SandboxOptions& options) {
+    if (identity.repository.empty() || identity.sha.empty() || identity.job_id.empty())
+        return fail(ErrorKind::invalid_input,
+                    "sandbox identity needs a repository, a SHA and a job id");
+    if (options.ttl.count() <= 0) return fail(ErrorKind::invalid_input, "sandbox ttl must be > 0");
+    auto box = std::make_shared<Sandbox>();
+    {
+        std::lock_guard lock(m_mutex);
+        for (const auto& [id, other] : m_sandboxes)
+            if (other->info.identity == identity && other->info.state != SandboxState::destroyed)
+                return fail(ErrorKind::invalid_input,
+                            "a sandbox for " + identity.canonical() + " exists already: " + id);
+        box->info.id = random_id();
+        box->info.identity = identity;
+        box->info.state = SandboxState::created;
+        m_sandboxes[box->info.id] = box;
+    }
+    auto created = start(*box, options);
+    if (!created) {
+        std::lock_guard lock(m_mutex);
+        m_sandboxes.erase(box->info.id);
+        return std::unexpected(created.error());
+    }
+    std::lock_guard lock(m_mutex);
+    box->info.state = SandboxState::ready;
+    return box->info;
+}
+
+Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options) {
+    box.dir = m_config.state_dir / "sandboxes" / box.info.id;
+    const auto socket_dir = box.dir / "sock";
+    box.socket = socket_dir / "broker.sock";
+    box.job = options.job;
+    box.info.root = options.worktree.empty() ? box.dir / "work" : options.worktree;
+    box.info.created_ms = system_now_ms();
+    box.info.expires_at_ms =
+        box.info.created_ms +
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl).count();
+    for (const auto& dir : {box.dir.parent_path(), box.dir, socket_dir})
+        if (auto ok = make_private_dir(dir); !ok) return ok;
+    if (options.worktree.empty())
+        if (auto ok = make_private_dir(box.info.root); !ok) return ok;
+
+    sandbox::Policy policy = options.policy;
+    policy.writable.push_back(socket_dir);
+    policy.writable.push_back(box.info.root);
+    if (policy.mode != sandbox::SandboxMode::off)
+        policy.read_only.push_back(m_config.sandgate_binary);
+    box.info.policy_json = policy_json(policy, options);
+    // The policy is on the job's record before the sandbox exists.
+    if (m_config.journal && box.job)
+        if (auto ok = m_config.journal->record_policy(*box.job, box.info.policy_json); !ok)
+            return std::unexpected(ok.error());
+    write_meta(box);
+
+    sandbox::RunRequest run;
+    run.argv = {m_config.sandgate_binary.string(), "broker", "--socket", box.socket.string(),
+                "--identity", box.info.identity.canonical(), "--expires-at",
+                std::to_string(box.info.expires_at_ms), "--root", box.info.root.string()};
+    run.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
+    run.policy = std::move(policy);
+    run.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl + k_run_grace);
+    box.runner = std::thread([&box, run = std::move(run)] {
+        auto result = sandbox::run(run);
+        std::lock_guard lock(box.result_mutex);
+        box.result = std::move(result);
+        box.finished = true;
+    });
+    auto ready = wait_ready(box);
+    if (!ready) {
+        stop(box);
+        remove_tree(box.dir);
+    }
+    return ready;
+}
+
+void SandboxManager::write_meta(const Sandbox& box) {
+    Json meta;
+    meta["id"] = box.info.id;
+    meta["identity"] = identity_json(box.info.identity);
+    meta["owner_pid"] = ::getpid();
+    meta["expires_at_ms"] = box.info.expires_at_ms;
+    std::ofstream(box.dir / "meta.json") << meta.dump() << '\n';
+}
+
+// Polls the broker until it answers a ping with our identity, or its run ended.
+Expected<void> SandboxManager::wait_ready(Sandbox& box) {
+    const auto deadline = std::chrono::steady_clock::now() + m_config.start_timeout;
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (box.finished) {
+            std::lock_guard lock(box.result_mutex);
+            const auto& result = *box.result;
+            std::string why = result.error ? result.error->message
+                                           : "exit status " + std::to_string(result.exit_status()) +
+                                                 ": " + result.err.head.substr(0, 400);
+            return fail(result.error && result.error->kind ==
+                                            sandbox::RunErrorKind::sandbox_unavailable
+                            ? ErrorKind::unavailable
+                            : ErrorKind::permanent,
+                        "sandbox " + box.info.id + " did not start: " + why);
+        }
+        sandbox::PeerCredentials peer;
+        auto reply = sandbox::broker_call(box.socket, ping, std::chrono::seconds(5), &peer);
+        if (reply && reply->status && reply->status->identity == box.info.identity.canonical()) {
+            const int fd = static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0));
+            box.pidfd.reset(fd);
+            return {};
+        }
+        std::this_thread::sleep_for(k_ready_poll);
+    }
+    return fail(ErrorKind::timeout, "sandbox " + box.info.id + " did not answer within " +
+                                        std::to_string(m_config.start_timeout.count()) + " ms");
+}
+
+// Asks the broker to exit, then kills it if it does not, and joins its run.
+void SandboxManager::stop(Sandbox& box) {
+    if (!box.runner.joinable()) return;
+    if (!box.finished) {
+        sandbox::BrokerRequest shutdown;
+        shutdown.op = sandbox::BrokerOp::shutdown;
+        shutdown.exec.identity = box.info.identity.canonical();
+        (void)sandbox::broker_call(box.socket, shutdown, std::chrono::seconds(5));
+        const auto deadline = std::chrono::steady_clock::now() + k_shutdown_wait;
+        while (!box.finished && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(k_ready_poll);
+        if (!box.finished && box.pidfd)
+            ::syscall(SYS_pidfd_send_signal, box.pidfd.get(), SIGKILL, nullptr, 0);
+    }
+    box.runner.join();
+}
+
+Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
+                                                    const SandboxIdentity& identity,
+                                                    sandbox::ExecRequest request) {
+    auto box = find(id);
+    if (!box) return fail(ErrorKind::invalid_input, "no sandbox " + id);
+    auto refuse = [&](sandbox::Refusal refusal, std::string message) {
+        Json evidence;
+        evidence["sandbox"] = id;
+        evidence["identity"] = identity_json(identity);
+        evidence["refused"] = sandbox::to_string(refusal);
+        evidence["message"] = message;
+        record(*box, "exec", evidence.dump());
+        sandbox::BrokerReply reply;
+        reply.refusal = refusal;
+        reply.message = std::move(message);
+        return reply;
+    };
+    {
+        std::lock_guard lock(m_mutex);
+        if (!(box->info.identity == identity))
+            return refuse(sandbox::Refusal::identity, "identity does not match sandbox " + id);
+        if (box->info.state == SandboxState::active)
+            return refuse(sandbox::Refusal::busy, "another command is running in " + id);
+        if (box->info.state != SandboxState::ready)
+            return refuse(sandbox::Refusal::not_ready,
+                          "sandbox " + id + " is " + std::string(to_string(box->info.state)));
+        if (system_now_ms() >= box->info.expires_at_ms)
+            return refuse(sandbox::Refusal::expired, "sandbox " + id + " expired");
+        box->info.state = SandboxState::active;
+    }
+    request.identity = identity.canonical();
+    const bool shell = request.shell.has_value();
+    const auto wait = request.timeout
+                          ? std::optional(*request.timeout + k_reply_margin)
+                          : std::optional(std::chrono::milliseconds(
+                                box->info.expires_at_ms - system_now_ms()) + k_reply_margin);
+    sandbox::BrokerRequest call{sandbox::BrokerOp::exec, std::move(request)};
+    auto reply = sandbox::broker_call(box->socket, call, wait);
+    call.exec.stdin_text.reset();
+    {
+        std::lock_guard lock(m_mutex);
+        if (box->info.state == SandboxState::active) box->info.state = SandboxState::ready;
+        if (reply && reply->result) {
+            ++box->info.execs;
+            const double seconds = static_cast<double>(reply->result->duration.count()) / 1000.0;
+            ++m_stats.count;
+            m_stats.seconds_sum += seconds;
+            for (std::size_t i = 0; i < std::size(k_step_buckets); ++i)
+                if (seconds <= k_step_buckets[i]) ++m_stats.buckets[i];
+        }
+    }
+    if (!reply) {
+        auto err = reply.error();
+        err.message = "sandbox " + id + ": broker unreachable (nothing ran on the host): " + err.message;
+        return std::unexpected(err);
+    }
+    Json evidence;
+    evidence["sandbox"] = id;
+    evidence["identity"] = identity_json(identity);
+    evidence["kind"] = shell ? "shell" : "argv";
+    if (reply->refusal) {
+        evidence["refused"] = sandbox::to_string(*reply->refusal);
+    } else if (reply->result) {
+        const auto& result = *reply->result;
+        evidence["posture"] = Json::parse(result.sandbox_json, nullptr, false);
+        evidence["duration_ms"] = result.duration.count();
+        evidence["exit_code"] = result.exit_code ? Json(*result.exit_code) : Json(nullptr);
+        evidence["signal"] = result.signal ? Json(*result.signal) : Json(nullptr);
+        evidence["timed_out"] = result.timed_out;
+        evidence["out_bytes"] = result.out.bytes;
+        evidence["err_bytes"] = result.err.bytes;
+        evidence["out_truncated"] = result.out.truncated;
+        evidence["err_truncated"] = result.err.truncated;
+        evidence["skip_markers"] = result.skip_markers;
+        if (result.error) evidence["error"] = sandbox::to_string(result.error->kind);
+    }
+    record(*box, "exec", evidence.dump());
+    return reply;
+}
+
+std::optional<SandboxInfo> SandboxManager::get(const std::string& id) {
+    auto box = find(id);
+    if (!box) return std::nullopt;
+    std::lock_guard lock(m_mutex);
+    return box->info;
+}
+
+std::vector<SandboxInfo> SandboxManager::list() {
+    std::lock_guard lock(m_mutex);
+    std::vector<SandboxInfo> out;
+    for (const auto& [id, box] : m_sandboxes) out.push_back(box->info);
+    return out;
+}
+
+std::size_t SandboxManager::alive() {
+    std::lock_guard lock(m_mutex);
+    return m_sandboxes.size();
+}
+
+StepStats SandboxManager::step_stats() {
+    std::lock_guard lock(m_mutex);
+    return m_stats;
+}
+
+Expected<void> SandboxManager::destroy(const std::string& id) {
+    std::shared_ptr<Sandbox> box;
+    {
+        std::lock_guard lock(m_mutex);
+        auto it = m_sandboxes.find(id);
+        if (it == m_sandboxes.end() || it->second->info.state == SandboxState::destroyed)
+            return {};  // idempotent: gone, or being torn down by another caller
+        box = it->second;
+        box->info.state = SandboxState::destroyed;
+    }
+    stop(*box);
+    remove_tree(box->dir);
+    Json evidence;
+    evidence["sandbox"] = id;
+    evidence["destroyed"] = true;
+    record(*box, "sandbox", evidence.dump());
+    std::lock_guard lock(m_mutex);
+    m_sandboxes.erase(id);
+    return {};
+}
+
+std::size_t SandboxManager::reap_expired() {
+    std::vector<std::string> expired;
+    {
+        std::lock_guard lock(m_mutex);
+        const auto now = system_now_ms();
+        for (const auto& [id, box] : m_sandboxes)
+            if (box->info.expires_at_ms <= now || box->finished) expired.push_back(id);
+    }
+    for (const auto& id : expired) (void)destroy(id);
+    return expired.size();
+}
+
+std::size_t SandboxManager::reap_stale() {
+    const auto root = m_config.state_dir / "sandboxes";
+    std::error_code ec;
+    std::size_t reaped = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+        const auto id = entry.path().filename().string();
+        if (find(id) || entry.symlink_status(ec).type() != std::filesystem::file_type::directory)
+            continue;
+        simdjson::dom::parser parser;
+        simdjson::dom::element meta;
+        std::int64_t owner = 0;
+        if (parser.load((entry.path() / "meta.json").string()).get(meta) == simdjson::SUCCESS)
+            if (meta["owner_pid"].get(owner) != simdjson::SUCCESS) owner = 0;
+        // Another live agent sharing this state directory keeps its sandboxes.
+        if (owner != 0 && owner != ::getpid() && process_alive(static_cast<pid_t>(owner)))
+            continue;
+        kill_stale_broker(entry.path() / "sock" / "broker.sock");
+        remove_tree(entry.path());
+        ++reaped;
+    }
+    return reaped;
+}
+
+// A broker of a previous life may outlive its agent when the wrap did not die with it: find
+// it by its socket path on its command line and kill it.
+void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
+    std::error_code ec;
+    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto name = proc.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string cmdline = read_small_file(proc.path() / "cmdline");
+        if (cmdline.find(std::string("broker") + '\0') != std::string::npos &&
+            cmdline.find(socket.string() + '\0') != std::string::npos)
+            ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
+    }
+}
+
+}  // namespace agent

@@ -1,0 +1,56 @@
+#pragma once
+// The job-sandbox broker: a small server that runs inside one long-lived wrap (started once
+// per job by bwrap) and executes each step it is sent with sandbox::run in mode off, so that
+// the steps of a job share one set of namespaces (its /tmp, its pid namespace, its network
+// posture) and pay bwrap's start-up once. It knows nothing of GitHub or jobs: the identity is
+// an opaque string chosen by whoever started it.
+//
+// Server contract (serve_broker):
+// - listens on `socket` (0600, in a 0700 directory of ours); each connection is checked with
+//   SO_PEERCRED (same uid as the broker, else dropped) and carries one request;
+// - one command at a time: an exec arriving while another runs is refused `busy`;
+// - an exec whose identity differs is refused `identity`; after expires_at, `expired`;
+//   a cwd outside `root`, a bad field, stdin over the limit: `invalid`. A refused request
+//   runs nothing;
+// - each step's process tree is gone when its reply is sent (run()'s tree kill): what carries
+//   over between steps is the filesystem (/tmp, the root) and the namespaces, not processes;
+// - stdin_text is never logged nor echoed; logs carry the identity, argv[0], exit and sizes.
+// - returns on `shutdown` (same identity) or when the listening socket fails.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "sandbox/broker_protocol.hpp"
+#include "sandbox/error.hpp"
+#include "sandbox/unix_socket.hpp"
+
+namespace sandbox {
+
+struct BrokerConfig {
+    std::filesystem::path socket;
+    std::string identity;
+    std::int64_t expires_at_ms = 0;  // wall clock, ms since the epoch
+    std::filesystem::path root;      // cwd of requests resolves inside it
+    Environment base_env;            // the allowlisted environment steps start from
+    // Runs one request; sandbox::run with policy mode off by default. Replaceable for tests.
+    std::function<RunResult(const RunRequest&)> runner;
+};
+
+Expected<void> serve_broker(const BrokerConfig& config);
+
+// Client side. Each call is one connection. The peer is checked to run as our uid, and its
+// credentials are stored in *peer when asked. `wait` bounds the wait for the reply (nullopt:
+// the request's timeout plus a margin; no bound for an exec without a timeout).
+Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
+                                  const BrokerRequest& request,
+                                  std::optional<std::chrono::milliseconds> wait = std::nullopt,
+                                  PeerCredentials* peer = nullptr);
+
+// The argv a shell request runs: bash --noprofile --norc -eo pipefail -c SCRIPT.
+std::vector<std::string> shell_argv(const std::string& script);
+
+}  // namespace sandbox

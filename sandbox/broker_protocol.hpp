@@ -1,0 +1,80 @@
+#pragma once
+// The job-sandbox broker's wire protocol: one JSON request and one JSON reply per connection,
+// each a frame (unix_socket.hpp). Requests are parsed with simdjson and replies emitted with
+// nlohmann::ordered_json; output bytes travel base64-encoded so that non-UTF-8 output survives.
+//
+// Request:  {"op":"exec","identity":ID,"argv":[..] | "shell":SCRIPT,"env":{NAME:VALUE},
+//            "cwd":PATH,"timeout_ms":N,"output_limit":N,"stdin_text":TEXT}
+//           {"op":"ping"} | {"op":"shutdown","identity":ID}
+// Reply:    {"ok":true,"result":{...RunResult...}} | {"ok":true,"status":{...}}
+//           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid","message":TEXT}
+// stdin_text is never echoed in a reply or a message.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace sandbox {
+
+inline constexpr std::size_t k_max_request_frame = 8 * 1024 * 1024;
+inline constexpr std::size_t k_max_reply_frame = 128 * 1024 * 1024;
+inline constexpr std::size_t k_max_broker_output_limit = 16 * 1024 * 1024;
+
+enum class BrokerOp { exec, ping, shutdown };
+
+struct ExecRequest {
+    std::string identity;
+    std::vector<std::string> argv;     // exactly one of argv and shell
+    std::optional<std::string> shell;  // run as bash --noprofile --norc -eo pipefail -c SCRIPT
+    Environment env;                   // set on top of the broker's allowlisted environment
+    std::string cwd;                   // inside the sandbox root; empty: the root
+    std::optional<std::chrono::milliseconds> timeout;
+    std::size_t output_limit = k_default_output_limit;
+    std::optional<std::string> stdin_text;  // at most k_max_stdin_bytes
+};
+
+struct BrokerRequest {
+    BrokerOp op = BrokerOp::exec;
+    ExecRequest exec;  // exec and shutdown (identity only)
+};
+
+enum class Refusal { busy, identity, expired, not_ready, invalid };
+
+struct BrokerStatus {
+    std::string identity;
+    bool busy = false;
+    std::int64_t expires_at_ms = 0;
+    std::int64_t pid = 0;  // the broker's pid in its own namespace
+    std::string pid_namespace;  // readlink /proc/self/ns/pid
+};
+
+struct BrokerReply {
+    std::optional<Refusal> refusal;  // set: refused, nothing ran
+    std::string message;             // why it was refused
+    std::optional<RunResult> result;
+    std::optional<BrokerStatus> status;
+};
+
+std::string_view to_string(Refusal refusal);
+
+std::string encode_request(const BrokerRequest& request);
+// invalid_input naming the field on anything malformed (an unknown op, both argv and shell,
+// stdin_text over the limit, ...).
+Expected<BrokerRequest> parse_request(std::string_view json);
+
+std::string encode_reply(const BrokerReply& reply);
+Expected<BrokerReply> parse_reply(std::string_view json);
+
+// The RunResult as the JSON object used in replies (output base64-encoded).
+std::string encode_run_result(const RunResult& result);
+
+std::string base64_encode(std::string_view bytes);
+Expected<std::string> base64_decode(std::string_view text);
+
+}  // namespace sandbox

@@ -1,0 +1,323 @@
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "agent/job_store.hpp"
+#include "agent/sandbox_manager.hpp"
+#include "sandbox/broker.hpp"
+#include "sandbox/unix_socket.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::int64_t now_ms() { return agent::system_now_ms(); }
+
+// A `sandgate broker` started directly (no wrap), killed when the test ends.
+class BrokerProcess {
+public:
+    BrokerProcess(const std::filesystem::path& dir, std::string identity, std::int64_t expires)
+        : m_socket(dir / "sock" / "broker.sock"), m_identity(std::move(identity)) {
+        std::filesystem::create_directories(dir / "sock");
+        ::chmod((dir / "sock").c_str(), 0700);
+        std::filesystem::create_directories(dir / "root" / "sub");
+        const std::string root = (dir / "root").string(), socket = m_socket.string();
+        const std::string expiry = std::to_string(expires);
+        m_pid = ::fork();
+        if (m_pid == 0) {
+            ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "broker", "--socket", socket.c_str(),
+                    "--identity", m_identity.c_str(), "--expires-at", expiry.c_str(), "--root",
+                    root.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        sandbox::BrokerRequest ping;
+        ping.op = sandbox::BrokerOp::ping;
+        for (int i = 0; i < 3000; ++i) {  // until it answers (a hang, not a timing assertion)
+            if (sandbox::broker_call(m_socket, ping)) return;
+            std::this_thread::sleep_for(10ms);
+        }
+    }
+    ~BrokerProcess() {
+        ::kill(m_pid, SIGKILL);
+        ::waitpid(m_pid, nullptr, 0);
+    }
+    const std::filesystem::path& socket() const { return m_socket; }
+
+    sandbox::Expected<sandbox::BrokerReply> exec(sandbox::ExecRequest request) const {
+        if (request.identity.empty()) request.identity = m_identity;
+        return sandbox::broker_call(m_socket, {sandbox::BrokerOp::exec, std::move(request)});
+    }
+
+private:
+    std::filesystem::path m_socket;
+    std::string m_identity;
+    pid_t m_pid = -1;
+};
+
+sandbox::ExecRequest shell(std::string script) {
+    sandbox::ExecRequest request;
+    request.shell = std::move(script);
+    return request;
+}
+
+std::string out_of(const sandbox::BrokerReply& reply) {
+    REQUIRE(reply.result);
+    return reply.result->out.head;
+}
+
+agent::SandboxIdentity identity(std::string job = "build") {
+    return {"octo/repo", "0123456789abcdef0123456789abcdef01234567", 42, 1, std::move(job)};
+}
+
+}  // namespace
+
+TEST_CASE("broker requests are parsed strictly and name the bad field") {
+    auto parsed = sandbox::parse_request(R"({"op":"exec","identity":"i","argv":["true"],"shell":"x"})");
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().message.find("'argv'") != std::string::npos);
+    CHECK(sandbox::parse_request(R"({"op":"fly"})").error().message.find("'op'") !=
+          std::string::npos);
+    CHECK(sandbox::parse_request(R"({"op":"exec","argv":["a"],"env":{"A":1}})")
+              .error()
+              .message.find("'env'") != std::string::npos);
+    CHECK_FALSE(sandbox::parse_request("not json"));
+    const std::string big(sandbox::k_max_stdin_bytes + 1, 'x');
+    sandbox::BrokerRequest request;
+    request.exec.argv = {"cat"};
+    request.exec.stdin_text = big;
+    auto too_big = sandbox::parse_request(sandbox::encode_request(request));
+    REQUIRE_FALSE(too_big);
+    CHECK(too_big.error().message.find("'stdin_text'") != std::string::npos);
+    CHECK(too_big.error().message.find("xxxx") == std::string::npos);  // never echoed
+
+    request.exec.stdin_text = "hello";
+    request.exec.env = {{"A", "1"}, {"B", "2"}};
+    request.exec.cwd = "sub";
+    request.exec.timeout = 1500ms;
+    auto round = sandbox::parse_request(sandbox::encode_request(request));
+    REQUIRE(round);
+    CHECK(round->exec.argv == std::vector<std::string>{"cat"});
+    CHECK(round->exec.env == request.exec.env);
+    CHECK(round->exec.timeout == 1500ms);
+    CHECK(round->exec.stdin_text == "hello");
+
+    for (const std::string& bytes : std::vector<std::string>{"", "a", "ab", "abc", "abcd",
+                                                             std::string("\0\xff\x80", 3)})
+        CHECK(sandbox::base64_decode(sandbox::base64_encode(bytes)) == bytes);
+    CHECK_FALSE(sandbox::base64_decode("a=bc"));
+}
+
+TEST_CASE("the broker runs steps in its root and refuses a foreign identity or a cwd outside") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "the-job", now_ms() + 600'000);
+    auto request = shell("pwd; echo $GREETING; wc -c");
+    request.env = {{"GREETING", "hi"}};
+    request.cwd = "sub";
+    request.stdin_text = "twelve bytes";
+    auto reply = broker.exec(request);
+    REQUIRE(reply);
+    CHECK_FALSE(reply->refusal);
+    CHECK(out_of(*reply) == (dir / "root" / "sub").string() + "\nhi\n12\n");
+    CHECK(reply->result->exit_code == 0);
+
+    auto foreign = shell("touch " + (dir / "ran").string());
+    foreign.identity = "another-job";
+    reply = broker.exec(foreign);
+    REQUIRE(reply);
+    REQUIRE(reply->refusal);
+    CHECK(*reply->refusal == sandbox::Refusal::identity);
+    CHECK_FALSE(reply->result);
+
+    for (const char* cwd : {"..", "/etc", "sub/../../"}) {
+        auto outside = shell("touch " + (dir / "ran").string());
+        outside.cwd = cwd;
+        reply = broker.exec(outside);
+        REQUIRE(reply);
+        REQUIRE(reply->refusal);
+        CHECK(*reply->refusal == sandbox::Refusal::invalid);
+    }
+    std::filesystem::create_directory_symlink("/etc", dir / "root" / "escape");
+    auto via_link = shell("touch " + (dir / "ran").string());
+    via_link.cwd = "escape";
+    CHECK(broker.exec(via_link)->refusal == sandbox::Refusal::invalid);
+    CHECK_FALSE(std::filesystem::exists(dir / "ran"));  // no refused request ran
+
+    sandbox::BrokerRequest shutdown;
+    shutdown.op = sandbox::BrokerOp::shutdown;
+    shutdown.exec.identity = "another-job";
+    CHECK(sandbox::broker_call(broker.socket(), shutdown)->refusal == sandbox::Refusal::identity);
+}
+
+TEST_CASE("the broker refuses a concurrent command and anything after expiry") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    const auto flag = dir / "root" / "started";
+    auto slow = std::async(std::launch::async, [&] {
+        return broker.exec(shell("touch started; sleep 2; echo done"));
+    });
+    while (!std::filesystem::exists(flag)) std::this_thread::sleep_for(5ms);
+    auto second = broker.exec(shell("touch " + (dir / "second").string()));
+    REQUIRE(second);
+    REQUIRE(second->refusal);
+    CHECK(*second->refusal == sandbox::Refusal::busy);
+    CHECK_FALSE(std::filesystem::exists(dir / "second"));
+    auto first = slow.get();
+    REQUIRE(first);
+    CHECK(out_of(*first) == "done\n");
+    CHECK(out_of(*broker.exec(shell("echo free again"))) == "free again\n");
+
+    auto dir2 = tests::make_temp_dir("broker");
+    BrokerProcess expired(dir2, "job", now_ms() - 1);
+    auto reply = expired.exec(shell("touch " + (dir2 / "ran").string()));
+    REQUIRE(reply);
+    REQUIRE(reply->refusal);
+    CHECK(*reply->refusal == sandbox::Refusal::expired);
+    CHECK_FALSE(std::filesystem::exists(dir2 / "ran"));
+}
+
+TEST_CASE("the broker's socket is owner-only and refuses a shared directory") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    struct stat info {};
+    REQUIRE(::stat(broker.socket().c_str(), &info) == 0);
+    CHECK((info.st_mode & 0777) == 0600);
+    std::filesystem::create_directories(dir / "open");
+    ::chmod((dir / "open").c_str(), 0755);
+    auto listener = sandbox::listen_unix(dir / "open" / "s.sock");
+    REQUIRE_FALSE(listener);
+    CHECK(listener.error().kind == sandbox::ErrorKind::invalid_input);
+}
+
+TEST_CASE("the manager: lifecycle, refusals, value-free evidence, idempotent teardown") {
+    auto dir = tests::make_temp_dir("manager");
+    auto queue = agent::open_sqlite_queue(dir / "q.db");
+    REQUIRE(queue);
+    agent::JobSpec spec;
+    spec.key = {"octo/repo", "0123456789abcdef0123456789abcdef01234567", "ci/build", 1};
+    const auto job = (*queue)->submit(spec)->job.id;
+    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, queue->get(), 30s});
+    agent::SandboxOptions options;
+    options.policy.mode = sandbox::SandboxMode::off;  // the wrap has its own test below
+    options.job = job;
+    options.env_names = {"SECRET_TOKEN"};
+    auto box = manager.create(identity(), options);
+    REQUIRE(box);
+    CHECK(box->state == agent::SandboxState::ready);
+    CHECK((*(*queue)->get(job))->policy_json.find("SECRET_TOKEN") != std::string::npos);
+    CHECK_FALSE(manager.create(identity(), options));  // one sandbox per identity
+
+    auto request = shell("echo $SECRET_TOKEN | wc -c; wc -c");
+    request.env = {{"SECRET_TOKEN", "s3cr3t-env-value"}};
+    request.stdin_text = "s3cr3t-stdin-text";
+    auto reply = manager.exec(box->id, identity(), request);
+    REQUIRE(reply);
+    CHECK(out_of(*reply) == "17\n17\n");
+
+    auto wrong = manager.exec(box->id, identity("test"), shell("true"));
+    REQUIRE(wrong);
+    CHECK(wrong->refusal == sandbox::Refusal::identity);
+
+    auto slow = std::async(std::launch::async, [&] {
+        return manager.exec(box->id, identity(), shell("sleep 2"));
+    });
+    while (manager.get(box->id)->state != agent::SandboxState::active)
+        std::this_thread::sleep_for(1ms);
+    auto busy = manager.exec(box->id, identity(), shell("true"));
+    REQUIRE(busy);
+    CHECK(busy->refusal == sandbox::Refusal::busy);
+    REQUIRE(slow.get());
+
+    auto events = (*queue)->events(job);
+    REQUIRE(events);
+    REQUIRE(events->size() == 4);
+    CHECK((*events)[0].body_json.find("\"out_bytes\":6") != std::string::npos);
+    CHECK((*events)[1].body_json.find("\"refused\":\"identity\"") != std::string::npos);
+    CHECK((*events)[2].body_json.find("\"refused\":\"busy\"") != std::string::npos);
+
+    const auto root = box->root;
+    REQUIRE(std::filesystem::exists(root));
+    REQUIRE(manager.destroy(box->id));
+    CHECK_FALSE(std::filesystem::exists(root));
+    REQUIRE(manager.destroy(box->id));  // idempotent
+    CHECK(manager.alive() == 0);
+    auto gone = manager.exec(box->id, identity(), shell("true"));
+    CHECK_FALSE(gone);  // no sandbox: an error, and nothing ran on the host
+
+    queue->reset();  // close the database, then look for the secrets in its bytes
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (!entry.is_regular_file()) continue;
+        const auto bytes = tests::read_file(entry.path());
+        CHECK(bytes.find("s3cr3t-stdin") == std::string::npos);
+        CHECK(bytes.find("s3cr3t-env") == std::string::npos);
+    }
+}
+
+TEST_CASE("the manager refuses an expired sandbox and reaps it") {
+    auto dir = tests::make_temp_dir("manager");
+    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, 30s});
+    agent::SandboxOptions options;
+    options.policy.mode = sandbox::SandboxMode::off;
+    options.ttl = 1s;
+    auto box = manager.create(identity(), options);
+    REQUIRE(box);
+    while (agent::system_now_ms() < box->expires_at_ms) std::this_thread::sleep_for(50ms);
+    auto reply = manager.exec(box->id, identity(), shell("true"));
+    REQUIRE(reply);
+    CHECK(reply->refusal == sandbox::Refusal::expired);
+    CHECK(manager.reap_expired() == 1);
+    CHECK(manager.alive() == 0);
+    CHECK_FALSE(std::filesystem::exists(dir / "state" / "sandboxes" / box->id));
+}
+
+TEST_CASE("stale sandboxes of a previous life are reaped with their brokers") {
+    auto dir = tests::make_temp_dir("manager");
+    const auto stale = dir / "state" / "sandboxes" / "sb-stale";
+    {
+        BrokerProcess orphan(stale, "old", now_ms() + 600'000);
+        tests::write_file(stale / "meta.json", R"({"owner_pid":999999999})");
+        agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, 30s});
+        CHECK(manager.reap_stale() == 1);
+        CHECK_FALSE(std::filesystem::exists(stale));
+        sandbox::BrokerRequest ping;
+        ping.op = sandbox::BrokerOp::ping;
+        CHECK_FALSE(sandbox::broker_call(orphan.socket(), ping));  // killed, socket gone
+    }
+}
+
+TEST_CASE("under bwrap, the steps of a job share one set of namespaces") {
+    SKIP_UNDER_WRAP("a nested bwrap cannot start inside the wrap");
+    auto dir = tests::make_temp_dir("manager");
+    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, 60s});
+    agent::SandboxOptions options;  // the default: bwrap, network none
+    auto box = manager.create(identity(), options);
+    REQUIRE(box);
+    auto first = manager.exec(box->id, identity(),
+                              shell("echo carried > /tmp/mark; readlink /proc/self/ns/pid "
+                                    "/proc/self/ns/mnt /proc/self/ns/net"));
+    REQUIRE(first);
+    REQUIRE(first->result);
+    CHECK(first->result->exit_code == 0);
+    CHECK(first->result->sandbox_json.find("off") != std::string::npos);  // run in mode off inside
+    auto second = manager.exec(box->id, identity(),
+                               shell("cat /tmp/mark; readlink /proc/self/ns/pid "
+                                     "/proc/self/ns/mnt /proc/self/ns/net"));
+    REQUIRE(second);
+    CHECK(out_of(*second) == "carried\n" + out_of(*first));
+    // ... and they are not the host's.
+    std::error_code ec;
+    const auto host_ns = std::filesystem::read_symlink("/proc/self/ns/mnt", ec).string();
+    CHECK(out_of(*first).find(host_ns) == std::string::npos);
+    const bool leaked =
+        std::filesystem::exists("/tmp/mark") && tests::read_file("/tmp/mark") == "carried\n";
+    CHECK_FALSE(leaked);
+    REQUIRE(manager.destroy(box->id));
+}
