@@ -17,6 +17,7 @@
 
 #include "sandbox/broker.hpp"
 #include "sandbox/fd.hpp"
+#include "sandbox/json_convert.hpp"
 
 namespace agent {
 
@@ -367,7 +368,7 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
         evidence["refused"] = sandbox::to_string(*reply->refusal);
     } else if (reply->result) {
         const auto& result = *reply->result;
-        evidence["posture"] = Json::parse(result.sandbox_json, nullptr, false);
+        evidence["posture"] = sandbox::to_ordered_json_or_null(result.sandbox_json);
         evidence["duration_ms"] = result.duration.count();
         evidence["exit_code"] = result.exit_code ? Json(*result.exit_code) : Json(nullptr);
         evidence["signal"] = result.signal ? Json(*result.signal) : Json(nullptr);

@@ -236,7 +236,7 @@ Expected<BrokerRequest> parse_request(std::string_view json) {
     return request;
 }
 
-std::string encode_run_result(const RunResult& result) {
+nlohmann::ordered_json run_result_to_json(const RunResult& result) {
     Json json;
     json["exit_code"] = result.exit_code ? Json(*result.exit_code) : Json(nullptr);
     json["signal"] = result.signal ? Json(*result.signal) : Json(nullptr);
@@ -251,7 +251,22 @@ std::string encode_run_result(const RunResult& result) {
         json["error"]["kind"] = to_string(result.error->kind);
         json["error"]["message"] = result.error->message;
     }
-    return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+    return json;
+}
+
+std::string encode_run_result(const RunResult& result) {
+    return run_result_to_json(result).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Expected<ExecRequest> parse_exec_object(std::string_view json) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string storage;
+    auto doc = parse_document(parser, json, storage);
+    if (!doc) return std::unexpected(doc.error());
+    ExecRequest exec;
+    if (auto ok = parse_exec_fields(doc->get_object().value_unsafe(), exec); !ok)
+        return std::unexpected(ok.error());
+    return exec;
 }
 
 std::string encode_reply(const BrokerReply& reply) {
@@ -261,7 +276,7 @@ std::string encode_reply(const BrokerReply& reply) {
         json["refusal"] = to_string(*reply.refusal);
         json["message"] = reply.message;
     }
-    if (reply.result) json["result"] = Json::parse(encode_run_result(*reply.result));
+    if (reply.result) json["result"] = run_result_to_json(*reply.result);
     if (reply.status) {
         Json status;
         status["identity"] = reply.status->identity;

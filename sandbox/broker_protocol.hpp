@@ -10,6 +10,8 @@
 //           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid","message":TEXT}
 // stdin_text is never echoed in a reply or a message.
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -68,10 +70,15 @@ std::string encode_request(const BrokerRequest& request);
 // stdin_text over the limit, ...).
 Expected<BrokerRequest> parse_request(std::string_view json);
 
+// The exec fields (argv|shell, env, cwd, timeout_ms, output_limit, stdin_text) of a JSON
+// object, ignoring any others (identity is left empty): for APIs that carry them.
+Expected<ExecRequest> parse_exec_object(std::string_view json);
+
 std::string encode_reply(const BrokerReply& reply);
 Expected<BrokerReply> parse_reply(std::string_view json);
 
 // The RunResult as the JSON object used in replies (output base64-encoded).
+nlohmann::ordered_json run_result_to_json(const RunResult& result);
 std::string encode_run_result(const RunResult& result);
 
 std::string base64_encode(std::string_view bytes);

@@ -1,0 +1,37 @@
+#pragma once
+// GitHub webhook deliveries -> what the queue should do. Handled events:
+//   merge_group      checks_requested -> submit (head_sha, head_ref); destroyed -> cancel
+//   pull_request     opened, synchronize, reopened -> submit (head.sha, refs/pull/N/head)
+//   check_suite      requested -> submit; rerequested -> re-run (the next attempt)
+//   check_run        rerequested -> re-run (the next attempt) of its head_sha
+// Everything else (and a pull request without the configured label, or of a repository not
+// configured) is ignored with a one-line reason. The signature is checked before this runs.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/job_store.hpp"
+#include "sandbox/error.hpp"
+
+namespace agent {
+
+enum class WebhookVerb { submit, rerun, cancel, ignore };
+
+struct WebhookAction {
+    WebhookVerb verb = WebhookVerb::ignore;
+    JobSpec spec;        // submit / rerun: the job; cancel: repository and sha
+    std::string reason;  // cancel: why; ignore: why
+};
+
+struct WebhookFilter {
+    std::optional<std::string> pr_label;
+    std::vector<std::string> repositories;  // empty: any
+};
+
+// invalid_input naming the missing field when a handled event's payload is malformed.
+sandbox::Expected<WebhookAction> webhook_action(std::string_view event, std::string_view body,
+                                                const WebhookFilter& filter);
+
+}  // namespace agent
