@@ -32,6 +32,8 @@ constexpr Command k_commands[] = {
     {"hook", "answer the GitHub Actions runner's container hooks with the wrap", hook_command},
     {"report", "post a run report to GitHub as check runs or commit statuses", report_command},
     {"broker", "the job-sandbox broker (internal)", broker_command, Listed::hidden},
+    {"agent", "the merge-gate agent daemon (`agent init` writes a config)", agent_command},
+    {"jobs", "talk to a running agent: submit, list, get, cancel, log", jobs_command},
 };
 
 void print_usage(std::FILE* to) {

@@ -14,5 +14,7 @@ int expr_command(CommandArgs args);
 int hook_command(CommandArgs args);
 int report_command(CommandArgs args);
 int broker_command(CommandArgs args);
+int agent_command(CommandArgs args);
+int jobs_command(CommandArgs args);
 
 }  // namespace agent

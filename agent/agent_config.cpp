@@ -1,0 +1,198 @@
+#include "agent/agent_config.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace agent {
+
+using sandbox::ErrorKind;
+using sandbox::Expected;
+using sandbox::fail;
+
+namespace {
+
+struct BadConfig {
+    std::string message;
+};
+
+std::string where(const std::filesystem::path& file, const YAML::Node& node) {
+    return file.string() + ":" + std::to_string(node.Mark().line + 1);
+}
+
+template <typename T>
+T scalar(const std::filesystem::path& file, const std::string& key, const YAML::Node& node) {
+    try {
+        return node.as<T>();
+    } catch (const YAML::Exception&) {
+        throw BadConfig{where(file, node) + ": " + key + ": not a valid value"};
+    }
+}
+
+std::int64_t positive(const std::filesystem::path& file, const std::string& key,
+                      const YAML::Node& node) {
+    const auto value = scalar<std::int64_t>(file, key, node);
+    if (value <= 0) throw BadConfig{where(file, node) + ": " + key + ": must be > 0"};
+    return value;
+}
+
+using Setter = std::function<void(const YAML::Node&)>;
+
+void apply(const std::filesystem::path& file, const std::string& section, const YAML::Node& node,
+           const std::map<std::string, Setter>& setters) {
+    if (!node.IsMap()) throw BadConfig{where(file, node) + ": " + section + ": must be a mapping"};
+    for (const auto& item : node) {
+        const auto key = item.first.as<std::string>();
+        const auto it = setters.find(key);
+        if (it == setters.end())
+            throw BadConfig{where(file, item.first) + ": " + section + "." + key + ": unknown key"};
+        it->second(item.second);
+    }
+}
+
+void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfig& c) {
+    auto text = [&](const std::string& key) {
+        return [&, key](const YAML::Node& n) { return scalar<std::string>(file, key, n); };
+    };
+    std::map<std::string, Setter> agent_keys = {
+        {"id", [&](const YAML::Node& n) { c.id = text("agent.id")(n); }},
+        {"state_dir", [&](const YAML::Node& n) { c.state_dir = text("agent.state_dir")(n); }},
+        {"max_jobs", [&](const YAML::Node& n) { c.max_jobs = static_cast<std::size_t>(positive(file, "agent.max_jobs", n)); }},
+        {"lease_seconds", [&](const YAML::Node& n) { c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n)); }},
+        {"max_attempts", [&](const YAML::Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
+        {"drain_seconds", [&](const YAML::Node& n) { c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n)); }},
+        {"reap_seconds", [&](const YAML::Node& n) { c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n)); }},
+        {"on_lost_job", [&](const YAML::Node& n) {
+             const auto value = text("agent.on_lost_job")(n);
+             if (value != "conclude" && value != "requeue")
+                 throw BadConfig{where(file, n) + ": agent.on_lost_job: conclude or requeue"};
+             c.on_lost_job = value == "requeue" ? OnLostLease::requeue : OnLostLease::conclude;
+         }},
+    };
+    std::map<std::string, Setter> api_keys = {
+        {"listen", [&](const YAML::Node& n) { c.listen = text("api.listen")(n); }},
+        {"token_file", [&](const YAML::Node& n) { c.token_file = text("api.token_file")(n); }},
+        {"webhook_secret_file", [&](const YAML::Node& n) { c.webhook_secret_file = text("api.webhook_secret_file")(n); }},
+    };
+    std::map<std::string, Setter> github_keys = {
+        {"repositories", [&](const YAML::Node& n) { c.repositories = scalar<std::vector<std::string>>(file, "github.repositories", n); }},
+        {"label", [&](const YAML::Node& n) { c.pr_label = text("github.label")(n); }},
+        {"api_url", [&](const YAML::Node& n) { c.api_url = text("github.api_url")(n); }},
+        {"token_file", [&](const YAML::Node& n) { c.github_token_file = text("github.token_file")(n); }},
+        {"poll_seconds", [&](const YAML::Node& n) { c.poll_interval = std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n)); }},
+    };
+    std::map<std::string, Setter> job_keys = {
+        {"command", [&](const YAML::Node& n) { c.job_command = scalar<std::vector<std::string>>(file, "job.command", n); }},
+        {"timeout_minutes", [&](const YAML::Node& n) { c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n)); }},
+        {"sandbox", [&](const YAML::Node& n) {
+             const auto value = text("job.sandbox")(n);
+             if (value != "bwrap" && value != "off")
+                 throw BadConfig{where(file, n) + ": job.sandbox: bwrap or off"};
+             c.sandbox = value == "off" ? sandbox::SandboxMode::off : sandbox::SandboxMode::bwrap;
+         }},
+        {"network", [&](const YAML::Node& n) {
+             const auto value = text("job.network")(n);
+             if (value != "none" && value != "host")
+                 throw BadConfig{where(file, n) + ": job.network: none or host"};
+             c.network = value == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+         }},
+    };
+    std::map<std::string, Setter> sections = {
+        {"agent", [&](const YAML::Node& n) { apply(file, "agent", n, agent_keys); }},
+        {"api", [&](const YAML::Node& n) { apply(file, "api", n, api_keys); }},
+        {"github", [&](const YAML::Node& n) { apply(file, "github", n, github_keys); }},
+        {"job", [&](const YAML::Node& n) { apply(file, "job", n, job_keys); }},
+    };
+    if (root.IsNull()) return;
+    apply(file, "", root, sections);
+}
+
+}  // namespace
+
+std::filesystem::path default_state_dir() {
+    if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg)
+        return std::filesystem::path(xdg) / "sandgate";
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(home && *home ? home : "/var/lib") / ".local/state/sandgate";
+}
+
+Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
+    AgentConfig config;
+    config.source = path;
+    try {
+        parse(path, YAML::LoadFile(path.string()), config);
+    } catch (const BadConfig& bad) {
+        return fail(ErrorKind::invalid_input, bad.message);
+    } catch (const YAML::BadFile&) {
+        return fail(ErrorKind::invalid_input, path.string() + ": cannot read the file");
+    } catch (const YAML::Exception& error) {
+        return fail(ErrorKind::invalid_input, path.string() + ":" + std::to_string(error.mark.line + 1) +
+                                                  ": " + error.msg);
+    }
+    if (config.id.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof(host) - 1);
+        config.id = host[0] ? host : "sandgate-agent";
+    }
+    if (config.state_dir.empty()) config.state_dir = default_state_dir();
+    if (config.listen.rfind("127.0.0.1:", 0) == 0 && !config.token_file)
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": api.token_file: required when api.listen is 127.0.0.1:PORT");
+    if (config.listen != "unix" && config.listen.rfind("unix:", 0) != 0 &&
+        config.listen.rfind("127.0.0.1:", 0) != 0)
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": api.listen: unix, unix:PATH or 127.0.0.1:PORT");
+    return config;
+}
+
+Expected<std::string> read_secret_file(const std::filesystem::path& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        return fail(ErrorKind::invalid_input, sandbox::errno_message(path.string()));
+    if (!S_ISREG(info.st_mode) || (info.st_mode & 077) != 0)
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": a secret file must be a regular file with mode 0600");
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    std::string value = content.str();
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+    if (value.empty()) return fail(ErrorKind::invalid_input, path.string() + ": the file is empty");
+    return value;
+}
+
+std::string default_agent_config() {
+    return R"(# sandgate agent configuration (see README.md, "The agent").
+agent:
+  # id: gate-1                 # lease owner id; default: the host name
+  # state_dir: /var/lib/sandgate   # default: $XDG_STATE_HOME/sandgate
+  max_jobs: 2                  # jobs run at once
+  lease_seconds: 60            # a job's lease, renewed while it runs
+  on_lost_job: conclude        # after a crash: conclude (failed) or requeue
+  max_attempts: 2              # runs before a lost job is concluded
+  drain_seconds: 300           # on SIGTERM, running jobs get this long
+api:
+  listen: unix                 # unix (STATE_DIR/agent/api.sock), unix:PATH or 127.0.0.1:PORT
+  # token_file: /etc/sandgate/api-token        # 0600; required on 127.0.0.1
+  # webhook_secret_file: /etc/sandgate/webhook-secret   # 0600; enables POST /webhook
+github:
+  repositories: []             # owner/name accepted from webhooks
+  # label: merge-gate          # only pull requests with this label
+  # api_url: https://api.github.com
+  # token_file: /etc/sandgate/github-token
+job:
+  sandbox: bwrap               # bwrap or off
+  network: none                # none or host
+  timeout_minutes: 60
+  # command: [sandgate, gate]  # the program run per job (default: this sandgate's gate)
+)";
+}
+
+}  // namespace agent

@@ -1,0 +1,60 @@
+#pragma once
+// `sandgate agent`'s configuration file (YAML; documented in README.md, written by
+// `sandgate agent init`). Unknown keys and bad values are refused with FILE:LINE: key: why.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/job_store.hpp"
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+
+struct AgentConfig {
+    // agent:
+    std::string id;                       // lease owner id; default: the host name
+    std::filesystem::path state_dir;      // default: $XDG_STATE_HOME/sandgate
+    std::size_t max_jobs = 2;
+    std::chrono::seconds lease{60};
+    OnLostLease on_lost_job = OnLostLease::conclude;
+    std::int64_t max_attempts = 2;        // claims before a lost job is concluded
+    std::chrono::seconds drain{300};      // SIGTERM: running jobs get this long, then cancelled
+    std::chrono::seconds reap_interval{60};
+    // api:
+    std::string listen = "unix";          // "unix" (state_dir/agent/api.sock), "unix:PATH" or
+                                          // "127.0.0.1:PORT"
+    std::optional<std::filesystem::path> token_file;           // required on TCP
+    std::optional<std::filesystem::path> webhook_secret_file;  // enables POST /webhook
+    // github:
+    std::vector<std::string> repositories;  // accepted owner/name (webhooks, polling)
+    std::optional<std::string> pr_label;
+    std::string api_url = "https://api.github.com";
+    std::optional<std::filesystem::path> github_token_file;
+    std::chrono::seconds poll_interval{0};  // 0: no polling
+    // job:
+    std::vector<std::string> job_command;  // empty: sandgate gate (see daemon.hpp)
+    sandbox::SandboxMode sandbox = sandbox::SandboxMode::bwrap;
+    sandbox::NetworkMode network = sandbox::NetworkMode::none;
+    std::chrono::minutes job_timeout{60};
+    std::filesystem::path source;  // the file this came from
+};
+
+// Parses the file; invalid_input "FILE:LINE: key: why" on any mistake.
+sandbox::Expected<AgentConfig> load_agent_config(const std::filesystem::path& path);
+
+// The commented default configuration `sandgate agent init` writes.
+std::string default_agent_config();
+
+// The state directory default: $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate.
+std::filesystem::path default_state_dir();
+
+// Reads a secret file: it must be a regular file not readable by group or others (0600 or
+// stricter); trailing newlines are dropped. The value never appears in an error.
+sandbox::Expected<std::string> read_secret_file(const std::filesystem::path& path);
+
+}  // namespace agent

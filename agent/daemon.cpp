@@ -1,0 +1,327 @@
+// The daemon loop. One thread owns every job process; the API's threads only touch the queue
+// (which serialises them) and wake the loop with SIGUSR1.
+#include "agent/daemon.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+
+#include "agent/api.hpp"
+#include "agent/http_server.hpp"
+#include "agent/job_process.hpp"
+#include "agent/sandbox_manager.hpp"
+#include "sandbox/unix_socket.hpp"
+
+namespace agent {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds k_tick{200};
+constexpr std::chrono::seconds k_kill_grace{10};
+constexpr std::size_t k_max_request_body = 8 * 1024 * 1024;
+constexpr int k_exit_timeout = 124;
+
+struct Running {
+    Job job;
+    JobProcess process;
+    Clock::time_point started;
+    Clock::time_point next_heartbeat;
+    std::optional<Clock::time_point> kill_at;   // set once SIGTERM was sent
+    std::optional<JobState> forced;             // cancelled / timed_out, decided by us
+    std::string forced_reason;
+};
+
+std::string repository_url(const AgentConfig& config, const std::string& repository) {
+    const bool owner_name = repository.find("://") == std::string::npos &&
+                            repository.front() != '/' && repository.front() != '.' &&
+                            std::count(repository.begin(), repository.end(), '/') == 1;
+    if (!owner_name) return repository;
+    std::string web = config.api_url;
+    if (web == "https://api.github.com" || web == "https://api.github.com/") web = "https://github.com";
+    else if (auto at = web.find("/api/v3"); at != std::string::npos) web.erase(at);
+    return web + "/" + repository;
+}
+
+class Loop {
+public:
+    Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes)
+        : m_config(config), m_queue(queue), m_sandboxes(sandboxes) {
+        std::error_code ec;
+        m_self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    }
+
+    int run() {
+        sigset_t signals;
+        sigemptyset(&signals);
+        for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, sig);
+        auto next_reap = Clock::now();
+        std::optional<Clock::time_point> drain_deadline;
+        while (true) {
+            const timespec tick{0, std::chrono::nanoseconds(k_tick).count()};
+            const int sig = ::sigtimedwait(&signals, nullptr, &tick);
+            if ((sig == SIGTERM || sig == SIGINT) && !drain_deadline) {
+                drain_deadline = Clock::now() + m_config.drain;
+                spdlog::info("draining: {} job(s) running, {} s to finish", m_running.size(),
+                             m_config.drain.count());
+            }
+            if (drain_deadline && Clock::now() >= *drain_deadline)
+                for (auto& [id, running] : m_running)
+                    force(running, JobState::cancelled, "cancelled: the agent is shutting down");
+            watch();
+            if (!drain_deadline) claim();
+            else if (m_running.empty()) return 0;
+            if (Clock::now() >= next_reap) {
+                housekeeping();
+                next_reap = Clock::now() + m_config.reap_interval;
+            }
+        }
+    }
+
+private:
+    void claim() {
+        while (m_running.size() < m_config.max_jobs) {
+            auto job = m_queue.claim(m_config.id, m_config.lease, m_config.max_jobs);
+            if (!job) {
+                spdlog::warn("claim: {}", job.error().message);
+                return;
+            }
+            if (!*job) return;
+            start(std::move(**job));
+        }
+    }
+
+    void start(Job job) {
+        const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
+        auto process = JobProcess::start(job_argv(m_config, job, m_self), job_environment(job), log);
+        if (!process) {
+            spdlog::error("job {}: cannot start: {}", job.id, process.error().message);
+            (void)m_queue.complete(job.id, m_config.id, JobState::failed,
+                                   "the job could not start: " + process.error().message, "{}");
+            return;
+        }
+        spdlog::info("job {}: started {} {} (attempt {}, pid {})", job.id, job.spec.key.repository,
+                     job.spec.key.sha, job.spec.key.attempt, process->pid());
+        const auto now = Clock::now();
+        const auto id = job.id;
+        m_running.emplace(id, Running{std::move(job), std::move(*process), now,
+                                      now + m_config.lease / 3, std::nullopt, std::nullopt, ""});
+    }
+
+    void force(Running& running, JobState state, std::string reason) {
+        if (running.kill_at) return;
+        running.forced = state;
+        running.forced_reason = std::move(reason);
+        running.process.signal_group(SIGTERM);
+        running.kill_at = Clock::now() + k_kill_grace;
+    }
+
+    void watch() {
+        const auto now = Clock::now();
+        for (auto it = m_running.begin(); it != m_running.end();) {
+            auto& running = it->second;
+            if (auto exit = running.process.poll()) {
+                finish(running, *exit);
+                it = m_running.erase(it);
+                continue;
+            }
+            if (running.kill_at && now >= *running.kill_at) running.process.signal_group(SIGKILL);
+            if (now - running.started >= m_config.job_timeout)
+                force(running, JobState::timed_out, "timed out after " +
+                                                        std::to_string(m_config.job_timeout.count()) +
+                                                        " minutes");
+            if (now >= running.next_heartbeat) heartbeat(running);
+            ++it;
+        }
+    }
+
+    void heartbeat(Running& running) {
+        running.next_heartbeat = Clock::now() + m_config.lease / 3;
+        auto beat = m_queue.heartbeat(running.job.id, m_config.id, m_config.lease);
+        if (!beat) {
+            spdlog::warn("job {}: {}", running.job.id, beat.error().message);
+            if (beat.error().kind == sandbox::ErrorKind::permanent)
+                force(running, JobState::cancelled, "lease lost");
+            return;
+        }
+        if (beat->cancel_requested) {
+            auto job = m_queue.get(running.job.id);
+            const std::string why = job && *job ? (*job)->reason : "cancelled";
+            force(running, JobState::cancelled, why);
+        }
+    }
+
+    void finish(Running& running, const JobExit& exit) {
+        JobState state = JobState::failed;
+        std::string reason;
+        if (running.forced) {
+            state = *running.forced;
+            reason = running.forced_reason;
+        } else if (exit.exit_code == 0) {
+            state = JobState::succeeded;
+        } else if (exit.exit_code == 1) {
+            reason = "the gate failed";
+        } else if (exit.exit_code == k_exit_timeout) {
+            state = JobState::timed_out;
+            reason = "a step timed out";
+        } else {
+            reason = exit.exit_code ? "the job command exited " + std::to_string(*exit.exit_code)
+                                    : "the job command died of signal " + std::to_string(exit.signal.value_or(0));
+        }
+        nlohmann::ordered_json result;
+        result["exit_code"] = exit.exit_code ? nlohmann::ordered_json(*exit.exit_code) : nullptr;
+        result["signal"] = exit.signal ? nlohmann::ordered_json(*exit.signal) : nullptr;
+        result["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    Clock::now() - running.started)
+                                    .count();
+        auto ok = m_queue.complete(running.job.id, m_config.id, state, reason, result.dump());
+        spdlog::info("job {}: {} {}", running.job.id, to_string(state), reason);
+        if (!ok) spdlog::warn("job {}: {}", running.job.id, ok.error().message);
+    }
+
+    void housekeeping() {
+        if (auto reaped = m_sandboxes.reap_expired(); reaped > 0)
+            spdlog::info("reaped {} expired sandbox(es)", reaped);
+        auto recovered = m_queue.recover_expired(m_config.on_lost_job, m_config.max_attempts);
+        if (recovered && !recovered->empty())
+            spdlog::info("recovered {} job(s) whose lease expired", recovered->size());
+        deliver_reports();
+    }
+
+    // Reports owed to GitHub. Without a GitHub token there is no one to tell: they are
+    // dropped with a log line rather than kept forever.
+    void deliver_reports() {
+        if (m_config.github_token_file) return;  // kept for the reporter (github/)
+        auto reports = m_queue.due_reports(100);
+        if (!reports) return;
+        for (const auto& report : *reports) {
+            spdlog::debug("job {}: {} report not sent (no GitHub configured)", report.job_id,
+                          report.kind);
+            (void)m_queue.report_delivered(report.id);
+        }
+    }
+
+    const AgentConfig& m_config;
+    JobQueue& m_queue;
+    SandboxManager& m_sandboxes;
+    std::filesystem::path m_self;
+    std::map<std::int64_t, Running> m_running;
+};
+
+sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
+    if (config.listen.rfind("127.0.0.1:", 0) == 0) {
+        const int port = std::stoi(config.listen.substr(10));
+        return listen_loopback(static_cast<std::uint16_t>(port), nullptr);
+    }
+    const auto path = api_socket_path(config);
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    ::chmod(path.parent_path().c_str(), 0700);
+    return sandbox::listen_unix(path);
+}
+
+}  // namespace
+
+std::filesystem::path agent_dir(const AgentConfig& config) { return config.state_dir / "agent"; }
+
+std::filesystem::path api_socket_path(const AgentConfig& config) {
+    if (config.listen.rfind("unix:", 0) == 0) return config.listen.substr(5);
+    return agent_dir(config) / "run" / "api.sock";
+}
+
+std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
+                                  const std::filesystem::path& self) {
+    if (!config.job_command.empty()) return config.job_command;
+    std::vector<std::string> argv = {self.string(), "gate", "--repo",
+                                     repository_url(config, job.spec.key.repository), "--sha",
+                                     job.spec.key.sha, "--event",
+                                     job.spec.event == "api" ? "push" : job.spec.event,
+                                     "--state-dir", config.state_dir.string(), "--sandbox",
+                                     std::string(sandbox::to_string(config.sandbox)), "--network",
+                                     std::string(sandbox::to_string(config.network))};
+    if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
+    if (!job.spec.key.workflow_job.empty()) argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
+    return argv;
+}
+
+sandbox::Environment job_environment(const Job& job) {
+    sandbox::Environment env;
+    for (const char* name : {"PATH", "HOME", "LANG", "TZ", "XDG_STATE_HOME", "TMPDIR"})
+        if (const char* value = std::getenv(name)) env.emplace_back(name, value);
+    env.emplace_back("SANDGATE_JOB_ID", std::to_string(job.id));
+    env.emplace_back("SANDGATE_JOB_REPOSITORY", job.spec.key.repository);
+    env.emplace_back("SANDGATE_JOB_SHA", job.spec.key.sha);
+    env.emplace_back("SANDGATE_JOB_REF", job.spec.ref);
+    env.emplace_back("SANDGATE_JOB_EVENT", job.spec.event);
+    env.emplace_back("SANDGATE_JOB_WORKFLOW_JOB", job.spec.key.workflow_job);
+    env.emplace_back("SANDGATE_JOB_ATTEMPT", std::to_string(job.spec.key.attempt));
+    return env;
+}
+
+void block_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, sig);
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+int run_daemon(const AgentConfig& config) {
+    auto queue = open_sqlite_queue(default_queue_path(config.state_dir));
+    if (!queue) {
+        spdlog::error("job queue: {}", queue.error().message);
+        return 1;
+    }
+    auto recovered = (*queue)->recover_owner(config.id, config.on_lost_job, config.max_attempts);
+    if (!recovered) {
+        spdlog::error("recovery: {}", recovered.error().message);
+        return 1;
+    }
+    for (const auto& job : *recovered)
+        spdlog::warn("job {} was running when agent {} stopped: {}", job.job_id, config.id,
+                     job.state == JobState::queued ? "re-queued" : "concluded");
+    SandboxManager sandboxes({config.state_dir, {}, queue->get(), std::chrono::seconds(30)});
+    sandboxes.reap_stale();
+    ApiConfig api_config;
+    api_config.log_dir = agent_dir(config) / "logs";
+    api_config.pr_label = config.pr_label;
+    api_config.repositories = config.repositories;
+    api_config.sandbox_policy.mode = config.sandbox;
+    api_config.sandbox_policy.network = config.network;
+    api_config.on_change = [] { ::kill(::getpid(), SIGUSR1); };
+    for (auto [file, target] : {std::pair{config.token_file, &api_config.token},
+                                std::pair{config.webhook_secret_file, &api_config.webhook_secret}}) {
+        if (!file) continue;
+        auto secret = read_secret_file(*file);
+        if (!secret) {
+            spdlog::error("{}", secret.error().message);
+            return 1;
+        }
+        *target = std::move(*secret);
+    }
+    Api api(std::move(api_config), **queue, sandboxes);
+    auto listener = listen_api(config);
+    if (!listener) {
+        spdlog::error("api: {}", listener.error().message);
+        return 1;
+    }
+    auto server = HttpServer::start(
+        std::move(*listener), [&api](const HttpRequest& request) { return api.handle(request); },
+        k_max_request_body);
+    if (!server) {
+        spdlog::error("api: {}", server.error().message);
+        return 1;
+    }
+    spdlog::info("agent {} ready: api on {}, at most {} job(s)", config.id, config.listen,
+                 config.max_jobs);
+    Loop loop(config, **queue, sandboxes);
+    const int status = loop.run();
+    spdlog::info("agent {} stopped", config.id);
+    return status;
+}
+
+}  // namespace agent

@@ -1,0 +1,50 @@
+#pragma once
+// One job's process, as the daemon runs it: its own process group, stdout and stderr appended
+// to the job's log file, stdin /dev/null, no descriptor of the agent's but 0-2, and SIGKILL
+// when the agent dies (PR_SET_PDEATHSIG), so that a restarted agent never finds its jobs
+// still running unobserved. Owned: destroying a JobProcess that has not been reaped kills its
+// process group and reaps it.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/error.hpp"
+#include "sandbox/fd.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+
+struct JobExit {
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+};
+
+class JobProcess {
+public:
+    static sandbox::Expected<JobProcess> start(const std::vector<std::string>& argv,
+                                               const sandbox::Environment& env,
+                                               const std::filesystem::path& log_file);
+    JobProcess(JobProcess&& other) noexcept;
+    JobProcess& operator=(JobProcess&&) = delete;
+    JobProcess(const JobProcess&) = delete;
+    ~JobProcess();
+
+    pid_t pid() const { return m_pid; }
+    // Non-blocking: the exit once the process has ended (reaping it), nullopt while it runs.
+    std::optional<JobExit> poll();
+    // Signals the whole process group (ignored once reaped).
+    void signal_group(int sig) const;
+
+private:
+    JobProcess(pid_t pid, sandbox::Fd pidfd) : m_pid(pid), m_pidfd(std::move(pidfd)) {}
+    pid_t m_pid = -1;
+    sandbox::Fd m_pidfd;
+    bool m_reaped = false;
+};
+
+}  // namespace agent
