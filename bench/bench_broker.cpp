@@ -1,0 +1,136 @@
+// bench_broker: one small step (`true`) through a job sandbox's broker, against a fresh bwrap
+// per step and against a plain fork/exec, all measured in this run; the agent's idle RSS; and
+// 100 small jobs through the agent end to end (job.command = /bin/true).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "agent/job_store.hpp"
+#include "agent/sandbox_manager.hpp"
+#include "sandbox/broker.hpp"
+#include "sandbox/run.hpp"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int k_steps = 200;
+constexpr int k_jobs = 100;
+
+double per_step_us(Clock::time_point start, int count) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
+}
+
+double fork_exec() {
+    const auto start = Clock::now();
+    for (int i = 0; i < k_steps; ++i) {
+        pid_t pid = 0;
+        char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+        if (::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) != 0) return -1;
+        ::waitpid(pid, nullptr, 0);
+    }
+    return per_step_us(start, k_steps);
+}
+
+double fresh_bwrap() {
+    sandbox::RunRequest request;
+    request.argv = {"true"};
+    request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
+    const int count = k_steps / 4;
+    const auto start = Clock::now();
+    for (int i = 0; i < count; ++i) {
+        auto result = sandbox::run(request);
+        if (result.error || result.exit_code != 0) {
+            std::fprintf(stderr, "bwrap step failed: %s\n", result.error ? result.error->message.c_str() : "exit");
+            return -1;
+        }
+    }
+    return per_step_us(start, count);
+}
+
+double broker(const std::filesystem::path& dir) {
+    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, std::chrono::seconds(30)});
+    agent::SandboxIdentity identity{"bench/repo", std::string(40, 'a'), 1, 1, "bench"};
+    auto box = manager.create(identity, {});
+    if (!box) {
+        std::fprintf(stderr, "sandbox: %s\n", box.error().message.c_str());
+        return -1;
+    }
+    sandbox::ExecRequest request;
+    request.argv = {"true"};
+    const auto start = Clock::now();
+    for (int i = 0; i < k_steps; ++i) {
+        auto reply = manager.exec(box->id, identity, request);
+        if (!reply || reply->refusal) return -1;
+    }
+    return per_step_us(start, k_steps);
+}
+
+pid_t start_agent(const std::filesystem::path& dir) {
+    std::ofstream(dir / "agent.yaml") << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
+                                      << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const std::string config = (dir / "agent.yaml").string();
+        ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "agent", "--config", config.c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    while (!std::filesystem::exists(dir / "state" / "agent" / "run" / "api.sock"))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return pid;
+}
+
+long rss_kib(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+}
+
+}  // namespace
+
+int main() {
+    char pattern[] = "/tmp/sandgate-bench-broker-XXXXXX";
+    const std::filesystem::path dir = ::mkdtemp(pattern);
+    const double plain = fork_exec();
+    const double brokered = broker(dir / "b");
+    const double bwrap = fresh_bwrap();
+    std::printf("step `true`: fork/exec %.0f us, broker %.0f us, fresh bwrap %.0f us\n", plain,
+                brokered, bwrap);
+    std::printf("broker / fork-exec = %.2fx (target <= 1.5x); fresh bwrap / broker = %.2fx\n",
+                brokered / plain, bwrap / brokered);
+
+    const pid_t agent_pid = start_agent(dir / "a");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::printf("agent idle RSS: %.1f MiB (target < 10 MiB)\n", rss_kib(agent_pid) / 1024.0);
+    auto queue = agent::open_sqlite_queue(agent::default_queue_path(dir / "a" / "state"));
+    const auto start = Clock::now();
+    for (int i = 0; i < k_jobs; ++i) {
+        agent::JobSpec spec;
+        auto n = std::to_string(i);
+        spec.key = {"bench/repo", std::string(40 - n.size(), 'b') + n, "", 1};
+        (void)(*queue)->submit(spec);
+    }
+    ::kill(agent_pid, SIGUSR1);
+    while (*(*queue)->count(agent::JobState::succeeded) < k_jobs)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("%d jobs end to end (job command /bin/true, 4 at once): %.2f s, %.1f jobs/s\n",
+                k_jobs, seconds, k_jobs / seconds);
+    ::kill(agent_pid, SIGTERM);
+    ::waitpid(agent_pid, nullptr, 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return 0;
+}
