@@ -76,6 +76,7 @@ double broker(const std::filesystem::path& dir) {
 }
 
 pid_t start_agent(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
     std::ofstream(dir / "agent.yaml") << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
                                       << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n";
     const pid_t pid = ::fork();
@@ -110,6 +111,7 @@ int main() {
                 brokered, bwrap);
     std::printf("broker / fork-exec = %.2fx (target <= 1.5x); fresh bwrap / broker = %.2fx\n",
                 brokered / plain, bwrap / brokered);
+    std::fflush(stdout);
 
     const pid_t agent_pid = start_agent(dir / "a");
     std::this_thread::sleep_for(std::chrono::seconds(1));
