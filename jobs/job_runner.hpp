@@ -1,0 +1,36 @@
+#pragma once
+// Runs one job leg (a job, or one combination of its matrix) to completion: its steps in
+// order with `if` (implicit success()), continue-on-error, timeout-minutes (the job's and
+// each step's, enforced by the sandbox), env and defaults.run; `uses:` of local composite
+// actions (inputs, outputs, env isolation, nesting), local JavaScript actions (pre, main,
+// post with pre-if/post-if), actions/checkout as a builtin; other remote actions fail the
+// step. Post steps run at the end in reverse order. Then the job's outputs are evaluated.
+//
+// Never throws; everything that goes wrong is a failed step or job in the report.
+
+#include <filesystem>
+#include <string>
+
+#include "jobs/run_context.hpp"
+#include "jobs/run_report.hpp"
+#include "jobs/value.hpp"
+#include "jobs/workflow_model.hpp"
+
+namespace jobs {
+
+struct LegInput {
+    const Workflow* workflow = nullptr;
+    const Job* job = nullptr;
+    Value matrix;          // the combination (Object), Null without a matrix
+    Object strategy;       // fail-fast, job-index, job-total, max-parallel
+    Object needs;          // needs.<id>.{result, outputs}
+    Object inputs;         // workflow_dispatch / workflow_call inputs
+    Object secrets;        // what this workflow may see
+    std::string name;      // display name, evaluated
+    std::filesystem::path workspace;
+    std::vector<std::string> runs_on;  // evaluated labels (for the log)
+};
+
+JobReport run_job_leg(const RunSettings& settings, const RunServices& services, const LegInput& leg);
+
+}  // namespace jobs

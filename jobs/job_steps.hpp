@@ -1,0 +1,104 @@
+#pragma once
+// Internal to job_runner.cpp and step_actions.cpp: the state of one running job leg.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jobs/action_model.hpp"
+#include "jobs/expr.hpp"
+#include "jobs/job_runner.hpp"
+#include "jobs/step_runner.hpp"
+
+namespace jobs::detail {
+
+inline constexpr int k_max_composite_depth = 9;
+
+// The steps of a job or of a composite action run in a scope: its own steps context and
+// inputs, the env its caller passed (not leaking out), its status functions.
+struct Scope {
+    Object steps;
+    std::optional<Object> inputs;        // composite: its inputs
+    sandbox::Environment extra_env;      // env of the `uses:` step(s) that led here
+    std::filesystem::path action_path;   // composite: GITHUB_ACTION_PATH
+    std::string action_name;             // composite: for labels
+    bool failed = false;                 // a step concluded failure
+    int depth = 0;
+    const RunDefaults* defaults = nullptr;  // job scope only
+};
+
+struct PostStep {
+    Action action;
+    sandbox::Environment env;  // INPUT_*, GITHUB_ACTION_PATH, the caller env
+    NamedValues state;
+    std::string name;
+    std::string id;
+    Scope scope;  // as it was when the main step ran
+};
+
+class JobRun {
+public:
+    JobRun(const RunSettings& settings, const RunServices& services, const LegInput& leg);
+    JobReport run();
+
+    // Runs `steps` in `scope`, appending their reports.
+    void run_steps(const std::vector<Step>& steps, Scope& scope, std::vector<StepReport>& out);
+
+    // Contexts for an expression in `scope` (env: the job env, then scope env, then `step_env`).
+    EvalContext context(const Scope& scope, const sandbox::Environment& step_env = {}) const;
+    RunStatus status(const Scope& scope) const;
+
+    // One step whose `if` passed: env, continue-on-error, timeout, then run or uses.
+    void run_one(const Step& step, Scope& scope, const EvalContext& ctx, StepReport& report);
+    void run_script(const Step& step, Scope& scope, const EvalContext& ctx,
+                    const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
+                    StepReport& report);
+    // uses: dispatchers (step_actions.cpp). Outputs go to report.outputs.
+    void run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
+                  const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
+                  StepReport& report);
+    void run_composite(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
+                       const sandbox::Environment& step_env, StepReport& report);
+    void run_node(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
+                  const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
+                  StepReport& report);
+    void run_checkout(const NamedValues& with, StepReport& report);
+    NamedValues action_inputs(const Action& action, const NamedValues& with, const EvalContext& ctx,
+                              StepReport& report);
+    // GITHUB_* plus the composite's GITHUB_ACTION_PATH, then the scope's and step's env.
+    sandbox::Environment process_env(const Scope& scope, const sandbox::Environment& step_env,
+                                     const std::string& action_id) const;
+    void evaluate_outputs();
+    void run_posts();
+
+    // Runs one process step through stepio's run_step and fills `report` from the result.
+    StepResult execute(StepSpec spec, const std::string& name, StepReport& report);
+    void warn(StepReport& report, const std::string& message);
+    std::optional<std::chrono::milliseconds> remaining() const;
+    StepContext step_context(const std::string& name) const;
+    void fail_step(StepReport& report, const std::string& message);
+
+    const RunSettings& m_settings;
+    const RunServices& m_services;
+    const LegInput& m_leg;
+    Object m_github;
+    Object m_runner;
+    Object m_job_context;
+    sandbox::Environment m_github_env;
+    JobState m_state;
+    std::chrono::steady_clock::time_point m_deadline;
+    bool m_timed_out = false;
+    std::vector<PostStep> m_posts;
+    Object m_job_steps;  // the job scope's steps context, for outputs
+    JobReport m_report;
+    std::string m_label;  // job label for logs
+};
+
+// The environment of a step as Text values evaluated: `env` (mapping or expression).
+ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalContext& context);
+// Sets name=value in an Environment (replacing in place).
+void set_env(sandbox::Environment& env, const std::string& name, const std::string& value);
+Object env_object(const sandbox::Environment& env);
+
+}  // namespace jobs::detail

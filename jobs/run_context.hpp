@@ -1,0 +1,72 @@
+#pragma once
+// What one `sandgate run` knows before any job starts (RunSettings, immutable while jobs
+// run), the shared services its jobs use (RunServices), and the builders of the
+// expression contexts and GITHUB_* variables that actions/runner gives every step.
+
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jobs/checkout.hpp"
+#include "jobs/expr.hpp"
+#include "jobs/log.hpp"
+#include "jobs/masker.hpp"
+#include "jobs/repo_info.hpp"
+#include "jobs/value.hpp"
+#include "jobs/workflow_model.hpp"
+#include "sandbox/run.hpp"
+
+namespace jobs {
+
+struct RunSettings {
+    std::string event_name = "push";
+    Value event = Value(Object{});     // the payload (-e FILE), an Object
+    std::filesystem::path repository;  // absolute: the directory the run starts in (-C)
+    RepoInfo repo;                     // HEAD and origin of `repository`, when a git repo
+    std::string actor;                 // github.actor; default: $USER or "sandgate"
+    std::vector<std::string> labels;   // runner labels (globs allowed)
+    Object secrets;                    // -s / --secret-file
+    Object vars;                       // --var
+    sandbox::Environment env;          // --env / --env-file: the workflow's env, lowest priority
+    Object inputs;                     // --input, for workflow_dispatch / workflow_call
+    std::vector<std::pair<std::string, std::string>> matrix_filter;  // --matrix KEY:VALUE
+    std::vector<std::string> job_filter;                             // -j JOB
+    sandbox::Policy policy;
+    sandbox::Environment host;        // the base of every child environment (allowlisted)
+    std::filesystem::path temp_root;  // per-run scratch: RUNNER_TEMP, file commands, scripts
+    std::string run_id = "1";
+    std::string run_number = "1";
+};
+
+// Shared by all jobs of a run; every member is thread-safe.
+struct RunServices {
+    LogSink& log;
+    Masker& masker;
+    WorkspaceProvider& workspace;
+    std::counting_semaphore<>& legs;  // bounds job legs running at once
+};
+
+// github.* for one job of `workflow`.
+Object github_context(const RunSettings& settings, const Workflow& workflow, std::string_view job_id,
+                      const std::filesystem::path& workspace);
+// runner.* (os, arch, name, temp, tool_cache, workspace, debug).
+Object runner_context(const RunSettings& settings);
+// The variables actions/runner sets for every step: CI, GITHUB_*, RUNNER_*.
+sandbox::Environment github_environment(const Object& github, const Object& runner);
+
+// Inputs of workflow_dispatch / workflow_call: given values (strings or typed) take
+// precedence, then defaults (evaluated against `context`, for `${{ 1 }}`); converted by
+// type (boolean, number, string). `strict`: an input given but not declared, or a required
+// one missing, is an error (calls of reusable workflows); dispatch keeps undeclared ones.
+sandbox::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, const Object& given,
+                                         const EvalContext& context, bool strict);
+
+// Value to env-var text: strings as is, others as GitHub prints them.
+std::string env_text(const Value& value);
+
+}  // namespace jobs

@@ -1,0 +1,88 @@
+#pragma once
+// The result model of `sandgate run`: per workflow, job (leg) and step the outcome, the
+// conclusion, exit code, duration, output sizes, outputs and annotations. The workflow runner
+// fills it; `--report FILE` writes it as JSON (to_json) and the GitHub reporting maps it to
+// check runs. All text in it is masked before it is stored (the runner masks; write_report
+// masks again with the run's masker, so a secret learnt late is still hidden).
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/masker.hpp"
+#include "jobs/step_runner.hpp"
+#include "jobs/value.hpp"
+#include "jobs/workflow_commands.hpp"
+#include "sandbox/error.hpp"
+
+namespace jobs {
+
+// GitHub's vocabulary (Outcome, from step_runner.hpp): a step's outcome is what happened;
+// its conclusion is the outcome after continue-on-error (a failed step that may fail
+// concludes success).
+
+enum class StepStage { pre, main, post };
+std::string_view to_string(StepStage stage);
+
+struct StepReport {
+    std::string id;    // `id:` or the generated one ("__run_2")
+    std::string name;  // display name, evaluated and masked
+    StepStage stage = StepStage::main;
+    Outcome outcome = Outcome::skipped;
+    Outcome conclusion = Outcome::skipped;
+    std::optional<int> exit_code;
+    std::chrono::milliseconds duration{0};
+    std::uint64_t stdout_bytes = 0;
+    std::uint64_t stderr_bytes = 0;
+    bool truncated = false;
+    bool timed_out = false;
+    std::uint64_t skip_markers = 0;
+    NamedValues outputs;
+    std::vector<Annotation> annotations;
+    std::string message;  // the runner's reason for a failure or a skip; "" otherwise
+    std::vector<StepReport> steps;  // a composite action's inner steps
+};
+
+struct JobReport {
+    std::string id;    // the job id
+    std::string name;  // display name (with matrix values), masked
+    Value matrix;      // the leg's combination (Null when the job has no matrix)
+    Outcome conclusion = Outcome::skipped;  // after continue-on-error
+    Outcome outcome = Outcome::skipped;
+    std::chrono::milliseconds duration{0};
+    NamedValues outputs;
+    std::vector<StepReport> steps;
+    std::vector<Annotation> annotations;
+    std::string message;       // why it was skipped or failed outside any step
+    std::string workflow_call;  // the called workflow for `uses:` jobs
+    std::vector<JobReport> jobs;  // a called workflow's jobs
+};
+
+struct WorkflowReport {
+    std::string file;
+    std::string name;
+    Outcome conclusion = Outcome::success;
+    std::vector<JobReport> jobs;
+};
+
+struct RunReport {
+    std::string event;
+    int exit_code = 0;
+    std::chrono::milliseconds duration{0};
+    std::vector<WorkflowReport> workflows;
+};
+
+nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker);
+
+// Writes the JSON to `path` atomically (a temp file beside it, then rename). Nothing is left
+// behind on error.
+sandbox::Expected<void> write_report(const std::filesystem::path& path, const RunReport& report,
+                                     const Masker& masker);
+
+}  // namespace jobs

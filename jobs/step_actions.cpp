@@ -1,0 +1,191 @@
+// `uses:` steps of a job leg: local composite and JavaScript actions, the actions/checkout
+// builtin, and the refusal of everything that would need fetching.
+#include <algorithm>
+
+#include "jobs/job_steps.hpp"
+#include "jobs/yaml_value.hpp"
+
+namespace jobs::detail {
+namespace {
+
+std::string action_name(const std::string& uses) {
+    const auto at = uses.find('@');
+    return at == std::string::npos ? uses : uses.substr(0, at);
+}
+
+std::string id_part(const std::string& path) {
+    std::string out;
+    for (char c : path) out += (std::isalnum(static_cast<unsigned char>(c)) != 0) ? c : '_';
+    return out;
+}
+
+}  // namespace
+
+NamedValues JobRun::action_inputs(const Action& action, const NamedValues& with, const EvalContext& ctx,
+                                  StepReport& report) {
+    NamedValues out;
+    for (const auto& spec : action.inputs) {
+        auto given = std::ranges::find_if(with, [&](const auto& pair) { return equals_ignore_case(pair.first, spec.name); });
+        if (given != with.end()) {
+            out.emplace_back(spec.name, given->second);
+        } else if (spec.default_value) {
+            auto value = evaluate_yaml(*spec.default_value, ctx);
+            if (!value) {
+                warn(report, value.error().message);
+                out.emplace_back(spec.name, "");
+            } else {
+                out.emplace_back(spec.name, env_text(*value));
+            }
+        } else {
+            if (spec.required) warn(report, "Input required and not supplied: " + spec.name);
+            out.emplace_back(spec.name, "");
+        }
+    }
+    std::vector<std::string> unexpected;
+    for (const auto& [name, value] : with) {
+        const bool known = std::ranges::any_of(action.inputs, [&](const InputSpec& spec) { return equals_ignore_case(spec.name, name); });
+        if (!known) {
+            unexpected.push_back(name);
+            out.emplace_back(name, value);
+        }
+    }
+    if (!unexpected.empty()) {
+        std::string list;
+        for (const auto& name : unexpected) list += (list.empty() ? "'" : ", '") + name + "'";
+        warn(report, "Unexpected input(s) " + list + " for the action " + action.file);
+    }
+    return out;
+}
+
+void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
+                      const sandbox::Environment& step_env,
+                      std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
+    const std::string& uses = step.uses->value;
+    NamedValues with;
+    for (const auto& [name, text] : step.with) {
+        auto value = interpolate_at(text.value, text.mark, ctx);
+        if (!value) return fail_step(report, value.error().message);
+        with.emplace_back(name, *value);
+    }
+    if (uses.starts_with("./") || uses == ".") {
+        const std::filesystem::path dir = (m_leg.workspace / uses).lexically_normal();
+        std::error_code ec;
+        if (!std::filesystem::exists(dir / "action.yml", ec) && !std::filesystem::exists(dir / "action.yaml", ec))
+            return fail_step(report, "Can't find 'action.yml' or 'action.yaml' under '" + dir.string() +
+                                         "'. Did you forget to run actions/checkout before running your local action?");
+        auto action = load_action(dir);
+        if (!action) return fail_step(report, action.error().message);
+        NamedValues inputs = action_inputs(*action, with, ctx, report);
+        switch (action->kind) {
+            case ActionKind::composite: return run_composite(*action, inputs, step, scope, step_env, report);
+            case ActionKind::node: return run_node(*action, inputs, step, scope, step_env, timeout, report);
+            case ActionKind::docker:
+                return fail_step(report, "the docker action " + uses + " cannot run: sandgate runs steps in its sandbox, not in containers");
+        }
+        return;
+    }
+    if (uses.starts_with("docker://"))
+        return fail_step(report, "'" + uses + "' is a container image: sandgate runs steps in its sandbox, not in containers");
+    if (equals_ignore_case(action_name(uses), "actions/checkout")) return run_checkout(with, report);
+    fail_step(report, "the remote action '" + uses + "' is not available: sandgate runs offline and does not fetch "
+                      "actions (only local ./ actions and the actions/checkout builtin run)");
+}
+
+void JobRun::run_checkout(const NamedValues& with, StepReport& report) {
+    CheckoutRequest request;
+    if (const auto* repository = find_named(with, "repository")) request.repository = *repository;
+    if (const auto* ref = find_named(with, "ref")) request.ref = *ref;
+    if (const auto* path = find_named(with, "path")) request.path = *path;
+    const Value* own = m_github.find("repository");
+    if (own != nullptr && equals_ignore_case(request.repository, own->to_display_string())) request.repository.clear();
+    const auto started = std::chrono::steady_clock::now();
+    auto result = m_services.workspace.checkout(m_leg.workspace, request);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    if (!result) return fail_step(report, result.error().message);
+    m_services.log.output(StepLabel{m_label, report.name}, m_services.masker.mask(*result));
+    report.outcome = report.conclusion = Outcome::success;
+}
+
+void JobRun::run_composite(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
+                           const sandbox::Environment& step_env, StepReport& report) {
+    if (scope.depth >= k_max_composite_depth)
+        return fail_step(report, "composite actions nest deeper than " + std::to_string(k_max_composite_depth) + " levels");
+    Scope inner;
+    Object inputs_object;
+    for (const auto& [name, value] : inputs) inputs_object.set(name, value);
+    inner.inputs = std::move(inputs_object);
+    inner.extra_env = scope.extra_env;
+    for (const auto& [name, value] : step_env) set_env(inner.extra_env, name, value);
+    inner.action_path = action.directory;
+    inner.action_name = id_part(step.uses->value);
+    inner.depth = scope.depth + 1;
+    const auto started = std::chrono::steady_clock::now();
+    run_steps(action.steps, inner, report.steps);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    for (const auto& inner_step : report.steps) {
+        report.stdout_bytes += inner_step.stdout_bytes;
+        report.stderr_bytes += inner_step.stderr_bytes;
+        report.truncated = report.truncated || inner_step.truncated;
+        report.skip_markers += inner_step.skip_markers;
+        report.timed_out = report.timed_out || inner_step.timed_out;
+    }
+    const EvalContext ctx = context(inner);
+    for (const auto& output : action.outputs) {
+        auto value = interpolate_at(output.value.value, output.value.mark, ctx);
+        if (!value) {
+            warn(report, value.error().message);
+            continue;
+        }
+        set_named(report.outputs, output.name, *value);
+    }
+    report.outcome = report.conclusion = inner.failed ? Outcome::failure : Outcome::success;
+}
+
+void JobRun::run_node(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
+                      const sandbox::Environment& step_env,
+                      std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
+    Scope action_scope = scope;
+    action_scope.action_path = action.directory;
+    sandbox::Environment env = process_env(action_scope, step_env, report.id);
+    for (const auto& [name, value] : input_environment(inputs)) set_env(env, name, value);
+    NamedValues state;
+    auto spec_for = [&](const std::string& script) {
+        StepSpec spec;
+        spec.id = report.id;
+        spec.argv = {"node", (action.directory / script).string()};
+        spec.env = env;
+        for (const auto& [name, value] : state_environment(state)) set_env(spec.env, name, value);
+        spec.working_directory = m_leg.workspace;
+        spec.timeout = timeout;
+        return spec;
+    };
+    if (!action.pre.empty()) {
+        StepReport pre;
+        pre.id = report.id;
+        pre.name = "Pre " + report.name;
+        pre.stage = StepStage::pre;
+        const EvalContext ctx = context(scope);
+        auto run_it = condition_at(action.pre_if ? action.pre_if->value : "always()",
+                                   action.pre_if ? action.pre_if->mark : step.mark, ctx);
+        if (!run_it) {
+            fail_step(pre, "pre-if: " + run_it.error().message);
+        } else if (*run_it) {
+            StepResult result = execute(spec_for(action.pre), pre.name, pre);
+            for (const auto& [name, value] : result.state) set_named(state, name, value);
+        } else {
+            pre.outcome = pre.conclusion = Outcome::skipped;
+        }
+        const bool pre_failed = pre.conclusion == Outcome::failure;
+        report.steps.push_back(std::move(pre));
+        if (pre_failed) return fail_step(report, "the action's pre step failed");
+    }
+    StepResult result = execute(spec_for(action.main), report.name, report);
+    report.outputs = result.outputs;
+    for (const auto& [name, value] : result.state) set_named(state, name, value);
+    if (!action.post.empty()) {
+        PostStep post{action, env, state, "Post " + report.name, report.id, scope};
+        m_posts.push_back(std::move(post));
+    }
+}
+
+}  // namespace jobs::detail

@@ -1,0 +1,524 @@
+#include "jobs/workflow_runner.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "jobs/job_runner.hpp"
+#include "jobs/matrix.hpp"
+#include "jobs/runner_labels.hpp"
+#include "jobs/yaml_value.hpp"
+
+namespace jobs {
+namespace {
+
+struct JobOutcome {
+    Outcome result = Outcome::skipped;
+    NamedValues outputs;
+};
+
+bool uses_status_function(std::string_view condition) {
+    const std::string folded = fold_case(condition);
+    for (std::string_view name : {"SUCCESS(", "FAILURE(", "ALWAYS(", "CANCELLED("}) {
+        if (folded.find(name) != std::string::npos) return true;
+    }
+    return false;
+}
+
+Object outputs_object(const NamedValues& outputs) {
+    Object out;
+    for (const auto& [name, value] : outputs) out.set(name, value);
+    return out;
+}
+
+Annotation notice(std::string message) {
+    return Annotation{AnnotationLevel::notice, std::move(message), std::nullopt, std::nullopt,
+                      std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+}
+
+Annotation error_annotation(std::string message) {
+    Annotation a = notice(std::move(message));
+    a.level = AnnotationLevel::error;
+    return a;
+}
+
+std::vector<std::string> labels_of(const Value& value) {
+    std::vector<std::string> out;
+    if (value.is_string()) out.push_back(value.as_string());
+    else if (value.is_array()) {
+        for (const auto& item : value.as_array()) out.push_back(item.to_display_string());
+    } else if (value.is_object()) {
+        if (const Value* labels = value.get("labels")) return labels_of(*labels);
+    }
+    return out;
+}
+
+// GitHub's filter globs: `*` within a path component, `**` across, `?` one character.
+bool glob_match(std::string_view pattern, std::string_view text) {
+    if (pattern.empty()) return text.empty();
+    if (pattern.starts_with("**")) {
+        for (std::size_t i = 0; i <= text.size(); ++i) {
+            if (glob_match(pattern.substr(2), text.substr(i))) return true;
+        }
+        return false;
+    }
+    if (pattern[0] == '*') {
+        for (std::size_t i = 0; i <= text.size(); ++i) {
+            if (glob_match(pattern.substr(1), text.substr(i))) return true;
+            if (i < text.size() && text[i] == '/') return false;
+        }
+        return false;
+    }
+    if (text.empty()) return false;
+    if (pattern[0] == '?' || pattern[0] == text[0]) return glob_match(pattern.substr(1), text.substr(1));
+    return false;
+}
+
+bool filter_admits(const YamlNode& filters, std::string_view include, std::string_view exclude,
+                   std::string_view value) {
+    auto any = [&](const YamlNode* list) {
+        if (list == nullptr) return false;
+        if (list->is_scalar()) return glob_match(list->text, value);
+        return std::ranges::any_of(list->items, [&](const YamlNode& item) { return glob_match(item.text, value); });
+    };
+    if (const YamlNode* list = filters.find(include)) return any(list);
+    if (const YamlNode* list = filters.find(exclude)) return !any(list);
+    return true;
+}
+
+class WorkflowRun {
+public:
+    WorkflowRun(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
+                const Object& inputs, const Object& secrets, int depth)
+        : m_settings(settings), m_services(services), m_workflow(workflow), m_inputs(inputs),
+          m_secrets(secrets), m_depth(depth) {}
+
+    WorkflowReport run() {
+        WorkflowReport report;
+        report.file = m_workflow.file;
+        report.name = m_workflow.display_name();
+        const auto selected = selected_jobs();
+        std::vector<std::thread> threads;
+        for (const auto& job : m_workflow.jobs) {
+            if (std::ranges::find(selected, job.id) == selected.end()) continue;
+            threads.emplace_back([this, &job] { run_job(job); });
+        }
+        for (auto& thread : threads) thread.join();
+        for (const auto& job : m_workflow.jobs) {
+            auto it = m_reports.find(job.id);
+            if (it == m_reports.end()) continue;
+            for (auto& leg : it->second) {
+                if (leg.conclusion == Outcome::failure) report.conclusion = Outcome::failure;
+                report.jobs.push_back(std::move(leg));
+            }
+        }
+        return report;
+    }
+
+private:
+    // -j JOB (top level only): the job and everything it needs, transitively.
+    std::vector<std::string> selected_jobs() const {
+        std::vector<std::string> out;
+        if (m_depth > 0 || m_settings.job_filter.empty()) {
+            for (const auto& job : m_workflow.jobs) out.push_back(job.id);
+            return out;
+        }
+        std::vector<std::string> pending = m_settings.job_filter;
+        while (!pending.empty()) {
+            const std::string id = pending.back();
+            pending.pop_back();
+            const Job* job = m_workflow.find_job(id);
+            if (job == nullptr || std::ranges::find(out, id) != out.end()) continue;
+            out.push_back(id);
+            for (const auto& need : job->needs) pending.push_back(need);
+        }
+        return out;
+    }
+
+    void finish(const Job& job, JobOutcome outcome, std::vector<JobReport> reports) {
+        std::lock_guard lock(m_mutex);
+        m_outcomes[job.id] = std::move(outcome);
+        m_reports[job.id] = std::move(reports);
+        m_done.notify_all();
+    }
+
+    // Waits for every job `job` needs, then returns the needs context and the status the
+    // status functions see (over all ancestors).
+    Object wait_needs(const Job& job, RunStatus& status, bool& need_skipped) {
+        std::unique_lock lock(m_mutex);
+        m_done.wait(lock, [&] {
+            return std::ranges::all_of(job.needs, [&](const std::string& id) { return m_outcomes.contains(id); });
+        });
+        Object needs;
+        status = RunStatus::success;
+        need_skipped = false;
+        for (const auto& id : job.needs) {
+            const JobOutcome& outcome = m_outcomes.at(id);
+            Object entry;
+            entry.set("result", std::string(to_string(outcome.result)));
+            entry.set("outputs", Value(outputs_object(outcome.outputs)));
+            needs.set(id, Value(std::move(entry)));
+            if (outcome.result == Outcome::skipped) need_skipped = true;
+        }
+        for (const auto& id : ancestors(job)) {
+            const Outcome result = m_outcomes.at(id).result;
+            if (result == Outcome::failure) status = RunStatus::failure;
+            else if (result == Outcome::cancelled && status == RunStatus::success) status = RunStatus::cancelled;
+        }
+        return needs;
+    }
+
+    std::vector<std::string> ancestors(const Job& job) const {
+        std::vector<std::string> out;
+        std::vector<std::string> pending = job.needs;
+        while (!pending.empty()) {
+            std::string id = pending.back();
+            pending.pop_back();
+            if (std::ranges::find(out, id) != out.end()) continue;
+            out.push_back(id);
+            if (const Job* need = m_workflow.find_job(id)) pending.insert(pending.end(), need->needs.begin(), need->needs.end());
+        }
+        return out;
+    }
+
+    EvalContext job_context(const Job& job, const Object& needs, RunStatus status) const {
+        EvalContext context;
+        const auto workspace = m_settings.repository;
+        context.contexts.set("github", Value(github_context(m_settings, m_workflow, job.id, workspace)));
+        context.contexts.set("needs", Value(needs));
+        context.contexts.set("vars", Value(m_settings.vars));
+        context.contexts.set("inputs", Value(m_inputs));
+        context.contexts.set("secrets", Value(m_secrets));
+        context.contexts.set("env", Value(Object{}));
+        context.contexts.set("runner", Value(runner_context(m_settings)));
+        context.contexts.set("matrix", Value(Object{}));
+        context.contexts.set("strategy", Value(Object{}));
+        context.status = status;
+        context.workspace = workspace;
+        return context;
+    }
+
+    JobReport job_report(const Job& job, Outcome outcome, std::string message, AnnotationLevel level) {
+        JobReport report;
+        report.id = job.id;
+        report.name = job.name ? job.name->value : job.id;
+        report.outcome = report.conclusion = outcome;
+        report.message = m_services.masker.mask(message);
+        Annotation a = notice(report.message);
+        a.level = level;
+        report.annotations.push_back(a);
+        m_services.log.annotation(StepLabel{report.name, ""}, a);
+        return report;
+    }
+
+    void run_job(const Job& job) {
+        RunStatus status = RunStatus::success;
+        bool need_skipped = false;
+        const Object needs = wait_needs(job, status, need_skipped);
+        const EvalContext context = job_context(job, needs, status);
+        const std::string condition = job.condition ? job.condition->value : "success()";
+        if (need_skipped && !uses_status_function(condition)) {
+            return finish(job, {}, {job_report(job, Outcome::skipped, "skipped: a job it needs was skipped", AnnotationLevel::notice)});
+        }
+        auto run_it = condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
+        if (!run_it) {
+            return finish(job, {Outcome::failure, {}}, {job_report(job, Outcome::failure, run_it.error().message, AnnotationLevel::error)});
+        }
+        if (!*run_it) {
+            m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped, "job " + job.id + " (if: " + condition + ")");
+            return finish(job, {}, {job_report(job, Outcome::skipped, "skipped: if: " + condition, AnnotationLevel::notice)});
+        }
+        run_legs(job, needs, context);
+    }
+
+    struct Leg {
+        Value matrix;
+        Object strategy;
+    };
+
+    sandbox::Expected<std::vector<Leg>> plan_legs(const Job& job, const EvalContext& context, std::size_t& max_parallel,
+                                                  bool& fail_fast) {
+        std::vector<Leg> legs;
+        max_parallel = 0;
+        fail_fast = true;
+        std::vector<Value> combinations;
+        if (job.strategy && !job.strategy->matrix.is_null()) {
+            auto matrix = evaluate_matrix(job.strategy->matrix, context);
+            if (!matrix) return sandbox::fail(sandbox::ErrorKind::invalid_input, matrix.error().message);
+            auto expanded = expand_matrix(*matrix);
+            if (!expanded) {
+                return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                     located(job.strategy->matrix.mark, expanded.error().message));
+            }
+            combinations = filter_matrix(std::move(*expanded), m_settings.matrix_filter);
+        } else {
+            combinations.emplace_back();
+        }
+        if (job.strategy) {
+            if (job.strategy->fail_fast) {
+                auto value = evaluate_yaml(*job.strategy->fail_fast, context);
+                if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+                fail_fast = value->truthy();
+            }
+            if (job.strategy->max_parallel) {
+                auto value = evaluate_yaml(*job.strategy->max_parallel, context);
+                if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+                max_parallel = static_cast<std::size_t>(std::max(1.0, value->to_number()));
+            }
+        }
+        for (std::size_t i = 0; i < combinations.size(); ++i) {
+            Object strategy;
+            strategy.set("fail-fast", fail_fast);
+            strategy.set("job-index", static_cast<double>(i));
+            strategy.set("job-total", static_cast<double>(combinations.size()));
+            strategy.set("max-parallel", static_cast<double>(max_parallel == 0 ? combinations.size() : max_parallel));
+            legs.push_back(Leg{combinations[i], std::move(strategy)});
+        }
+        return legs;
+    }
+
+    std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context) const {
+        if (job.name) {
+            if (auto name = interpolate_at(job.name->value, job.name->mark, context)) return *name;
+        }
+        if (leg.matrix.is_null() || !leg.matrix.is_object() || leg.matrix.as_object().empty()) return job.id;
+        std::string values;
+        for (const auto& [key, value] : leg.matrix.as_object()) {
+            values += (values.empty() ? "" : ", ") + (value.is_primitive() ? value.to_display_string() : to_json(value, JsonStyle::compact));
+        }
+        return job.id + " (" + values + ")";
+    }
+
+    JobReport run_leg(const Job& job, const Leg& leg, const Object& needs, const EvalContext& base) {
+        EvalContext context = base;
+        context.contexts.set("matrix", leg.matrix.is_null() ? Value(Object{}) : leg.matrix);
+        context.contexts.set("strategy", Value(leg.strategy));
+        LegInput input;
+        input.workflow = &m_workflow;
+        input.job = &job;
+        input.matrix = leg.matrix;
+        input.strategy = leg.strategy;
+        input.needs = needs;
+        input.inputs = m_inputs;
+        input.secrets = m_secrets;
+        input.name = leg_name(job, leg, context);
+        if (job.calls_workflow()) return call_workflow(job, input, context);
+        auto runs_on = evaluate_yaml(job.runs_on, context);
+        if (!runs_on) return leg_error(job, input, Outcome::failure, runs_on.error().message, AnnotationLevel::error);
+        input.runs_on = labels_of(*runs_on);
+        if (!labels_satisfied(input.runs_on, m_settings.labels)) {
+            std::string wanted;
+            for (const auto& label : input.runs_on) wanted += (wanted.empty() ? "" : ", ") + label;
+            return leg_error(job, input, Outcome::skipped,
+                             "skipped: runs-on [" + wanted + "] matches none of this runner's labels (add one with --label)",
+                             AnnotationLevel::notice);
+        }
+        auto workspace = m_services.workspace.workspace_for(input.name);
+        if (!workspace) return leg_error(job, input, Outcome::failure, workspace.error().message, AnnotationLevel::error);
+        input.workspace = *workspace;
+        if (job.steps.empty()) return leg_error(job, input, Outcome::failure, "the job has no steps", AnnotationLevel::error);
+        m_services.legs.acquire();
+        JobReport report = run_job_leg(m_settings, m_services, input);
+        m_services.legs.release();
+        return report;
+    }
+
+    JobReport leg_error(const Job& job, const LegInput& input, Outcome outcome, const std::string& message,
+                        AnnotationLevel level) {
+        JobReport report = job_report(job, outcome, message, level);
+        report.name = m_services.masker.mask(input.name);
+        report.matrix = input.matrix;
+        return report;
+    }
+
+    JobReport call_workflow(const Job& job, const LegInput& input, const EvalContext& context) {
+        if (m_depth + 1 > k_max_workflow_depth)
+            return leg_error(job, input, Outcome::failure, "reusable workflows nest deeper than 4 levels", AnnotationLevel::error);
+        auto called = load_called_workflow(m_settings.repository, job);
+        if (!called) return leg_error(job, input, Outcome::failure, called.error().message, AnnotationLevel::error);
+        Object given;
+        for (const auto& [name, node] : job.with) {
+            auto value = evaluate_yaml(node, context);
+            if (!value) return leg_error(job, input, Outcome::failure, value.error().message, AnnotationLevel::error);
+            given.set(name, *value);
+        }
+        auto inputs = resolve_inputs(called->on.call_inputs, given, context, true);
+        if (!inputs) return leg_error(job, input, Outcome::failure, located(job.uses->mark, inputs.error().message), AnnotationLevel::error);
+        Object secrets;
+        if (job.secrets_mode == SecretsMode::inherit) secrets = m_secrets;
+        for (const auto& [name, text] : job.secrets) {
+            auto value = interpolate_at(text.value, text.mark, context);
+            if (!value) return leg_error(job, input, Outcome::failure, value.error().message, AnnotationLevel::error);
+            secrets.set(name, *value);
+        }
+        for (const auto& spec : called->on.call_secrets) {
+            if (spec.required && !secrets.contains(spec.name))
+                return leg_error(job, input, Outcome::failure,
+                                 located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"), AnnotationLevel::error);
+        }
+        const auto started = std::chrono::steady_clock::now();
+        m_services.log.status(StepLabel{input.name, ""}, StatusKind::start, "call " + job.uses->value);
+        WorkflowReport nested = run_workflow(m_settings, m_services, *called, *inputs, secrets, m_depth + 1);
+        JobReport report;
+        report.id = job.id;
+        report.name = m_services.masker.mask(input.name);
+        report.matrix = input.matrix;
+        report.workflow_call = job.uses->value;
+        report.outcome = report.conclusion = nested.conclusion;
+        Object jobs;
+        for (const auto& inner : nested.jobs) {
+            Object entry;
+            entry.set("result", std::string(to_string(inner.conclusion)));
+            entry.set("outputs", Value(outputs_object(inner.outputs)));
+            jobs.set(inner.id, Value(std::move(entry)));
+        }
+        EvalContext outputs_context = context;
+        outputs_context.contexts.set("jobs", Value(std::move(jobs)));
+        outputs_context.contexts.set("inputs", Value(*inputs));
+        for (const auto& output : called->on.call_outputs) {
+            auto value = interpolate_at(output.value.value, output.value.mark, outputs_context);
+            if (!value) {
+                report.annotations.push_back(notice(m_services.masker.mask(value.error().message)));
+                continue;
+            }
+            set_named(report.outputs, output.name, *value);
+        }
+        report.jobs = std::move(nested.jobs);
+        report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        return report;
+    }
+
+    void run_legs(const Job& job, const Object& needs, const EvalContext& context) {
+        std::size_t max_parallel = 0;
+        bool fail_fast = true;
+        auto legs = plan_legs(job, context, max_parallel, fail_fast);
+        if (!legs) {
+            return finish(job, {Outcome::failure, {}},
+                          {job_report(job, Outcome::failure, legs.error().message, AnnotationLevel::error)});
+        }
+        std::vector<JobReport> reports(legs->size());
+        std::mutex mutex;
+        std::size_t next = 0;
+        bool failed = false;
+        auto worker = [&] {
+            for (;;) {
+                std::size_t index = 0;
+                {
+                    std::lock_guard lock(mutex);
+                    if (next >= legs->size()) return;
+                    index = next++;
+                    if (failed && fail_fast) {
+                        reports[index] = job_report(job, Outcome::cancelled, "cancelled: another leg of the matrix failed (fail-fast)",
+                                                    AnnotationLevel::notice);
+                        reports[index].matrix = (*legs)[index].matrix;
+                        continue;
+                    }
+                }
+                JobReport report = run_leg(job, (*legs)[index], needs, context);
+                std::lock_guard lock(mutex);
+                if (report.conclusion == Outcome::failure) failed = true;
+                reports[index] = std::move(report);
+            }
+        };
+        const std::size_t workers = std::min(legs->size(), max_parallel == 0 ? legs->size() : max_parallel);
+        std::vector<std::thread> threads;
+        for (std::size_t i = 1; i < workers; ++i) threads.emplace_back(worker);
+        worker();
+        for (auto& thread : threads) thread.join();
+        JobOutcome outcome;
+        bool any_success = false, any_failure = false, any_cancelled = false;
+        for (const auto& report : reports) {
+            any_success = any_success || report.conclusion == Outcome::success;
+            any_failure = any_failure || report.conclusion == Outcome::failure;
+            any_cancelled = any_cancelled || report.conclusion == Outcome::cancelled;
+            for (const auto& [name, value] : report.outputs) {
+                if (!value.empty() || find_named(outcome.outputs, name) == nullptr) set_named(outcome.outputs, name, value);
+            }
+        }
+        outcome.result = any_failure     ? Outcome::failure
+                         : any_cancelled ? Outcome::cancelled
+                         : any_success   ? Outcome::success
+                                         : Outcome::skipped;
+        finish(job, std::move(outcome), std::move(reports));
+    }
+
+    const RunSettings& m_settings;
+    const RunServices& m_services;
+    const Workflow& m_workflow;
+    const Object m_inputs;
+    const Object m_secrets;
+    const int m_depth;
+    std::mutex m_mutex;
+    std::condition_variable m_done;
+    std::map<std::string, JobOutcome> m_outcomes;
+    std::map<std::string, std::vector<JobReport>> m_reports;
+};
+
+}  // namespace
+
+bool event_matches(const Workflow& workflow, std::string_view event_name, const Value& payload) {
+    const EventTrigger* trigger = workflow.on.find(event_name);
+    if (trigger == nullptr) return false;
+    const YamlNode& filters = trigger->filters;
+    if (!filters.is_mapping()) return true;
+    if (const YamlNode* types = filters.find("types")) {
+        if (const Value* action = payload.get("action"); action && action->is_string()) {
+            const bool listed = types->is_scalar() ? types->text == action->as_string()
+                                                   : std::ranges::any_of(types->items, [&](const YamlNode& t) { return t.text == action->as_string(); });
+            if (!listed) return false;
+        }
+    }
+    std::string ref;
+    if (event_name.starts_with("pull_request")) {
+        if (const Value* pr = payload.get("pull_request")) {
+            if (const Value* base = pr->get("base")) {
+                if (const Value* r = base->get("ref"); r && r->is_string()) ref = "refs/heads/" + r->as_string();
+            }
+        }
+    } else if (const Value* r = payload.get("ref"); r && r->is_string()) {
+        ref = r->as_string();
+    }
+    if (ref.starts_with("refs/heads/")) {
+        const bool has_tag_filter = filters.find("tags") || filters.find("tags-ignore");
+        const bool has_branch_filter = filters.find("branches") || filters.find("branches-ignore");
+        if (!has_branch_filter && has_tag_filter) return false;
+        return filter_admits(filters, "branches", "branches-ignore", ref.substr(11));
+    }
+    if (ref.starts_with("refs/tags/")) {
+        const bool has_tag_filter = filters.find("tags") || filters.find("tags-ignore");
+        const bool has_branch_filter = filters.find("branches") || filters.find("branches-ignore");
+        if (!has_tag_filter && has_branch_filter) return false;
+        return filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
+    }
+    return true;
+}
+
+WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
+                            const Object& inputs, const Object& secrets, int depth) {
+    WorkflowRun run(settings, services, workflow, inputs, secrets, depth);
+    return run.run();
+}
+
+sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job) {
+    const std::string& uses = job.uses->value;
+    if (!uses.starts_with("./"))
+        return sandbox::fail(sandbox::ErrorKind::unavailable,
+                             located(job.uses->mark, "the remote reusable workflow '" + uses +
+                                                         "' is not available: sandgate runs offline"));
+    const std::filesystem::path path = repository / uses.substr(2);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, "the called workflow '" + uses + "' does not exist"));
+    auto workflow = load_workflow(path);
+    if (!workflow) return workflow;
+    workflow->file = uses.substr(2);
+    if (workflow->on.find("workflow_call") == nullptr)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, "the workflow '" + uses + "' is not callable: its 'on' lacks workflow_call"));
+    return workflow;
+}
+
+}  // namespace jobs

@@ -1,0 +1,37 @@
+#pragma once
+// Runs workflows: jobs as a DAG over `needs` (a job starts once everything it needs has
+// finished; independent jobs run in parallel, at most RunServices::legs job legs at once),
+// each job's `if` with the implicit success() over all its ancestors, its matrix legs
+// (fail-fast, max-parallel, --matrix filters), runs-on against the runner's labels (no match:
+// the leg is skipped with a notice), and jobs that call local reusable workflows (inputs,
+// secrets incl. inherit, outputs; nested up to k_max_workflow_depth).
+//
+// Never throws; a problem found while running (an expression that fails, a missing called
+// workflow) fails the job, and the run goes on as GitHub's would.
+
+#include <vector>
+
+#include "jobs/run_context.hpp"
+#include "jobs/run_report.hpp"
+#include "jobs/workflow_model.hpp"
+
+namespace jobs {
+
+inline constexpr int k_max_workflow_depth = 4;
+
+// True when `workflow` runs for `event_name` with this payload: the event is under `on:`
+// and its filters (types against payload.action; branches/tags against payload.ref for
+// push and pull_request base refs) admit it. Filters are not applied when the payload lacks
+// what they test.
+bool event_matches(const Workflow& workflow, std::string_view event_name, const Value& payload);
+
+// Runs one workflow. `inputs` and `secrets` are what its jobs see (for workflow_dispatch:
+// the resolved inputs; for a call: the caller's). `depth` is 0 for a top-level workflow.
+WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
+                            const Object& inputs, const Object& secrets, int depth = 0);
+
+// The workflow a job calls (`uses: ./path.yml`), loaded relative to `repository` and
+// checked to be callable (on: workflow_call). Errors are invalid_input with file:line:col.
+sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job);
+
+}  // namespace jobs
