@@ -34,6 +34,8 @@ constexpr Command k_commands[] = {
     {"broker", "the job-sandbox broker (internal)", broker_command, Listed::hidden},
     {"agent", "the merge-gate agent daemon (`agent init` writes a config)", agent_command},
     {"jobs", "talk to a running agent: submit, list, get, cancel, log", jobs_command},
+    {"run", "run a repository's GitHub Actions workflows, every step through the wrap",
+     run_command},
 };
 
 void print_usage(std::FILE* to) {

@@ -16,5 +16,6 @@ int report_command(CommandArgs args);
 int broker_command(CommandArgs args);
 int agent_command(CommandArgs args);
 int jobs_command(CommandArgs args);
+int run_command(CommandArgs args);
 
 }  // namespace agent

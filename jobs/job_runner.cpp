@@ -155,11 +155,13 @@ void JobRun::fail_step(StepReport& report, const std::string& message) {
     annotation.message = report.message;
     report.annotations.push_back(annotation);
     m_services.log.annotation(StepLabel{m_label, report.name}, annotation);
+    log_finish(report);
 }
 
 StepResult JobRun::execute(StepSpec spec, const std::string& name, StepReport& report) {
     const auto left = remaining();
     if (left) spec.timeout = spec.timeout ? std::min(*spec.timeout, *left) : *left;
+    spec.continue_on_error = m_continue;
     StepResult result = run_step(spec, step_context(name), m_state);
     report.outcome = result.outcome;
     report.conclusion = result.conclusion;
@@ -172,6 +174,7 @@ StepResult JobRun::execute(StepSpec spec, const std::string& name, StepReport& r
     report.skip_markers += result.skip_markers;
     for (auto& annotation : result.annotations) report.annotations.push_back(annotation);
     if (!result.error.empty()) report.message = result.error;
+    report.summary += result.summary;
     if (result.timed_out && std::chrono::steady_clock::now() >= m_deadline) {
         m_timed_out = true;
         report.message = "the job exceeded its timeout-minutes";
@@ -208,8 +211,6 @@ void JobRun::run_steps(const std::vector<Step>& steps, Scope& scope, std::vector
 }
 
 void JobRun::run_one(const Step& step, Scope& scope, const EvalContext& ctx, StepReport& report) {
-    const StepLabel label{m_label, report.name};
-    m_services.log.status(label, StatusKind::start, report.name);
     std::string error;
     auto step_env = evaluate_env(step.env, ctx);
     if (!step_env) return fail_step(report, step_env.error().message);
@@ -219,14 +220,24 @@ void JobRun::run_one(const Step& step, Scope& scope, const EvalContext& ctx, Ste
     if (!error.empty()) return fail_step(report, error);
     std::optional<std::chrono::milliseconds> timeout;
     if (timeout_minutes) timeout = minutes(*timeout_minutes);
+    m_continue = may_fail ? ContinueOnError::yes : ContinueOnError::no;
     if (step.run) run_script(step, scope, step_ctx, *step_env, timeout, report);
     else run_uses(step, scope, step_ctx, *step_env, timeout, report);
+    m_continue = ContinueOnError::no;
     if (report.timed_out && !m_timed_out) report.message = "the step exceeded its timeout-minutes";
     if (report.outcome == Outcome::failure && may_fail) report.conclusion = Outcome::success;
-    const StatusKind kind = report.outcome == Outcome::success ? StatusKind::success
-                            : report.outcome == Outcome::skipped ? StatusKind::skipped
-                                                                 : StatusKind::failure;
-    m_services.log.status(label, kind, report.name);
+}
+
+void JobRun::log_start(const StepReport& report) {
+    m_services.log.status(StepLabel{m_label, report.name}, StatusKind::start, "Run " + report.name);
+}
+
+void JobRun::log_finish(const StepReport& report) {
+    const StepLabel label{m_label, report.name};
+    if (report.outcome == Outcome::success) m_services.log.status(label, StatusKind::success, "Success - " + report.name);
+    else if (m_continue == ContinueOnError::yes)
+        m_services.log.status(label, StatusKind::failure, "Failure - " + report.name + " (continue-on-error)");
+    else m_services.log.status(label, StatusKind::failure, "Failure - " + report.name);
 }
 
 sandbox::Environment JobRun::process_env(const Scope& scope, const sandbox::Environment& step_env,
@@ -301,7 +312,6 @@ void JobRun::run_posts() {
             report.outcome = report.conclusion = Outcome::skipped;
             m_services.log.status(label, StatusKind::skipped, report.name);
         } else {
-            m_services.log.status(label, StatusKind::start, report.name);
             StepSpec spec;
             spec.id = post.id;
             spec.argv = {"node", (post.action.directory / post.action.post).string()};
@@ -309,8 +319,6 @@ void JobRun::run_posts() {
             for (const auto& pair : state_environment(post.state)) set_env(spec.env, pair.first, pair.second);
             spec.working_directory = m_leg.workspace;
             execute(std::move(spec), report.name, report);
-            m_services.log.status(label, report.outcome == Outcome::success ? StatusKind::success : StatusKind::failure,
-                                  report.name);
         }
         m_report.steps.push_back(std::move(report));
     }

@@ -75,6 +75,8 @@ public:
     // Runs one process step through stepio's run_step and fills `report` from the result.
     StepResult execute(StepSpec spec, const std::string& name, StepReport& report);
     void warn(StepReport& report, const std::string& message);
+    void log_start(const StepReport& report);
+    void log_finish(const StepReport& report);
     std::optional<std::chrono::milliseconds> remaining() const;
     StepContext step_context(const std::string& name) const;
     void fail_step(StepReport& report, const std::string& message);
@@ -89,6 +91,7 @@ public:
     JobState m_state;
     std::chrono::steady_clock::time_point m_deadline;
     bool m_timed_out = false;
+    ContinueOnError m_continue = ContinueOnError::no;  // of the step running
     std::vector<PostStep> m_posts;
     Object m_job_steps;  // the job scope's steps context, for outputs
     JobReport m_report;

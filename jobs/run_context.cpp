@@ -150,9 +150,9 @@ sandbox::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, co
         if (const Value* value = given.find(spec.name)) {
             out.set(spec.name, typed_input(spec, *value));
         } else if (spec.default_value) {
-            auto value = evaluate_yaml(*spec.default_value, context);
-            if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-            out.set(spec.name, typed_input(spec, *value));
+            auto fallback = evaluate_yaml(*spec.default_value, context);
+            if (!fallback) return sandbox::fail(sandbox::ErrorKind::invalid_input, fallback.error().message);
+            out.set(spec.name, typed_input(spec, *fallback));
         } else if (strict && spec.required) {
             return sandbox::fail(sandbox::ErrorKind::invalid_input,
                                  located(spec.mark, "the required input '" + spec.name + "' was not given"));

@@ -1,6 +1,7 @@
 #include "jobs/run_report.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,6 +52,7 @@ ordered_json step_json(const StepReport& step, const Masker& masker) {
     out["skip_markers"] = step.skip_markers;
     out["outputs"] = outputs_json(step.outputs, masker);
     out["annotations"] = annotations_json(step.annotations, masker);
+    if (!step.summary.empty()) out["summary"] = masker.mask(step.summary);
     if (!step.message.empty()) out["message"] = masker.mask(step.message);
     if (!step.steps.empty()) {
         out["steps"] = ordered_json::array();

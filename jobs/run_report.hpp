@@ -45,6 +45,7 @@ struct StepReport {
     std::uint64_t skip_markers = 0;
     NamedValues outputs;
     std::vector<Annotation> annotations;
+    std::string summary;  // what the step wrote to GITHUB_STEP_SUMMARY (masked)
     std::string message;  // the runner's reason for a failure or a skip; "" otherwise
     std::vector<StepReport> steps;  // a composite action's inner steps
 };

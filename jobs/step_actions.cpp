@@ -98,12 +98,14 @@ void JobRun::run_checkout(const NamedValues& with, StepReport& report) {
     if (const auto* path = find_named(with, "path")) request.path = *path;
     const Value* own = m_github.find("repository");
     if (own != nullptr && equals_ignore_case(request.repository, own->to_display_string())) request.repository.clear();
+    log_start(report);
     const auto started = std::chrono::steady_clock::now();
     auto result = m_services.workspace.checkout(m_leg.workspace, request);
     report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     if (!result) return fail_step(report, result.error().message);
     m_services.log.output(StepLabel{m_label, report.name}, m_services.masker.mask(*result));
     report.outcome = report.conclusion = Outcome::success;
+    log_finish(report);
 }
 
 void JobRun::run_composite(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
@@ -119,6 +121,7 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
     inner.action_path = action.directory;
     inner.action_name = id_part(step.uses->value);
     inner.depth = scope.depth + 1;
+    log_start(report);
     const auto started = std::chrono::steady_clock::now();
     run_steps(action.steps, inner, report.steps);
     report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
@@ -139,6 +142,7 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
         set_named(report.outputs, output.name, *value);
     }
     report.outcome = report.conclusion = inner.failed ? Outcome::failure : Outcome::success;
+    log_finish(report);
 }
 
 void JobRun::run_node(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,

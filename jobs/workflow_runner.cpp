@@ -38,12 +38,6 @@ Annotation notice(std::string message) {
                       std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 }
 
-Annotation error_annotation(std::string message) {
-    Annotation a = notice(std::move(message));
-    a.level = AnnotationLevel::error;
-    return a;
-}
-
 std::vector<std::string> labels_of(const Value& value) {
     std::vector<std::string> out;
     if (value.is_string()) out.push_back(value.as_string());

@@ -1,0 +1,297 @@
+// sandgate run: a repository's GitHub Actions workflows, run locally the way nektos/act does,
+// every step through sandbox::run. Exit 0 when every selected job succeeded or was skipped,
+// 1 when one failed, 2 when a workflow or the command line is invalid (nothing ran).
+#include <stdlib.h>
+#include <unistd.h>
+
+#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <filesystem>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/commands.hpp"
+#include "agent/run_setup.hpp"
+#include "jobs/checkout.hpp"
+#include "jobs/dotenv.hpp"
+#include "jobs/log.hpp"
+#include "jobs/masker.hpp"
+#include "jobs/run_report.hpp"
+#include "jobs/runner_labels.hpp"
+#include "jobs/workflow_runner.hpp"
+
+namespace agent {
+namespace {
+
+constexpr int k_exit_failed = 1;
+constexpr int k_exit_invalid = 2;
+
+struct RunFlags {
+    std::string event = "push";
+    std::string workflows = ".github/workflows";
+    std::vector<std::string> jobs;
+    std::string event_file;
+    std::vector<std::string> secrets;
+    std::vector<std::string> secret_files;
+    std::vector<std::string> vars;
+    std::vector<std::string> env;
+    std::vector<std::string> env_files;
+    std::vector<std::string> inputs;
+    std::vector<std::string> matrix;
+    std::vector<std::string> labels;
+    std::string actor = "sandgate";
+    bool list = false;
+    std::string report;
+    std::string directory;
+    std::string sandbox = "bwrap";
+    std::string network = "none";
+};
+
+void add_flags(CLI::App& app, RunFlags& f) {
+    app.add_option("event", f.event, "the event to run (push)");
+    app.add_option("-W,--workflows", f.workflows, "a workflow file or a directory of them (.github/workflows)");
+    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable");
+    app.add_option("-e,--eventpath", f.event_file, "the event payload, a JSON file");
+    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable");
+    app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable");
+    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable");
+    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable");
+    app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable");
+    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable");
+    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable");
+    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable");
+    app.add_option("-a,--actor", f.actor, "github.actor (sandgate)");
+    app.add_flag("-l,--list", f.list, "list the workflows and jobs the event selects, run nothing");
+    app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
+    app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
+    app.add_option("--sandbox", f.sandbox, "off, bwrap (the default) or container")
+        ->check(CLI::IsMember({"off", "bwrap", "container"}));
+    app.add_option("--network", f.network, "none (the default) or host")->check(CLI::IsMember({"none", "host"}));
+}
+
+// The per-run scratch directory, removed when the run ends.
+class TempRoot {
+public:
+    sandbox::Expected<std::filesystem::path> create() {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr)
+            return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+        m_path = pattern;
+        return m_path;
+    }
+    ~TempRoot() {
+        if (m_path.empty()) return;
+        std::error_code ec;
+        std::filesystem::remove_all(m_path, ec);
+    }
+
+private:
+    std::filesystem::path m_path;
+};
+
+struct Prepared {
+    jobs::RunSettings settings;
+    std::vector<jobs::Workflow> workflows;
+};
+
+int invalid(const std::string& message) {
+    std::fprintf(stderr, "sandgate run: %s\n", message.c_str());
+    return k_exit_invalid;
+}
+
+// Fills `settings` from the flags; returns an error message or "".
+std::string collect_values(const RunFlags& f, jobs::RunSettings& settings) {
+    for (const auto& file : f.secret_files) {
+        auto values = jobs::load_dotenv(file);
+        if (!values) return "--secret-file " + values.error().message;
+        for (auto& [name, value] : *values) settings.secrets.set(name, value);
+    }
+    for (const auto& text : f.secrets) {
+        auto pair = parse_assignment(text, "-s", true);
+        if (!pair) return pair.error().message;
+        settings.secrets.set(pair->first, pair->second);
+    }
+    for (const auto& file : f.env_files) {
+        auto values = jobs::load_dotenv(file);
+        if (!values) return "--env-file " + values.error().message;
+        for (auto& pair : *values) settings.env.push_back(pair);
+    }
+    for (const auto& text : f.env) {
+        auto pair = parse_assignment(text, "--env", false);
+        if (!pair) return pair.error().message;
+        settings.env.push_back(*pair);
+    }
+    for (const auto& text : f.vars) {
+        auto pair = parse_assignment(text, "--var", false);
+        if (!pair) return pair.error().message;
+        settings.vars.set(pair->first, pair->second);
+    }
+    for (const auto& text : f.inputs) {
+        auto pair = parse_assignment(text, "--input", false);
+        if (!pair) return pair.error().message;
+        settings.inputs.set(pair->first, pair->second);
+    }
+    for (const auto& text : f.matrix) {
+        auto pair = parse_matrix_filter(text);
+        if (!pair) return pair.error().message;
+        settings.matrix_filter.push_back(*pair);
+    }
+    return "";
+}
+
+// Everything before anything runs; on error prints it and returns the exit code.
+std::optional<int> prepare(const RunFlags& f, Prepared& out) {
+    std::error_code ec;
+    const auto cwd = std::filesystem::current_path(ec);
+    jobs::RunSettings& settings = out.settings;
+    settings.repository = f.directory.empty() ? cwd : std::filesystem::absolute(f.directory, ec).lexically_normal();
+    if (!std::filesystem::is_directory(settings.repository, ec)) return invalid("-C " + f.directory + ": not a directory");
+    settings.event_name = f.event;
+    settings.actor = f.actor;
+    settings.labels = jobs::default_runner_labels();
+    settings.labels.insert(settings.labels.end(), f.labels.begin(), f.labels.end());
+    settings.job_filter = f.jobs;
+    settings.policy.mode = f.sandbox == "off" ? sandbox::SandboxMode::off
+                           : f.sandbox == "container" ? sandbox::SandboxMode::container
+                                                      : sandbox::SandboxMode::bwrap;
+    settings.policy.network = f.network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+    settings.host = sandbox::current_environment();
+    if (auto message = collect_values(f, settings); !message.empty()) return invalid(message);
+    auto event = load_event(f.event_file.empty() ? std::filesystem::path() : std::filesystem::absolute(f.event_file, ec));
+    if (!event) return invalid(event.error().message);
+    settings.event = *event;
+    if (!settings.inputs.empty()) {
+        // act puts --input values in the payload too (github.event.inputs).
+        jobs::Object inputs;
+        if (const jobs::Value* given = settings.event.get("inputs"); given && given->is_object()) inputs = given->as_object();
+        for (const auto& [name, value] : settings.inputs) inputs.set(name, value);
+        settings.event.mutable_object().set("inputs", jobs::Value(std::move(inputs)));
+    }
+    settings.repo = jobs::read_repo_info(settings.repository);
+    auto files = workflow_files(settings.repository, f.workflows);
+    if (!files) return invalid(files.error().message);
+    auto workflows = load_workflows(settings.repository, *files);
+    if (!workflows) return invalid(workflows.error().message);
+    for (auto& workflow : *workflows) {
+        if (jobs::event_matches(workflow, settings.event_name, settings.event)) out.workflows.push_back(std::move(workflow));
+    }
+    for (const auto& id : f.jobs) {
+        const bool known = std::ranges::any_of(out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
+        if (!known) return invalid("-j " + id + ": no job with that id in the workflows '" + f.event + "' selects");
+    }
+    if (!f.jobs.empty()) {
+        std::erase_if(out.workflows, [&](const jobs::Workflow& w) {
+            return std::ranges::none_of(f.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
+        });
+    }
+    return std::nullopt;
+}
+
+void print_list(const std::vector<jobs::Workflow>& workflows) {
+    std::printf("%-5s  %-30s  %-30s  %s\n", "Stage", "Job ID", "Workflow", "File");
+    for (const auto& workflow : workflows) {
+        const auto order = jobs::topological_order(workflow);
+        std::map<std::string, int> stage;
+        for (const auto& id : order) {
+            int s = 0;
+            for (const auto& need : workflow.find_job(id)->needs) s = std::max(s, stage[need] + 1);
+            stage[id] = s;
+        }
+        for (const auto& id : order) {
+            std::printf("%-5d  %-30s  %-30s  %s\n", stage[id], id.c_str(), workflow.display_name().c_str(),
+                        workflow.file.c_str());
+        }
+    }
+}
+
+// The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
+// the payload's `inputs` (and --input), typed and defaulted.
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow) {
+    jobs::Object given;
+    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object()) given = inputs->as_object();
+    jobs::EvalContext context;
+    context.contexts.set("github", jobs::Value(jobs::Object{}));
+    context.contexts.set("inputs", jobs::Value(given));
+    context.contexts.set("vars", jobs::Value(settings.vars));
+    if (settings.event_name == "workflow_dispatch") return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
+    if (settings.event_name == "workflow_call") return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
+    return given;
+}
+
+void print_summary(const jobs::RunReport& report) {
+    for (const auto& workflow : report.workflows) {
+        for (const auto& job : workflow.jobs) {
+            std::printf("sandgate run: %-9s %s (%s)\n", std::string(jobs::to_string(job.conclusion)).c_str(),
+                        job.name.c_str(), workflow.file.c_str());
+        }
+    }
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_command(CommandArgs args) {
+    CLI::App app{"sandgate run: run a repository's GitHub Actions workflows locally, every step in the sandbox"};
+    app.name("sandgate run");
+    RunFlags flags;
+    add_flags(app, flags);
+    try {
+        app.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : k_exit_invalid;
+    }
+    Prepared prepared;
+    if (auto code = prepare(flags, prepared)) return *code;
+    if (flags.list) {
+        print_list(prepared.workflows);
+        return 0;
+    }
+    jobs::RunSettings& settings = prepared.settings;
+    TempRoot temp;
+    auto temp_path = temp.create();
+    if (!temp_path) return invalid(temp_path.error().message);
+    settings.temp_root = *temp_path;
+    jobs::Masker masker;
+    for (const auto& [name, value] : settings.secrets) masker.add_secret(value.to_display_string());
+    jobs::ConsoleLog log(stdout);
+    jobs::DirectoryWorkspace workspace(settings.repository, settings.repo.repository);
+    std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
+    jobs::RunServices services{log, masker, workspace, legs};
+    jobs::RunReport report;
+    report.event = settings.event_name;
+    const auto started = std::chrono::steady_clock::now();
+    for (const auto& workflow : prepared.workflows) {
+        auto inputs = top_level_inputs(settings, workflow);
+        if (!inputs) return invalid(inputs.error().message);
+        report.workflows.push_back(jobs::run_workflow(settings, services, workflow, *inputs, settings.secrets));
+    }
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    for (const auto& workflow : report.workflows) {
+        for (const auto& job : workflow.jobs) {
+            if (job.conclusion != jobs::Outcome::failure) continue;
+            report.exit_code = k_exit_failed;
+            std::fprintf(stderr, "sandgate run: job '%s' failed\n", job.id.c_str());
+        }
+    }
+    print_summary(report);
+    if (prepared.workflows.empty())
+        std::fprintf(stderr, "sandgate run: no workflow runs on '%s'\n", settings.event_name.c_str());
+    if (!flags.report.empty()) {
+        if (auto written = jobs::write_report(flags.report, report, masker); !written) {
+            std::fprintf(stderr, "sandgate run: %s\n", written.error().message.c_str());
+            return k_exit_failed;
+        }
+    }
+    return report.exit_code;
+}
+
+}  // namespace agent

@@ -1,0 +1,38 @@
+#pragma once
+// `sandgate run`'s command-line values turned into what the workflow runner takes: the
+// workflow files (-W), the event payload (-e), secrets, vars, env and inputs. Every error
+// is one line naming the flag or file:line; the command exits 2 on them.
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jobs/value.hpp"
+#include "jobs/workflow_model.hpp"
+#include "sandbox/error.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+
+// The workflow files -W names: a file, or the *.yml / *.yaml of a directory (not recursive),
+// sorted. `base` resolves a relative PATH. Each file is named as `display/<file>`.
+sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::filesystem::path& base,
+                                                                     const std::string& path);
+
+// Loads and validates every file, and the local workflows their jobs call.
+sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
+                                                              const std::vector<std::filesystem::path>& files);
+
+// NAME=VALUE (flag names the option in errors). `NAME` alone takes the value from the
+// agent's environment when `from_environment`.
+sandbox::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
+                                                                       const std::string& flag,
+                                                                       bool from_environment);
+// KEY:VALUE for --matrix.
+sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text);
+
+// The -e payload: a JSON object (simdjson), or {} when `path` is empty.
+sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path);
+
+}  // namespace agent
