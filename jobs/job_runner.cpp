@@ -1,6 +1,7 @@
 #include "jobs/job_runner.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "jobs/job_steps.hpp"
 #include "jobs/yaml_value.hpp"
@@ -95,6 +96,8 @@ JobRun::JobRun(const RunSettings& settings, const RunServices& services, const L
     m_report.name = services.masker.mask(leg.name);
     m_report.matrix = leg.matrix;
     m_deadline = std::chrono::steady_clock::now() + minutes(k_default_job_timeout_minutes);
+    static std::atomic<unsigned> k_leg_counter{0};
+    m_scratch = settings.temp_root / ("leg-" + std::to_string(++k_leg_counter));
 }
 
 EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step_env) const {
@@ -139,6 +142,9 @@ StepContext JobRun::step_context(const std::string& name) const {
     context.policy = m_settings.policy;
     context.policy.writable.push_back(m_leg.workspace);
     context.policy.writable.push_back(m_settings.temp_root);
+    // One kept scratch per job leg: the wrap's HOME stays the same from step to step, as a
+    // runner's home does ($HOME/bin added to GITHUB_PATH must still be there).
+    if (context.policy.mode != sandbox::SandboxMode::off) context.policy.scratch = m_scratch;
     context.temp_dir = m_settings.temp_root / "temp";
     context.masker = &m_services.masker;
     context.log = &m_services.log;

@@ -96,6 +96,7 @@ public:
     Object m_job_steps;  // the job scope's steps context, for outputs
     JobReport m_report;
     std::string m_label;  // job label for logs
+    std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
 };
 
 // The environment of a step as Text values evaluated: `env` (mapping or expression).

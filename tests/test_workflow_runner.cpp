@@ -5,11 +5,13 @@
 #include "jobs/value.hpp"
 #include "tests/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
 
 namespace {
 
-// The posture the suite runs its workflows in.
-const std::vector<std::string> k_posture = {"--sandbox", "off"};
+// The posture: the wrap (the default), or none inside the suite's own wrap run, where a
+// nested bubblewrap is not available.
+const std::vector<std::string> k_posture = {"--sandbox", tests::under_wrap() ? "off" : "bwrap"};
 
 tests::Ran run_in(const std::filesystem::path& dir, const std::vector<std::string>& args) {
     std::vector<std::string> all{std::string("run")};
