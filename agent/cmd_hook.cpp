@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "agent/agent_config.hpp"
 #include "agent/commands.hpp"
 #include "agent/runner_hook.hpp"
 
@@ -20,14 +21,6 @@ namespace {
 
 constexpr int k_exit_hook_failed = 1;
 constexpr std::size_t k_max_input_bytes = 16 * 1024 * 1024;
-
-std::filesystem::path default_state_dir() {
-    if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state)
-        return std::filesystem::path(state) / "sandgate";
-    if (const char* home = std::getenv("HOME"); home && *home)
-        return std::filesystem::path(home) / ".local/state/sandgate";
-    return "/var/lib/sandgate";
-}
 
 int hook_failed(const std::string& message) {
     std::fprintf(stderr, "sandgate hook: %s\n", message.c_str());

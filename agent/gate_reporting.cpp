@@ -1,4 +1,5 @@
 #include "agent/gate_reporting.hpp"
+#include "agent/agent_config.hpp"
 
 #include <simdjson.h>
 
@@ -175,14 +176,6 @@ void add_github_options(CLI::App& app, GitHubFlags& flags) {
         ->check(CLI::IsMember({"checks", "status"}));
     app.add_option("--state-dir", flags.state_dir,
                    "state directory (the report journal lives in github-journal/)");
-}
-
-std::filesystem::path default_state_dir() {
-    if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
-        return std::filesystem::path(state) / "sandgate";
-    }
-    const char* home = std::getenv("HOME");
-    return std::filesystem::path(home && *home ? home : "/tmp") / ".local/state/sandgate";
 }
 
 sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags) {

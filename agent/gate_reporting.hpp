@@ -51,8 +51,6 @@ struct GitHubFlags {
 // --check-name, --details-url, --report-as and --state-dir on `app`.
 void add_github_options(CLI::App& app, GitHubFlags& flags);
 
-// $XDG_STATE_HOME/sandgate, else ~/.local/state/sandgate.
-std::filesystem::path default_state_dir();
 
 // Checks the flags (exactly one credential source, a valid repo, URL and template) and builds
 // the reporter with its journal under the state directory. invalid_input naming the flag.
