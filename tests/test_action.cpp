@@ -56,7 +56,9 @@ TEST_CASE("the action refuses bad inputs by name, before anything runs") {
 TEST_CASE("the action runs the script in the wrap and publishes its outcome") {
     SKIP_UNDER_WRAP("runs bwrap, which cannot mount a new /proc inside the wrap");
     Action action;
-    action.inputs = {{"SANDGATE_INPUT_RUN", "echo \"in $PWD\"\necho 'SKIP-UNDER-WRAP(demo)'\nexit 3"},
+    action.inputs = {{"SANDGATE_INPUT_RUN",
+                      "echo \"in $PWD\"\necho 'SKIP-UNDER-WRAP(demo)'\n"
+                      "head -c 100000 /dev/zero | tr '\\0' x\nexit 3"},  // past limit + 64 KiB tail
                      {"SANDGATE_INPUT_SHELL", "bash"},
                      {"SANDGATE_INPUT_WORKING_DIRECTORY", action.dir.string()},
                      {"SANDGATE_INPUT_NETWORK", "none"},
