@@ -158,9 +158,11 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     }
     const std::string uid_text = std::to_string(uid);
     const std::string gid_text = std::to_string(gid);
+    // The login shell of a CI user: bash where there is one (bash sets $SHELL from it).
+    const std::string login_shell = std::filesystem::exists("/bin/bash") ? "/bin/bash" : "/bin/sh";
     entries.push_back(data_entry("/etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                                 "sandgate:x:" + uid_text + ":" + gid_text +
-                                                    ":sandgate:" + home.string() + ":/bin/sh\n"
+                                                    ":sandgate:" + home.string() + ":" + login_shell + "\n"
                                                 "nobody:x:65534:65534:nobody:/nonexistent:"
                                                 "/usr/sbin/nologin\n"));
     entries.push_back(data_entry("/etc/group", "root:x:0:\nsandgate:x:" + gid_text +
