@@ -16,6 +16,7 @@
 #include <string>
 
 #include "sandbox/wrap_bwrap.hpp"
+#include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include <fcntl.h>
@@ -63,21 +64,7 @@ void require_blocked(const Outcome& outcome) {
     CHECK(outcome.out.find("ESCAPED") == std::string::npos);
 }
 
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : m_name(name) {
-        if (const char* old = std::getenv(name)) m_old = old;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (m_old) ::setenv(m_name, m_old->c_str(), 1);
-        else ::unsetenv(m_name);
-    }
-
-private:
-    const char* m_name;
-    std::optional<std::string> m_old;
-};
+using tests::ScopedEnv;
 
 // A listening socket on the host, closed at scope end.
 class Listener {

@@ -10,6 +10,7 @@
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
 #include "sandbox/wrap_bwrap.hpp"
+#include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include "tests/wrap_spawn.hpp"
@@ -40,22 +41,7 @@ tests::Spawned run_plan(const sandbox::RunRequest& request) {
     return tests::spawn_plan(*plan);
 }
 
-// Sets an environment variable of this process for one scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : m_name(name) {
-        if (const char* old = std::getenv(name)) m_old = old;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (m_old) ::setenv(m_name, m_old->c_str(), 1);
-        else ::unsetenv(m_name);
-    }
-
-private:
-    const char* m_name;
-    std::optional<std::string> m_old;
-};
+using tests::ScopedEnv;
 
 }  // namespace
 
