@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -100,6 +102,18 @@ void for_each_child(pid_t pid, Fn&& fn) {
     ::_exit(0);
 }
 
+// fork() for a process that was itself made by a raw clone3 while other threads ran: glibc's
+// fork() takes its atfork and malloc locks first, and a lock another thread of the caller held
+// at clone time stays locked forever in this copy (the reaper hung there). The raw system
+// call takes no lock; both sides only make system calls afterwards.
+pid_t raw_fork() {
+    clone_args args{};
+    args.exit_signal = SIGCHLD;
+    const long rc = ::syscall(SYS_clone3, &args, sizeof args);
+    if (rc >= 0 || errno != ENOSYS) return static_cast<pid_t>(rc);
+    return static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0L));
+}
+
 void close_all_but(int keep) {
     if (keep > 0) ::close_range(0, static_cast<unsigned>(keep) - 1, 0);
     ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
@@ -157,7 +171,7 @@ void reaper_main(pid_t caller, int status_fd, int error_fd, void (*start_command
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     bool killing = ::getppid() != caller;
 
-    const pid_t command = ::fork();
+    const pid_t command = raw_fork();
     if (command < 0) {
         report_child_failure(error_fd, stage_fork, errno);
         ::_exit(125);

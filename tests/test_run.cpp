@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -371,6 +372,27 @@ TEST_CASE("concurrent runs in one process keep their trees apart") {
         CHECK(results[static_cast<std::size_t>(i)].exit_code == 0);
         CHECK(tests::processes_with(markers[static_cast<std::size_t>(i)]).empty());
     }
+}
+
+// The per-run reaper is made by a raw clone3 while other threads may hold glibc's locks
+// (malloc arenas, the atfork list); it once forked through glibc and hung forever on such a
+// lock. Threads that allocate without pause make that window wide; a regression hangs here.
+TEST_CASE("runs started while other threads allocate never deadlock the reaper") {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> allocators;
+    for (int i = 0; i < 2; ++i)
+        allocators.emplace_back([&stop] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::vector<std::string> junk(64, std::string(512, 'x'));
+                junk.clear();
+            }
+        });
+    int succeeded = 0;
+    for (int i = 0; i < 60; ++i)
+        if (sandbox::run(child_request({"exit", "0"}, CgroupUse::never)).exit_code == 0) ++succeeded;
+    stop = true;
+    for (auto& thread : allocators) thread.join();
+    CHECK(succeeded == 60);
 }
 
 TEST_CASE("memory stays bounded whatever the output size") {
