@@ -1,7 +1,8 @@
 // sandgate exec: run one command through sandbox::run, bounded in time and output, its whole
 // process tree killed afterwards. Exit status: the command's; 128+N for signal N; 124 on
 // timeout; 125 for a bad request or a refused sandbox (nothing ran); 126 not executable;
-// 127 not found.
+// 127 not found; 128+N when sandgate itself got SIGINT, SIGTERM or SIGHUP (the command's tree
+// is stopped first).
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "agent/commands.hpp"
+#include "agent/interrupts.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/units.hpp"
 #include "sandbox/result_json.hpp"
@@ -210,6 +212,13 @@ int exec_command(CommandArgs args) {
         return k_exit_refused;
     }
     ::signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill us mid-run
+    // SIGINT/SIGTERM/SIGHUP to sandgate stop the command's tree before sandgate goes.
+    auto interrupts = InterruptGuard::install();
+    if (!interrupts) {
+        std::fprintf(stderr, "sandgate exec: %s\n", one_line(interrupts.error().message).c_str());
+        return k_exit_refused;
+    }
+    request->cancel = &(*interrupts)->token();
     LiveOutput live;
     if (!options.json) request->observer = &live;
     const sandbox::RunResult result = sandbox::run(*request);
@@ -225,6 +234,10 @@ int exec_command(CommandArgs args) {
     }
     if (result.error)
         std::fprintf(stderr, "sandgate exec: %s\n", one_line(result.error->message).c_str());
+    // Interrupted: the shell's convention for the signal we got (130 for SIGINT, 143 for TERM).
+    if (const auto sig = (*interrupts)->received(); sig && result.error &&
+                                                    result.error->kind == sandbox::RunErrorKind::cancelled)
+        return 128 + *sig;
     return result.exit_status();
 }
 

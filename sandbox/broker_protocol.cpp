@@ -163,7 +163,8 @@ Expected<RunResult> parse_run_result(object obj) {
         result.error->kind = enum_from(kind, std::array{RunErrorKind::timeout,
                                                         RunErrorKind::spawn_failed,
                                                         RunErrorKind::invalid_request,
-                                                        RunErrorKind::sandbox_unavailable})
+                                                        RunErrorKind::sandbox_unavailable,
+                                                        RunErrorKind::cancelled})
                                  .value_or(RunErrorKind::spawn_failed);
         result.error->message = std::string(message);
     }

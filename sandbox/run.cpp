@@ -145,8 +145,10 @@ public:
     }
 
     void loop(RunResult& result);
+    bool cancelled() const { return m_cancelled; }
 
 private:
+    void stop_tree(Clock::time_point now);
     void read_from(Fd& fd, Stream stream);
     void feed_stdin();
     void on_main_exit(RunResult& result);
@@ -169,6 +171,7 @@ private:
     std::optional<Clock::time_point> m_exited_at;  // main child exited, tree killed
     std::optional<Clock::time_point> m_dead_at;    // whole tree gone
     bool m_timed_out = false;
+    bool m_cancelled = false;
 };
 
 void Session::read_from(Fd& fd, Stream stream) {
@@ -221,15 +224,20 @@ void Session::on_clock(Clock::time_point now) {
             m_dead_at = now;
         return;
     }
-    if (m_deadline && !m_timed_out && now >= *m_deadline) {
+    if (m_deadline && !m_timed_out && !m_cancelled && now >= *m_deadline) {
         m_timed_out = true;
-        m_tree.terminate(m_child);
-        m_kill_at = now + m_request.kill_grace;
+        stop_tree(now);
     }
     if (m_kill_at && now >= *m_kill_at) {
         m_tree.kill(m_child);
         m_kill_at.reset();
     }
+}
+
+// Timeout and cancellation end a run the same way: TERM (and CONT) now, KILL after the grace.
+void Session::stop_tree(Clock::time_point now) {
+    m_tree.terminate(m_child);
+    m_kill_at = now + m_request.kill_grace;
 }
 
 int Session::poll_timeout_ms(Clock::time_point now) const {
@@ -238,7 +246,7 @@ int Session::poll_timeout_ms(Clock::time_point now) const {
         if (at && (!next || *at < *next)) next = at;
     };
     if (!m_exited_at) {
-        if (!m_timed_out) consider(m_deadline);
+        if (!m_timed_out && !m_cancelled) consider(m_deadline);
         consider(m_kill_at);
     } else if (!m_dead_at) {
         consider(now + std::chrono::milliseconds(20));  // re-check populated (POLLPRI helps)
@@ -260,13 +268,17 @@ void Session::loop(RunResult& result) {
         auto now = Clock::now();
         on_clock(now);
         if (finished(now)) break;
-        pollfd fds[5];
+        pollfd fds[6];
         int count = 0;
-        int out_at = -1, err_at = -1, in_at = -1, child_at = -1, events_at = -1;
+        int out_at = -1, err_at = -1, in_at = -1, child_at = -1, events_at = -1, cancel_at = -1;
         if (m_out) { out_at = count; fds[count++] = {m_out.get(), POLLIN, 0}; }
         if (m_err) { err_at = count; fds[count++] = {m_err.get(), POLLIN, 0}; }
         if (m_in) { in_at = count; fds[count++] = {m_in.get(), POLLOUT, 0}; }
         if (!m_exited_at) { child_at = count; fds[count++] = {m_child.wait_fd(), POLLIN, 0}; }
+        if (!m_exited_at && !m_timed_out && !m_cancelled && m_request.cancel != nullptr) {
+            cancel_at = count;
+            fds[count++] = {m_request.cancel->fd(), POLLIN, 0};
+        }
         if (m_exited_at && !m_dead_at && m_tree.cgroup()) {
             events_at = count;
             fds[count++] = {m_tree.cgroup()->events_fd(), POLLPRI, 0};
@@ -284,6 +296,10 @@ void Session::loop(RunResult& result) {
             }
         }
         if (child_at >= 0 && fds[child_at].revents != 0) on_main_exit(result);
+        if (cancel_at >= 0 && fds[cancel_at].revents != 0 && !m_exited_at) {
+            m_cancelled = true;
+            stop_tree(Clock::now());
+        }
         (void)events_at;
     }
     // The drain deadline passed with a pipe still open: its writer is outside the tree.
@@ -341,6 +357,8 @@ void run_on_timeout(const WrapPlan& plan) {
 RunResult run(const RunRequest& request) {
     const auto start = Clock::now();
     if (auto reason = invalid_reason(request)) return refused(RunErrorKind::invalid_request, *reason);
+    if (request.cancel != nullptr && request.cancel->cancelled())
+        return refused(RunErrorKind::cancelled, "cancelled before it started");
 
     std::optional<WrapPlan> plan;
     if (request.policy.mode != SandboxMode::off) {
@@ -395,7 +413,9 @@ RunResult run(const RunRequest& request) {
     Session session(request, *child, tree, std::move(out->read), std::move(err->read),
                     std::move(stdin_parent));
     session.loop(result);
-    if (result.timed_out) {
+    if (session.cancelled()) {
+        result.error = RunError{RunErrorKind::cancelled, "cancelled", 0};
+    } else if (result.timed_out) {
         result.error = RunError{RunErrorKind::timeout,
                                 "timed out after " + describe(*request.timeout), 0};
         if (plan) run_on_timeout(*plan);
@@ -408,6 +428,7 @@ int RunResult::exit_status() const {
     if (error) {
         switch (error->kind) {
             case RunErrorKind::timeout: return 124;
+            case RunErrorKind::cancelled: return k_cancelled_exit_status;
             case RunErrorKind::invalid_request:
             case RunErrorKind::sandbox_unavailable: return 125;
             case RunErrorKind::spawn_failed:
@@ -448,6 +469,7 @@ std::string_view to_string(RunErrorKind kind) {
         case RunErrorKind::spawn_failed: return "spawn_failed";
         case RunErrorKind::invalid_request: return "invalid_request";
         case RunErrorKind::sandbox_unavailable: return "sandbox_unavailable";
+        case RunErrorKind::cancelled: return "cancelled";
     }
     return "spawn_failed";
 }

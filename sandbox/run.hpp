@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 
 namespace sandbox {
@@ -23,6 +24,8 @@ inline constexpr std::size_t k_default_output_limit = 262144;  // bytes kept per
 inline constexpr std::size_t k_tail_bytes = 64 * 1024;         // last bytes kept per stream
 inline constexpr std::size_t k_max_stdin_bytes = 1'000'000;
 inline constexpr std::chrono::milliseconds k_default_kill_grace{5000};
+// RunResult::exit_status() of a cancelled run, as a shell reports an interrupted command.
+inline constexpr int k_cancelled_exit_status = 130;
 inline constexpr std::size_t k_max_output_limit = 64 * 1024 * 1024;  // larger is refused
 // Once the tree is dead, output still unread is drained for at most this long (a process
 // outside the tree that was handed the pipe cannot hold the run open).
@@ -88,6 +91,10 @@ struct RunRequest {
     Policy policy;
     OutputObserver* observer = nullptr;  // not owned; may be null
     CgroupUse cgroup = CgroupUse::automatic;
+    // Not owned; may be null. When it fires (before or during the run) the tree is stopped as
+    // on a timeout and the result's error is RunErrorKind::cancelled; nothing starts once it
+    // has fired.
+    const CancelToken* cancel = nullptr;
 };
 
 // What one output stream carried. head + tail is the whole stream exactly when !truncated.
@@ -100,7 +107,7 @@ struct StreamResult {
     bool truncated = false;   // true when anything was dropped between head and tail
 };
 
-enum class RunErrorKind { timeout, spawn_failed, invalid_request, sandbox_unavailable };
+enum class RunErrorKind { timeout, spawn_failed, invalid_request, sandbox_unavailable, cancelled };
 
 struct RunError {
     RunErrorKind kind = RunErrorKind::spawn_failed;

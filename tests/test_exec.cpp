@@ -4,6 +4,12 @@
 
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -206,4 +212,49 @@ TEST_CASE("skip markers and a double-forked daemon through the command") {
     CHECK(uint64_t(doc.root["skip_markers"]) == 2);
     CHECK(int64_t(doc.root["exit_code"]) == 0);
     CHECK(tests::processes_with(marker).empty());
+}
+
+namespace {
+
+// Runs `sandgate exec ARGS` in the background with stdout to a file, waits until a process
+// carrying `marker` is up, sends `sig` to sandgate and returns its exit status.
+int interrupt_sandgate(const std::vector<std::string>& args, const std::string& marker, int sig,
+                       const std::filesystem::path& out_file) {
+    std::vector<std::string> argv = {SANDGATE_BINARY, "exec"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || ::dup2(fd, STDOUT_FILENO) < 0) ::_exit(126);
+        std::vector<char*> raw;
+        for (auto& arg : argv) raw.push_back(arg.data());
+        raw.push_back(nullptr);
+        ::execv(raw[0], raw.data());
+        ::_exit(127);
+    }
+    // Both the child and its TERM-ignoring grandchild must be up before the signal.
+    for (int i = 0; i < 3000 && tests::processes_with(marker).size() < 2; ++i)
+        ::usleep(10'000);
+    REQUIRE(tests::processes_with(marker).size() >= 2);
+    ::kill(pid, sig);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM or SIGINT to sandgate stops the whole tree first, then exits 128+N") {
+    const auto dir = tests::make_temp_dir("interrupt");
+    const int sig = GENERATE(SIGTERM, SIGINT);
+    const std::string marker = tests::unique_marker();
+    const int status = interrupt_sandgate(
+        {"--sandbox", "off", "--json", "--kill-grace", "1s", "--", SANDGATE_TEST_CHILD,
+         "term-tree", marker},
+        marker, sig, dir / "out.json");
+    CHECK(status == 128 + sig);
+    CHECK(tests::processes_with(marker).empty());
+    Doc doc;
+    parse(doc, tests::read_file(dir / "out.json"));
+    CHECK(std::string_view(doc.root["error"]["kind"]) == "cancelled");
 }

@@ -345,6 +345,38 @@ TEST_CASE("timeout: TERM to the whole tree, KILL after the grace, 124") {
     CHECK(result.signal == 15);
 }
 
+TEST_CASE("a cancel token stops the whole tree like a timeout, and nothing starts once fired") {
+    const CgroupUse cgroup = GENERATE(CgroupUse::automatic, CgroupUse::never);
+    auto token = sandbox::CancelToken::create();
+    REQUIRE(token);
+    const std::string marker = tests::unique_marker();
+    RunRequest request = child_request({"term-tree", marker}, cgroup);
+    request.kill_grace = 500ms;  // the grandchild ignores TERM
+    request.cancel = &*token;
+    std::thread canceller([&] {
+        for (int i = 0; i < 3000 && tests::processes_with(marker).size() < 2; ++i)
+            std::this_thread::sleep_for(10ms);
+        token->cancel();
+    });
+    RunResult result = sandbox::run(request);
+    canceller.join();
+    REQUIRE(result.error);
+    CHECK(result.error->kind == RunErrorKind::cancelled);
+    CHECK(result.exit_status() == sandbox::k_cancelled_exit_status);
+    CHECK(result.signal == 15);
+    CHECK_FALSE(result.timed_out);
+    CHECK(tests::processes_with(marker).empty());
+
+    const std::string never = tests::unique_marker();
+    RunRequest late = child_request({"forever", never}, cgroup);
+    late.cancel = &*token;
+    result = sandbox::run(late);
+    REQUIRE(result.error);
+    CHECK(result.error->kind == RunErrorKind::cancelled);
+    CHECK_FALSE(result.exit_code);
+    CHECK(tests::processes_with(never).empty());
+}
+
 TEST_CASE("the cgroup mechanism is used where a writable cgroup2 exists, and removed after") {
     SKIP_UNDER_WRAP("no writable cgroup inside the wrap");
     REQUIRE(sandbox::Cgroup::base());
