@@ -12,7 +12,7 @@ RUN ./scripts/install-deps.sh
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSANDGATE_WERROR=OFF \
  && cmake --build /build --target sandgate \
- && strip /build/sandgate
+ && strip /build/sandgate /build/sandgate-full
 
 FROM debian:12-slim AS runtime
 # Runtime libraries of the sandgate binary (tests/test_dockerfile.cpp checks this list
@@ -24,7 +24,8 @@ RUN apt-get update \
       libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/sandgate --shell /usr/sbin/nologin sandgate
-COPY --from=build /build/sandgate /usr/local/bin/sandgate
+# `sandgate` is the launcher; it starts `sandgate-full`, which must sit beside it.
+COPY --from=build /build/sandgate /build/sandgate-full /usr/local/bin/
 USER sandgate
 ENV XDG_STATE_HOME=/var/lib/sandgate/state
 VOLUME ["/var/lib/sandgate"]

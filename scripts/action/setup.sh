@@ -19,6 +19,7 @@ fi
 
 if [[ -n ${SANDGATE_BIN:-} ]]; then
   [[ -x $SANDGATE_BIN ]] || fail "SANDGATE_BIN=$SANDGATE_BIN is not an executable"
+  [[ -x $(dirname "$SANDGATE_BIN")/sandgate-full ]] || fail "SANDGATE_BIN=$SANDGATE_BIN: sandgate-full is not beside it"
   bin_dir=$(dirname "$SANDGATE_BIN")
 else
   build=${RUNNER_TEMP:-/tmp}/sandgate-build
