@@ -36,6 +36,8 @@ constexpr Command k_commands[] = {
     {"jobs", "talk to a running agent: submit, list, get, cancel, log", jobs_command},
     {"run", "run a repository's GitHub Actions workflows, every step through the wrap",
      run_command},
+    {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
+     gate_command},
 };
 
 void print_usage(std::FILE* to) {

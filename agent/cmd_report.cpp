@@ -9,8 +9,7 @@
 //
 // Exit: 0 everything delivered; 2 bad arguments or report file; 3 something was kept in the
 // journal for later (GitHub unreachable or rate limited); 4 GitHub refused a report.
-#include <spdlog/spdlog.h>
-
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,10 +20,6 @@
 namespace agent {
 namespace {
 
-int worst(int left, int right) {
-    return std::max(left, right);
-}
-
 sandbox::Expected<std::string> read_report_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -34,20 +29,6 @@ sandbox::Expected<std::string> read_report_file(const std::string& path) {
     std::ostringstream content;
     content << in.rdbuf();
     return content.str();
-}
-
-int replay_journal(github::Reporter& reporter) {
-    auto replayed = reporter.replay();
-    if (!replayed) {
-        std::fprintf(stderr, "sandgate report: journal: %s\n", replayed.error().message.c_str());
-        return k_exit_report_journaled;
-    }
-    if (replayed->sent + replayed->kept + replayed->dropped > 0) {
-        std::printf("journal: %zu sent, %zu kept for later, %zu refused by GitHub\n",
-                    replayed->sent, replayed->kept, replayed->dropped);
-    }
-    if (replayed->dropped > 0) return k_exit_report_refused;
-    return replayed->kept > 0 ? k_exit_report_journaled : k_exit_reported;
 }
 
 }  // namespace
@@ -99,26 +80,9 @@ int report_command(CommandArgs args) {
         std::fprintf(stderr, "sandgate report: %s\n", reporter.error().message.c_str());
         return k_exit_report_usage;
     }
-    int status = replay_journal(*reporter);
-    for (const auto& job : jobs) {
-        auto delivered = reporter->finish(job);
-        const std::string name = job.workflow + " / " + job.job;
-        if (!delivered) {
-            std::fprintf(stderr, "sandgate report: %s: %s\n", name.c_str(),
-                         delivered.error().message.c_str());
-            status = worst(status, delivered.error().kind == sandbox::ErrorKind::invalid_input ||
-                                           delivered.error().kind == sandbox::ErrorKind::permanent
-                                       ? k_exit_report_refused
-                                       : k_exit_report_journaled);
-            continue;
-        }
-        const bool sent = *delivered == github::Delivery::sent;
-        std::printf("%s: %s (%s)\n", name.c_str(),
-                    std::string(github::to_string(*job.conclusion)).c_str(),
-                    sent ? "reported" : "kept in the journal for later");
-        if (!sent) status = worst(status, k_exit_report_journaled);
-    }
-    return status;
+    const ReportOutput output{stdout, stderr, "sandgate report"};
+    const int replayed = replay_journal(*reporter, output);
+    return std::max(replayed, deliver_reports(*reporter, jobs, output));
 }
 
 }  // namespace agent

@@ -17,5 +17,6 @@ int broker_command(CommandArgs args);
 int agent_command(CommandArgs args);
 int jobs_command(CommandArgs args);
 int run_command(CommandArgs args);
+int gate_command(CommandArgs args);
 
 }  // namespace agent

@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <tuple>
@@ -123,11 +124,10 @@ void add_jobs(Element owner, const std::string& workflow, const std::string& fil
         report.workflow_path = file;
         const std::string display = text_of(item, "name");
         report.job = name_prefix + (display.empty() ? text_of(item, "id") : display);
-        report.job_key = key_prefix + text_of(item, "id");
         Element matrix;
-        if (item["matrix"].get(matrix) == simdjson::SUCCESS && !matrix.is_null()) {
-            report.job_key += " " + simdjson::minify(matrix);
-        }
+        const bool has_matrix = item["matrix"].get(matrix) == simdjson::SUCCESS && !matrix.is_null();
+        report.job_key = key_prefix + text_of(item, "id");
+        if (has_matrix) report.job_key += " " + simdjson::minify(matrix);
         report.sha = std::string(sha);
         report.status = github::JobStatus::completed;
         report.conclusion =
@@ -160,25 +160,27 @@ void add_jobs(Element owner, const std::string& workflow, const std::string& fil
 
 }  // namespace
 
-void add_github_options(CLI::App& app, GitHubFlags& flags) {
+void add_github_options(CLI::App& app, GitHubFlags& flags, StateDirOption state_dir) {
     app.add_option("--github-repo", flags.repo, "report to this repository (OWNER/NAME)");
     app.add_option("--api-url", flags.api_url,
                    "GitHub API base URL (Enterprise Server: https://HOST/api/v3)");
     app.add_option("--token-file", flags.token_file,
                    "file holding the token (else $SANDGATE_GITHUB_TOKEN or $GITHUB_TOKEN)");
     app.add_option("--app-id", flags.app_id, "GitHub App id (with --app-key, --installation-id)");
-    app.add_option("--app-key", flags.app_key, "GitHub App private key (PEM file)");
+    app.add_option("--app-key,--app-key-file", flags.app_key, "GitHub App private key (PEM file)");
     app.add_option("--installation-id", flags.installation_id, "GitHub App installation id");
     app.add_option("--check-name", flags.check_name,
                    "check run name template: {workflow} {job} {job_key} {sha} {short_sha}");
     app.add_option("--details-url", flags.details_url, "details_url of the check runs");
     app.add_option("--report-as", flags.report_as, "checks (check runs) or status (statuses)")
         ->check(CLI::IsMember({"checks", "status"}));
+    if (state_dir == StateDirOption::omit) return;
     app.add_option("--state-dir", flags.state_dir,
                    "state directory (the report journal lives in github-journal/)");
 }
 
-sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags) {
+sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
+                                                  github::ClientOptions options) {
     auto repository = github::Repository::parse(flags.repo);
     if (!repository) return std::unexpected(repository.error());
     const bool app =
@@ -191,7 +193,6 @@ sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags) {
         return sandbox::fail(ErrorKind::invalid_input,
                              "--app-id, --app-key and --installation-id go together");
     }
-    github::ClientOptions options;
     options.api_url = flags.api_url;
     std::shared_ptr<github::TokenSource> tokens;
     if (app) {
@@ -257,6 +258,124 @@ sandbox::Expected<std::vector<github::JobReport>> job_reports_from_run_report(
         if (auto valid = github::validate(report); !valid) return std::unexpected(valid.error());
     }
     return out;
+}
+
+int replay_journal(github::Reporter& reporter, const ReportOutput& output) {
+    auto replayed = reporter.replay();
+    if (!replayed) {
+        std::fprintf(output.err, "%.*s: journal: %s\n", static_cast<int>(output.who.size()),
+                     output.who.data(), replayed.error().message.c_str());
+        return k_exit_report_journaled;
+    }
+    if (replayed->sent + replayed->kept + replayed->dropped > 0) {
+        std::fprintf(output.out, "journal: %zu sent, %zu kept for later, %zu refused by GitHub\n",
+                     replayed->sent, replayed->kept, replayed->dropped);
+    }
+    if (replayed->dropped > 0) return k_exit_report_refused;
+    return replayed->kept > 0 ? k_exit_report_journaled : k_exit_reported;
+}
+
+int deliver_reports(github::Reporter& reporter, const std::vector<github::JobReport>& jobs,
+                    const ReportOutput& output) {
+    int status = k_exit_reported;
+    for (const auto& job : jobs) {
+        auto delivered = reporter.finish(job);
+        const std::string name = job.workflow + " / " + job.job;
+        if (!delivered) {
+            std::fprintf(output.err, "%.*s: %s: %s\n", static_cast<int>(output.who.size()),
+                         output.who.data(), name.c_str(), delivered.error().message.c_str());
+            const bool refused = delivered.error().kind == ErrorKind::invalid_input ||
+                                 delivered.error().kind == ErrorKind::permanent;
+            status = std::max(status, refused ? k_exit_report_refused : k_exit_report_journaled);
+            continue;
+        }
+        const bool sent = *delivered == github::Delivery::sent;
+        std::fprintf(output.out, "%s: %s (%s)\n", name.c_str(),
+                     std::string(github::to_string(*job.conclusion)).c_str(),
+                     sent ? "reported" : "kept in the journal for later");
+        if (!sent) status = std::max(status, k_exit_report_journaled);
+    }
+    std::fflush(output.out);
+    return status;
+}
+
+std::string job_key(std::string_view workflow_file, std::string_view job_id,
+                    std::string_view matrix_json) {
+    std::string key = std::filesystem::path(workflow_file).filename().string() + "#";
+    key += job_id;
+    if (!matrix_json.empty()) key += " " + std::string(matrix_json);
+    return key;
+}
+
+GateReporter::GateReporter(github::Reporter reporter, std::string sha, const jobs::Masker& masker,
+                           std::vector<const jobs::Workflow*> top_level, ReportOutput output)
+    : m_reporter(std::move(reporter)),
+      m_sha(std::move(sha)),
+      m_masker(masker),
+      m_top_level(std::move(top_level)),
+      m_output(output) {}
+
+void GateReporter::job_started(const jobs::Workflow& workflow, const jobs::JobReport& job) {
+    if (std::ranges::find(m_top_level, &workflow) == m_top_level.end()) return;
+    github::JobReport report;
+    report.workflow = m_masker.mask(workflow.display_name());
+    report.workflow_path = workflow.file;
+    report.job = job.name.empty() ? job.id : job.name;
+    // The matrix as the run report will carry it: the same document, minified by simdjson.
+    std::string matrix;
+    if (!job.matrix.is_null()) {
+        const std::string text = jobs::to_json(job.matrix, jobs::JsonStyle::compact);
+        simdjson::dom::parser parser;
+        Element parsed;
+        matrix = parser.parse(text).get(parsed) == simdjson::SUCCESS ? simdjson::minify(parsed) : text;
+    }
+    report.job_key = job_key(workflow.file, job.id, matrix);
+    report.sha = m_sha;
+    report.status = github::JobStatus::in_progress;
+    report.started_at = std::chrono::system_clock::now();
+    auto started = m_reporter.start(report);
+    if (!started) {
+        std::fprintf(m_output.err, "%.*s: reporting the start of %s / %s: %s\n",
+                     static_cast<int>(m_output.who.size()), m_output.who.data(), report.workflow.c_str(),
+                     report.job.c_str(), started.error().message.c_str());
+    } else if (*started == github::Delivery::journaled) {
+        std::fprintf(m_output.err, "%.*s: %s / %s: in_progress kept in the journal for later\n",
+                     static_cast<int>(m_output.who.size()), m_output.who.data(), report.workflow.c_str(),
+                     report.job.c_str());
+    }
+}
+
+int GateReporter::replay() { return replay_journal(m_reporter, m_output); }
+
+void TailLog::output(const jobs::StepLabel& label, std::string_view line) {
+    m_inner.output(label, line);
+    std::lock_guard lock(m_mutex);
+    std::string& tail = m_tails[{m_masker.mask(label.job), m_masker.mask(label.step)}];
+    tail.append(line);
+    tail.push_back('\n');
+    if (tail.size() > k_log_tail_bytes) tail.erase(0, tail.size() - k_log_tail_bytes);
+}
+
+std::string TailLog::tail(const std::string& job, const std::string& step) const {
+    std::lock_guard lock(m_mutex);
+    const auto found = m_tails.find({job, step});
+    return found == m_tails.end() ? "" : found->second;
+}
+
+int GateReporter::finish(const jobs::RunReport& report, const TailLog* tails) {
+    const std::string json =
+        jobs::to_json(report, m_masker).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    auto jobs = job_reports_from_run_report(json, m_sha);
+    if (!jobs) {
+        std::fprintf(m_output.err, "%.*s: the run report: %s\n", static_cast<int>(m_output.who.size()),
+                     m_output.who.data(), jobs.error().message.c_str());
+        return k_exit_report_refused;
+    }
+    for (auto& job : *jobs) {
+        const std::string tail = tails && !job.failing_step.empty() ? tails->tail(job.job, job.failing_step) : "";
+        if (!tail.empty()) job.log_tail = job.log_tail.empty() ? tail : tail + "\n" + job.log_tail;
+    }
+    return deliver_reports(m_reporter, *jobs, m_output);
 }
 
 }  // namespace agent

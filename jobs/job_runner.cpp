@@ -357,6 +357,7 @@ JobReport JobRun::run() {
     const auto started = std::chrono::steady_clock::now();
     const StepLabel label{m_label, ""};
     m_services.log.status(label, StatusKind::start, "job " + m_report.name);
+    if (m_services.observer != nullptr) m_services.observer->job_started(*m_leg.workflow, m_report);
     Scope scope;
     RunDefaults defaults = m_leg.job->defaults;
     if (!defaults.shell) defaults.shell = m_leg.workflow->defaults.shell;

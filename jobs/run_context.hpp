@@ -43,12 +43,25 @@ struct RunSettings {
     std::string run_number = "1";
 };
 
+struct JobReport;  // jobs/run_report.hpp
+
+// Told when a job leg starts running (its `if` and runs-on admitted it), on the leg's
+// thread: `job` holds its id, masked display name and matrix; `workflow` is the workflow the
+// job is declared in (a called workflow's, for the jobs of a `uses:` job). Must be
+// thread-safe; must not throw.
+class JobObserver {
+public:
+    virtual ~JobObserver() = default;
+    virtual void job_started(const Workflow& workflow, const JobReport& job) = 0;
+};
+
 // Shared by all jobs of a run; every member is thread-safe.
 struct RunServices {
     LogSink& log;
     Masker& masker;
     WorkspaceProvider& workspace;
     std::counting_semaphore<>& legs;  // bounds job legs running at once
+    JobObserver* observer = nullptr;  // optional; not owned
 };
 
 // github.* for one job of `workflow`.

@@ -96,6 +96,8 @@ void JobRun::run_checkout(const NamedValues& with, StepReport& report) {
     if (const auto* repository = find_named(with, "repository")) request.repository = *repository;
     if (const auto* ref = find_named(with, "ref")) request.ref = *ref;
     if (const auto* path = find_named(with, "path")) request.path = *path;
+    if (const auto* depth = find_named(with, "fetch-depth")) request.fetch_depth = *depth;
+    if (const auto* submodules = find_named(with, "submodules")) request.submodules = *submodules;
     const Value* own = m_github.find("repository");
     if (own != nullptr && equals_ignore_case(request.repository, own->to_display_string())) request.repository.clear();
     log_start(report);

@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "agent/gate_reporting.hpp"
 #include "sandbox/fd.hpp"
 #include "tests/fake_github/fake_github.hpp"
@@ -133,6 +136,64 @@ std::vector<std::string> common_args(const std::string& url, const std::filesyst
             (dir / "state").string()};
 }
 
+
+// The retry policy of these tests: the client's own loop, with milliseconds for its seconds.
+github::ClientOptions fast_retries() {
+    github::ClientOptions options;
+    options.max_attempts = 3;
+    options.backoff_initial = std::chrono::milliseconds(5);
+    options.backoff_cap = std::chrono::milliseconds(20);
+    options.connect_timeout = std::chrono::milliseconds(2'000);
+    options.request_timeout = std::chrono::milliseconds(10'000);
+    return options;
+}
+
+// A FILE* whose text the test reads back.
+class Captured {
+  public:
+    Captured() : m_file(::open_memstream(&m_buffer, &m_size)) { REQUIRE(m_file != nullptr); }
+    Captured(const Captured&) = delete;
+    Captured& operator=(const Captured&) = delete;
+    ~Captured() {
+        std::fclose(m_file);
+        std::free(m_buffer);
+    }
+    std::FILE* file() const { return m_file; }
+    std::string text() const {
+        std::fflush(m_file);
+        return std::string(m_buffer, m_size);
+    }
+
+  private:
+    char* m_buffer = nullptr;
+    std::size_t m_size = 0;
+    std::FILE* m_file;
+};
+
+// A port where GitHub was a moment ago: connections to it are refused.
+std::pair<int, std::string> dead_github() {
+    tests::FakeGitHub gone;
+    return {gone.port(), gone.url()};
+}
+
+// The reporting flags of these tests: octo/demo at `url`, the token file and state in `dir`.
+agent::GitHubFlags flags_for(const std::string& url, const std::filesystem::path& dir) {
+    agent::GitHubFlags flags;
+    flags.repo = "octo/demo";
+    flags.api_url = url;
+    flags.token_file = (dir / "token").string();
+    flags.state_dir = (dir / "state").string();
+    return flags;
+}
+
+int journal_entries(const std::filesystem::path& state) {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(state / "github-journal", ec))
+        count += entry.path().extension() == ".json" ? 1 : 0;
+    return count;
+}
+
 }  // namespace
 
 TEST_CASE("a run report maps to one completed JobReport per job") {
@@ -203,29 +264,44 @@ TEST_CASE("sandgate report posts the runs with a token from a file, never echoin
 TEST_CASE("sandgate report keeps reports while GitHub is down and replays them") {
     auto dir = tests::make_temp_dir("report");
     tests::write_file(dir / "token", tests::k_fake_token);
-    tests::write_file(dir / "run.json", k_run_report);
-    int port = 0;
-    std::string url;
-    {
-        tests::FakeGitHub gone;
-        port = gone.port();
-        url = gone.url();
+    const auto [port, url] = dead_github();
+    // GitHub is down: `sandgate report`'s own path (the flags, the reporter, the delivery of
+    // each job) with a short retry policy in place of the minutes the defaults would wait.
+    agent::GitHubFlags flags = flags_for(url, dir);
+    flags.report_as = "status";
+    auto jobs = agent::job_reports_from_run_report(k_run_report, k_sha);
+    REQUIRE(jobs.has_value());
+    // In a process of its own that then exits, as `sandgate report` would: the journal's
+    // entries belong to a process that is gone, so the next `sandgate report` sends them.
+    const std::filesystem::path out_file = dir / "out.txt";
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        std::FILE* out = std::fopen(out_file.c_str(), "w");
+        auto reporter = agent::make_reporter(flags, fast_retries());
+        if (out == nullptr || !reporter) std::_Exit(100);
+        const agent::ReportOutput output{out, stderr, "sandgate report"};
+        const int replayed = agent::replay_journal(*reporter, output);
+        const int delivered = agent::deliver_reports(*reporter, *jobs, output);
+        std::fclose(out);
+        std::_Exit(std::max(replayed, delivered));
     }
-    auto args = common_args(url, dir);
-    auto with_report = args;
-    with_report.insert(with_report.end(), {"--from-report", (dir / "run.json").string(), "--sha",
-                                           k_sha, "--report-as", "status"});
-    Ran down = run_sandgate(with_report);
-    CHECK(down.status == agent::k_exit_report_journaled);
-    CHECK_THAT(down.out, Catch::Contains("kept in the journal for later"));
+    int wait_status = 0;
+    REQUIRE(::waitpid(child, &wait_status, 0) == child);
+    REQUIRE(WIFEXITED(wait_status));
+    CHECK(WEXITSTATUS(wait_status) == agent::k_exit_report_journaled);
+    CHECK_THAT(tests::read_file(out_file),
+               Catch::Contains("CI / build (linux): failure (kept in the journal for later)"));
+    CHECK(journal_entries(dir / "state") == 3);
 
     tests::FakeGitHub server(std::vector<std::string>{tests::k_fake_token}, port);
-    auto replay = args;
+    auto replay = common_args(url, dir);
     replay.insert(replay.end(), {"--replay-only", "--report-as", "status"});
     Ran up = run_sandgate(replay);
     INFO(up.err);
     CHECK(up.status == 0);
     CHECK_THAT(up.out, Catch::Contains("journal: 3 sent"));
+    CHECK(journal_entries(dir / "state") == 0);
     simdjson::dom::parser parser;
     const std::string state = server.state();
     auto statuses = parser.parse(state)["statuses"].get_array();
@@ -254,4 +330,60 @@ TEST_CASE("sandgate report refuses bad arguments with exit 2 and a clear message
                                  (dir / "missing.json").string(), "--sha", k_sha});
     CHECK(bad_file.status == 2);
     CHECK_THAT(bad_file.err, Catch::Contains("missing.json: cannot be read"));
+}
+
+TEST_CASE("job_key matches the keys of the run report") {
+    CHECK(agent::job_key(".github/workflows/ci.yml", "build", R"({"os":"linux"})") ==
+          R"(ci.yml#build {"os":"linux"})");
+    CHECK(agent::job_key("ci.yml", "slow", "") == "ci.yml#slow");
+}
+
+TEST_CASE("the gate's reporter: runs started while GitHub is down are journaled, then concluded") {
+    auto dir = tests::make_temp_dir("report");
+    tests::write_file(dir / "token", tests::k_fake_token);
+    auto workflow = jobs::parse_workflow(R"(name: CI
+on: push
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: "true"
+)",
+                                         ".github/workflows/ci.yml");
+    REQUIRE(workflow.has_value());
+    const auto [port, url] = dead_github();
+    const agent::GitHubFlags flags = flags_for(url, dir);
+    jobs::Masker masker;
+    jobs::JobReport job;
+    job.id = "build";
+    job.name = "build";
+    job.conclusion = job.outcome = jobs::Outcome::success;
+    jobs::RunReport run;
+    run.workflows.push_back(jobs::WorkflowReport{".github/workflows/ci.yml", "CI", jobs::Outcome::success, {job}});
+    Captured out, err;
+    {
+        auto reporter = agent::make_reporter(flags, fast_retries());
+        REQUIRE(reporter.has_value());
+        agent::GateReporter gate(*reporter, k_sha, masker, {&*workflow},
+                                 agent::ReportOutput{out.file(), err.file(), "sandgate gate"});
+        gate.job_started(*workflow, job);
+        CHECK_THAT(err.text(), Catch::Contains("CI / build: in_progress kept in the journal for later"));
+        CHECK(gate.finish(run) == agent::k_exit_report_journaled);
+        CHECK_THAT(out.text(), Catch::Contains("CI / build: success (kept in the journal for later)"));
+        CHECK(journal_entries(dir / "state") == 1);
+    }
+    tests::FakeGitHub server(std::vector<std::string>{tests::k_fake_token}, port);
+    auto reporter = agent::make_reporter(flags, fast_retries());
+    REQUIRE(reporter.has_value());
+    agent::GateReporter gate(*reporter, k_sha, masker, {&*workflow},
+                             agent::ReportOutput{out.file(), err.file(), "sandgate gate"});
+    CHECK(gate.replay() == agent::k_exit_reported);
+    CHECK(journal_entries(dir / "state") == 0);
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    auto runs = parser.parse(state)["check_runs"].get_array();
+    REQUIRE(runs.size() == 1);
+    CHECK(std::string_view(runs.at(0)["name"].get_string()) == "CI / build");
+    CHECK(std::string_view(runs.at(0)["external_id"].get_string()) == "ci.yml#build");
+    CHECK(std::string_view(runs.at(0)["conclusion"].get_string()) == "success");
 }

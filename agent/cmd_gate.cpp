@@ -1,0 +1,328 @@
+// sandgate gate: one merge-gate check of one exact commit. Mirror the repository (libgit2,
+// under --state-dir), materialise a worktree at the SHA to read its workflows, run the
+// workflows the event selects through the wrap (each job leg in its own worktree, filled by
+// actions/checkout), remove every worktree, and exit with the verdict.
+//
+// Exit status: 0 the gate passes; 1 a job failed (or no job ran: a gate that checks nothing
+// does not pass); 2 a bad argument or an invalid workflow; 3 the remote does not have the SHA;
+// 4 the remote is unreachable or refused the credentials; 5 the mirror or a worktree could
+// not be made on this machine. The token (SANDGATE_GIT_TOKEN, https only) is never printed.
+#include <stdlib.h>
+
+#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/commands.hpp"
+#include "agent/gate_reporting.hpp"
+#include "agent/policy_options.hpp"
+#include "agent/run_setup.hpp"
+#include "jobs/git_handles.hpp"
+#include "jobs/git_provider.hpp"
+#include "jobs/git_remove.hpp"
+#include "jobs/log.hpp"
+#include "jobs/masker.hpp"
+#include "jobs/repo_info.hpp"
+#include "jobs/run_report.hpp"
+#include "jobs/runner_labels.hpp"
+#include "jobs/workflow_runner.hpp"
+
+namespace agent {
+namespace {
+
+constexpr int k_exit_failed = 1;
+constexpr int k_exit_invalid = 2;
+constexpr int k_exit_unknown_sha = 3;
+constexpr int k_exit_unreachable = 4;
+constexpr int k_exit_local = 5;
+constexpr const char* k_token_variable = "SANDGATE_GIT_TOKEN";
+
+struct GateFlags {
+    std::string repo;
+    std::string sha;
+    std::string ref;
+    std::string event = "merge_group";
+    std::string workflows = ".github/workflows";
+    std::vector<std::string> jobs;
+    std::string state_dir;
+    std::string report;
+    PolicyOptions policy;
+    GitHubFlags github;  // --github-repo ...: check runs (or statuses) per job
+};
+
+void add_flags(CLI::App& app, GateFlags& f) {
+    app.add_option("--repo", f.repo, "the repository: a path, file:// or https:// URL")->required();
+    app.add_option("--sha", f.sha, "the full 40-hex SHA of the commit to check")->required();
+    app.add_option("--ref", f.ref, "the ref the commit is on (fetched too; github.ref)");
+    app.add_option("--event", f.event, "merge_group (the default), pull_request or push")
+        ->check(CLI::IsMember({"merge_group", "pull_request", "push"}));
+    app.add_option("-W,--workflows", f.workflows, "workflows in the commit: a file or directory (.github/workflows)");
+    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable");
+    app.add_option("--state-dir", f.state_dir,
+                   "mirrors, worktrees and the GitHub report journal ($XDG_STATE_HOME/sandgate)");
+    app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
+    add_policy_options(app, f.policy);
+    add_github_options(app, f.github, StateDirOption::omit);
+    app.footer("Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a bad\n"
+               "argument or an invalid workflow; 3 the remote does not have the SHA; 4 the remote is\n"
+               "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file).\n"
+               "An https token is read from SANDGATE_GIT_TOKEN (never from the command line). With\n"
+               "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
+               "cannot take are kept in STATE_DIR/github-journal and never change the exit status.");
+}
+
+int say(int code, const std::string& message) {
+    std::fprintf(stderr, "sandgate gate: %s\n", message.c_str());
+    return code;
+}
+
+int exit_for(const sandbox::Error& error) {
+    switch (error.kind) {
+        case sandbox::ErrorKind::invalid_input: return k_exit_invalid;
+        case sandbox::ErrorKind::unavailable:
+        case sandbox::ErrorKind::transient:
+        case sandbox::ErrorKind::timeout: return k_exit_unreachable;
+        case sandbox::ErrorKind::permanent: return k_exit_local;
+    }
+    return k_exit_local;
+}
+
+// A minimal payload for the event, as GitHub would send for this SHA and ref.
+jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
+    jobs::Object repo;
+    repo.set("full_name", repository);
+    jobs::Object payload;
+    payload.set("repository", jobs::Value(repo));
+    if (f.event == "push") {
+        if (!f.ref.empty()) payload.set("ref", f.ref);
+        payload.set("after", f.sha);
+        jobs::Object head;
+        head.set("id", f.sha);
+        payload.set("head_commit", jobs::Value(head));
+    } else if (f.event == "pull_request") {
+        payload.set("action", "synchronize");
+        jobs::Object head;
+        head.set("sha", f.sha);
+        if (!f.ref.empty()) head.set("ref", f.ref);
+        jobs::Object pull;
+        pull.set("head", jobs::Value(head));
+        payload.set("pull_request", jobs::Value(pull));
+    } else {
+        payload.set("action", "checks_requested");
+        jobs::Object group;
+        group.set("head_sha", f.sha);
+        if (!f.ref.empty()) group.set("head_ref", f.ref);
+        payload.set("merge_group", jobs::Value(group));
+    }
+    return jobs::Value(payload);
+}
+
+// A directory removed (never following symlinks) when the gate ends.
+class ScopedDir {
+public:
+    sandbox::Expected<std::filesystem::path> create(const std::string& label) {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-" + label + "-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr)
+            return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+        m_path = pattern;
+        return m_path;
+    }
+    ~ScopedDir() {
+        if (!m_path.empty()) (void)jobs::remove_tree(m_path);
+    }
+
+private:
+    std::filesystem::path m_path;
+};
+
+struct Gate {
+    GateFlags flags;
+    sandbox::Policy policy;
+    std::filesystem::path state;
+    std::optional<github::Reporter> reporter;  // set with --github-repo
+    std::optional<jobs::GitToken> token;
+    std::string repository;  // owner/name
+};
+
+// Selects the workflows of the commit (materialised at `root`) that run on the event.
+std::optional<int> select_workflows(const Gate& gate, const std::filesystem::path& root,
+                                    const jobs::RunSettings& settings, std::vector<jobs::Workflow>& out) {
+    auto files = workflow_files(root, gate.flags.workflows);
+    if (!files) return say(k_exit_invalid, files.error().message);
+    auto workflows = load_workflows(root, *files);
+    if (!workflows) return say(k_exit_invalid, workflows.error().message);
+    for (auto& workflow : *workflows)
+        if (jobs::event_matches(workflow, settings.event_name, settings.event)) out.push_back(std::move(workflow));
+    for (const auto& id : gate.flags.jobs) {
+        const bool known = std::ranges::any_of(out, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
+        if (!known) return say(k_exit_invalid, "-j " + id + ": no job with that id in the workflows '" + gate.flags.event + "' selects");
+    }
+    if (!gate.flags.jobs.empty())
+        std::erase_if(out, [&](const jobs::Workflow& w) {
+            return std::ranges::none_of(gate.flags.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
+        });
+    if (out.empty())
+        return say(k_exit_failed, "no workflow in " + gate.flags.workflows + " at " + gate.flags.sha + " runs on '" +
+                                      gate.flags.event + "': the gate has nothing to check");
+    return std::nullopt;
+}
+
+jobs::RunSettings base_settings(const Gate& gate, const std::filesystem::path& root, const jobs::Mirror& mirror) {
+    jobs::RunSettings settings;
+    settings.event_name = gate.flags.event;
+    settings.repository = root;
+    settings.repo.sha = gate.flags.sha;
+    settings.repo.ref = gate.flags.ref.empty() || gate.flags.ref.starts_with("refs/") ? gate.flags.ref
+                                                                                     : "refs/heads/" + gate.flags.ref;
+    settings.repo.repository = gate.repository;
+    settings.repo.owner = gate.repository.substr(0, gate.repository.find('/'));
+    settings.event = event_payload(gate.flags, gate.repository);
+    settings.actor = "sandgate";
+    settings.labels = jobs::default_runner_labels();
+    settings.job_filter = gate.flags.jobs;
+    settings.policy = gate.policy;
+    // git in a step reads objects through the worktree's alternates: the mirror, read-only.
+    settings.policy.read_only.push_back(mirror.gitdir);
+    settings.host = sandbox::current_environment();
+    // No credential of the gate's reaches a step, allowlist or not.
+    std::erase_if(settings.host, [](const auto& pair) {
+        return pair.first == k_token_variable ||
+               std::ranges::any_of(k_token_variables, [&](const char* name) { return pair.first == name; });
+    });
+    return settings;
+}
+
+// The state directory, created, as a physical path: the wrap refuses binds through symlinks.
+std::optional<int> prepare_state(Gate& gate) {
+    std::filesystem::path state = gate.flags.state_dir.empty() ? jobs::MirrorCache::default_state_dir()
+                                                               : std::filesystem::absolute(gate.flags.state_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(state, ec);
+    if (ec) return say(k_exit_local, "--state-dir " + state.string() + ": " + ec.message());
+    gate.state = std::filesystem::canonical(state, ec);
+    if (ec) return say(k_exit_local, "--state-dir " + state.string() + ": " + ec.message());
+    return std::nullopt;
+}
+
+// The GitHub reporter when --github-repo is given; its other flags alone are a mistake.
+std::optional<int> prepare_reporter(Gate& gate) {
+    GitHubFlags& github = gate.flags.github;
+    if (github.repo.empty()) {
+        const bool stray = !github.token_file.empty() || !github.app_id.empty() || !github.app_key.empty() ||
+                           !github.installation_id.empty() || !github.details_url.empty();
+        if (stray) return say(k_exit_invalid, "--token-file, --app-* and --details-url need --github-repo OWNER/NAME");
+        return std::nullopt;
+    }
+    github.state_dir = gate.state.string();
+    auto reporter = make_reporter(github);
+    if (!reporter) return say(k_exit_invalid, reporter.error().message);
+    gate.reporter = std::move(*reporter);
+    return std::nullopt;
+}
+
+// Runs the selected workflows, reports them, writes --report; returns the verdict.
+int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Workflow>& workflows,
+             const jobs::MirrorCache& cache, jobs::WorktreeArea& area) {
+    ScopedDir temp;
+    auto temp_path = temp.create("gate");
+    if (!temp_path) return say(k_exit_local, temp_path.error().message);
+    settings.temp_root = *temp_path;
+    jobs::Masker masker;
+    if (gate.token) masker.add_secret(gate.token->secret);
+    jobs::ConsoleLog console(stdout);
+    TailLog log(console, masker);
+    jobs::GitWorkspace workspace(cache, area, jobs::GitSource{gate.flags.repo, gate.flags.sha, settings.repo.ref,
+                                                              gate.repository, gate.token});
+    std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
+    jobs::RunServices services{log, masker, workspace, legs};
+    std::optional<GateReporter> reporting;
+    if (gate.reporter) {
+        std::vector<const jobs::Workflow*> top_level;
+        for (const auto& workflow : workflows) top_level.push_back(&workflow);
+        reporting.emplace(*gate.reporter, gate.flags.sha, masker, std::move(top_level),
+                          ReportOutput{stdout, stderr, "sandgate gate"});
+        (void)reporting->replay();  // what an earlier gate could not send (its lines say how it went)
+        services.observer = &*reporting;
+    }
+    jobs::RunReport report;
+    report.event = settings.event_name;
+    const auto started = std::chrono::steady_clock::now();
+    for (const auto& workflow : workflows)
+        report.workflows.push_back(jobs::run_workflow(settings, services, workflow, jobs::Object{}, jobs::Object{}));
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    for (const auto& workflow : report.workflows)
+        for (const auto& job : workflow.jobs)
+            if (job.conclusion == jobs::Outcome::failure) {
+                report.exit_code = k_exit_failed;
+                std::fprintf(stderr, "sandgate gate: job '%s' failed\n", job.id.c_str());
+            }
+    std::fflush(stdout);
+    // Reporting failures are journaled and said on stderr; the verdict stays the jobs'.
+    if (reporting) (void)reporting->finish(report, &log);
+    if (!gate.flags.report.empty())
+        if (auto written = jobs::write_report(gate.flags.report, report, masker); !written)
+            return say(k_exit_local, written.error().message);
+    std::printf("sandgate gate: %s %s at %s\n", report.exit_code == 0 ? "passed" : "failed", gate.repository.c_str(),
+                gate.flags.sha.c_str());
+    return report.exit_code;
+}
+
+int run_gate(Gate& gate) {
+    const jobs::MirrorCache cache(gate.state);
+    jobs::WorktreeArea area(gate.state);
+    area.reap_stale();
+    // The commit, in a worktree of its own, to read the workflows from.
+    auto control = area.create("gate");
+    if (!control) return say(k_exit_local, control.error().message);
+    jobs::GitCheckoutRequest request;
+    request.source = jobs::MirrorRequest{gate.flags.repo, gate.flags.sha, gate.flags.ref, gate.token};
+    request.path = control->path();
+    request.depth = 1;
+    auto checked_out = jobs::checkout_commit(cache, request);
+    if (!checked_out) return say(exit_for(checked_out.error()), checked_out.error().message);
+    const jobs::Mirror& mirror = checked_out->mirror;
+    if (mirror.presence == jobs::CommitPresence::missing)
+        return say(k_exit_unknown_sha, "commit " + gate.flags.sha + " is not in " + mirror.remote.fetch_url);
+    gate.repository = jobs::repository_from_url(mirror.remote.fetch_url);
+    if (gate.repository.empty()) gate.repository = "local/" + mirror.gitdir.stem().string();
+
+    jobs::RunSettings settings = base_settings(gate, control->path(), mirror);
+    std::vector<jobs::Workflow> workflows;
+    if (auto code = select_workflows(gate, control->path(), settings, workflows)) return *code;
+    return run_jobs(gate, settings, workflows, cache, area);
+}
+
+}  // namespace
+
+int gate_command(CommandArgs args) {
+    CLI::App app{"sandgate gate: check one commit of a repository with its own workflows, every step in the sandbox"};
+    app.name("sandgate gate");
+    Gate gate;
+    add_flags(app, gate.flags);
+    try {
+        app.parse(static_cast<int>(args.size()), args.data());
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : k_exit_invalid;
+    }
+    auto policy = to_policy(gate.flags.policy);
+    if (!policy) return say(k_exit_invalid, policy.error().message);
+    gate.policy = std::move(*policy);
+    if (auto sha = jobs::parse_sha(gate.flags.sha); !sha) return say(k_exit_invalid, "--sha: " + sha.error().message);
+    auto remote = jobs::parse_remote(gate.flags.repo);
+    if (!remote) return say(k_exit_invalid, "--repo: " + remote.error().message);
+    if (const char* token = std::getenv(k_token_variable); token && *token) gate.token = jobs::GitToken{token};
+    if (auto code = prepare_state(gate)) return *code;
+    if (auto code = prepare_reporter(gate)) return *code;
+    return run_gate(gate);
+}
+
+}  // namespace agent

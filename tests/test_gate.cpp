@@ -1,0 +1,358 @@
+// sandgate gate end to end: real repositories with workflows, file:// and path remotes, the
+// real binary, the exit codes, concurrent gates on one mirror, cleanup that does not follow a
+// planted symlink, and the token never shown.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "jobs/git_worktree.hpp"
+#include "tests/fake_github/fake_github.hpp"
+#include "tests/helpers/git_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
+
+namespace fs = std::filesystem;
+using tests::sh;
+
+namespace {
+
+// Steps run in bwrap; inside sandgate's own wrap (the dogfood run) a nested wrap cannot mount
+// /proc, so there the gate runs its steps unwrapped: the git layer is what is tested here.
+std::string sandbox_flag() { return tests::under_wrap() ? " --sandbox off" : " --sandbox bwrap"; }
+
+const char* k_workflow = R"YAML(name: gate
+on: [merge_group, push]
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - name: the commit, clean, with history
+        run: |
+          test "$(git rev-parse HEAD)" = "$GITHUB_SHA"
+          test -z "$(git status --porcelain)"
+          git log --oneline
+          cat app.txt
+          grep -q good app.txt
+)YAML";
+
+const char* k_pull_workflow = R"YAML(name: pr
+on: pull_request
+jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+      - run: test "$(git rev-list --count HEAD)" -ge 2
+  other:
+    runs-on: ubuntu-latest
+    steps:
+      - run: exit 1
+)YAML";
+
+struct Repo {
+    fs::path path;
+    std::string good;  // a commit whose gate passes
+    std::string bad;   // a commit whose gate fails
+};
+
+Repo make_gate_repo(const fs::path& dir) {
+    Repo repo;
+    repo.path = dir / "origin";
+    tests::make_repo(repo.path, {{".github/workflows/gate.yml", k_workflow},
+                                 {".github/workflows/pr.yml", k_pull_workflow},
+                                 {"app.txt", "good\n"}});
+    repo.good = tests::commit_file(repo.path, "more.txt", "more\n");
+    repo.bad = tests::commit_file(repo.path, "app.txt", "broken\n");
+    sh("git -C " + repo.path.string() + " checkout -q " + repo.good);
+    return repo;
+}
+
+tests::ShellResult gate(const std::string& args) {
+    return tests::shell(std::string("env -u SANDGATE_GIT_TOKEN ") + SANDGATE_BINARY + " gate" + sandbox_flag() + " " + args);
+}
+
+int worktree_dirs(const fs::path& state) {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(state / "worktrees", ec)) count += entry.is_directory() ? 1 : 0;
+    return count;
+}
+
+}  // namespace
+
+TEST_CASE("a gate passes on a good commit and fails on a bad one") {
+    const auto dir = tests::make_temp_dir("gate");
+    const Repo repo = make_gate_repo(dir);
+    const std::string state = " --state-dir " + (dir / "state").string();
+
+    auto passed = gate("--repo file://" + repo.path.string() + " --sha " + repo.good + state + " --report " + (dir / "good.json").string());
+    INFO(passed.out);
+    CHECK(passed.code == 0);
+    CHECK_THAT(passed.out, Catch::Contains("passed"));
+    CHECK_THAT(tests::read_file(dir / "good.json"), Catch::Contains("\"success\""));
+    CHECK(worktree_dirs(dir / "state") == 0);
+
+    auto failed = gate("--repo " + repo.path.string() + " --sha " + repo.bad + state + " --report " + (dir / "bad.json").string());
+    INFO(failed.out);
+    CHECK(failed.code == 1);
+    CHECK_THAT(failed.out, Catch::Contains("check"));
+    CHECK_THAT(tests::read_file(dir / "bad.json"), Catch::Contains("\"failure\""));
+    CHECK(worktree_dirs(dir / "state") == 0);
+}
+
+TEST_CASE("the event selects the workflows, -j the jobs") {
+    const auto dir = tests::make_temp_dir("gate");
+    const Repo repo = make_gate_repo(dir);
+    const std::string common = "--repo " + repo.path.string() + " --state-dir " + (dir / "state").string();
+    auto lint = gate(common + " --sha " + repo.good + " --event pull_request -j lint --ref feature");
+    INFO(lint.out);
+    CHECK(lint.code == 0);
+    auto all = gate(common + " --sha " + repo.good + " --event pull_request");
+    INFO(all.out);
+    CHECK(all.code == 1);  // `other` fails
+    auto push = gate(common + " --sha " + repo.good + " --event push --ref main");
+    CHECK(push.code == 0);
+}
+
+TEST_CASE("unknown SHAs, unreachable remotes and bad arguments have their own exit codes") {
+    const auto dir = tests::make_temp_dir("gate");
+    const Repo repo = make_gate_repo(dir);
+    const std::string state = " --state-dir " + (dir / "state").string();
+    const std::string unknown(40, 'e');
+
+    auto missing = gate("--repo " + repo.path.string() + " --sha " + unknown + state);
+    CHECK(missing.code == 3);
+    CHECK_THAT(missing.out, Catch::Contains(unknown));
+
+    auto nowhere = gate("--repo file://" + (dir / "nowhere").string() + " --sha " + repo.good + state);
+    CHECK(nowhere.code == 4);
+    CHECK_THAT(nowhere.out, Catch::Contains((dir / "nowhere").string()));
+
+    const std::string token = "ghs_GateTokenNeverShown42";
+    auto refused = tests::shell("SANDGATE_GIT_TOKEN=" + token + " " + SANDGATE_BINARY + " gate --repo https://127.0.0.1:1/o/r.git --sha " +
+                                repo.good + state);
+    CHECK(refused.code == 4);
+    CHECK_THAT(refused.out, Catch::Contains("127.0.0.1:1") && !Catch::Contains(token));
+    CHECK(tests::files_containing(dir / "state", token).empty());
+
+    CHECK(gate("--repo " + repo.path.string() + " --sha abc" + state).code == 2);
+    CHECK(gate("--repo " + repo.path.string() + " --sha " + repo.good + " --event release" + state).code == 2);
+    CHECK(gate("--sha " + repo.good + state).code == 2);
+    auto password = gate("--repo https://u:pa55w0rdXYZ@example.com/o/r --sha " + repo.good + state);
+    CHECK(password.code == 2);
+    CHECK_THAT(password.out, !Catch::Contains("pa55w0rdXYZ"));
+    auto no_job = gate("--repo " + repo.path.string() + " --sha " + repo.good + " -j nosuchjob" + state);
+    CHECK(no_job.code == 2);
+    CHECK_THAT(no_job.out, Catch::Contains("nosuchjob"));
+    auto sandbox = gate("--repo " + repo.path.string() + " --sha " + repo.good + " --sandbox nope" + state);
+    CHECK(sandbox.code == 2);
+    CHECK_THAT(sandbox.out, Catch::Contains("--sandbox"));
+    auto isolation = tests::shell(std::string(SANDGATE_BINARY) + " gate --sandbox off --memory 1G --repo " +
+                                  repo.path.string() + " --sha " + repo.good + state);
+    CHECK(isolation.code == 2);
+    CHECK_THAT(isolation.out, Catch::Contains("--sandbox off"));
+    auto nothing = gate("--repo " + repo.path.string() + " --sha " + repo.good + " -W .github/workflows/pr.yml" + state);
+    CHECK(nothing.code == 1);  // no workflow runs on merge_group: nothing checked is no pass
+}
+
+TEST_CASE("concurrent gates share one mirror") {
+    const auto dir = tests::make_temp_dir("gate");
+    const Repo repo = make_gate_repo(dir);
+    const std::string state = " --state-dir " + (dir / "state").string();
+    std::vector<std::future<tests::ShellResult>> runs;
+    for (int i = 0; i < 4; ++i) {
+        const std::string sha = i % 2 == 0 ? repo.good : repo.bad;
+        runs.push_back(std::async(std::launch::async, [=] { return gate("--repo file://" + repo.path.string() + " --sha " + sha + state); }));
+    }
+    for (int i = 0; i < 4; ++i) {
+        auto result = runs[i].get();
+        INFO(result.out);
+        CHECK(result.code == (i % 2 == 0 ? 0 : 1));
+    }
+    CHECK(worktree_dirs(dir / "state") == 0);
+    for (const auto& entry : fs::directory_iterator(dir / "state/mirrors"))
+        if (entry.path().extension() == ".git")
+            CHECK(tests::shell("git --git-dir=" + entry.path().string() + " fsck --no-dangling").code == 0);
+}
+
+TEST_CASE("cleanup does not follow a symlink a step planted, and reaps a crashed run's worktrees") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path outside = dir / "outside";
+    tests::write_file(outside / "canary.txt", "keep\n");
+    const std::string workflow = std::string(R"(on: merge_group
+jobs:
+  plant:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: ln -s )") + outside.string() + R"( escape && ln -s / root && mkdir -p deep/er && ln -s )" +
+                                 outside.string() + R"(/canary.txt deep/er/file && chmod 000 deep
+)";
+    const fs::path origin = dir / "origin";
+    const std::string sha = tests::make_repo(origin, {{".github/workflows/plant.yml", workflow}});
+    // A crashed run's worktree, lease not held.
+    jobs::WorktreeArea area(dir / "state");
+    const pid_t child = ::fork();
+    if (child == 0) {
+        auto crashed = area.create("crashed");
+        std::_Exit(crashed ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(worktree_dirs(dir / "state") == 1);
+
+    auto result = gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string());
+    INFO(result.out);
+    CHECK(result.code == 0);
+    CHECK(tests::read_file(outside / "canary.txt") == "keep\n");
+    CHECK(worktree_dirs(dir / "state") == 0);
+}
+
+TEST_CASE("--help documents the exit codes and the token variable") {
+    auto help = tests::shell(std::string(SANDGATE_BINARY) + " gate --help");
+    CHECK(help.code == 0);
+    CHECK_THAT(help.out, Catch::Contains("3 the remote does not have the SHA") && Catch::Contains("SANDGATE_GIT_TOKEN") &&
+                             Catch::Contains("--network") && Catch::Contains("--read-only"));
+    auto listed = tests::shell(std::string(SANDGATE_BINARY) + " --help");
+    CHECK_THAT(listed.out, Catch::Contains("gate"));
+}
+
+namespace {
+
+const char* k_reported_workflow = R"YAML(name: ci
+on: merge_group
+jobs:
+  build:
+    strategy:
+      matrix:
+        os: [linux]
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo building on ${{ matrix.os }}
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - name: unit tests
+        run: |
+          echo "tests of app: $(cat app.txt)"
+          echo "::error file=app.txt,line=1,title=broken app::app.txt says $(cat app.txt)"
+          exit 3
+)YAML";
+
+std::string text(simdjson::dom::element element, const char* field) {
+    std::string_view value;
+    return element[field].get_string().get(value) == simdjson::SUCCESS ? std::string(value) : "";
+}
+
+}  // namespace
+
+TEST_CASE("--github-repo: a check run per job, in_progress at its start and concluded at the end") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path origin = dir / "origin";
+    const std::string sha = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
+    tests::write_file(dir / "token", std::string(tests::k_fake_token) + "\n");
+    tests::FakeGitHub server;
+    const std::string command = "--repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string() +
+                                " --github-repo octo/demo --api-url " + server.url() + " --token-file " +
+                                (dir / "token").string() + " --details-url https://ci.example/gate/7";
+    auto result = gate(command);
+    INFO(result.out);
+    CHECK(result.code == 1);  // `test` fails; the reports went through
+    CHECK_THAT(result.out, Catch::Contains("ci / test: failure (reported)") &&
+                               Catch::Contains("ci / build (linux): success (reported)"));
+    CHECK(result.out.find(tests::k_fake_token) == std::string::npos);
+
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    simdjson::dom::array runs = parser.parse(state)["check_runs"].get_array();
+    REQUIRE(runs.size() == 2);
+    std::map<std::string, simdjson::dom::element> by_name;
+    for (auto run : runs) by_name[text(run, "name")] = run;
+    REQUIRE(by_name.count("ci / build (linux)") == 1);
+    REQUIRE(by_name.count("ci / test") == 1);
+    const auto build = by_name["ci / build (linux)"];
+    const auto test = by_name["ci / test"];
+    CHECK(text(build, "conclusion") == "success");
+    CHECK(text(build, "external_id") == R"(ci.yml#build {"os":"linux"})");
+    CHECK(text(build, "head_sha") == sha);
+    CHECK(text(build, "details_url") == "https://ci.example/gate/7");
+    CHECK(text(test, "status") == "completed");
+    CHECK(text(test, "conclusion") == "failure");
+    CHECK(text(test, "external_id") == "ci.yml#test");
+    CHECK_THAT(text(test["output"], "title"), Catch::StartsWith("exit 3"));
+    CHECK_THAT(text(test["output"], "summary"), Catch::Contains("unit tests"));
+    CHECK_THAT(text(test["output"], "text"), Catch::Contains("unit tests") && Catch::Contains("tests of app: bad"));
+    simdjson::dom::array notes = test["annotations"].get_array();
+    REQUIRE(notes.size() == 2);  // the step's ::error, and the runner's "exit code 3" (as GitHub's)
+    CHECK(text(notes.at(0), "path") == "app.txt");
+    CHECK(text(notes.at(0), "annotation_level") == "failure");
+    CHECK(text(notes.at(0), "title") == "broken app");
+    CHECK(text(notes.at(0), "message") == "app.txt says bad");
+    CHECK_THAT(text(notes.at(1), "message"), Catch::Contains("exit code 3"));
+
+    // The bodies GitHub received: each run created in_progress (no conclusion), then one PATCH
+    // of that run concluding it. No request carries the token outside its header.
+    simdjson::dom::parser request_parser;
+    const std::string requests = server.requests();
+    std::map<std::string, std::vector<std::string>> bodies;  // target -> bodies, in order
+    int creations = 0;
+    for (auto request : request_parser.parse(requests)["requests"].get_array()) {
+        const std::string target = text(request, "target");
+        const std::string body = text(request, "body");
+        CHECK(body.find(tests::k_fake_token) == std::string::npos);
+        CHECK(target.find(tests::k_fake_token) == std::string::npos);
+        if (text(request, "method") == "POST" && target == "/repos/octo/demo/check-runs") {
+            ++creations;
+            simdjson::dom::parser body_parser;
+            auto document = body_parser.parse(body);
+            CHECK(text(document.value(), "status") == "in_progress");
+            CHECK(document["conclusion"].error() == simdjson::NO_SUCH_FIELD);
+            CHECK(text(document.value(), "head_sha") == sha);
+        }
+        if (text(request, "method") == "PATCH") bodies[target].push_back(body);
+    }
+    CHECK(creations == 2);
+    for (auto run : runs) {
+        std::int64_t id = 0;
+        REQUIRE(run["id"].get_int64().get(id) == simdjson::SUCCESS);
+        const auto& patches = bodies["/repos/octo/demo/check-runs/" + std::to_string(id)];
+        REQUIRE(patches.size() == 1);
+        CHECK_THAT(patches[0], Catch::Contains("\"conclusion\""));
+    }
+
+    // The same gate again updates the same two runs: never a second one.
+    auto again = gate(command);
+    CHECK(again.code == 1);
+    simdjson::dom::parser again_parser;
+    const std::string state_again = server.state();
+    CHECK(again_parser.parse(state_again)["check_runs"].get_array().size() == 2);
+}
+
+TEST_CASE("--github-repo: bad reporting flags are refused before anything runs") {
+    const auto dir = tests::make_temp_dir("gate");
+    const Repo repo = make_gate_repo(dir);
+    const std::string common = "--repo " + repo.path.string() + " --sha " + repo.good + " --state-dir " + (dir / "state").string();
+    auto no_credentials = tests::shell("env -u SANDGATE_GITHUB_TOKEN -u GITHUB_TOKEN " + std::string(SANDGATE_BINARY) +
+                                       " gate " + common + " --github-repo octo/demo --api-url http://127.0.0.1:1");
+    CHECK(no_credentials.code == 2);
+    CHECK_THAT(no_credentials.out, Catch::Contains("no GitHub credentials"));
+    auto bad_repo = gate(common + " --github-repo octo --token-file " + (dir / "x").string());
+    CHECK(bad_repo.code == 2);
+    CHECK_THAT(bad_repo.out, Catch::Contains("--github-repo"));
+    auto stray = gate(common + " --token-file " + (dir / "x").string());
+    CHECK(stray.code == 2);
+    CHECK_THAT(stray.out, Catch::Contains("need --github-repo"));
+    CHECK(worktree_dirs(dir / "state") == 0);
+}
