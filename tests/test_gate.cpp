@@ -356,3 +356,39 @@ TEST_CASE("--github-repo: bad reporting flags are refused before anything runs")
     CHECK_THAT(stray.out, Catch::Contains("need --github-repo"));
     CHECK(worktree_dirs(dir / "state") == 0);
 }
+
+TEST_CASE("--github-repo with a GitHub App and --report-as status: pending, then the verdict, per job") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path origin = dir / "origin";
+    const std::string sha = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
+    REQUIRE(tests::shell("openssl genrsa -traditional -out " + (dir / "app.pem").string() + " 2048").code == 0);
+    const std::string pem = tests::read_file(dir / "app.pem");
+    tests::FakeGitHub server(std::vector<std::string>{});  // only the installation's tokens are accepted
+    auto result = gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string() +
+                       " --github-repo octo/demo --api-url " + server.url() + " --app-id 42 --app-key-file " +
+                       (dir / "app.pem").string() + " --installation-id 7 --report-as status --check-name 'gate: {job}'");
+    INFO(result.out);
+    CHECK(result.code == 1);
+    CHECK(result.out.find(pem.substr(40, 40)) == std::string::npos);
+
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    std::map<std::string, std::vector<std::string>> states;  // context -> states, in order
+    for (auto status : parser.parse(state)["statuses"].get_array()) {
+        CHECK(text(status, "sha") == sha);
+        states[text(status, "context")].push_back(text(status, "state"));
+    }
+    CHECK(states["gate: build (linux)"] == std::vector<std::string>{"pending", "success"});
+    CHECK(states["gate: test"] == std::vector<std::string>{"pending", "failure"});
+    CHECK(states.size() == 2);
+    // Statuses were posted with the installation token the App's JWT was exchanged for.
+    simdjson::dom::parser request_parser;
+    const std::string requests = server.requests();
+    int posted = 0;
+    for (auto request : request_parser.parse(requests)["requests"].get_array()) {
+        if (text(request, "target").find("/statuses/") == std::string::npos) continue;
+        ++posted;
+        CHECK_THAT(text(request["headers"], "Authorization"), Catch::StartsWith("Bearer ghs_fake"));
+    }
+    CHECK(posted == 4);
+}
