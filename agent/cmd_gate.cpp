@@ -152,26 +152,38 @@ struct Gate {
     std::string repository;  // owner/name
 };
 
+// Why the gate stops before any job runs; `commit`: the commit's own doing (its workflows),
+// which GitHub is told about, not a mistake on the command line.
+struct Refusal {
+    int code;
+    std::string message;
+    bool commit;
+};
+
 // Selects the workflows of the commit (materialised at `root`) that run on the event.
-std::optional<int> select_workflows(const Gate& gate, const std::filesystem::path& root,
-                                    const jobs::RunSettings& settings, std::vector<jobs::Workflow>& out) {
+std::optional<Refusal> select_workflows(const Gate& gate, const std::filesystem::path& root,
+                                        const jobs::RunSettings& settings, std::vector<jobs::Workflow>& out) {
     auto files = workflow_files(root, gate.flags.workflows);
-    if (!files) return say(k_exit_invalid, files.error().message);
+    if (!files) return Refusal{k_exit_invalid, files.error().message, true};
     auto workflows = load_workflows(root, *files);
-    if (!workflows) return say(k_exit_invalid, workflows.error().message);
+    if (!workflows) return Refusal{k_exit_invalid, workflows.error().message, true};
     for (auto& workflow : *workflows)
         if (jobs::event_matches(workflow, settings.event_name, settings.event)) out.push_back(std::move(workflow));
     for (const auto& id : gate.flags.jobs) {
         const bool known = std::ranges::any_of(out, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
-        if (!known) return say(k_exit_invalid, "-j " + id + ": no job with that id in the workflows '" + gate.flags.event + "' selects");
+        if (!known)
+            return Refusal{k_exit_invalid, "-j " + id + ": no job with that id in the workflows '" + gate.flags.event + "' selects",
+                           false};
     }
     if (!gate.flags.jobs.empty())
         std::erase_if(out, [&](const jobs::Workflow& w) {
             return std::ranges::none_of(gate.flags.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
         });
     if (out.empty())
-        return say(k_exit_failed, "no workflow in " + gate.flags.workflows + " at " + gate.flags.sha + " runs on '" +
-                                      gate.flags.event + "': the gate has nothing to check");
+        return Refusal{k_exit_failed,
+                       "no workflow in " + gate.flags.workflows + " at " + gate.flags.sha + " runs on '" + gate.flags.event +
+                           "': the gate has nothing to check",
+                       true};
     return std::nullopt;
 }
 
@@ -296,7 +308,13 @@ int run_gate(Gate& gate) {
 
     jobs::RunSettings settings = base_settings(gate, control->path(), mirror);
     std::vector<jobs::Workflow> workflows;
-    if (auto code = select_workflows(gate, control->path(), settings, workflows)) return *code;
+    if (auto refusal = select_workflows(gate, control->path(), settings, workflows)) {
+        const int code = say(refusal->code, refusal->message);
+        if (gate.reporter && refusal->commit)
+            (void)report_gate_refusal(*gate.reporter, gate.flags.sha, gate.flags.workflows, refusal->message,
+                                      ReportOutput{stdout, stderr, "sandgate gate"});
+        return code;
+    }
     return run_jobs(gate, settings, workflows, cache, area);
 }
 

@@ -299,6 +299,21 @@ int deliver_reports(github::Reporter& reporter, const std::vector<github::JobRep
     return status;
 }
 
+int report_gate_refusal(github::Reporter& reporter, std::string_view sha, std::string_view workflows_path,
+                        std::string_view message, const ReportOutput& output) {
+    github::JobReport report;
+    report.workflow = "sandgate gate";
+    report.workflow_path = std::string(workflows_path);
+    report.job = "workflows";
+    report.job_key = "sandgate#workflows";
+    report.sha = std::string(sha);
+    report.status = github::JobStatus::completed;
+    report.conclusion = Conclusion::failure;
+    report.log_tail = std::string(message);
+    report.completed_at = report.started_at = std::chrono::system_clock::now();
+    return deliver_reports(reporter, {report}, output);
+}
+
 std::string job_key(std::string_view workflow_file, std::string_view job_id,
                     std::string_view matrix_json) {
     std::string key = std::filesystem::path(workflow_file).filename().string() + "#";

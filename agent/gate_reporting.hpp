@@ -90,6 +90,12 @@ int replay_journal(github::Reporter& reporter, const ReportOutput& output);
 int deliver_reports(github::Reporter& reporter, const std::vector<github::JobReport>& jobs,
                     const ReportOutput& output);
 
+// A gate that refuses the commit before any job runs (its workflows are invalid, or none runs
+// on the event) still shows on it: one completed `failure` run, "sandgate gate / workflows"
+// (key "sandgate#workflows"), whose text is `message`. As deliver_reports().
+int report_gate_refusal(github::Reporter& reporter, std::string_view sha, std::string_view workflows_path,
+                        std::string_view message, const ReportOutput& output);
+
 // The stable key of one job (external_id and journal key): "<workflow file name>#<job id>",
 // plus " <matrix as compact JSON>" for a matrix leg (`matrix_json` empty: none).
 std::string job_key(std::string_view workflow_file, std::string_view job_id,

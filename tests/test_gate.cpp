@@ -392,3 +392,34 @@ TEST_CASE("--github-repo with a GitHub App and --report-as status: pending, then
     }
     CHECK(posted == 4);
 }
+
+TEST_CASE("--github-repo: a commit whose workflows are invalid still gets a failed run saying why") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path origin = dir / "origin";
+    const std::string valid = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}});
+    const std::string sha = tests::commit_file(origin, ".github/workflows/ci.yml", "on: merge_group\njobs:\n  build:\n    steps: 3\n");
+    tests::write_file(dir / "token", tests::k_fake_token);
+    tests::FakeGitHub server;
+    const std::string flags = " --state-dir " + (dir / "state").string() + " --github-repo octo/demo --api-url " + server.url() +
+                              " --token-file " + (dir / "token").string();
+    const std::string common = "--repo " + origin.string() + " --sha " + sha + flags;
+    // The command line's fault, not the commit's: nothing posted.
+    auto operator_mistake = gate("--repo " + origin.string() + " --sha " + valid + flags + " -j nosuchjob");
+    CHECK(operator_mistake.code == 2);
+    simdjson::dom::parser empty_parser;
+    const std::string before = server.state();
+    CHECK(empty_parser.parse(before)["check_runs"].get_array().size() == 0);
+
+    auto invalid = gate(common);
+    INFO(invalid.out);
+    CHECK(invalid.code == 2);
+    CHECK_THAT(invalid.out, Catch::Contains("ci.yml:4"));
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    simdjson::dom::array runs = parser.parse(state)["check_runs"].get_array();
+    REQUIRE(runs.size() == 1);
+    CHECK(text(runs.at(0), "name") == "sandgate gate / workflows");
+    CHECK(text(runs.at(0), "conclusion") == "failure");
+    CHECK(text(runs.at(0), "head_sha") == sha);
+    CHECK_THAT(text(runs.at(0)["output"], "text"), Catch::Contains("ci.yml:4"));
+}
