@@ -7,6 +7,8 @@
 // does not pass); 2 a bad argument or an invalid workflow; 3 the remote does not have the SHA;
 // 4 the remote is unreachable or refused the credentials; 5 the mirror or a worktree could
 // not be made on this machine. The token (SANDGATE_GIT_TOKEN, https only) is never printed.
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
@@ -15,13 +17,16 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <memory>
 #include <semaphore>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/commands.hpp"
 #include "agent/gate_reporting.hpp"
+#include "agent/interrupts.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/git_handles.hpp"
@@ -240,6 +245,25 @@ std::optional<int> prepare_reporter(Gate& gate) {
     return std::nullopt;
 }
 
+// Until `stop`: waits for SIGINT/SIGTERM/SIGHUP; then concludes the open runs as cancelled and
+// dies of the signal as it would have without the guard (the steps' trees die with sandgate:
+// bwrap --die-with-parent and the spawner's parent-death signal; `temp` is removed first,
+// the worktrees are reaped by the next gate).
+void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter& reporting,
+                      const std::filesystem::path& temp) {
+    pollfd ready{guard.token().fd(), POLLIN, 0};
+    while (!stop.stop_requested()) {
+        if (::poll(&ready, 1, 200) <= 0) continue;
+        const int sig = guard.received().value_or(SIGTERM);
+        std::fprintf(stderr, "sandgate gate: signal %d: concluding the open check runs as cancelled\n", sig);
+        (void)reporting.cancel_open("The gate was stopped by signal " + std::to_string(sig) + " before this job ended.");
+        std::fflush(nullptr);
+        (void)jobs::remove_tree(temp);  // best effort: the steps using it are about to die
+        ::signal(sig, SIG_DFL);
+        ::raise(sig);
+    }
+}
+
 // Runs the selected workflows, reports them, writes --report; returns the verdict.
 int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Workflow>& workflows,
              const jobs::MirrorCache& cache, jobs::WorktreeArea& area) {
@@ -264,6 +288,15 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
         (void)reporting->replay();  // what an earlier gate could not send (its lines say how it went)
         services.observer = &*reporting;
     }
+    // With runs to conclude, a signal is caught long enough to conclude them.
+    std::unique_ptr<InterruptGuard> interrupts;
+    std::jthread watcher;
+    if (reporting) {
+        if (auto guard = InterruptGuard::install()) {
+            interrupts = std::move(*guard);
+            watcher = std::jthread(watch_interrupts, std::cref(*interrupts), std::ref(*reporting), *temp_path);
+        }
+    }
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();
@@ -277,6 +310,10 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
                 std::fprintf(stderr, "sandgate gate: job '%s' failed\n", job.id.c_str());
             }
     std::fflush(stdout);
+    if (watcher.joinable()) {
+        watcher.request_stop();
+        watcher.join();
+    }
     // Reporting failures are journaled and said on stderr; the verdict stays the jobs'.
     if (reporting) (void)reporting->finish(report, &log);
     if (!gate.flags.report.empty())

@@ -348,6 +348,10 @@ void GateReporter::job_started(const jobs::Workflow& workflow, const jobs::JobRe
     report.sha = m_sha;
     report.status = github::JobStatus::in_progress;
     report.started_at = std::chrono::system_clock::now();
+    {
+        std::lock_guard lock(m_mutex);
+        m_open[report.job_key] = report;
+    }
     auto started = m_reporter.start(report);
     if (!started) {
         std::fprintf(m_output.err, "%.*s: reporting the start of %s / %s: %s\n",
@@ -386,11 +390,31 @@ int GateReporter::finish(const jobs::RunReport& report, const TailLog* tails) {
                      m_output.who.data(), jobs.error().message.c_str());
         return k_exit_report_refused;
     }
+    {
+        std::lock_guard lock(m_mutex);
+        m_open.clear();
+    }
     for (auto& job : *jobs) {
         const std::string tail = tails && !job.failing_step.empty() ? tails->tail(job.job, job.failing_step) : "";
         if (!tail.empty()) job.log_tail = job.log_tail.empty() ? tail : tail + "\n" + job.log_tail;
     }
     return deliver_reports(m_reporter, *jobs, m_output);
+}
+
+int GateReporter::cancel_open(std::string_view why) {
+    std::vector<github::JobReport> open;
+    {
+        std::lock_guard lock(m_mutex);
+        for (auto& [key, report] : m_open) open.push_back(std::move(report));
+        m_open.clear();
+    }
+    for (auto& report : open) {
+        report.status = github::JobStatus::completed;
+        report.conclusion = Conclusion::cancelled;
+        report.completed_at = std::chrono::system_clock::now();
+        report.log_tail = std::string(why);
+    }
+    return deliver_reports(m_reporter, open, m_output);
 }
 
 }  // namespace agent

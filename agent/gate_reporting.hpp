@@ -159,12 +159,18 @@ public:
     // `tails` when given. As deliver_reports().
     int finish(const jobs::RunReport& report, const TailLog* tails = nullptr);
 
+    // The gate is being stopped: concludes as `cancelled` (text `why`) the run of every job
+    // that started and has not been finished. As deliver_reports().
+    int cancel_open(std::string_view why);
+
 private:
     github::Reporter m_reporter;
     std::string m_sha;
     const jobs::Masker& m_masker;
     std::vector<const jobs::Workflow*> m_top_level;
     ReportOutput m_output;
+    std::mutex m_mutex;
+    std::map<std::string, github::JobReport> m_open;  // started, not finished; by job key
 };
 
 }  // namespace agent
