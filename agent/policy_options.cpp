@@ -1,5 +1,6 @@
 #include "agent/policy_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "agent/units.hpp"
@@ -21,6 +22,59 @@ sandbox::Expected<std::optional<std::uint64_t>> optional_bytes(const std::string
 
 std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) {
     return {texts.begin(), texts.end()};
+}
+
+bool host_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_';
+}
+
+// HOST[:PORT]: a host name or IPv4 address, or an IPv6 address (bare, or in brackets when a
+// port follows); the port 1-65535.
+sandbox::Expected<sandbox::EgressRule> parse_egress(const std::string& text) {
+    auto bad = [&](const std::string& why) {
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--allow-egress '" + text + "': " + why + " (expected HOST[:PORT])");
+    };
+    sandbox::EgressRule rule;
+    std::string port;
+    if (text.starts_with('[')) {
+        const auto close = text.find(']');
+        if (close == std::string::npos) return bad("unclosed '['");
+        rule.host = text.substr(1, close - 1);
+        if (close + 1 < text.size()) {
+            if (text[close + 1] != ':') return bad("expected ':' after ']'");
+            port = text.substr(close + 2);
+            if (port.empty()) return bad("empty port");
+        }
+        if (rule.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos ||
+            rule.host.find(':') == std::string::npos)
+            return bad("not an IPv6 address in brackets");
+    } else if (std::count(text.begin(), text.end(), ':') > 1) {
+        rule.host = text;  // a bare IPv6 address, no port
+        if (rule.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+            return bad("not an IPv6 address");
+    } else {
+        const auto colon = text.find(':');
+        rule.host = text.substr(0, colon);
+        if (colon != std::string::npos) {
+            port = text.substr(colon + 1);
+            if (port.empty()) return bad("empty port");
+        }
+        if (!std::all_of(rule.host.begin(), rule.host.end(), host_char) ||
+            rule.host.starts_with('-') || rule.host.starts_with('.'))
+            return bad("not a host name or address");
+    }
+    if (rule.host.empty()) return bad("empty host");
+    if (!port.empty()) {
+        unsigned value = 0;
+        const auto* end = port.data() + port.size();
+        auto [ptr, ec] = std::from_chars(port.data(), end, value);
+        if (ec != std::errc() || ptr != end || value == 0 || value > 65535)
+            return bad("port must be 1-65535");
+        rule.port = static_cast<std::uint16_t>(value);
+    }
+    return rule;
 }
 
 }  // namespace
@@ -52,6 +106,10 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
     app.add_option("--tmp-size", options.tmp_size, "size of the private /tmp (default 1G)");
     app.add_option("--toolchain-cache", options.toolchain_cache,
                    "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
+    app.add_option("--allow-egress", options.allow_egress,
+                   "let the step reach HOST[:PORT] (repeatable); refused (exit 125) where the "
+                   "sandbox cannot enforce selective egress, which today is every arm")
+        ->allow_extra_args(false);
     app.add_option("--image", options.image, "container image (--sandbox container)");
     app.add_option("--container-runtime", options.container_runtime,
                    "podman or docker executable (default: podman, then docker, on PATH)");
@@ -100,6 +158,11 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                                  "--pids: expected a positive number, not '" + options.pids + "'");
         policy.pids = pids;
     }
+    for (const auto& text : options.allow_egress) {
+        auto rule = parse_egress(text);
+        if (!rule) return std::unexpected(rule.error());
+        policy.egress.push_back(std::move(*rule));
+    }
     policy.image = options.image;
     policy.container_runtime = options.container_runtime;
     const bool container = policy.mode == sandbox::SandboxMode::container;
@@ -109,10 +172,11 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
     if (policy.mode == sandbox::SandboxMode::off &&
         (!options.read_only.empty() || !options.writable.empty() || !options.hide.empty() ||
          policy.memory_bytes || policy.pids || policy.tmp_size_bytes || policy.toolchain_cache ||
-         policy.scratch))
+         policy.scratch || !policy.egress.empty()))
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "--sandbox off cannot honour isolation flags ("
-                             "--read-only, --memory, ...): drop them or use a sandbox");
+                             "--read-only, --memory, --allow-egress, ...): drop them or use a "
+                             "sandbox");
     return policy;
 }
 

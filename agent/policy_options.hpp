@@ -27,6 +27,7 @@ struct PolicyOptions {
     std::string pids;
     std::string tmp_size;
     std::string toolchain_cache;
+    std::vector<std::string> allow_egress;  // HOST[:PORT] as typed
     std::string image;
     std::string container_runtime;
 };

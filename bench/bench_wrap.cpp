@@ -1,8 +1,10 @@
 // Per-spawn cost of the wrap: `sandgate exec --sandbox bwrap -- true` against `--sandbox off`,
-// against a raw bwrap with the same namespaces and mounts of the same kind, and against
+// against a raw bwrap started with exactly the options sandgate's plan gives it (the same
+// mounts, generated /etc files, namespaces, uid map and seccomp BPF, through the same --args
+// fd), against a minimal raw bwrap with the same namespaces, and against
 // `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
 // so that machine noise hits them alike; the figures are medians, printed as ratios from this
-// one run. Target: sandgate's wrap within 1.2x of raw bwrap.
+// one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,10 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandbox/probe.hpp"
+#include "sandbox/wrap.hpp"
 
 extern char** environ;
 
@@ -28,10 +32,23 @@ struct Variant {
     std::string name;
     std::vector<std::string> argv;
     std::vector<double> samples_ms;
+    std::vector<int> fds;  // become fds 3, 4, ... of the child (rewound before each spawn)
+    std::optional<sandbox::RunRequest> in_process;  // timed through sandbox::run instead
 };
 
+// One sandbox::run of the request, in this process (the agent's own path: no CLI start-up,
+// the per-process caches warm); milliseconds, or -1 on failure.
+double time_run(const sandbox::RunRequest& request) {
+    const auto start = Clock::now();
+    const auto result = sandbox::run(request);
+    const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return result.exit_status() == 0 ? elapsed : -1;
+}
+
+double time_variant(const Variant& variant);
+
 // One spawn-and-wait of argv, its output to /dev/null; returns milliseconds, or -1 on failure.
-double time_once(const std::vector<std::string>& argv) {
+double time_once(const std::vector<std::string>& argv, const std::vector<int>& fds = {}) {
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
@@ -39,6 +56,10 @@ double time_once(const std::vector<std::string>& argv) {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+        ::lseek(fds[i], 0, SEEK_SET);  // dup'ed fds share the offset bwrap read to the end
+        posix_spawn_file_actions_adddup2(&actions, fds[i], 3 + static_cast<int>(i));
+    }
     const auto start = Clock::now();
     pid_t pid = 0;
     const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
@@ -50,9 +71,34 @@ double time_once(const std::vector<std::string>& argv) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? elapsed : -1;
 }
 
+double time_variant(const Variant& variant) {
+    if (variant.in_process) return time_run(*variant.in_process);
+    if (variant.argv.empty()) return -1;
+    return time_once(variant.argv, variant.fds);
+}
+
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     return values.empty() ? 0 : values[values.size() / 2];
+}
+
+// The plan sandgate makes for `true` here, to start bwrap with exactly its options. The plan
+// (and its scratch) lives for the whole bench.
+sandbox::RunRequest true_request(const std::string& cwd) {
+    sandbox::RunRequest request;
+    request.argv = {"true"};
+    request.cwd = cwd;
+    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
+    return request;
+}
+
+std::optional<sandbox::WrapPlan> same_plan(const std::string& cwd) {
+    auto plan = sandbox::plan_wrap(true_request(cwd));
+    if (!plan) {
+        std::fprintf(stderr, "bench_wrap: no plan: %s\n", plan.error().message.c_str());
+        return std::nullopt;
+    }
+    return std::move(*plan);
 }
 
 std::vector<std::string> raw_bwrap(const std::string& bwrap, const std::string& cwd) {
@@ -84,39 +130,54 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::vector<Variant> variants = {
-        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}},
-        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}},
-        {"raw bwrap (same namespaces) true", raw_bwrap(bwrap->string(), cwd), {}},
+        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}, {}, {}},
+        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}},
+        {"raw bwrap, sandgate's options, true", {}, {}, {}, {}},
+        {"raw bwrap, minimal, same namespaces", raw_bwrap(bwrap->string(), cwd), {}, {}, {}},
+        {"sandbox::run in-process, bwrap, true", {}, {}, {}, true_request(cwd)},
     };
+    auto plan = same_plan(cwd);
+    if (plan) {
+        variants[2].argv = plan->argv;
+        for (const auto& fd : plan->inherited_fds) variants[2].fds.push_back(fd.get());
+    }
     const auto firejail = sandbox::find_on_path("firejail", sandbox::host_path_list());
     if (firejail)
         variants.push_back({"firejail --noprofile --net=none true",
-                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}});
+                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}, {}, {}});
     for (auto& variant : variants) {  // warm-up, and a check that each variant works here
-        if (time_once(variant.argv) < 0) {
+        if (time_variant(variant) < 0) {
             std::fprintf(stderr, "bench_wrap: `%s` fails here; leaving it out\n", variant.name.c_str());
             variant.argv.clear();
+            variant.in_process.reset();
         }
     }
     for (int round = 0; round < rounds; ++round) {
         for (auto& variant : variants) {
-            if (variant.argv.empty()) continue;
-            const double ms = time_once(variant.argv);
+            if (variant.argv.empty() && !variant.in_process) continue;
+            const double ms = time_variant(variant);
             if (ms >= 0) variant.samples_ms.push_back(ms);
         }
     }
     const double wrap = median(variants[1].samples_ms);
-    const double raw = median(variants[2].samples_ms);
+    const double same = median(variants[2].samples_ms);
+    const double minimal = median(variants[3].samples_ms);
     std::printf("bench_wrap: %d rounds, median per spawn (ms)\n", rounds);
     for (const auto& variant : variants) {
         if (variant.samples_ms.empty()) continue;
         std::printf("  %-42s %8.2f ms\n", variant.name.c_str(), median(variant.samples_ms));
     }
     std::printf("ratios:\n");
-    std::printf("  sandgate bwrap / sandgate off     %6.2fx\n", wrap / median(variants[0].samples_ms));
-    std::printf("  sandgate bwrap / raw bwrap        %6.2fx  (target <= 1.20x)\n", wrap / raw);
-    if (variants.size() > 3 && !variants[3].samples_ms.empty())
-        std::printf("  sandgate bwrap / firejail         %6.2fx\n", wrap / median(variants[3].samples_ms));
+    std::printf("  sandgate bwrap / sandgate off           %6.2fx\n", wrap / median(variants[0].samples_ms));
+    if (same > 0)
+        std::printf("  sandgate bwrap / raw bwrap, same options %6.2fx  (target <= 1.20x)\n", wrap / same);
+    std::printf("  sandgate bwrap / raw bwrap, minimal      %6.2fx\n", wrap / minimal);
+    const double in_process = median(variants[4].samples_ms);
+    if (same > 0 && in_process > 0)
+        std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path)\n",
+                    in_process / same);
+    if (variants.size() > 5 && !variants[5].samples_ms.empty())
+        std::printf("  sandgate bwrap / firejail                %6.2fx\n", wrap / median(variants[5].samples_ms));
     else
         std::printf("  firejail: not installed (or fails here)\n");
     return 0;

@@ -93,6 +93,11 @@ DoctorCheck check_cgroup2() {
 
 DoctorCheck check_limit(const char* name, const char* controller, const char* fallback) {
     const auto mechanism = cgroup_mechanism_for(controller);
+    if (mechanism == LimitMechanism::cgroup1 && std::string_view(controller) == "pids" &&
+        ::geteuid() == 0)
+        return {name, true,
+                "per-run cgroup1 cgroup for an explicit --pids; no default process limit as root "
+                "(joining a v1 cgroup costs an RCU grace period per run)"};
     if (mechanism != LimitMechanism::none)
         return {name, true, "per-run " + std::string(to_string(mechanism)) + " cgroup"};
     if (std::string_view(controller) == "pids" && ::geteuid() == 0)

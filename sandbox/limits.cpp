@@ -1,6 +1,7 @@
 #include "sandbox/limits.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
+
+#include "sandbox/cgroup.hpp"
 #include "sandbox/probe.hpp"
 
 namespace sandbox {
@@ -18,16 +22,6 @@ namespace {
 constexpr std::uint64_t k_default_pids = 4096;
 constexpr std::uint64_t k_default_tmp = 1ull << 30;
 constexpr std::uint64_t k_min_memory = 64ull << 20;  // bwrap and a shell need a few MiB
-
-// Fixed launcher script: enters cgroups, sets rlimits, then execs the wrapper. Arguments come
-// in pairs (`cg FILE`, `nproc N`, `as KIB`) up to `--`.
-constexpr const char* k_launcher =
-    "while [ \"$#\" -gt 0 ] && [ \"$1\" != -- ]; do "
-    "case \"$1\" in "
-    "cg) echo 0 > \"$2\" || { echo \"sandgate: cannot enter cgroup $2\" >&2; exit 125; } ;; "
-    "nproc) ulimit -p \"$2\" || exit 125 ;; "
-    "as) ulimit -v \"$2\" || exit 125 ;; "
-    "esac; shift 2; done; shift; exec \"$@\"";
 
 std::atomic<unsigned> g_counter{0};
 
@@ -52,26 +46,29 @@ std::optional<std::string> own_cgroup(std::string_view controller) {
 
 bool writable_dir(const std::filesystem::path& dir) { return ::access(dir.c_str(), W_OK) == 0; }
 
-// The parent directory a per-run cgroup for `controller` would go in, and how.
-std::optional<std::pair<std::filesystem::path, LimitMechanism>> cgroup_parent(
-    std::string_view controller) {
-    if (auto mount = cgroup2_mount(); mount) {
-        if (auto own = own_cgroup("")) {
-            const auto dir = *mount / std::filesystem::path(*own).relative_path();
-            auto enabled = read_small_file(dir / "cgroup.subtree_control");
-            if (enabled && enabled->find(controller) != std::string::npos && writable_dir(dir))
-                return std::pair{dir, LimitMechanism::cgroup2};
-        }
-    }
+// Whether the run's own cgroup2 leaf (created by sandbox::run under Cgroup::base()) will have
+// `controller`: it must be enabled in the base's subtree_control.
+bool leaf_has(std::string_view controller) {
+    auto base = Cgroup::base();
+    if (!base) return false;
+    auto enabled = read_small_file(*base / "cgroup.subtree_control");
+    if (!enabled) return false;
+    std::istringstream words(*enabled);
+    for (std::string word; words >> word;)
+        if (word == controller) return true;
+    return false;
+}
+
+// The v1 directory a per-run cgroup for `controller` would go in, if writable.
+std::optional<std::filesystem::path> cgroup1_parent(std::string_view controller) {
     if (auto mount = cgroup1_mount(controller); mount) {
         if (auto own = own_cgroup(controller)) {
             const auto dir = *mount / std::filesystem::path(*own).relative_path();
-            if (writable_dir(dir)) return std::pair{dir, LimitMechanism::cgroup1};
+            if (writable_dir(dir)) return dir;
         }
     }
     return std::nullopt;
 }
-
 
 std::filesystem::path& add_cgroup(LimitPlan& plan, const std::filesystem::path& dir) {
     for (auto& [path, files] : plan.cgroups) {
@@ -107,8 +104,8 @@ std::string_view to_string(LimitMechanism mechanism) {
 }
 
 LimitMechanism cgroup_mechanism_for(std::string_view controller) {
-    auto parent = cgroup_parent(controller);
-    return parent ? parent->second : LimitMechanism::none;
+    if (leaf_has(controller)) return LimitMechanism::cgroup2;
+    return cgroup1_parent(controller) ? LimitMechanism::cgroup1 : LimitMechanism::none;
 }
 
 nlohmann::ordered_json LimitPlan::describe() const {
@@ -121,7 +118,7 @@ nlohmann::ordered_json LimitPlan::describe() const {
     return doc;
 }
 
-Expected<LimitPlan> plan_limits(const Policy& policy) {
+Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     LimitPlan plan;
     plan.tmp_size = policy.tmp_size_bytes.value_or(k_default_tmp);
     if (plan.tmp_size == 0) return fail(ErrorKind::invalid_input, "--tmp-size: must be positive");
@@ -129,33 +126,40 @@ Expected<LimitPlan> plan_limits(const Policy& policy) {
         return fail(ErrorKind::invalid_input, "--memory: at least 64M is needed to start the wrap");
     if (policy.pids && *policy.pids < 2)
         return fail(ErrorKind::invalid_input, "--pids: at least 2 (the wrap's own init and the command)");
+    const bool leaf = cgroup == CgroupUse::automatic;
     const std::string name = "sandgate-" + std::to_string(::getpid()) + "-" +
                              std::to_string(g_counter.fetch_add(1));
-    // Memory: only when asked (a v1 memory cgroup costs milliseconds per run to join).
+    // Memory: only when asked.
     if (!policy.memory_bytes) {
-    } else if (auto parent = cgroup_parent("memory")) {
+    } else if (leaf && leaf_has("memory")) {
         plan.memory = policy.memory_bytes;
-        plan.memory_by = parent->second;
-        const auto dir = parent->first / name;
-        if (parent->second == LimitMechanism::cgroup2) {
-            add_limit_file(plan, dir, "memory.max", std::to_string(*plan.memory));
-            add_limit_file(plan, dir, "memory.swap.max", "0");
-        } else {
-            add_limit_file(plan, dir, "memory.limit_in_bytes", std::to_string(*plan.memory));
-        }
-    } else if (policy.memory_bytes) {
+        plan.memory_by = LimitMechanism::cgroup2;
+        plan.cgroup2_files.emplace_back("memory.max", std::to_string(*plan.memory));
+        plan.cgroup2_files.emplace_back("memory.swap.max", "0");
+    } else if (auto parent = cgroup1_parent("memory")) {
+        plan.memory = policy.memory_bytes;
+        plan.memory_by = LimitMechanism::cgroup1;
+        add_limit_file(plan, *parent / name, "memory.limit_in_bytes", std::to_string(*plan.memory));
+    } else {
         plan.memory = policy.memory_bytes;
         plan.memory_by = LimitMechanism::rlimit;
     }
-    // Processes.
-    if (auto parent = cgroup_parent("pids")) {
-        plan.pids = policy.pids.value_or(k_default_pids);
-        plan.pids_by = parent->second;
-        add_limit_file(plan, parent->first / name, "pids.max", std::to_string(*plan.pids));
+    // Processes: the default only where it is cheap (the leaf, or RLIMIT_NPROC unprivileged).
+    const std::uint64_t pids = policy.pids.value_or(k_default_pids);
+    if (leaf && leaf_has("pids")) {
+        plan.pids = pids;
+        plan.pids_by = LimitMechanism::cgroup2;
+        plan.cgroup2_files.emplace_back("pids.max", std::to_string(pids));
     } else if (::geteuid() != 0) {
-        plan.pids = policy.pids.value_or(k_default_pids);
+        plan.pids = pids;
         plan.pids_by = LimitMechanism::rlimit;
-    } else if (policy.pids) {
+    } else if (!policy.pids) {
+        // Root without a delegated pids controller: no default bound (see the header).
+    } else if (auto parent = cgroup1_parent("pids")) {
+        plan.pids = pids;
+        plan.pids_by = LimitMechanism::cgroup1;
+        add_limit_file(plan, *parent / name, "pids.max", std::to_string(pids));
+    } else {
         return fail(ErrorKind::unavailable,
                     "--pids cannot be enforced here: running as root (RLIMIT_NPROC does not apply "
                     "to uid 0) and no writable pids cgroup (cgroup2 with the pids controller "
@@ -167,7 +171,9 @@ Expected<LimitPlan> plan_limits(const Policy& policy) {
 
 Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan) {
     std::vector<std::filesystem::path> made;
+    std::vector<Fd> procs;
     auto cleanup_on_error = [&](std::string message) {
+        procs.clear();
         for (auto it = made.rbegin(); it != made.rend(); ++it) ::rmdir(it->c_str());
         return fail(ErrorKind::unavailable, std::move(message));
     };
@@ -179,25 +185,20 @@ Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan) {
             std::ofstream out(dir / file);
             out << value;
             out.flush();
-            if (!out && file != "memory.swap.max")  // swap accounting may be off
-                return cleanup_on_error("cannot set " + (dir / file).string() + " to " + value);
+            if (!out) return cleanup_on_error("cannot set " + (dir / file).string() + " to " + value);
         }
+        Fd fd(::open((dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+        if (!fd) return cleanup_on_error(errno_message("opening " + (dir / "cgroup.procs").string()));
+        procs.push_back(std::move(fd));
     }
-    return std::make_unique<LimitResources>(std::move(made));
+    return std::make_unique<LimitResources>(std::move(made), std::move(procs));
 }
 
-std::vector<std::string> wrap_with_limits(const LimitPlan& plan, std::vector<std::string> argv) {
-    std::vector<std::string> prefix = {"/bin/sh", "-c", k_launcher, "sandgate-limits"};
-    for (const auto& [dir, files] : plan.cgroups) prefix.insert(prefix.end(), {"cg", (dir / "cgroup.procs").string()});
-    if (plan.pids_by == LimitMechanism::rlimit)
-        prefix.insert(prefix.end(), {"nproc", std::to_string(*plan.pids)});
-    if (plan.memory_by == LimitMechanism::rlimit)
-        prefix.insert(prefix.end(), {"as", std::to_string(*plan.memory / 1024)});
-    if (prefix.size() == 4) return argv;
-    prefix.push_back("--");
-    prefix.insert(prefix.end(), std::make_move_iterator(argv.begin()),
-                  std::make_move_iterator(argv.end()));
-    return prefix;
+std::vector<ResourceLimit> rlimits_of(const LimitPlan& plan) {
+    std::vector<ResourceLimit> limits;
+    if (plan.pids_by == LimitMechanism::rlimit) limits.push_back({RLIMIT_NPROC, *plan.pids});
+    if (plan.memory_by == LimitMechanism::rlimit) limits.push_back({RLIMIT_AS, *plan.memory});
+    return limits;
 }
 
 LimitResources::~LimitResources() {

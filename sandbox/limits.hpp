@@ -1,21 +1,23 @@
 #pragma once
 // Resource limits of a wrapped run: memory, process count, /tmp size.
 //
-// Mechanism, strongest first: a per-run cgroup (cgroup2 with the memory/pids controllers
-// delegated to our cgroup, else the v1 memory and pids hierarchies when writable), otherwise
-// rlimits (RLIMIT_AS for memory, RLIMIT_NPROC for processes). RLIMIT_NPROC is not enforced for
-// processes whose real uid is the host's root: under a user namespace created by root the
-// sandbox uid maps to host uid 0, so as root only a pids cgroup bounds a fork bomb. The /tmp
-// size is the tmpfs's own `size=`.
+// Mechanism, strongest first: the run's own cgroup2 leaf (sandbox::run creates one per run
+// and starts the command in it with CLONE_INTO_CGROUP) when the memory/pids controllers are
+// delegated to our cgroup; otherwise, for an explicit --memory/--pids only, a per-run cgroup in
+// the v1 memory/pids hierarchy when writable; otherwise rlimits (RLIMIT_AS for memory,
+// RLIMIT_NPROC for processes). RLIMIT_NPROC is not enforced for processes whose real uid is the
+// host's root: under a user namespace created by root the sandbox uid maps to host uid 0, so as
+// root only a pids cgroup bounds a fork bomb. The /tmp size is the tmpfs's own `size=`.
 //
-// Defaults: pids 4096 where a cgroup (or, unprivileged, RLIMIT_NPROC) can enforce it; no
-// memory limit unless --memory is given (a default RLIMIT_AS breaks runtimes that reserve
-// address space, and joining a v1 memory cgroup costs milliseconds per run); /tmp 1 GiB. An
+// Defaults: pids 4096 where the run's cgroup2 leaf or (unprivileged) RLIMIT_NPROC can enforce
+// it; no memory limit unless --memory is given (a default RLIMIT_AS breaks runtimes that reserve
+// address space); /tmp 1 GiB. v1 cgroups are used only when a limit is asked for explicitly:
+// joining one (a write to cgroup.procs) waits for an RCU grace period, 10-25 ms per run. An
 // explicitly requested limit that no mechanism can enforce fails the plan (unavailable).
 //
-// The cgroup is entered and the rlimits set by a constant launcher (`/bin/sh -c` with a fixed
-// script; the values are positional arguments, never spliced into the script) that then execs
-// bwrap, so that bwrap and everything below it are bounded from the first instruction.
+// Nothing is exec'd for the limits: the process core (SpawnSpec::rlimits, join_cgroup_procs,
+// the leaf's limit files) applies them to the wrapper between fork and exec, so that bwrap and
+// everything below it are bounded from the first instruction.
 
 #include <cstdint>
 #include <filesystem>
@@ -27,7 +29,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/error.hpp"
+#include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/spawn.hpp"
 
 namespace sandbox {
 
@@ -39,34 +43,43 @@ struct LimitPlan {
     std::optional<std::uint64_t> pids;
     LimitMechanism memory_by = LimitMechanism::none;
     LimitMechanism pids_by = LimitMechanism::none;
-    // cgroup directories to create (name decided at plan time), each with its limit files.
+    // v1 cgroup directories to create (name decided at plan time), each with its limit files.
     std::vector<std::pair<std::filesystem::path, std::vector<std::pair<std::string, std::string>>>>
         cgroups;
+    // Limit files for the run's own cgroup2 leaf (written by sandbox::run before the spawn).
+    std::vector<std::pair<std::string, std::string>> cgroup2_files;
 
     nlohmann::ordered_json describe() const;
 };
 
-// Removes the run's cgroups (killing anything left in them) when destroyed.
+// Owns the run's v1 cgroups: removes them (killing anything left in them) when destroyed.
 class LimitResources {
 public:
-    explicit LimitResources(std::vector<std::filesystem::path> dirs) : m_dirs(std::move(dirs)) {}
+    LimitResources(std::vector<std::filesystem::path> dirs, std::vector<Fd> procs)
+        : m_dirs(std::move(dirs)), m_procs(std::move(procs)) {}
     LimitResources(const LimitResources&) = delete;
     LimitResources& operator=(const LimitResources&) = delete;
     ~LimitResources();
 
+    // The cgroups' cgroup.procs, open for writing (SpawnSpec::join_cgroup_procs); handed over once.
+    std::vector<Fd> take_procs() { return std::move(m_procs); }
+
 private:
     std::vector<std::filesystem::path> m_dirs;
+    std::vector<Fd> m_procs;
 };
 
-// Decides the limits and how each is enforced on this machine. Fails closed (unavailable) for
-// an explicit --memory/--pids nothing here can enforce; invalid_input for a zero limit.
-Expected<LimitPlan> plan_limits(const Policy& policy);
+// Decides the limits and how each is enforced on this machine. `cgroup` is the run's
+// CgroupUse: with CgroupUse::never there is no leaf to put cgroup2 limits in. Fails closed
+// (unavailable) for an explicit --memory/--pids nothing here can enforce; invalid_input for a
+// zero limit.
+Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup = CgroupUse::automatic);
 
-// Creates the planned cgroups and writes their limits.
+// Creates the planned v1 cgroups, writes their limits and opens their cgroup.procs.
 Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan);
 
-// Prefixes `argv` with the launcher when the plan needs one; otherwise returns it unchanged.
-std::vector<std::string> wrap_with_limits(const LimitPlan& plan, std::vector<std::string> argv);
+// The rlimits the plan asks of the process core (SpawnSpec::rlimits).
+std::vector<ResourceLimit> rlimits_of(const LimitPlan& plan);
 
 std::string_view to_string(LimitMechanism mechanism);
 

@@ -49,6 +49,10 @@ std::optional<std::string> invalid_reason(const RunRequest& request) {
     if (request.output_limit > k_max_output_limit)
         return "output limit " + std::to_string(request.output_limit) + " is more than " +
                std::to_string(k_max_output_limit);
+    if (request.policy.mode == SandboxMode::off && !request.policy.egress.empty())
+        return "--allow-egress " + request.policy.egress.front().host +
+               ": --sandbox off cannot restrict egress (everything is reachable); use a sandbox "
+               "or drop --allow-egress";
     if (!request.cwd.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(request.cwd, ec))
@@ -342,6 +346,25 @@ Tree choose_tree(const RunRequest& request, const WrapPlan* plan) {
     return Tree(TreeKill::subreaper, {});
 }
 
+// Writes the wrap's cgroup2 limits (pids.max, memory.max) into the run's leaf before anything
+// starts in it. memory.swap.max is best effort: swap accounting may be off.
+Expected<void> write_leaf_limits(const Tree& tree, const WrapPlan& plan) {
+    if (plan.cgroup2_limits.empty()) return {};
+    if (!tree.cgroup())
+        return fail(ErrorKind::unavailable,
+                    "the pids/memory limits need the run's own cgroup, and none could be created");
+    for (const auto& [file, value] : plan.cgroup2_limits) {
+        Fd fd(::openat(tree.cgroup()->dir_fd(), file.c_str(), O_WRONLY | O_CLOEXEC));
+        const bool written =
+            fd && ::write(fd.get(), value.data(), value.size()) == static_cast<ssize_t>(value.size());
+        if (!written && file != "memory.swap.max")
+            return fail(ErrorKind::unavailable, errno_message("cannot set " +
+                                                              (tree.cgroup()->path() / file).string() +
+                                                              " to " + value));
+    }
+    return {};
+}
+
 void run_on_timeout(const WrapPlan& plan) {
     if (plan.on_timeout_argv.empty()) return;
     RunRequest cleanup;
@@ -384,6 +407,10 @@ RunResult run(const RunRequest& request) {
 
     Tree tree = choose_tree(request, plan ? &*plan : nullptr);
     result.tree_kill = tree.kind();
+    if (plan) {
+        if (auto limited = write_leaf_limits(tree, *plan); !limited)
+            return refused(RunErrorKind::sandbox_unavailable, limited.error().message);
+    }
     SpawnSpec spec;
     spec.argv = plan ? plan->argv : request.argv;
     spec.env = plan ? plan->env : request.env;
@@ -391,8 +418,11 @@ RunResult run(const RunRequest& request) {
     spec.stdin_fd = stdin_child->get();
     spec.stdout_fd = out->write.get();
     spec.stderr_fd = err->write.get();
-    if (plan)
+    if (plan) {
         for (const auto& fd : plan->inherited_fds) spec.inherited_fds.push_back(fd.get());
+        for (const auto& fd : plan->join_cgroups) spec.join_cgroup_procs.push_back(fd.get());
+        spec.rlimits = plan->rlimits;
+    }
     spec.cgroup_fd = tree.cgroup() ? tree.cgroup()->dir_fd() : -1;
     spec.supervision =
         tree.kind() == TreeKill::subreaper ? Supervision::subreaper : Supervision::direct;
@@ -402,7 +432,10 @@ RunResult run(const RunRequest& request) {
     stdin_child->reset();
     out->write.reset();
     err->write.reset();
-    if (plan) plan->inherited_fds.clear();
+    if (plan) {
+        plan->inherited_fds.clear();
+        plan->join_cgroups.clear();
+    }
     if (!child) {
         result.error = RunError{RunErrorKind::spawn_failed, child.error().message,
                                 child.error().errno_value};

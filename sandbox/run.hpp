@@ -54,6 +54,16 @@ struct Bind {
     Access access = Access::read_only;
 };
 
+// A destination a step asks to reach (`--allow-egress HOST[:PORT]`): a host name or an
+// address, and a port (none: any). No arm can enforce selective egress today (bwrap's network
+// is either none or the host's whole network; the container arm runs with --network none), so
+// a non-empty list is refused by plan_wrap (sandbox_unavailable) and by run() under
+// --sandbox off (invalid_request): it is never silently widened to "everything".
+struct EgressRule {
+    std::string host;
+    std::optional<std::uint16_t> port;
+};
+
 // The isolation posture of one run (issue 3). Defaults are the safe ones.
 struct Policy {
     SandboxMode mode = SandboxMode::bwrap;
@@ -68,6 +78,7 @@ struct Policy {
     std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
     std::optional<std::uint64_t> pids;
     std::optional<std::uint64_t> tmp_size_bytes;
+    std::vector<EgressRule> egress;  // selective egress asked for; see EgressRule
     std::string image;                        // container arm only
     std::filesystem::path container_runtime;  // container arm; empty: podman or docker on PATH
 };

@@ -35,6 +35,8 @@ struct ExecPlan {
     const char* cwd = nullptr;
     std::vector<int> sources;  // become fds 0, 1, 2, 3, ...
     int cgroup_procs_fd = -1;  // set only when clone3 could not place the child itself
+    std::vector<int> join_procs;  // further (v1) cgroup.procs files to write "0" to
+    std::vector<std::pair<int, rlimit>> rlimits;
     int error_fd = -1;
     pid_t caller = -1;
 };
@@ -69,6 +71,11 @@ ExecPlan make_plan(const SpawnSpec& spec) {
     if (!spec.cwd.empty()) plan.cwd = spec.cwd.c_str();
     plan.sources = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
     plan.sources.insert(plan.sources.end(), spec.inherited_fds.begin(), spec.inherited_fds.end());
+    plan.join_procs = spec.join_cgroup_procs;
+    for (const auto& limit : spec.rlimits) {
+        const auto value = static_cast<rlim_t>(limit.value);
+        plan.rlimits.push_back({limit.resource, rlimit{value, value}});
+    }
     plan.caller = ::getpid();
     return plan;
 }
@@ -96,6 +103,9 @@ void cloexec_from(int first) {
     // Join the run's cgroup first, so that nothing the command forks can start outside it.
     if (plan.cgroup_procs_fd >= 0 && ::write(plan.cgroup_procs_fd, "0", 1) != 1)
         child_fail(plan, stage_cgroup, errno);
+    // Before the fds are moved: a procs fd may sit where stdio is about to go.
+    for (const int fd : plan.join_procs)
+        if (::write(fd, "0", 1) != 1) child_fail(plan, stage_cgroup, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
 
@@ -122,6 +132,9 @@ void cloexec_from(int first) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
     if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan, stage_chdir, errno);
+    for (const auto& [resource, value] : plan.rlimits)
+        if (::setrlimit(static_cast<__rlimit_resource_t>(resource), &value) != 0)
+            child_fail(plan, stage_rlimit, errno);
     // execvp's search: keep going past missing entries, remember that one was not executable.
     bool denied = false;
     int last = ENOENT;
@@ -148,6 +161,7 @@ std::string failure_message(const SpawnSpec& spec, const ChildFailure& failure) 
             return "cannot change directory to '" + spec.cwd.string() + "': " + error;
         case stage_subreaper: return std::string("cannot become a subreaper: ") + error;
         case stage_fork: return std::string("fork failed: ") + error;
+        case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
         default: return "cannot execute '" + spec.argv.front() + "': " + error;
     }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Starting one command: fork (clone3, straight into the run's cgroup), then in the child
-// (async-signal-safe steps only) setsid, put stdio and the inherited fds in place, mark every other fd close-on-exec,
-// reset signal mask and dispositions, chdir and execve with exactly the given environment.
+// (async-signal-safe steps only) join any further (v1) cgroups, setsid, put stdio and the
+// inherited fds in place, mark every other fd close-on-exec, reset signal mask and
+// dispositions, chdir, set the resource limits and execve with exactly the given environment.
 // An O_CLOEXEC error pipe carries the failing step's errno back, so "not found" (ENOENT) and
 // "not executable" (EACCES, ENOEXEC) are told apart exactly, before any output is read.
 //
@@ -11,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -26,6 +28,14 @@ enum class Supervision {
     subreaper,  // a per-run reaper process is our child and the command is its child
 };
 
+// A resource limit the command gets between fork and exec (setrlimit, soft = hard = value):
+// the command and everything it starts are bounded from their first instruction, the caller
+// never is. No launcher process or shell is involved.
+struct ResourceLimit {
+    int resource = 0;  // RLIMIT_NPROC, RLIMIT_AS, ...
+    std::uint64_t value = 0;
+};
+
 struct SpawnSpec {
     std::vector<std::string> argv;  // argv[0] is looked up on env's PATH unless it has a '/'
     Environment env;
@@ -35,6 +45,10 @@ struct SpawnSpec {
     int stderr_fd = -1;
     std::vector<int> inherited_fds;  // dup'ed to 3, 4, ...; not owned
     int cgroup_fd = -1;  // >= 0: a cgroup directory the child starts in (CLONE_INTO_CGROUP)
+    // Open (O_WRONLY) cgroup.procs files of v1 hierarchies the child writes itself into before
+    // anything else; not owned. A failed write fails the spawn (nothing runs unbounded).
+    std::vector<int> join_cgroup_procs;
+    std::vector<ResourceLimit> rlimits;  // set in the child just before exec
     Supervision supervision = Supervision::direct;
 };
 

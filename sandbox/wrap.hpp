@@ -9,6 +9,7 @@
 
 #include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/spawn.hpp"
 
 namespace sandbox {
 
@@ -25,6 +26,13 @@ struct WrapPlan {
     // Descriptors the wrapper must inherit: inherited_fds[i] is dup'ed to fd 3+i in the
     // child before every other fd above 2 is closed. argv refers to them by those numbers.
     std::vector<Fd> inherited_fds;
+    // Limits the process core applies to the wrapper itself, between fork and exec (no launcher
+    // process): rlimits, per-run v1 cgroups to join (their cgroup.procs, open for writing), and
+    // cgroup v2 limit files (pids.max, memory.max) for the run's own cgroup leaf. run() refuses
+    // to start when cgroup2_limits is not empty and it has no leaf to write them to.
+    std::vector<ResourceLimit> rlimits;
+    std::vector<Fd> join_cgroups;
+    std::vector<std::pair<std::string, std::string>> cgroup2_limits;
     TreeKill tree_kill = TreeKill::pidns;
     std::string description_json;  // RunResult::sandbox_json
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
@@ -33,8 +41,9 @@ struct WrapPlan {
 };
 
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing, user
-// namespaces are refused, seccomp cannot be loaded or any asked-for protection cannot be had,
-// returns ErrorKind::unavailable with a message that says what to do. Never degrades.
+// namespaces are refused, seccomp cannot be loaded or any asked-for protection cannot be had
+// (a non-empty egress allowlist, today, in every arm), returns ErrorKind::unavailable with a
+// message that says what to do. Never degrades.
 Expected<WrapPlan> plan_wrap(const RunRequest& request);
 
 }  // namespace sandbox

@@ -273,7 +273,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
                                                              : request.cwd;
     auto cwd = checked_bind_path(cwd_in, "--cwd", MustExist::yes);
     if (!cwd) return std::unexpected(cwd.error());
-    auto limits = plan_limits(policy);
+    auto limits = plan_limits(policy, request.cgroup);
     if (!limits) return std::unexpected(limits.error());
 
     auto scratch = make_scratch(policy);
@@ -326,12 +326,14 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     const int verdict = resolve_payload(request.argv[0], env, *cwd, entries);
     const auto payload = verdict == 0 ? request.argv : failing_payload(verdict, request.argv[0]);
     plan.argv.insert(plan.argv.end(), payload.begin(), payload.end());
-    plan.argv = wrap_with_limits(*limits, std::move(plan.argv));
     plan.inherited_fds.push_back(std::move(*filter));
     plan.inherited_fds.push_back(std::move(*args_fd));
     for (auto& fd : data_fds) plan.inherited_fds.push_back(std::move(fd));
     auto limit_resources = apply_limits(*limits);
     if (!limit_resources) return std::unexpected(limit_resources.error());
+    plan.join_cgroups = (*limit_resources)->take_procs();
+    plan.rlimits = rlimits_of(*limits);
+    plan.cgroup2_limits = limits->cgroup2_files;
     resources->limits = std::move(*limit_resources);
     plan.tree_kill = TreeKill::pidns;
     plan.description_json = describe(*bwrap, policy, scratch->root, scratch->owned, offline, *limits);

@@ -96,3 +96,46 @@ TEST_CASE("sandgate exec defaults to the wrap: no network, a private HOME, the f
     CHECK(result.out.head.find("\"network\":\"none\"") != std::string::npos);
     CHECK(result.out.head.find(" 8192 ") != std::string::npos);
 }
+
+TEST_CASE("--allow-egress takes HOST[:PORT], repeatable, and refuses what is not one") {
+    auto policy = parse({"--allow-egress", "crates.io:443", "--allow-egress", "10.0.0.7",
+                         "--allow-egress", "[2001:db8::1]:8080", "--allow-egress", "fe80::1"});
+    REQUIRE(policy);
+    REQUIRE(policy->egress.size() == 4);
+    CHECK(policy->egress[0].host == "crates.io");
+    CHECK(policy->egress[0].port == std::optional<std::uint16_t>(443));
+    CHECK(policy->egress[1].host == "10.0.0.7");
+    CHECK_FALSE(policy->egress[1].port);
+    CHECK(policy->egress[2].host == "2001:db8::1");
+    CHECK(policy->egress[2].port == std::optional<std::uint16_t>(8080));
+    CHECK(policy->egress[3].host == "fe80::1");
+    CHECK_FALSE(policy->egress[3].port);
+    for (const char* bad : {"crates.io:0", "crates.io:65536", "crates.io:", "crates.io:https",
+                                  ":443", "bad host", ".x", "[::1", "[::1]443", "[zz::1]:1"}) {
+        INFO(bad);
+        auto refused = parse({"--allow-egress", bad});
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().kind == sandbox::ErrorKind::invalid_input);
+        CHECK(refused.error().message.starts_with("--allow-egress"));
+    }
+    auto off = parse({"--sandbox", "off", "--allow-egress", "crates.io"});
+    REQUIRE_FALSE(off);
+    CHECK(off.error().message.find("--allow-egress") != std::string::npos);
+}
+
+TEST_CASE("sandgate exec --allow-egress: refused with 125 and sandbox_unavailable, nothing run") {
+    const auto dir = tests::make_temp_dir("policy");
+    const auto marker = dir / "ran";
+    auto refused = sandgate_exec("--json --cwd " + dir.string() +
+                                 " --allow-egress crates.io:443 -- touch " + marker.string());
+    CHECK(refused.exit_status() == 125);
+    INFO(refused.out.head << refused.err.head);
+    CHECK(refused.out.head.find("\"sandbox_unavailable\"") != std::string::npos);
+    CHECK(refused.out.head.find("--allow-egress crates.io:443") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(marker));
+    auto off = sandgate_exec("--sandbox off --cwd " + dir.string() +
+                             " --allow-egress crates.io -- touch " + marker.string());
+    CHECK(off.exit_status() == 125);
+    CHECK(off.err.head.find("--allow-egress") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(marker));
+}

@@ -1,5 +1,7 @@
 // The bwrap arm's plan (sandbox/wrap_bwrap.cpp, mounts.cpp, offline.cpp, limits.cpp), checked
 // on its output and by running it under the real bwrap.
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
+#include "sandbox/spawn.hpp"
 #include "sandbox/wrap_bwrap.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -51,7 +54,7 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 a
     auto plan = sandbox::plan_wrap(request_in(dir, {"--bind", "/", "/"}));
     REQUIRE(plan);
     REQUIRE(plan->argv.size() >= 4);
-    // The payload follows "--" verbatim (the limits launcher may come before bwrap).
+    // bwrap itself is spawned (limits are set by the process core); the payload follows "--".
     auto dashdash = std::find(plan->argv.begin(), plan->argv.end(), "--args");
     REQUIRE(dashdash != plan->argv.end());
     CHECK(*(dashdash + 1) == "4");
@@ -301,4 +304,110 @@ TEST_CASE("the host's /tmp, /run, HOME and the root are never bound, whatever th
     ro.policy.read_only = {};
     ro.policy.writable = {"/var/tmp"};
     CHECK_FALSE(sandbox::plan_wrap(ro));
+}
+
+TEST_CASE("limits reach the wrapper through the process core: no launcher, the plan carries them") {
+    SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
+    const auto dir = tests::make_temp_dir("wrap");
+    auto request = request_in(dir, {"true"});
+    request.policy.pids = 64;
+    auto limits = sandbox::plan_limits(request.policy);
+    if (!limits) {  // root without any pids cgroup: refused, and the plan fails closed the same way
+        CHECK(limits.error().kind == sandbox::ErrorKind::unavailable);
+        CHECK_FALSE(sandbox::plan_wrap(request));
+        return;
+    }
+    auto plan = sandbox::plan_wrap(request);
+    REQUIRE(plan);
+    // bwrap itself is what gets spawned: no shell, no second exec hop.
+    CHECK(std::filesystem::path(plan->argv.front()).filename() == "bwrap");
+    CHECK(std::find(plan->argv.begin(), plan->argv.end(), "/bin/sh") == plan->argv.end());
+    switch (limits->pids_by) {
+        case sandbox::LimitMechanism::rlimit:
+            REQUIRE(plan->rlimits.size() == 1);
+            CHECK(plan->rlimits.front().resource == static_cast<int>(RLIMIT_NPROC));
+            CHECK(plan->rlimits.front().value == 64u);
+            break;
+        case sandbox::LimitMechanism::cgroup1:
+            CHECK(plan->join_cgroups.size() == 1);
+            CHECK(plan->rlimits.empty());
+            break;
+        case sandbox::LimitMechanism::cgroup2:
+            CHECK(std::find(plan->cgroup2_limits.begin(), plan->cgroup2_limits.end(),
+                            std::pair<std::string, std::string>{"pids.max", "64"}) !=
+                  plan->cgroup2_limits.end());
+            break;
+        case sandbox::LimitMechanism::none: FAIL("an explicit --pids was planned unenforced");
+    }
+}
+
+TEST_CASE("spawn sets the requested rlimits between fork and exec, the caller keeps its own") {
+    rlimit before{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
+    sandbox::SpawnSpec spec;
+    spec.argv = {"/bin/sh", "-c", "ulimit -n; ulimit -v"};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    int out[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    sandbox::Fd read_end(out[0]);
+    sandbox::Fd write_end(out[1]);
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    spec.stdin_fd = null.get();
+    spec.stdout_fd = write_end.get();
+    spec.stderr_fd = null.get();
+    spec.rlimits = {{RLIMIT_NOFILE, 77}, {RLIMIT_AS, 512ull << 20}};
+    auto child = sandbox::spawn(spec);
+    REQUIRE(child);
+    write_end.reset();
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(read_end.get(), buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    auto exit = child->reap();
+    REQUIRE(exit);
+    CHECK(exit->exit_code == 0);
+    CHECK(text == "77\n524288\n");
+    rlimit after{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &after) == 0);
+    CHECK(after.rlim_cur == before.rlim_cur);
+    // A limit the kernel refuses fails the spawn: nothing runs unbounded.
+    spec.rlimits = {{RLIMIT_NOFILE, ~0ull}};
+    rlimit hard{};
+    ::getrlimit(RLIMIT_NOFILE, &hard);
+    if (::geteuid() != 0 && hard.rlim_max != RLIM_INFINITY) CHECK_FALSE(sandbox::spawn(spec));
+}
+
+TEST_CASE("an egress allowlist is refused by every arm, naming the flag; nothing runs") {
+    const auto dir = tests::make_temp_dir("wrap");
+    const auto marker = dir / "ran";
+    auto request = request_in(dir, {"touch", marker.string()});
+    request.policy.egress = {{"crates.io", 443}, {"2001:db8::1", std::nullopt}};
+    auto bwrap = sandbox::plan_wrap(request);
+    REQUIRE_FALSE(bwrap);
+    CHECK(bwrap.error().kind == sandbox::ErrorKind::unavailable);
+    CHECK(bwrap.error().message.starts_with("--allow-egress crates.io:443"));
+    CHECK(bwrap.error().message.find("--sandbox bwrap") != std::string::npos);
+    request.policy.network = sandbox::NetworkMode::host;  // the host's network is not a filter
+    CHECK_FALSE(sandbox::plan_wrap(request));
+
+    auto container = request;
+    container.policy.mode = sandbox::SandboxMode::container;
+    container.policy.image = "debian:12";
+    auto refused = sandbox::plan_wrap(container);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().kind == sandbox::ErrorKind::unavailable);
+    CHECK(refused.error().message.find("container") != std::string::npos);
+
+    auto result = sandbox::run(request);
+    REQUIRE(result.error);
+    CHECK(result.error->kind == sandbox::RunErrorKind::sandbox_unavailable);
+    CHECK(result.exit_status() == 125);
+    auto off = request;
+    off.policy.mode = sandbox::SandboxMode::off;
+    auto unwrapped = sandbox::run(off);
+    REQUIRE(unwrapped.error);
+    CHECK(unwrapped.error->kind == sandbox::RunErrorKind::invalid_request);
+    CHECK(unwrapped.error->message.find("--allow-egress") != std::string::npos);
+    CHECK(unwrapped.exit_status() == 125);
+    CHECK_FALSE(std::filesystem::exists(marker));
 }

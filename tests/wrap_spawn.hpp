@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,13 @@ inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text
     envp.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid == 0) {
+        // The limits the process core would apply (sandbox/spawn.cpp), minus the run's leaf.
+        for (auto& fd : plan.join_cgroups)
+            if (::write(fd.get(), "0", 1) != 1) ::_exit(125);
+        for (const auto& limit : plan.rlimits) {
+            const rlimit value{limit.value, limit.value};
+            if (::setrlimit(static_cast<__rlimit_resource_t>(limit.resource), &value) != 0) ::_exit(125);
+        }
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
