@@ -135,7 +135,9 @@ int main(int argc, char** argv) {
         {"raw bwrap, sandgate's options, true", {}, {}, {}, {}},
         {"raw bwrap, minimal, same namespaces", raw_bwrap(bwrap->string(), cwd), {}, {}, {}},
         {"sandbox::run in-process, bwrap, true", {}, {}, {}, true_request(cwd)},
+        {"sandbox::run in-process, bwrap, no cgroup", {}, {}, {}, true_request(cwd)},
     };
+    variants.back().in_process->cgroup = sandbox::CgroupUse::never;
     auto plan = same_plan(cwd);
     if (plan) {
         variants[2].argv = plan->argv;
@@ -176,8 +178,8 @@ int main(int argc, char** argv) {
     if (same > 0 && in_process > 0)
         std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path)\n",
                     in_process / same);
-    if (variants.size() > 5 && !variants[5].samples_ms.empty())
-        std::printf("  sandgate bwrap / firejail                %6.2fx\n", wrap / median(variants[5].samples_ms));
+    if (variants.size() > 6 && !variants[6].samples_ms.empty())
+        std::printf("  sandgate bwrap / firejail                %6.2fx\n", wrap / median(variants[6].samples_ms));
     else
         std::printf("  firejail: not installed (or fails here)\n");
     return 0;

@@ -25,11 +25,13 @@ bool is_executable_file(const std::filesystem::path& candidate) {
 }
 
 int unshare_probe(void*) {
-    // User, mount and pid namespaces: what the AppArmor restriction, the sysctls and container
-    // seccomp profiles refuse. (A network namespace is left out: creating and tearing one down
-    // costs about a millisecond and bwrap still fails closed if it were refused.)
-    const int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS;
-    return ::unshare(flags) == 0 ? 0 : (errno == EPERM || errno == EACCES ? 1 : 2);
+    // A user namespace, then, as its root, a uts and a pid namespace: what the sysctls and
+    // container seccomp profiles refuse, and what Ubuntu's AppArmor restriction refuses (it lets
+    // the user namespace be made but takes the capabilities away inside). No mount namespace
+    // (copying the host's mount table to tear it down again is the expensive part) and no
+    // network namespace; bwrap still fails closed if one of those were refused.
+    if (::unshare(CLONE_NEWUSER) != 0) return errno == EPERM || errno == EACCES ? 1 : 2;
+    return ::unshare(CLONE_NEWUTS | CLONE_NEWPID) == 0 ? 0 : (errno == EPERM || errno == EACCES ? 1 : 2);
 }
 
 // Asks for the namespaces in a throwaway child rather than in this process: unshare
