@@ -11,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+#include "github/report_format.hpp"
+
 namespace agent {
 
 using sandbox::ErrorKind;
@@ -87,10 +89,17 @@ void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfi
         {"api_url", [&](const YAML::Node& n) { c.api_url = text("github.api_url")(n); }},
         {"token_file", [&](const YAML::Node& n) { c.github_token_file = text("github.token_file")(n); }},
         {"poll_seconds", [&](const YAML::Node& n) { c.poll_interval = std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n)); }},
+        {"check_name", [&](const YAML::Node& n) { c.check_name = text("github.check_name")(n); }},
+        {"clone_url", [&](const YAML::Node& n) {
+             c.clone_url = text("github.clone_url")(n);
+             if (c.clone_url.find("{repository}") == std::string::npos)
+                 throw BadConfig{where(file, n) + ": github.clone_url: must contain {repository}"};
+         }},
     };
     std::map<std::string, Setter> job_keys = {
         {"command", [&](const YAML::Node& n) { c.job_command = scalar<std::vector<std::string>>(file, "job.command", n); }},
         {"timeout_minutes", [&](const YAML::Node& n) { c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n)); }},
+        {"persistent_sandbox", [&](const YAML::Node& n) { c.persistent_sandbox = scalar<bool>(file, "job.persistent_sandbox", n); }},
         {"sandbox", [&](const YAML::Node& n) {
              const auto value = text("job.sandbox")(n);
              if (value != "bwrap" && value != "off")
@@ -142,6 +151,14 @@ Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
         config.id = host[0] ? host : "sandgate-agent";
     }
     if (config.state_dir.empty()) config.state_dir = default_state_dir();
+    github::JobReport probe;
+    probe.workflow = "sandgate";
+    probe.job = probe.job_key = "gate";
+    probe.sha = std::string(40, '0');
+    if (auto name = github::render_check_name(config.check_name, probe); !name)
+        return fail(ErrorKind::invalid_input, path.string() + ": github.check_name: " + name.error().message);
+    if (config.poll_interval.count() < 0)
+        return fail(ErrorKind::invalid_input, path.string() + ": github.poll_seconds: must be >= 0");
     if (config.listen.rfind("127.0.0.1:", 0) == 0 && !config.token_file)
         return fail(ErrorKind::invalid_input,
                     path.string() + ": api.token_file: required when api.listen is 127.0.0.1:PORT");
@@ -186,11 +203,15 @@ github:
   repositories: []             # owner/name accepted from webhooks
   # label: merge-gate          # only pull requests with this label
   # api_url: https://api.github.com
-  # token_file: /etc/sandgate/github-token
+  # token_file: /etc/sandgate/github-token   # enables polling and check runs
+  # poll_seconds: 30           # 0: no polling (webhooks only)
+  # check_name: "sandgate / {job}"
+  # clone_url: "https://github.com/{repository}.git"
 job:
   sandbox: bwrap               # bwrap or off
   network: none                # none or host
   timeout_minutes: 60
+  persistent_sandbox: true     # one sandbox (broker) per job; its steps are exec requests
   # command: [sandgate, gate]  # the program run per job (default: this sandgate's gate)
 )";
 }

@@ -36,11 +36,21 @@ struct AgentConfig {
     std::string api_url = "https://api.github.com";
     std::optional<std::filesystem::path> github_token_file;
     std::chrono::seconds poll_interval{0};  // 0: no polling
+    // The check run of each agent job (placeholders: {workflow} = "sandgate", {job} = the
+    // job's workflow job or "gate", {sha}, {short_sha}).
+    std::string check_name = "sandgate / {job}";
+    // Where a job's OWNER/NAME repository is fetched from: "{repository}" is replaced by it.
+    // Empty: the web host of api_url (https://github.com/OWNER/NAME, or https://HOST/OWNER/NAME
+    // for Enterprise Server).
+    std::string clone_url;
     // job:
     std::vector<std::string> job_command;  // empty: sandgate gate (see daemon.hpp)
     sandbox::SandboxMode sandbox = sandbox::SandboxMode::bwrap;
     sandbox::NetworkMode network = sandbox::NetworkMode::none;
     std::chrono::minutes job_timeout{60};
+    // One persistent sandbox (a broker in one wrap) per job, its steps sent there as exec
+    // requests (see agent/job_executor.hpp). false: the job command wraps each step itself.
+    bool persistent_sandbox = true;
     std::filesystem::path source;  // the file this came from
 };
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/commands.hpp"
+#include "agent/job_executor.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/checkout.hpp"
 #include "jobs/dotenv.hpp"
@@ -265,7 +266,9 @@ int run_command(CommandArgs args) {
     jobs::ConsoleLog log(stdout);
     jobs::DirectoryWorkspace workspace(settings.repository, settings.repo.repository);
     std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
-    jobs::RunServices services{log, masker, workspace, legs};
+    // Started by the agent with a job sandbox: every step is an exec request to its broker.
+    const auto executor = broker_executor_from_environment();
+    jobs::RunServices services{log, masker, workspace, legs, nullptr, executor.get()};
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();

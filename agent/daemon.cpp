@@ -9,9 +9,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "agent/api.hpp"
+#include "agent/daemon_reports.hpp"
+#include "agent/poller.hpp"
 #include "agent/http_server.hpp"
 #include "agent/job_process.hpp"
 #include "agent/sandbox_manager.hpp"
@@ -35,6 +40,7 @@ struct Running {
     std::optional<Clock::time_point> kill_at;   // set once SIGTERM was sent
     std::optional<JobState> forced;             // cancelled / timed_out, decided by us
     std::string forced_reason;
+    std::optional<SandboxInfo> sandbox;         // the job's persistent sandbox
 };
 
 std::string repository_url(const AgentConfig& config, const std::string& repository) {
@@ -42,16 +48,73 @@ std::string repository_url(const AgentConfig& config, const std::string& reposit
                             repository.front() != '/' && repository.front() != '.' &&
                             std::count(repository.begin(), repository.end(), '/') == 1;
     if (!owner_name) return repository;
+    if (!config.clone_url.empty()) {
+        std::string url = config.clone_url;
+        url.replace(url.find("{repository}"), std::string_view("{repository}").size(), repository);
+        return url;
+    }
     std::string web = config.api_url;
     if (web == "https://api.github.com" || web == "https://api.github.com/") web = "https://github.com";
     else if (auto at = web.find("/api/v3"); at != std::string::npos) web.erase(at);
     return web + "/" + repository;
 }
 
+// The one thread that talks to GitHub, so a slow or unreachable GitHub never stalls the job
+// loop: it sends the reports the queue owes, replays the report journal and polls (every
+// poll_interval) for new work, waking the loop when a poll queued jobs.
+class GitHubWorker {
+public:
+    GitHubWorker(const AgentConfig& config, JobQueue& queue,
+                 std::optional<github::HttpClient> client)
+        : m_config(config), m_sender(config, queue, client) {
+        if (client && config.poll_interval.count() > 0 && !config.repositories.empty())
+            m_poller.emplace(*client, queue, PollerOptions{config.repositories, config.pr_label});
+        m_thread = std::jthread([this](std::stop_token stop) { run(stop); });
+    }
+    ~GitHubWorker() {
+        m_thread.request_stop();
+        wake();
+    }
+    void wake() {
+        std::lock_guard lock(m_mutex);
+        m_woken = true;
+        m_wakeup.notify_all();
+    }
+
+private:
+    void run(std::stop_token stop) {
+        auto next_poll = Clock::now();
+        while (!stop.stop_requested()) {
+            m_sender.deliver_due();
+            if (m_poller && Clock::now() >= next_poll) {
+                next_poll = Clock::now() + m_config.poll_interval;
+                const auto stats = m_poller->poll_once();
+                spdlog::debug("poll: {} request(s), {} not modified, {} new job(s)",
+                              stats.requests, stats.not_modified, stats.submitted);
+                if (stats.submitted > 0 || stats.cancelled > 0) ::kill(::getpid(), SIGUSR1);
+            }
+            std::unique_lock lock(m_mutex);
+            m_wakeup.wait_for(lock, std::chrono::seconds(1), [&] {
+                return m_woken || stop.stop_requested();
+            });
+            m_woken = false;
+        }
+    }
+
+    const AgentConfig& m_config;
+    ReportSender m_sender;
+    std::optional<Poller> m_poller;
+    std::mutex m_mutex;
+    std::condition_variable m_wakeup;
+    bool m_woken = false;
+    std::jthread m_thread;  // last: started once every member above exists
+};
+
 class Loop {
 public:
-    Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes)
-        : m_config(config), m_queue(queue), m_sandboxes(sandboxes) {
+    Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
+         GitHubWorker& github)
+        : m_config(config), m_queue(queue), m_sandboxes(sandboxes), m_github(github) {
         std::error_code ec;
         m_self = std::filesystem::read_symlink("/proc/self/exe", ec);
     }
@@ -98,19 +161,87 @@ private:
 
     void start(Job job) {
         const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
-        auto process = JobProcess::start(job_argv(m_config, job, m_self), job_environment(job), log);
+        std::error_code ec;
+        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
+        auto env = job_environment(m_config, job);
+        std::optional<SandboxInfo> box;
+        if (m_config.persistent_sandbox) {
+            auto created = create_sandbox(job, env);
+            if (!created) {
+                spdlog::error("job {}: no sandbox: {}", job.id, created.error().message);
+                (void)m_queue.complete(job.id, m_config.id, JobState::failed,
+                                       "the job sandbox could not be created: " +
+                                           created.error().message, "{}");
+                remove_workspace(job.id);
+                return;
+            }
+            box = std::move(*created);
+        }
+        auto process = JobProcess::start(job_argv(m_config, job, m_self), env, log);
         if (!process) {
             spdlog::error("job {}: cannot start: {}", job.id, process.error().message);
             (void)m_queue.complete(job.id, m_config.id, JobState::failed,
                                    "the job could not start: " + process.error().message, "{}");
+            teardown(job.id, box);
             return;
         }
         spdlog::info("job {}: started {} {} (attempt {}, pid {})", job.id, job.spec.key.repository,
                      job.spec.key.sha, job.spec.key.attempt, process->pid());
+        if (m_config.github_token_file) {
+            if (auto queued = m_queue.add_report(job.id, "start", "{}"); !queued)
+                spdlog::warn("job {}: {}", job.id, queued.error().message);
+            m_github.wake();
+        }
         const auto now = Clock::now();
         const auto id = job.id;
         m_running.emplace(id, Running{std::move(job), std::move(*process), now,
-                                      now + m_config.lease / 3, std::nullopt, std::nullopt, ""});
+                                      now + m_config.lease / 3, std::nullopt, std::nullopt, "",
+                                      std::move(box)});
+    }
+
+    // The job's sandbox: its root is the job's workspace (where the job checks out and keeps
+    // its TMPDIR, so every path a step is given lies inside it). Its socket and identity go to
+    // the job process, whose steps are exec requests there (agent/job_executor.hpp).
+    sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
+        const auto workspace = job_workspace(m_config, job.id);
+        std::error_code ec;
+        std::filesystem::create_directories(workspace / "tmp", ec);
+        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, workspace.string() + ": " + ec.message());
+        SandboxIdentity identity{job.spec.key.repository, job.spec.key.sha, job.id,
+                                 job.spec.key.attempt,
+                                 job.spec.key.workflow_job.empty() ? "gate" : job.spec.key.workflow_job};
+        SandboxOptions options;
+        options.policy.mode = m_config.sandbox;
+        options.policy.network = m_config.network;
+        options.worktree = workspace;
+        options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) + k_kill_grace * 6;
+        options.job = job.id;
+        for (const auto& [name, value] : env) options.env_names.push_back(name);
+        auto box = m_sandboxes.create(identity, options);
+        if (!box) return box;
+        env.emplace_back("SANDGATE_BROKER_SOCKET", box->socket.string());
+        env.emplace_back("SANDGATE_BROKER_IDENTITY", identity.canonical());
+        env.emplace_back("SANDGATE_JOB_WORKSPACE", workspace.string());
+        env.emplace_back("SANDGATE_STATE_DIR", m_config.state_dir.string());
+        for (auto& [name, value] : env)
+            if (name == "TMPDIR") value = (workspace / "tmp").string();
+        if (std::none_of(env.begin(), env.end(), [](const auto& pair) { return pair.first == "TMPDIR"; }))
+            env.emplace_back("TMPDIR", (workspace / "tmp").string());
+        return box;
+    }
+
+    // Idempotent: the sandbox destroyed (its broker stopped), the workspace removed.
+    void teardown(std::int64_t id, const std::optional<SandboxInfo>& box) {
+        if (box)
+            if (auto ok = m_sandboxes.destroy(box->id); !ok)
+                spdlog::warn("job {}: sandbox teardown: {}", id, ok.error().message);
+        remove_workspace(id);
+    }
+
+    void remove_workspace(std::int64_t id) {
+        std::error_code ec;
+        std::filesystem::remove_all(job_workspace(m_config, id), ec);  // never follows symlinks
+        if (ec) spdlog::warn("job {}: {}", id, ec.message());
     }
 
     void force(Running& running, JobState state, std::string reason) {
@@ -182,6 +313,8 @@ private:
         auto ok = m_queue.complete(running.job.id, m_config.id, state, reason, result.dump());
         spdlog::info("job {}: {} {}", running.job.id, to_string(state), reason);
         if (!ok) spdlog::warn("job {}: {}", running.job.id, ok.error().message);
+        teardown(running.job.id, running.sandbox);
+        m_github.wake();
     }
 
     void housekeeping() {
@@ -190,28 +323,29 @@ private:
         auto recovered = m_queue.recover_expired(m_config.on_lost_job, m_config.max_attempts);
         if (recovered && !recovered->empty())
             spdlog::info("recovered {} job(s) whose lease expired", recovered->size());
-        deliver_reports();
-    }
-
-    // Reports owed to GitHub. Without a GitHub token there is no one to tell: they are
-    // dropped with a log line rather than kept forever.
-    void deliver_reports() {
-        if (m_config.github_token_file) return;  // kept for the reporter (github/)
-        auto reports = m_queue.due_reports(100);
-        if (!reports) return;
-        for (const auto& report : *reports) {
-            spdlog::debug("job {}: {} report not sent (no GitHub configured)", report.job_id,
-                          report.kind);
-            (void)m_queue.report_delivered(report.id);
-        }
+        m_github.wake();
     }
 
     const AgentConfig& m_config;
     JobQueue& m_queue;
     SandboxManager& m_sandboxes;
+    GitHubWorker& m_github;
     std::filesystem::path m_self;
     std::map<std::int64_t, Running> m_running;
 };
+
+// Workspaces of jobs no longer running (a previous life's, after recovery).
+void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(agent_dir(config) / "work", ec)) {
+        const auto name = entry.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        auto job = queue.get(std::stoll(name));
+        if (job && *job && (*job)->state == JobState::running) continue;
+        std::error_code removed;
+        std::filesystem::remove_all(entry.path(), removed);
+    }
+}
 
 sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
     if (config.listen.rfind("127.0.0.1:", 0) == 0) {
@@ -229,6 +363,10 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
 
 std::filesystem::path agent_dir(const AgentConfig& config) { return config.state_dir / "agent"; }
 
+std::filesystem::path job_workspace(const AgentConfig& config, std::int64_t job_id) {
+    return agent_dir(config) / "work" / std::to_string(job_id);
+}
+
 std::filesystem::path api_socket_path(const AgentConfig& config) {
     if (config.listen.rfind("unix:", 0) == 0) return config.listen.substr(5);
     return agent_dir(config) / "run" / "api.sock";
@@ -243,13 +381,14 @@ std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                      job.spec.event == "api" ? "push" : job.spec.event,
                                      "--state-dir", config.state_dir.string(), "--sandbox",
                                      std::string(sandbox::to_string(config.sandbox)), "--network",
-                                     std::string(sandbox::to_string(config.network))};
+                                     std::string(sandbox::to_string(config.network)),
+                                     "--report", job_report_path(config, job.id).string()};
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
     if (!job.spec.key.workflow_job.empty()) argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
     return argv;
 }
 
-sandbox::Environment job_environment(const Job& job) {
+sandbox::Environment job_environment(const AgentConfig& config, const Job& job) {
     sandbox::Environment env;
     for (const char* name : {"PATH", "HOME", "LANG", "TZ", "XDG_STATE_HOME", "TMPDIR"})
         if (const char* value = std::getenv(name)) env.emplace_back(name, value);
@@ -260,6 +399,8 @@ sandbox::Environment job_environment(const Job& job) {
     env.emplace_back("SANDGATE_JOB_EVENT", job.spec.event);
     env.emplace_back("SANDGATE_JOB_WORKFLOW_JOB", job.spec.key.workflow_job);
     env.emplace_back("SANDGATE_JOB_ATTEMPT", std::to_string(job.spec.key.attempt));
+    env.emplace_back("SANDGATE_JOB_CLONE_URL", repository_url(config, job.spec.key.repository));
+    env.emplace_back("SANDGATE_JOB_REPORT", job_report_path(config, job.id).string());
     return env;
 }
 
@@ -286,6 +427,7 @@ int run_daemon(const AgentConfig& config) {
                      job.state == JobState::queued ? "re-queued" : "concluded");
     SandboxManager sandboxes({config.state_dir, {}, queue->get(), std::chrono::seconds(30)});
     sandboxes.reap_stale();
+    remove_stale_workspaces(config, **queue);
     ApiConfig api_config;
     api_config.log_dir = agent_dir(config) / "logs";
     api_config.pr_label = config.pr_label;
@@ -318,7 +460,13 @@ int run_daemon(const AgentConfig& config) {
     }
     spdlog::info("agent {} ready: api on {}, at most {} job(s)", config.id, config.listen,
                  config.max_jobs);
-    Loop loop(config, **queue, sandboxes);
+    auto client = agent_github_client(config);
+    if (!client) {
+        spdlog::error("github: {}", client.error().message);
+        return 1;
+    }
+    GitHubWorker github(config, **queue, std::move(*client));
+    Loop loop(config, **queue, sandboxes, github);
     const int status = loop.run();
     spdlog::info("agent {} stopped", config.id);
     return status;

@@ -6,8 +6,10 @@
 // jobs, running ones get `drain` to finish and are then cancelled.
 //
 // A job's process is `sandgate gate --repo R --sha S [--ref REF] --event E [-j JOB]
-// --state-dir DIR --sandbox MODE --network MODE` (job.command replaces it; either way the job
-// is also described by SANDGATE_JOB_* variables). Exit 0 -> succeeded, 1 -> failed, 124 ->
+// --state-dir DIR --sandbox MODE --network MODE --report FILE` (job.command replaces it;
+// either way the job is also described by SANDGATE_JOB_* variables, among them
+// SANDGATE_JOB_CLONE_URL, where its repository is fetched from, and SANDGATE_JOB_REPORT, where
+// a run report, when written, adds its steps to the job's check run). Exit 0 -> succeeded, 1 -> failed, 124 ->
 // timed_out; a cancel -> cancelled; anything else -> failed with the status in the reason.
 // Its output goes to STATE_DIR/agent/logs/<id>.log (served by GET /v1/jobs/<id>/log).
 
@@ -31,10 +33,12 @@ void block_stop_signals();
 // The job's argv and environment (exposed for tests).
 std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                   const std::filesystem::path& self);
-sandbox::Environment job_environment(const Job& job);
+sandbox::Environment job_environment(const AgentConfig& config, const Job& job);
 
 // The agent's paths under the state directory.
 std::filesystem::path agent_dir(const AgentConfig& config);
 std::filesystem::path api_socket_path(const AgentConfig& config);
+// A job's workspace: its persistent sandbox's root, removed when the job ends.
+std::filesystem::path job_workspace(const AgentConfig& config, std::int64_t job_id);
 
 }  // namespace agent

@@ -118,16 +118,15 @@ public:
         insert->bind(8, spec.payload_json).bind(9, m_clock());
         if (auto ok = insert->run(); !ok) return std::unexpected(ok.error());
         const auto outcome = m_db.changes() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
-        auto select = m_db.prepare("SELECT " + std::string(k_job_columns) +
-                                   " FROM jobs WHERE repository=? AND sha=? AND workflow_job=? "
-                                   "AND attempt=?");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
-        select->bind(4, key.attempt);
-        auto row = select->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) return fail(ErrorKind::permanent, "submitted job vanished");
-        Submitted submitted{read_job(*select), outcome};
+        auto found = query_jobs(
+            "repository=?1 AND sha=?2 AND workflow_job=?3 AND attempt=?4",
+            [&](sqlite::Statement& select) {
+                select.bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
+                select.bind(4, key.attempt);
+            });
+        if (!found) return std::unexpected(found.error());
+        if (found->empty()) return fail(ErrorKind::permanent, "submitted job vanished");
+        Submitted submitted{std::move(found->front()), outcome};
         if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
         return submitted;
     }
@@ -139,24 +138,17 @@ public:
 
     Expected<std::vector<Job>> list(const JobFilter& filter) override {
         std::lock_guard lock(m_mutex);
-        auto select = m_db.prepare(
-            "SELECT " + std::string(k_job_columns) +
-            " FROM jobs WHERE id > ?1 AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR "
-            "repository = ?3) AND (?4 IS NULL OR sha = ?4) ORDER BY id LIMIT ?5");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, filter.after_id);
-        select->bind_optional(2, filter.state ? std::optional<std::string>(
-                                                    std::string(to_string(*filter.state)))
-                                              : std::nullopt);
-        select->bind_optional(3, filter.repository).bind_optional(4, filter.sha);
-        select->bind(5, static_cast<std::int64_t>(filter.limit));
-        std::vector<Job> jobs;
-        while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return jobs;
-            jobs.push_back(read_job(*select));
-        }
+        const std::optional<std::string> state =
+            filter.state ? std::optional<std::string>(std::string(to_string(*filter.state)))
+                         : std::nullopt;
+        return query_jobs(
+            "id > ?1 AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR repository = ?3) AND "
+            "(?4 IS NULL OR sha = ?4) ORDER BY id LIMIT ?5",
+            [&](sqlite::Statement& select) {
+                select.bind(1, filter.after_id).bind_optional(2, state);
+                select.bind_optional(3, filter.repository).bind_optional(4, filter.sha);
+                select.bind(5, static_cast<std::int64_t>(filter.limit));
+            });
     }
 
     Expected<std::int64_t> count(JobState state) override {
@@ -378,15 +370,14 @@ private:
         return std::optional<Job>(std::move(jobs->front()));
     }
 
-    // Runs SELECT with a WHERE clause taking up to two text parameters (?1, ?2).
-    Expected<std::vector<Job>> select_jobs(const std::string& where, std::string_view first,
-                                           std::string_view second) {
+    // The one job lookup: SELECT every column WHERE `tail` (conditions, then any ORDER BY /
+    // LIMIT), its parameters bound by `bind`, each row read into a Job.
+    template <typename Bind>
+    Expected<std::vector<Job>> query_jobs(std::string_view tail, Bind&& bind) {
         auto select = m_db.prepare("SELECT " + std::string(k_job_columns) + " FROM jobs WHERE " +
-                                   where + " ORDER BY id");
+                                   std::string(tail));
         if (!select) return std::unexpected(select.error());
-        const int parameters = select->parameter_count();
-        if (parameters >= 1) select->bind(1, first);
-        if (parameters >= 2) select->bind(2, second);
+        bind(*select);
         std::vector<Job> jobs;
         while (true) {
             auto row = select->step();
@@ -394,6 +385,16 @@ private:
             if (!*row) return jobs;
             jobs.push_back(read_job(*select));
         }
+    }
+
+    // query_jobs with up to two text parameters (?1, ?2), in id order.
+    Expected<std::vector<Job>> select_jobs(const std::string& where, std::string_view first,
+                                           std::string_view second) {
+        return query_jobs(where + " ORDER BY id", [&](sqlite::Statement& select) {
+            const int parameters = select.parameter_count();
+            if (parameters >= 1) select.bind(1, first);
+            if (parameters >= 2) select.bind(2, second);
+        });
     }
 
     Expected<CancelOutcome> cancel_locked(const Job& job, std::string_view reason) {

@@ -203,6 +203,7 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     box.dir = m_config.state_dir / "sandboxes" / box.info.id;
     const auto socket_dir = box.dir / "sock";
     box.socket = socket_dir / "broker.sock";
+    box.info.socket = box.socket;
     box.job = options.job;
     box.info.root = options.worktree.empty() ? box.dir / "work" : options.worktree;
     box.info.created_ms = system_now_ms();

@@ -65,6 +65,7 @@ struct SandboxInfo {
     std::int64_t created_ms = 0;
     std::int64_t expires_at_ms = 0;
     std::filesystem::path root;    // where steps run
+    std::filesystem::path socket;  // the broker's owner-only socket
     std::string policy_json;       // as recorded
     std::int64_t execs = 0;
 };

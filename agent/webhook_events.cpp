@@ -28,16 +28,6 @@ WebhookAction ignore(std::string reason) {
     return action;
 }
 
-bool has_label(element pull_request, const std::string& label) {
-    simdjson::dom::array labels;
-    if (pull_request["labels"].get(labels) != simdjson::SUCCESS) return false;
-    for (element item : labels) {
-        std::string_view name;
-        if (item["name"].get(name) == simdjson::SUCCESS && name == label) return true;
-    }
-    return false;
-}
-
 Expected<WebhookAction> pull_request(element doc, std::string_view action,
                                      const WebhookFilter& filter, JobSpec spec) {
     if (action != "opened" && action != "synchronize" && action != "reopened")
@@ -98,6 +88,16 @@ Expected<WebhookAction> checks(element doc, std::string_view event, std::string_
 }
 
 }  // namespace
+
+bool has_label(element pull_request, const std::string& label) {
+    simdjson::dom::array labels;
+    if (pull_request["labels"].get(labels) != simdjson::SUCCESS) return false;
+    for (element item : labels) {
+        std::string_view name;
+        if (item["name"].get(name) == simdjson::SUCCESS && name == label) return true;
+    }
+    return false;
+}
 
 Expected<WebhookAction> webhook_action(std::string_view event, std::string_view body,
                                        const WebhookFilter& filter) {

@@ -7,6 +7,8 @@
 // Everything else (and a pull request without the configured label, or of a repository not
 // configured) is ignored with a one-line reason. The signature is checked before this runs.
 
+#include <simdjson.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +31,9 @@ struct WebhookFilter {
     std::optional<std::string> pr_label;
     std::vector<std::string> repositories;  // empty: any
 };
+
+// True when a pull request object (webhook payload or REST answer) carries the label.
+bool has_label(simdjson::dom::element pull_request, const std::string& label);
 
 // invalid_input naming the missing field when a handled event's payload is malformed.
 sandbox::Expected<WebhookAction> webhook_action(std::string_view event, std::string_view body,

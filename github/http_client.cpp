@@ -108,9 +108,10 @@ struct HttpClient::Shared {
     }
 
     Attempt send_once(Method method, const std::string& url, const std::optional<std::string>& body,
-                      const std::string& token) const;
+                      const std::string& token, std::string_view etag) const;
     sandbox::Expected<Response> run(Method method, std::string_view path,
-                                    const std::optional<std::string>& body) const;
+                                    const std::optional<std::string>& body,
+                                    std::string_view etag = {}) const;
 };
 
 sandbox::Expected<HttpClient> HttpClient::create(ClientOptions options,
@@ -154,9 +155,21 @@ sandbox::Expected<Response> HttpClient::request(Method method, std::string_view 
     return m_shared->run(method, path, body);
 }
 
+sandbox::Expected<Response> HttpClient::get_if_none_match(std::string_view path,
+                                                          std::string_view etag) const {
+    if (etag.find_first_of("\r\n") != std::string_view::npos) {
+        return sandbox::fail(ErrorKind::invalid_input, "an ETag must be one line");
+    }
+    if (!path.starts_with('/') || path.find_first_of(" \r\n") != std::string_view::npos) {
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "request path must start with '/' and hold no whitespace");
+    }
+    return m_shared->run(Method::get, path, std::nullopt, etag);
+}
+
 Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
                                       const std::optional<std::string>& body,
-                                      const std::string& token) const {
+                                      const std::string& token, std::string_view etag) const {
     Attempt result;
     EasyHandle easy(curl_easy_init());
     HeaderList headers;
@@ -165,7 +178,8 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
         append_header(headers, "X-GitHub-Api-Version: " + std::string(k_api_version)) &&
         append_header(headers, "Authorization: Bearer " + token) &&
         append_header(headers, "Expect:") &&
-        (!body || append_header(headers, "Content-Type: application/json; charset=utf-8"));
+        (!body || append_header(headers, "Content-Type: application/json; charset=utf-8")) &&
+        (etag.empty() || append_header(headers, "If-None-Match: " + std::string(etag)));
     if (!easy || !headers_ok) {
         result.code = CURLE_OUT_OF_MEMORY;
         result.curl_error = "cannot set up the request";
@@ -218,7 +232,8 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
 }
 
 sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_view path,
-                                                    const std::optional<std::string>& body) const {
+                                                    const std::optional<std::string>& body,
+                                                    std::string_view etag) const {
     const std::string url = options.api_url + std::string(path);
     const std::string what = std::string(to_string(method)) + " " + std::string(path);
     sandbox::Error last{ErrorKind::transient, what + ": not attempted"};
@@ -234,7 +249,7 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
             return sandbox::fail(ErrorKind::invalid_input,
                                  "refusing a request whose URL would contain the token");
         }
-        Attempt outcome = send_once(method, url, body, *token);
+        Attempt outcome = send_once(method, url, body, *token, etag);
         std::optional<std::chrono::milliseconds> wait;
         if (!outcome.response) {
             const bool timed_out = outcome.code == CURLE_OPERATION_TIMEDOUT;
@@ -244,6 +259,7 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
             Response& response = *outcome.response;
             spdlog::debug("github: {} -> {} (attempt {})", what, response.status, attempt);
             if (response.status >= 200 && response.status < 300) return std::move(response);
+            if (response.status == 304 && !etag.empty()) return std::move(response);
             const std::string message =
                 redact(what + ": GitHub answered " + std::to_string(response.status) + ": " +
                            github_error_message(response.body),

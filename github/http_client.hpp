@@ -130,6 +130,13 @@ class HttpClient {
     sandbox::Expected<Response> request(Method method, std::string_view path,
                                         std::optional<std::string> body = std::nullopt) const;
 
+    // A conditional GET (for polling): sends If-None-Match: `etag` when it is not empty, with
+    // the same headers and retries as request(). 304 Not Modified is a value (status 304, no
+    // body; GitHub does not count it against the rate limit), as is any 2xx. invalid_input
+    // when the etag is not one line.
+    sandbox::Expected<Response> get_if_none_match(std::string_view path,
+                                                  std::string_view etag) const;
+
     const std::string& api_url() const;
 
   private:

@@ -149,6 +149,7 @@ StepContext JobRun::step_context(const std::string& name) const {
     context.masker = &m_services.masker;
     context.log = &m_services.log;
     context.host = m_settings.host;
+    context.executor = m_services.executor;
     return context;
 }
 

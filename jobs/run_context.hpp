@@ -17,6 +17,7 @@
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/repo_info.hpp"
+#include "jobs/step_runner.hpp"
 #include "jobs/value.hpp"
 #include "jobs/workflow_model.hpp"
 #include "sandbox/run.hpp"
@@ -62,6 +63,7 @@ struct RunServices {
     WorkspaceProvider& workspace;
     std::counting_semaphore<>& legs;  // bounds job legs running at once
     JobObserver* observer = nullptr;  // optional; not owned
+    StepExecutor* executor = nullptr;  // not owned; null: every step through sandbox::run
 };
 
 // github.* for one job of `workflow`.

@@ -261,7 +261,7 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
         request.policy.writable.push_back(context.temp_dir);
     }
     request.observer = &observer;
-    const auto run = sandbox::run(request);
+    const auto run = context.executor ? context.executor->run(request) : sandbox::run(request);
     observer.flush();
     processor.finish();
 

@@ -55,6 +55,17 @@ struct JobState {
     PathPrepends path;
 };
 
+// How a prepared step process is run: sandbox::run unless the job runs its steps elsewhere
+// (the agent's persistent job sandbox, agent/job_executor.hpp). run() honours argv, cwd, env,
+// stdin, timeout and output_limit, feeds request.observer with the output, and never runs on
+// the host what it was asked to run elsewhere (a refusal is a RunResult with `error` set).
+// Thread-safe.
+class StepExecutor {
+public:
+    virtual ~StepExecutor() = default;
+    virtual sandbox::RunResult run(const sandbox::RunRequest& request) = 0;
+};
+
 // What run_step() borrows from the job runner.
 struct StepContext {
     StepLabel label;
@@ -70,6 +81,7 @@ struct StepContext {
     // unless the job or step sets one.
     sandbox::Environment host;
     std::size_t output_limit = sandbox::k_default_output_limit;
+    StepExecutor* executor = nullptr;  // not owned; null: sandbox::run
 };
 
 struct StepResult {

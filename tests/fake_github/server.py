@@ -14,7 +14,11 @@ What it does, like api.github.com (API version 2022-11-28):
   installation token it issued;
 - keeps check runs (annotations appended across PATCHes), commit statuses and issued tokens in
   memory and answers GETs from that state (filter=latest|all, check_name, paging + Link);
-- serves the same API under /api/v3 (Enterprise Server's base path).
+- serves the same API under /api/v3 (Enterprise Server's base path);
+- lists pull requests (GET /repos/{o}/{r}/pulls, in the subset: state, per_page, page, Link)
+  and git references (GET /repos/{o}/{r}/git/matching-refs/{ref}, the git refs API, not in
+  the subset) from what /_control/repo set, each with an ETag: a request whose If-None-Match
+  matches it gets 304 with no body and leaves X-RateLimit-Remaining alone, as GitHub does.
 
 Control endpoints for the tests (no auth), under /_control/:
   POST /_control/faults    {"faults": [{"kind": K, "match": SUBSTR, "count": N, ...}]}
@@ -23,6 +27,11 @@ Control endpoints for the tests (no auth), under /_control/:
            then answered normally) | reset (the connection is reset) | 401 | 404 | 422
         {"replace": true} drops the faults still queued first.
   POST /_control/config    {"token_ttl": seconds, "tokens": [...]}
+  POST /_control/repo      {"repo": "OWNER/NAME", "pulls": [...], "refs": [...],
+                            "clone_url": URL} sets (replaces) what the listing endpoints
+        serve for that repository; each key is optional. A pull:
+        {"number": N, "sha": SHA, "ref": BRANCH, "base": BRANCH, "labels": [NAME...],
+         "state": "open", "draft": false}; a ref: {"ref": "refs/heads/...", "sha": SHA}.
   GET  /_control/state     check runs, statuses, issued tokens
   GET  /_control/requests  every raw request (line, headers, body) and the status answered
   POST /_control/clear     forget all state, faults and requests
@@ -31,6 +40,7 @@ Control endpoints for the tests (no auth), under /_control/:
 import argparse
 import copy
 import datetime
+import hashlib
 import http.server
 import json
 import re
@@ -127,6 +137,8 @@ class State:
         self.check_runs = {}
         self.statuses = []
         self.issued = []
+        self.repos = {}  # "owner/name" -> {"pulls": [...], "refs": [...], "clone_url": URL}
+        self.rate_remaining = 5000
         self.faults = []
         self.requests = []
         self.next_id = 4000000000  # beyond 2^31: ids are int64 on GitHub
@@ -144,16 +156,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def answer(self, status, document=None, headers=None, raw=None):
+    def answer(self, status, document=None, headers=None, raw=None, counted=True):
         payload = raw if raw is not None else (
             b"" if document is None else json.dumps(document).encode("utf-8"))
+        state = self.server.state
+        with state.lock:
+            if counted and state.rate_remaining > 0:
+                state.rate_remaining -= 1
+            remaining = state.rate_remaining
         self.send_response(status)
         self.send_header("Content-Type", "text/html" if raw is not None
                          else "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("X-GitHub-Media-Type", "github.v3; format=json")
         self.send_header("X-RateLimit-Limit", "5000")
-        self.send_header("X-RateLimit-Remaining", "4999")
+        self.send_header("X-RateLimit-Remaining", str(remaining))
         self.send_header("X-RateLimit-Reset", str(int(time.time()) + 3600))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -276,6 +293,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     state.token_ttl = int(document["token_ttl"])
                 state.tokens.update(document.get("tokens", []))
                 reply = {"ok": True}
+            elif method == "POST" and path == "/_control/repo":
+                repo = state.repos.setdefault(document["repo"], {
+                    "pulls": [], "refs": [], "clone_url": "https://github.example/%s.git" %
+                    document["repo"]})
+                for key in ("pulls", "refs", "clone_url"):
+                    if key in document:
+                        repo[key] = document[key]
+                reply = {"ok": True}
             elif method == "GET" and path == "/_control/state":
                 reply = {"check_runs": [copy.deepcopy(run) for run in
                                         sorted(state.check_runs.values(),
@@ -334,6 +359,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.error(problem[0], problem[1])
         if not self.token_ok(path):
             return self.error(401, "Bad credentials")
+        refs = re.match(r"^/repos/([^/]+)/([^/]+)/git/matching-refs/(.+)$", path)
+        if method == "GET" and refs:  # the git refs API: outside the subset, no body
+            return self.op_get_matching_refs(refs.group(1) + "/" + refs.group(2),
+                                             urllib.parse.unquote(refs.group(3)))
         route = self.server.schemas.match(method, path)
         if route is None:
             return self.error(404, "Not Found")
@@ -376,6 +405,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "ref_check_runs"
         if re.match(r"^/repos/[^/]+/[^/]+/statuses/.+$", path):
             return "statuses"
+        if re.match(r"^/repos/[^/]+/[^/]+/pulls$", path):
+            return "pulls"
         return "unknown"
 
     @staticmethod
@@ -514,6 +545,80 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.base_url(), urllib.parse.urlsplit(self.path).path,
                 urllib.parse.urlencode(nxt))
         self.answer(200, {"total_count": len(runs), "check_runs": chunk}, headers)
+
+    def answer_conditional(self, document, headers=None):
+        """200 with an ETag, or 304 (no body, not counted) when If-None-Match names it."""
+        etag = 'W/"%s"' % hashlib.sha256(json.dumps(document, sort_keys=True)
+                                          .encode("utf-8")).hexdigest()[:40]
+        headers = dict(headers or {})
+        headers["ETag"] = etag
+        wanted = [tag.strip() for tag in self.headers.get("If-None-Match", "").split(",")]
+        if etag in wanted or "*" in wanted:
+            self.record["not_modified"] = True
+            return self.answer(304, None, headers, counted=False)
+        self.answer(200, document, headers)
+
+    def repo_of(self, full_name):
+        with self.server.state.lock:
+            repo = self.server.state.repos.get(full_name)
+            return copy.deepcopy(repo) if repo is not None else None
+
+    def pull_view(self, full_name, repo, pull):
+        owner, name = full_name.split("/", 1)
+        number = int(pull["number"])
+        base = self.base_url()
+        repository = {"id": 1, "name": name, "full_name": full_name,
+                      "clone_url": repo["clone_url"], "owner": {"login": owner}}
+        return {"url": "%s/repos/%s/pulls/%d" % (base, full_name, number),
+                "id": 1000 + number, "node_id": "PR_%d" % number, "number": number,
+                "state": pull.get("state", "open"), "locked": False,
+                "title": pull.get("title", "pull request %d" % number),
+                "user": {"login": "octocat"}, "draft": bool(pull.get("draft", False)),
+                "labels": [{"id": index + 1, "name": label, "color": "ededed",
+                            "default": False} for index, label in
+                           enumerate(pull.get("labels", []))],
+                "head": {"label": owner + ":" + pull.get("ref", "topic"),
+                         "ref": pull.get("ref", "topic"), "sha": pull["sha"],
+                         "repo": repository, "user": {"login": owner}},
+                "base": {"label": owner + ":" + pull.get("base", "main"),
+                         "ref": pull.get("base", "main"),
+                         "sha": pull.get("base_sha", "0" * 40), "repo": repository,
+                         "user": {"login": owner}},
+                "html_url": "https://github.example/%s/pull/%d" % (full_name, number)}
+
+    def op_get_pulls(self, params, query, document):
+        full_name = params["owner"] + "/" + params["repo"]
+        repo = self.repo_of(full_name)
+        if repo is None:
+            return self.error(404, "Not Found")
+        wanted = query.get("state", ["open"])[0]
+        per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+        page = max(int(query.get("page", ["1"])[0]), 1)
+        pulls = [pull for pull in sorted(repo["pulls"], key=lambda p: -int(p["number"]))
+                 if wanted == "all" or pull.get("state", "open") == wanted]
+        chunk = [self.pull_view(full_name, repo, pull)
+                 for pull in pulls[(page - 1) * per_page:page * per_page]]
+        headers = {}
+        if page * per_page < len(pulls):
+            nxt = dict((k, v[0]) for k, v in query.items())
+            nxt["page"] = str(page + 1)
+            headers["Link"] = '<%s%s?%s>; rel="next"' % (
+                self.base_url(), urllib.parse.urlsplit(self.path).path,
+                urllib.parse.urlencode(nxt))
+        self.answer_conditional(chunk, headers)
+
+    def op_get_matching_refs(self, full_name, prefix):
+        repo = self.repo_of(full_name)
+        if repo is None:
+            return self.error(404, "Not Found")
+        base = self.base_url()
+        refs = [{"ref": ref["ref"], "node_id": "REF_" + ref["ref"],
+                 "url": "%s/repos/%s/git/%s" % (base, full_name, ref["ref"]),
+                 "object": {"type": "commit", "sha": ref["sha"],
+                            "url": "%s/repos/%s/git/commits/%s" % (base, full_name, ref["sha"])}}
+                for ref in sorted(repo["refs"], key=lambda r: r["ref"])
+                if ref["ref"].startswith("refs/" + prefix)]
+        self.answer_conditional(refs)
 
     def op_post_statuses(self, params, query, document):
         state = self.server.state

@@ -1,0 +1,176 @@
+#include "agent/poller.hpp"
+
+#include "agent/webhook_events.hpp"
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+namespace agent {
+
+using sandbox::ErrorKind;
+using sandbox::Expected;
+using sandbox::fail;
+using simdjson::dom::element;
+
+namespace {
+
+std::string text_at(element item, std::string_view pointer) {
+    std::string_view value;
+    if (item.at_pointer(pointer).get(value) != simdjson::SUCCESS) return "";
+    return std::string(value);
+}
+
+bool is_sha(const std::string& text) {
+    return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+Expected<simdjson::dom::array> parse_array(simdjson::dom::parser& parser,
+                                           const github::Response& response,
+                                           const std::string& path) {
+    element root;
+    simdjson::dom::array items;
+    if (parser.parse(response.body).get(root) != simdjson::SUCCESS ||
+        root.get_array().get(items) != simdjson::SUCCESS)
+        return fail(ErrorKind::permanent, "GET " + path + ": the answer is not a JSON array");
+    return items;
+}
+
+}  // namespace
+
+std::optional<std::string> next_link(const github::Response& response, const std::string& api_url) {
+    const auto link = response.header("link");
+    if (!link) return std::nullopt;
+    // <URL>; rel="next", <URL>; rel="last"
+    std::string_view rest = *link;
+    while (!rest.empty()) {
+        const auto open = rest.find('<');
+        const auto close = rest.find('>', open);
+        if (open == std::string_view::npos || close == std::string_view::npos) return std::nullopt;
+        const std::string_view url = rest.substr(open + 1, close - open - 1);
+        const auto comma = rest.find(',', close);
+        const std::string_view params = rest.substr(close + 1, comma - close - 1);
+        if (params.find("rel=\"next\"") != std::string_view::npos) {
+            if (!url.starts_with(api_url)) return std::nullopt;  // never follow off the API
+            std::string path(url.substr(api_url.size()));
+            if (!path.starts_with('/')) return std::nullopt;
+            return path;
+        }
+        if (comma == std::string_view::npos) return std::nullopt;
+        rest.remove_prefix(comma + 1);
+    }
+    return std::nullopt;
+}
+
+Poller::Poller(github::HttpClient client, JobQueue& queue, PollerOptions options)
+    : m_client(std::move(client)), m_queue(queue), m_options(std::move(options)) {}
+
+PollStats Poller::poll_once() {
+    PollStats stats;
+    for (const auto& repository : m_options.repositories) {
+        for (auto step : {&Poller::poll_queue_branches, &Poller::poll_pulls}) {
+            if (auto ok = (this->*step)(repository, stats); !ok) {
+                stats.errors.push_back(repository + ": " + ok.error().message);
+                spdlog::warn("poll {}: {}", repository, ok.error().message);
+            }
+        }
+    }
+    return stats;
+}
+
+Expected<std::optional<github::Response>> Poller::fetch(const std::string& path,
+                                                         PollStats& stats) {
+    const auto known = m_pages.find(path);
+    auto response =
+        m_client.get_if_none_match(path, known == m_pages.end() ? "" : known->second.etag);
+    ++stats.requests;
+    if (!response) return std::unexpected(response.error());
+    if (response->status == 304) {
+        ++stats.not_modified;
+        return std::optional<github::Response>();
+    }
+    return std::optional<github::Response>(std::move(*response));
+}
+
+Expected<void> Poller::submit(const JobSpec& spec, PollStats& stats) {
+    auto submitted = m_queue.submit(spec);
+    if (!submitted) return std::unexpected(submitted.error());
+    if (submitted->outcome == SubmitOutcome::duplicate) {
+        ++stats.duplicates;
+        return {};
+    }
+    ++stats.submitted;
+    spdlog::info("poll {}: job {} queued ({} {} {})", spec.key.repository, submitted->job.id,
+                 spec.event, spec.ref, spec.key.sha);
+    return {};
+}
+
+Expected<void> Poller::poll_queue_branches(const std::string& repository, PollStats& stats) {
+    const std::string path = "/repos/" + repository + "/git/matching-refs/heads/gh-readonly-queue/";
+    auto response = fetch(path, stats);
+    if (!response) return std::unexpected(response.error());
+    if (!*response) return {};
+    simdjson::dom::parser parser;
+    auto refs = parse_array(parser, **response, path);
+    if (!refs) return std::unexpected(refs.error());
+    std::set<std::string> heads;
+    for (element item : *refs) {
+        JobSpec spec;
+        spec.key = {repository, text_at(item, "/object/sha"), "", 1};
+        spec.ref = text_at(item, "/ref");
+        spec.event = "merge_group";
+        spec.source = "poll";
+        if (!spec.ref.starts_with(k_merge_queue_prefix) || !is_sha(spec.key.sha))
+            return fail(ErrorKind::permanent, "GET " + path + ": a ref lacks ref/object.sha");
+        if (auto ok = submit(spec, stats); !ok) return ok;
+        heads.insert(spec.key.sha);
+    }
+    for (const auto& gone : m_branches[repository]) {
+        if (heads.contains(gone)) continue;
+        auto cancelled = m_queue.cancel_matching(repository, gone,
+                                                 "the merge-queue branch is gone (merged or "
+                                                 "the group was destroyed)");
+        if (!cancelled) return std::unexpected(cancelled.error());
+        stats.cancelled += cancelled->size();
+    }
+    m_branches[repository] = std::move(heads);
+    m_pages[path] = {(*response)->header("etag").value_or(""), std::nullopt};
+    return {};
+}
+
+Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stats) {
+    std::optional<std::string> path = "/repos/" + repository + "/pulls?state=open&per_page=100";
+    for (int page = 0; path && page < k_poll_max_pages; ++page) {
+        auto response = fetch(*path, stats);
+        if (!response) return std::unexpected(response.error());
+        if (!*response) {
+            path = m_pages[*path].next;
+            continue;
+        }
+        simdjson::dom::parser parser;
+        auto pulls = parse_array(parser, **response, *path);
+        if (!pulls) return std::unexpected(pulls.error());
+        for (element pull : *pulls) {
+            std::int64_t number = 0;
+            JobSpec spec;
+            spec.key = {repository, text_at(pull, "/head/sha"), "", 1};
+            if (pull["number"].get(number) != simdjson::SUCCESS || !is_sha(spec.key.sha))
+                return fail(ErrorKind::permanent, "GET " + *path + ": a pull request lacks number/head.sha");
+            if (m_options.pr_label && !has_label(pull, *m_options.pr_label)) continue;
+            spec.ref = "refs/pull/" + std::to_string(number) + "/head";
+            spec.event = "pull_request";
+            spec.source = "poll";
+            nlohmann::ordered_json payload;
+            payload["pull_request"] = number;
+            payload["base_ref"] = text_at(pull, "/base/ref");
+            spec.payload_json = payload.dump();
+            if (auto ok = submit(spec, stats); !ok) return ok;
+        }
+        auto next = next_link(**response, m_client.api_url());
+        m_pages[*path] = {(*response)->header("etag").value_or(""), next};
+        path = std::move(next);
+    }
+    return {};
+}
+
+}  // namespace agent

@@ -1,0 +1,82 @@
+#pragma once
+// Polling GitHub for merge-gate work, for agents that receive no webhooks (or to catch what a
+// lost delivery missed). For each configured repository, one round asks for
+//   - the merge-queue branches: GET /repos/{o}/{r}/git/matching-refs/heads/gh-readonly-queue/
+//     (the git refs API) -> a `merge_group` job on each branch's head SHA, ref
+//     refs/heads/gh-readonly-queue/...;
+//   - the open pull requests: GET /repos/{o}/{r}/pulls?state=open&per_page=100, every page ->
+//     a `pull_request` job on head.sha, ref refs/pull/N/head (only those carrying the label
+//     when one is configured).
+// Jobs get the same key a webhook gives (repository, SHA, "" = every job of the event,
+// attempt 1), so the queue deduplicates what both sources report.
+//
+// Every request is conditional: If-None-Match with the ETag of the last 200 for that URL. A
+// 304 costs no rate limit and queues nothing (a page's cached `next` link is still followed).
+// An ETag is kept only once everything its answer listed was submitted, so a failure half-way
+// is retried in full. A merge-queue branch seen by the previous answer and gone from this one
+// means its group was merged or destroyed: its unfinished jobs are cancelled.
+// Retries and rate limits (retry-after, x-ratelimit-reset) are github::HttpClient's.
+//
+// Not thread-safe: one thread polls. The queue is borrowed and must outlive the poller.
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/job_store.hpp"
+#include "github/http_client.hpp"
+
+namespace agent {
+
+inline constexpr std::string_view k_merge_queue_prefix = "refs/heads/gh-readonly-queue/";
+inline constexpr int k_poll_max_pages = 20;
+
+struct PollerOptions {
+    std::vector<std::string> repositories;  // owner/name
+    std::optional<std::string> pr_label;    // only pull requests with this label
+};
+
+struct PollStats {
+    std::size_t requests = 0;
+    std::size_t not_modified = 0;  // answered 304
+    std::size_t submitted = 0;     // new jobs
+    std::size_t duplicates = 0;    // already queued (by a webhook or an earlier round)
+    std::size_t cancelled = 0;     // jobs of merge-queue branches that disappeared
+    std::vector<std::string> errors;  // one line per repository that could not be polled
+};
+
+class Poller {
+public:
+    Poller(github::HttpClient client, JobQueue& queue, PollerOptions options);
+
+    // One round over every repository. A repository that fails (bad answer, GitHub refusing,
+    // the queue failing) is named in PollStats::errors; the others are still polled.
+    PollStats poll_once();
+
+private:
+    struct Page {
+        std::string etag;
+        std::optional<std::string> next;  // the path of the next page (from Link)
+    };
+
+    sandbox::Expected<void> poll_queue_branches(const std::string& repository, PollStats& stats);
+    sandbox::Expected<void> poll_pulls(const std::string& repository, PollStats& stats);
+    // GETs `path` conditionally; nullopt on 304 (the cached page says where `next` is).
+    sandbox::Expected<std::optional<github::Response>> fetch(const std::string& path,
+                                                             PollStats& stats);
+    sandbox::Expected<void> submit(const JobSpec& spec, PollStats& stats);
+
+    github::HttpClient m_client;
+    JobQueue& m_queue;
+    PollerOptions m_options;
+    std::map<std::string, Page> m_pages;                      // by request path
+    std::map<std::string, std::set<std::string>> m_branches;  // repository -> queue head SHAs
+};
+
+// The path part of a Link header's rel="next" URL when it lies under `api_url`.
+std::optional<std::string> next_link(const github::Response& response, const std::string& api_url);
+
+}  // namespace agent

@@ -1,0 +1,197 @@
+// The poller against the GitHub stand-in (tests/fake_github/server.py) on 127.0.0.1: merge
+// queue branches and open pull requests become jobs, conditional requests spare the rate
+// limit, vanished merge-queue branches cancel their jobs.
+#include <catch2/catch.hpp>
+
+#include <simdjson.h>
+
+#include <cstdio>
+#include <string>
+
+#include "agent/poller.hpp"
+#include "tests/fake_github/fake_github.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string sha_of(char digit) { return std::string(40, digit); }
+
+github::HttpClient client_for(const tests::FakeGitHub& server) {
+    github::ClientOptions options;
+    options.api_url = server.url();
+    options.max_attempts = 3;
+    options.backoff_initial = 10ms;
+    auto client = github::HttpClient::create(
+        options, std::make_shared<github::StaticToken>(tests::k_fake_token));
+    REQUIRE(client.has_value());
+    return *client;
+}
+
+std::unique_ptr<agent::JobQueue> open_queue() {
+    auto queue = agent::open_sqlite_queue(tests::make_temp_dir("poller") / "jobs.sqlite3");
+    REQUIRE(queue.has_value());
+    return std::move(*queue);
+}
+
+std::vector<agent::Job> all_jobs(agent::JobQueue& queue) {
+    auto jobs = queue.list({});
+    REQUIRE(jobs.has_value());
+    return *jobs;
+}
+
+// The API requests the server recorded (control calls excluded): method+target, status,
+// If-None-Match sent.
+struct Seen {
+    std::string target;
+    std::int64_t status = 0;
+    bool conditional = false;
+};
+std::vector<Seen> requests(const tests::FakeGitHub& server) {
+    simdjson::dom::parser parser;
+    const std::string text = server.requests();
+    simdjson::dom::element root;
+    REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
+    std::vector<Seen> out;
+    for (auto item : root["requests"].get_array()) {
+        Seen seen;
+        seen.target = std::string(std::string_view(item["target"]));
+        std::int64_t status = 0;
+        if (item["status"].get(status) == simdjson::SUCCESS) seen.status = status;
+        simdjson::dom::element value;
+        seen.conditional = item["headers"]["If-None-Match"].get(value) == simdjson::SUCCESS;
+        out.push_back(seen);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 queues nothing") {
+    tests::FakeGitHub server;
+    server.post("/_control/repo", R"({"repo":"octo/gate",
+        "pulls":[{"number":7,"sha":")" + sha_of('a') + R"(","labels":["merge-gate"]},
+                 {"number":8,"sha":")" + sha_of('b') + R"(","labels":["other"]}],
+        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-7-)" + sha_of('a') + R"(","sha":")" +
+                                 sha_of('c') + R"("}]})");
+    auto queue = open_queue();
+    agent::Poller poller(client_for(server), *queue, {{"octo/gate"}, "merge-gate"});
+
+    auto first = poller.poll_once();
+    CHECK(first.errors.empty());
+    CHECK(first.submitted == 2);
+    CHECK(first.not_modified == 0);
+    auto jobs = all_jobs(*queue);
+    REQUIRE(jobs.size() == 2);
+    CHECK(jobs[0].spec.event == "merge_group");
+    CHECK(jobs[0].spec.key.sha == sha_of('c'));
+    CHECK(jobs[0].spec.ref == "refs/heads/gh-readonly-queue/main/pr-7-" + sha_of('a'));
+    CHECK(jobs[0].spec.source == "poll");
+    CHECK(jobs[1].spec.event == "pull_request");
+    CHECK(jobs[1].spec.key.sha == sha_of('a'));
+    CHECK(jobs[1].spec.ref == "refs/pull/7/head");
+    CHECK(jobs[1].spec.key.workflow_job.empty());
+
+    auto second = poller.poll_once();
+    CHECK(second.errors.empty());
+    CHECK(second.requests == 2);
+    CHECK(second.not_modified == 2);
+    CHECK(second.submitted == 0);
+    CHECK(second.duplicates == 0);
+    CHECK(all_jobs(*queue).size() == 2);
+    const auto seen = requests(server);
+    REQUIRE(seen.size() == 4);
+    CHECK_FALSE(seen[0].conditional);
+    CHECK_FALSE(seen[1].conditional);
+    CHECK(seen[2].conditional);
+    CHECK(seen[2].status == 304);
+    CHECK(seen[3].conditional);
+    CHECK(seen[3].status == 304);
+    CHECK(seen[1].target == "/repos/octo/gate/pulls?state=open&per_page=100");
+
+    // A new push to the labelled pull request: the listing changes, one new job.
+    server.post("/_control/repo", R"({"repo":"octo/gate",
+        "pulls":[{"number":7,"sha":")" + sha_of('d') + R"(","labels":["merge-gate"]}]})");
+    auto third = poller.poll_once();
+    CHECK(third.not_modified == 1);
+    CHECK(third.submitted == 1);
+    CHECK(all_jobs(*queue).back().spec.key.sha == sha_of('d'));
+}
+
+TEST_CASE("poller: a webhook's job is not queued twice; a vanished queue branch cancels its job") {
+    tests::FakeGitHub server;
+    const std::string branch = "refs/heads/gh-readonly-queue/main/pr-1-" + sha_of('1');
+    server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[],
+        "refs":[{"ref":")" + branch + R"(","sha":")" + sha_of('e') + R"("}]})");
+    auto queue = open_queue();
+    agent::JobSpec webhook;
+    webhook.key = {"octo/gate", sha_of('e'), "", 1};
+    webhook.ref = branch;
+    webhook.event = "merge_group";
+    webhook.source = "webhook";
+    REQUIRE(queue->submit(webhook).has_value());
+    agent::Poller poller(client_for(server), *queue, {{"octo/gate"}, std::nullopt});
+
+    auto first = poller.poll_once();
+    CHECK(first.submitted == 0);
+    CHECK(first.duplicates == 1);
+
+    server.post("/_control/repo", R"({"repo":"octo/gate","refs":[]})");
+    auto second = poller.poll_once();
+    CHECK(second.errors.empty());
+    CHECK(second.cancelled == 1);
+    auto jobs = all_jobs(*queue);
+    REQUIRE(jobs.size() == 1);
+    CHECK(jobs[0].state == agent::JobState::cancelled);
+    CHECK(jobs[0].reason.find("merge-queue branch is gone") != std::string::npos);
+}
+
+TEST_CASE("poller: every page of pull requests is read, each page conditional") {
+    tests::FakeGitHub server;
+    std::string pulls;
+    for (int number = 1; number <= 130; ++number) {
+        char hex[41];
+        std::snprintf(hex, sizeof hex, "%040x", number);
+        pulls += std::string(pulls.empty() ? "" : ",") + R"({"number":)" + std::to_string(number) +
+                 R"(,"sha":")" + hex + R"("})";
+    }
+    server.post("/_control/repo", R"({"repo":"octo/big","pulls":[)" + pulls + "]}");
+    auto queue = open_queue();
+    agent::Poller poller(client_for(server), *queue, {{"octo/big"}, std::nullopt});
+    auto first = poller.poll_once();
+    CHECK(first.errors.empty());
+    CHECK(first.requests == 3);  // branches, pulls page 1, pulls page 2
+    CHECK(first.submitted == 130);
+    auto second = poller.poll_once();
+    CHECK(second.requests == 3);
+    CHECK(second.not_modified == 3);
+    CHECK(second.submitted == 0);
+}
+
+TEST_CASE("poller: a rate limit is waited out by the client; a missing repository is an error") {
+    tests::FakeGitHub server;
+    server.post("/_control/repo",
+                R"({"repo":"octo/gate","pulls":[{"number":2,"sha":")" + sha_of('f') + R"("}]})");
+    server.inject(R"([{"kind":"primary","match":"/pulls","count":1,"reset_in":1}])");
+    auto queue = open_queue();
+    agent::Poller poller(client_for(server), *queue, {{"octo/missing", "octo/gate"}, std::nullopt});
+    auto stats = poller.poll_once();
+    REQUIRE(stats.errors.size() == 2);  // branches and pulls of octo/missing
+    CHECK(stats.errors[0].find("octo/missing") == 0);
+    CHECK(stats.errors[0].find("404") != std::string::npos);
+    CHECK(stats.submitted == 1);
+    const auto seen = requests(server);
+    bool limited = false;
+    for (const auto& request : seen) limited = limited || request.status == 403;
+    CHECK(limited);
+}
+
+TEST_CASE("poller: next_link keeps to the API base") {
+    github::Response response;
+    response.headers = {{"link", R"(<http://h/api/v3/repos/o/r/pulls?page=2>; rel="next", <http://h/api/v3/repos/o/r/pulls?page=5>; rel="last")"}};
+    CHECK(agent::next_link(response, "http://h/api/v3") == "/repos/o/r/pulls?page=2");
+    CHECK_FALSE(agent::next_link(response, "http://other").has_value());
+    response.headers = {{"link", R"(<http://h/x?page=1>; rel="prev")"}};
+    CHECK_FALSE(agent::next_link(response, "http://h").has_value());
+}
