@@ -51,6 +51,13 @@ BrokerStepExecutor::BrokerStepExecutor(std::filesystem::path socket, std::string
 
 sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     if (request.argv.empty()) return refused("job sandbox: the step has no argv");
+    // A cancel before the step starts runs nothing; one that fires mid-step is seen by the
+    // agent, which stops the whole job (process group and sandbox).
+    if (request.cancel != nullptr && request.cancel->cancelled()) {
+        sandbox::RunResult result;
+        result.error = sandbox::RunError{sandbox::RunErrorKind::cancelled, "cancelled before the step started", 0};
+        return result;
+    }
     sandbox::BrokerRequest call;
     call.op = sandbox::BrokerOp::exec;
     auto& exec = call.exec;

@@ -1,6 +1,7 @@
 // bench_broker: one small step (`true`) through a job sandbox's broker, against a fresh bwrap
 // per step and against a plain fork/exec, all measured in this run; the agent's idle RSS; and
-// 100 small jobs through the agent end to end (job.command = /bin/true).
+// 100 small jobs through the agent end to end (job.command = /bin/true), without and with a
+// persistent job sandbox per job.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -75,10 +76,12 @@ double broker(const std::filesystem::path& dir) {
     return per_step_us(start, k_steps);
 }
 
-pid_t start_agent(const std::filesystem::path& dir) {
+pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox) {
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "agent.yaml") << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
-                                      << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n";
+                                      << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n"
+                                      << "  persistent_sandbox: " << (persistent_sandbox ? "true" : "false")
+                                      << "\n";
     const pid_t pid = ::fork();
     if (pid == 0) {
         const std::string config = (dir / "agent.yaml").string();
@@ -113,25 +116,34 @@ int main() {
                 brokered / plain, bwrap / brokered);
     std::fflush(stdout);
 
-    const pid_t agent_pid = start_agent(dir / "a");
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    std::printf("agent idle RSS: %.1f MiB (target < 10 MiB)\n", rss_kib(agent_pid) / 1024.0);
-    auto queue = agent::open_sqlite_queue(agent::default_queue_path(dir / "a" / "state"));
-    const auto start = Clock::now();
-    for (int i = 0; i < k_jobs; ++i) {
-        agent::JobSpec spec;
-        auto n = std::to_string(i);
-        spec.key = {"bench/repo", std::string(40 - n.size(), 'b') + n, "", 1};
-        (void)(*queue)->submit(spec);
+    for (const bool persistent : {false, true}) {
+        const auto agent_dir = dir / (persistent ? "a-sandbox" : "a-plain");
+        const pid_t agent_pid = start_agent(agent_dir, persistent);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (!persistent)
+            std::printf("agent idle RSS: %.1f MiB (target < 10 MiB)\n", rss_kib(agent_pid) / 1024.0);
+        auto queue = agent::open_sqlite_queue(agent::default_queue_path(agent_dir / "state"));
+        const auto start = Clock::now();
+        for (int i = 0; i < k_jobs; ++i) {
+            agent::JobSpec spec;
+            auto n = std::to_string(i);
+            spec.key = {"bench/repo", std::string(40 - n.size(), 'b') + n, "", 1};
+            (void)(*queue)->submit(spec);
+        }
+        ::kill(agent_pid, SIGUSR1);
+        while (*(*queue)->count(agent::JobState::succeeded) +
+                   *(*queue)->count(agent::JobState::failed) < k_jobs)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        std::printf("%d jobs end to end (job command /bin/true, 4 at once, %s): %.2f s, %.1f jobs/s, "
+                    "%lld failed\n",
+                    k_jobs, persistent ? "a persistent bwrap sandbox per job" : "no job sandbox",
+                    seconds, k_jobs / seconds,
+                    static_cast<long long>(*(*queue)->count(agent::JobState::failed)));
+        std::fflush(stdout);
+        ::kill(agent_pid, SIGTERM);
+        ::waitpid(agent_pid, nullptr, 0);
     }
-    ::kill(agent_pid, SIGUSR1);
-    while (*(*queue)->count(agent::JobState::succeeded) < k_jobs)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("%d jobs end to end (job command /bin/true, 4 at once): %.2f s, %.1f jobs/s\n",
-                k_jobs, seconds, k_jobs / seconds);
-    ::kill(agent_pid, SIGTERM);
-    ::waitpid(agent_pid, nullptr, 0);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return 0;

@@ -403,8 +403,8 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in the wr
     auto daemon = agent.start();
     agent.wait_ready();
 
-    const auto runs = wait_runs(server, [](const std::vector<CheckRun>& runs) {
-        return runs.size() == 2 && runs[0].status == "completed" && runs[1].status == "completed";
+    const auto runs = wait_runs(server, [](const std::vector<CheckRun>& seen) {
+        return seen.size() == 2 && seen[0].status == "completed" && seen[1].status == "completed";
     });
     std::map<std::string, CheckRun> by_sha;
     for (const auto& run : runs) by_sha[run.head_sha] = run;
@@ -473,8 +473,8 @@ TEST_CASE("kill -9 mid-job with GitHub failing: after restart the run is conclud
         std::this_thread::sleep_for(100ms);
     CHECK(check_runs(server)[0].status == "in_progress");
     server.post("/_control/faults", R"({"replace": true, "faults": []})");
-    const auto runs = wait_runs(server, [](const std::vector<CheckRun>& runs) {
-        return runs.size() == 1 && runs[0].status == "completed";
+    const auto runs = wait_runs(server, [](const std::vector<CheckRun>& seen) {
+        return seen.size() == 1 && seen[0].status == "completed";
     });
     CHECK(runs[0].conclusion == "failure");
     CHECK(runs[0].head_sha == sha(5));

@@ -9,7 +9,9 @@
 #include <future>
 #include <thread>
 
+#include "agent/job_executor.hpp"
 #include "agent/job_store.hpp"
+#include "jobs/step_runner.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/unix_socket.hpp"
@@ -322,4 +324,68 @@ TEST_CASE("under bwrap, the steps of a job share one set of namespaces") {
         std::filesystem::exists("/tmp/mark") && tests::read_file("/tmp/mark") == "carried\n";
     CHECK_FALSE(leaked);
     REQUIRE(manager.destroy(box->id));
+}
+
+TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecutor") {
+    auto dir = tests::make_temp_dir("executor");
+    const std::string identity = "octo/repo@0123/7/1/gate";
+    BrokerProcess broker(dir, identity, now_ms() + 600'000);
+    auto queue = agent::open_sqlite_queue(dir / "q.db");
+    REQUIRE(queue);
+    agent::JobSpec job_spec;
+    job_spec.key = {"octo/repo", "0123456789abcdef0123456789abcdef01234567", "", 1};
+    const auto job = (*queue)->submit(job_spec)->job.id;
+    agent::BrokerStepExecutor executor(broker.socket(), identity, queue->get(), job);
+
+    jobs::Masker masker;
+    jobs::MemoryLog log;
+    jobs::JobState state;
+    jobs::StepContext context;
+    context.label = {"build", "step"};
+    context.policy.mode = sandbox::SandboxMode::off;
+    context.temp_dir = dir / "root" / "temp";  // inside the sandbox root, as the agent arranges
+    context.masker = &masker;
+    context.log = &log;
+    context.host = sandbox::current_environment();
+    context.executor = &executor;
+    jobs::StepSpec spec;
+    spec.shell = "bash";
+    spec.working_directory = dir / "root";
+    spec.env = {{"STEP_SECRET", "v4lue-never-recorded"}};
+    spec.script = "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
+                  "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
+    auto result = jobs::run_step(spec, context, state);
+    CHECK(result.outcome == jobs::Outcome::failure);
+    CHECK(result.exit_code == 3);
+    const auto* answer = jobs::find_named(result.outputs, "answer");
+    REQUIRE(answer != nullptr);
+    CHECK(*answer == "42");
+    CHECK(log.joined().find("output:ran in " + (dir / "root").string()) != std::string::npos);
+    CHECK(log.joined().find("output:oops") != std::string::npos);
+    // The evidence: one value-free event per exec.
+    auto events = *(*queue)->events(job);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].kind == "step");
+    CHECK(events[0].body_json.find(R"("exit":3)") != std::string::npos);
+    CHECK(events[0].body_json.find("v4lue") == std::string::npos);
+    CHECK(events[0].body_json.find("answer") == std::string::npos);
+
+    // A wrong identity: refused, nothing runs (on the host either).
+    agent::BrokerStepExecutor impostor(broker.socket(), "octo/repo@0123/8/1/gate", queue->get(), job);
+    context.executor = &impostor;
+    spec.script = "touch '" + (dir / "root" / "ran").string() + "'";
+    auto refused = jobs::run_step(spec, context, state);
+    CHECK(refused.outcome == jobs::Outcome::failure);
+    CHECK(refused.error.find("refused the step (identity)") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
+    // No broker at all: an error, never a fallback to the host.
+    agent::BrokerStepExecutor gone(dir / "nowhere.sock", identity);
+    context.executor = &gone;
+    auto unreachable = jobs::run_step(spec, context, state);
+    CHECK(unreachable.outcome == jobs::Outcome::failure);
+    CHECK(unreachable.error.find("unreachable") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
+    events = *(*queue)->events(job);
+    REQUIRE(events.size() == 2);
+    CHECK(events[1].body_json.find(R"("refusal":"identity")") != std::string::npos);
 }
