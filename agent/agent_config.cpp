@@ -211,7 +211,7 @@ job:
   sandbox: bwrap               # bwrap or off
   network: none                # none or host
   timeout_minutes: 60
-  persistent_sandbox: true     # one sandbox (broker) per job; its steps are exec requests
+  persistent_sandbox: false    # one sandbox (broker) per job, its steps exec requests (sandgate run; not yet gate)
   # command: [sandgate, gate]  # the program run per job (default: this sandgate's gate)
 )";
 }

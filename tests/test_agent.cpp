@@ -64,7 +64,7 @@ Process spawn(std::vector<std::string> argv, const std::filesystem::path& marks)
     return process;
 }
 
-// Each job gets a persistent sandbox (a broker in a bwrap). Under the dogfood wrap a nested
+// The jobs' posture (and, with persistent_sandbox, their broker's). Under the dogfood wrap a nested
 // bwrap cannot mount /proc, so there the broker runs unwrapped inside the outer wrap.
 std::string job_sandbox() { return tests::under_wrap() ? "off" : "bwrap"; }
 
@@ -400,6 +400,7 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in the wr
                                "  label: merge-gate\n  poll_seconds: 1\n  clone_url: file://" +
                                    (root / "remotes").string() + "/{repository}.git\n"));
     tests::write_file(agent.dir / "job.sh", gate_script(mode));
+    tests::write_file(agent.config, tests::read_file(agent.config) + "  persistent_sandbox: true\n");
     auto daemon = agent.start();
     agent.wait_ready();
 
