@@ -218,8 +218,13 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     sandbox::Policy policy = options.policy;
     policy.writable.push_back(socket_dir);
     policy.writable.push_back(box.info.root);
-    if (policy.mode != sandbox::SandboxMode::off)
+    if (policy.mode != sandbox::SandboxMode::off) {
         policy.read_only.push_back(m_config.sandgate_binary);
+        // `sandgate broker` is execv'd into sandgate-full beside the launcher: show it too.
+        const auto full = m_config.sandgate_binary.parent_path() / "sandgate-full";
+        std::error_code ec;
+        if (std::filesystem::exists(full, ec)) policy.read_only.push_back(full);
+    }
     box.info.policy_json = policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.
     if (m_config.journal && box.job)
