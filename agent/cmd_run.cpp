@@ -19,6 +19,7 @@
 
 #include "agent/commands.hpp"
 #include "agent/job_executor.hpp"
+#include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/checkout.hpp"
 #include "jobs/dotenv.hpp"
@@ -51,8 +52,7 @@ struct RunFlags {
     bool list = false;
     std::string report;
     std::string directory;
-    std::string sandbox = "bwrap";
-    std::string network = "none";
+    PolicyOptions policy;  // --sandbox, --network and the wrap's flags, shared with exec
 };
 
 void add_flags(CLI::App& app, RunFlags& f) {
@@ -72,9 +72,7 @@ void add_flags(CLI::App& app, RunFlags& f) {
     app.add_flag("-l,--list", f.list, "list the workflows and jobs the event selects, run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
-    app.add_option("--sandbox", f.sandbox, "off, bwrap (the default) or container")
-        ->check(CLI::IsMember({"off", "bwrap", "container"}));
-    app.add_option("--network", f.network, "none (the default) or host")->check(CLI::IsMember({"none", "host"}));
+    add_policy_options(app, f.policy);
 }
 
 // The per-run scratch directory, removed when the run ends.
@@ -160,10 +158,9 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.labels = jobs::default_runner_labels();
     settings.labels.insert(settings.labels.end(), f.labels.begin(), f.labels.end());
     settings.job_filter = f.jobs;
-    settings.policy.mode = f.sandbox == "off" ? sandbox::SandboxMode::off
-                           : f.sandbox == "container" ? sandbox::SandboxMode::container
-                                                      : sandbox::SandboxMode::bwrap;
-    settings.policy.network = f.network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+    auto policy = to_policy(f.policy);
+    if (!policy) return invalid(policy.error().message);
+    settings.policy = std::move(*policy);
     settings.host = sandbox::current_environment();
     if (auto message = collect_values(f, settings); !message.empty()) return invalid(message);
     auto event = load_event(f.event_file.empty() ? std::filesystem::path() : std::filesystem::absolute(f.event_file, ec));

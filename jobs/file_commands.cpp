@@ -102,9 +102,9 @@ void read_pairs(const std::filesystem::path& path, std::string_view label, Named
         results.annotations.push_back({AnnotationLevel::error,
                                        "Unable to process file command '" + std::string(label) +
                                            "' successfully.",
-                                       {}, {}, {}, {}, {}, {}});
+                                       {}, {}, {}, {}, {}, {}, {}});
         results.annotations.push_back(
-            {AnnotationLevel::error, pairs.error().message, {}, {}, {}, {}, {}, {}});
+            {AnnotationLevel::error, pairs.error().message, {}, {}, {}, {}, {}, {}, {}});
         results.failures.push_back(pairs.error().message);
         return;
     }
@@ -119,7 +119,7 @@ void read_summary(const std::filesystem::path& path, FileCommandResults& results
         std::string message(k_summary_too_large);
         message.replace(message.find("{}"), 2, std::to_string(k_max_summary_bytes / 1024));
         message.replace(message.find("{}"), 2, std::to_string(size / 1024));
-        results.annotations.push_back({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}});
+        results.annotations.push_back({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}, {}});
         return;
     }
     auto text = read_text(path);
@@ -227,7 +227,7 @@ FileCommandResults read_file_commands(const FileCommandPaths& paths) {
         results.annotations.push_back({AnnotationLevel::error,
                                        "Can't store NODE_OPTIONS output parameter using "
                                        "'$GITHUB_ENV' command.",
-                                       {}, {}, {}, {}, {}, {}});
+                                       {}, {}, {}, {}, {}, {}, {}});
         return true;
     });
     read_pairs(paths.output, "GITHUB_OUTPUT", results.outputs, results);

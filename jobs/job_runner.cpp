@@ -40,6 +40,7 @@ ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalC
 namespace {
 
 constexpr double k_default_job_timeout_minutes = 360;
+constexpr const char* k_cancelled_message = "cancelled: another leg of the matrix failed (fail-fast)";
 
 std::optional<double> evaluate_number(const std::optional<YamlNode>& node, const EvalContext& context,
                                       std::string& error) {
@@ -97,7 +98,9 @@ JobRun::JobRun(const RunSettings& settings, const RunServices& services, const L
     m_report.matrix = leg.matrix;
     m_deadline = std::chrono::steady_clock::now() + minutes(k_default_job_timeout_minutes);
     static std::atomic<unsigned> k_leg_counter{0};
-    m_scratch = settings.temp_root / ("leg-" + std::to_string(++k_leg_counter));
+    // --scratch DIR keeps the legs' scratches under DIR (one each: legs run in parallel).
+    const std::filesystem::path scratch_root = settings.policy.scratch ? *settings.policy.scratch : settings.temp_root;
+    m_scratch = scratch_root / ("leg-" + std::to_string(++k_leg_counter));
 }
 
 EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step_env) const {
@@ -127,7 +130,7 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
 }
 
 RunStatus JobRun::status(const Scope& scope) const {
-    if (m_timed_out) return RunStatus::cancelled;
+    if (m_timed_out || cancelled()) return RunStatus::cancelled;
     return scope.failed ? RunStatus::failure : RunStatus::success;
 }
 
@@ -146,10 +149,13 @@ StepContext JobRun::step_context(const std::string& name) const {
     // runner's home does ($HOME/bin added to GITHUB_PATH must still be there).
     if (context.policy.mode != sandbox::SandboxMode::off) context.policy.scratch = m_scratch;
     context.temp_dir = m_settings.temp_root / "temp";
+    context.workspace = m_leg.workspace;  // annotation and problem-matcher files are made relative to it
     context.masker = &m_services.masker;
     context.log = &m_services.log;
     context.host = m_settings.host;
     context.executor = m_services.executor;
+    // A step that runs after the cancel (if: always() / cancelled()) runs to its end.
+    context.cancel = cancelled() ? nullptr : m_leg.cancel;
     return context;
 }
 
@@ -340,14 +346,14 @@ void JobRun::evaluate_outputs() {
         if (!value) {
             m_report.annotations.push_back(Annotation{AnnotationLevel::warning, m_services.masker.mask(value.error().message),
                                                       std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                                      std::nullopt, std::nullopt});
+                                                      std::nullopt, std::nullopt, std::nullopt});
             continue;
         }
         if (m_services.masker.contains_secret(*value)) {
             m_report.annotations.push_back(Annotation{AnnotationLevel::warning,
                                                       "Skip output '" + name + "' since it may contain secret.",
                                                       std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                                      std::nullopt, std::nullopt});
+                                                      std::nullopt, std::nullopt, std::nullopt});
             continue;
         }
         set_named(m_report.outputs, name, *value);
@@ -378,7 +384,7 @@ JobReport JobRun::run() {
     auto job_error = [&](const std::string& message) {
         m_report.message = m_services.masker.mask(message);
         Annotation annotation{AnnotationLevel::error, m_report.message, std::nullopt, std::nullopt,
-                              std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+                              std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
         m_report.annotations.push_back(annotation);
         m_services.log.annotation(label, annotation);
         return finish(Outcome::failure);
@@ -395,6 +401,10 @@ JobReport JobRun::run() {
     if (!error.empty()) return job_error(error);
     if (timeout) m_deadline = started + minutes(*timeout);
     if (m_leg.job->steps.empty()) return job_error("the job has no steps");
+    if (cancelled()) {
+        m_report.message = k_cancelled_message;
+        return finish(Outcome::cancelled);
+    }
     std::error_code ec;
     std::filesystem::create_directories(m_settings.temp_root / "temp", ec);
     run_steps(m_leg.job->steps, scope, m_report.steps);
@@ -405,6 +415,10 @@ JobReport JobRun::run() {
     if (m_timed_out) {
         m_report.message = "the job exceeded its timeout-minutes";
         return finish(Outcome::failure);
+    }
+    if (cancelled()) {
+        m_report.message = k_cancelled_message;
+        return finish(failed ? Outcome::failure : Outcome::cancelled);
     }
     return finish(failed ? Outcome::failure : Outcome::success);
 }

@@ -29,6 +29,10 @@ struct LegInput {
     std::string name;      // display name, evaluated
     std::filesystem::path workspace;
     std::vector<std::string> runs_on;  // evaluated labels (for the log)
+    // Not owned, may be null: fired when the leg must stop (fail-fast: another leg of the
+    // matrix failed). The running step is cancelled, later steps see cancelled() status
+    // (only always()/cancelled() steps run, without the token), the leg concludes cancelled.
+    const sandbox::CancelToken* cancel = nullptr;
 };
 
 JobReport run_job_leg(const RunSettings& settings, const RunServices& services, const LegInput& leg);

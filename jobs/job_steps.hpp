@@ -78,6 +78,7 @@ public:
     void log_start(const StepReport& report);
     void log_finish(const StepReport& report);
     std::optional<std::chrono::milliseconds> remaining() const;
+    bool cancelled() const { return m_leg.cancel != nullptr && m_leg.cancel->cancelled(); }
     StepContext step_context(const std::string& name) const;
     void fail_step(StepReport& report, const std::string& message);
 

@@ -25,6 +25,7 @@ ordered_json annotations_json(const std::vector<Annotation>& annotations, const 
         if (a.end_line) item["end_line"] = *a.end_line;
         if (a.column) item["col"] = *a.column;
         if (a.end_column) item["end_col"] = *a.end_column;
+        if (a.code) item["code"] = masker.mask(*a.code);
         out.push_back(std::move(item));
     }
     return out;

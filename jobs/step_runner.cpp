@@ -82,7 +82,9 @@ std::string describe_timeout(std::chrono::milliseconds timeout) {
 
 void log_finish(const StepContext& context, const StepResult& result) {
     const auto& step = context.label.step;
-    if (result.outcome == Outcome::success) {
+    if (result.outcome == Outcome::cancelled) {
+        context.log->status(context.label, StatusKind::failure, "Cancelled - " + step);
+    } else if (result.outcome == Outcome::success) {
         context.log->status(context.label, StatusKind::success, "Success - " + step);
     } else if (result.conclusion == Outcome::success) {
         context.log->status(context.label, StatusKind::failure,
@@ -141,6 +143,13 @@ void apply_effects(CommandEffects& effects, FileCommandResults& files, const Ste
 
 void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepResult& result,
                     std::vector<std::string>& failures, const StepContext& context) {
+    if (run.cancelled) {  // the runner's "The operation was canceled.": neither ok nor failed
+        result.outcome = result.conclusion = Outcome::cancelled;
+        result.error = "The operation was canceled.";
+        result.annotations.push_back(error_annotation(result.error));
+        context.log->annotation(context.label, result.annotations.back());
+        return;
+    }
     if (run.timed_out) {
         failures.insert(failures.begin(),
                         "The step has timed out after " +
@@ -246,6 +255,7 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
         unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled : UnsecureCommands::disabled,
         step_debug && parse_bool_true(*step_debug) ? Echo::on : Echo::off);
     processor.set_workspace(context.workspace.string());
+    processor.set_matchers(job.matchers);
     StepObserver observer(processor);
 
     sandbox::RunRequest request;
@@ -261,6 +271,7 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
         request.policy.writable.push_back(context.temp_dir);
     }
     request.observer = &observer;
+    request.cancel = context.cancel;
     const auto run = context.executor ? context.executor->run(request) : sandbox::run(request);
     observer.flush();
     processor.finish();

@@ -26,6 +26,7 @@
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/workflow_commands.hpp"
+#include "jobs/workflow_matchers.hpp"
 #include "sandbox/run.hpp"
 
 namespace jobs {
@@ -49,10 +50,12 @@ struct StepSpec {
 };
 
 // The job-wide state steps read and update: env from the workflow and job (then GITHUB_ENV
-// updates), GITHUB_PATH prepends. run_step() applies a step's env/path file commands here.
+// updates), GITHUB_PATH prepends, problem matchers. run_step() applies a step's env/path file
+// commands and its add-matcher / remove-matcher commands here.
 struct JobState {
     sandbox::Environment env;
     PathPrepends path;
+    std::vector<ProblemMatcher> matchers;  // ::add-matcher:: of earlier steps, newest first
 };
 
 // How a prepared step process is run: sandbox::run unless the job runs its steps elsewhere
@@ -82,6 +85,9 @@ struct StepContext {
     sandbox::Environment host;
     std::size_t output_limit = sandbox::k_default_output_limit;
     StepExecutor* executor = nullptr;  // not owned; null: sandbox::run
+    // Not owned, may be null: once it fires, the step's process tree is stopped (SIGTERM,
+    // then SIGKILL after the grace) and the step concludes `cancelled`.
+    const sandbox::CancelToken* cancel = nullptr;
 };
 
 struct StepResult {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "jobs/log.hpp"
+#include "jobs/workflow_matchers.hpp"
 
 namespace jobs {
 namespace {
@@ -53,6 +54,8 @@ std::string lowercase(std::string_view text) {
     std::transform(out.begin(), out.end(), out.begin(), lower);
     return out;
 }
+
+std::string fold_owner(std::string_view owner) { return lowercase(owner); }
 
 bool is_registered(std::string_view name) {
     return std::any_of(k_registered.begin(), k_registered.end(),
@@ -208,7 +211,15 @@ bool parse_bool_true(std::string_view text) { return iequals(trim(text), "true")
 
 CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
                                    UnsecureCommands unsecure, Echo echo)
-    : m_masker(masker), m_log(log), m_label(label), m_unsecure(unsecure), m_echo(echo) {}
+    : m_masker(masker), m_log(log), m_label(label), m_unsecure(unsecure), m_echo(echo),
+      m_matchers(std::make_unique<MatcherSet>()) {}
+
+CommandProcessor::~CommandProcessor() = default;
+
+void CommandProcessor::set_matchers(std::vector<ProblemMatcher>& job_matchers) {
+    m_job_matchers = &job_matchers;
+    *m_matchers = MatcherSet(job_matchers);
+}
 
 void CommandProcessor::output(std::string_view line) { m_log.output(m_label, m_masker.mask(line)); }
 
@@ -221,7 +232,10 @@ void CommandProcessor::process_line(std::string_view line) {
     };
     auto command = parse_command(line);
     if (!known(command)) command = parse_legacy_command(line);
-    if (!known(command)) return output(line);
+    if (!known(command)) {
+        if (!m_stop_token && match_problem(line)) return;
+        return output(line);
+    }
     if (m_stop_token) {
         output(line);
         if (iequals(command->name, *m_stop_token)) {
@@ -322,13 +336,75 @@ void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
         } else if (iequals(*key, "NODE_OPTIONS")) {
             add_annotation({AnnotationLevel::error,
                             "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
-                            {}, {}, {}, {}, {}, {}});
+                            {}, {}, {}, {}, {}, {}, {}});
         } else {
             set_named(m_effects.env, *key, command.data);
         }
-    } else {  // add-matcher, remove-matcher
-        m_log.debug(m_label, "Problem matchers are not supported; ignoring ::" + name + "::");
+    } else if (name == "add-matcher") {
+        add_matcher(command, raw);
+    } else if (name == "remove-matcher") {
+        remove_matcher(command, raw);
     }
+}
+
+std::filesystem::path CommandProcessor::rooted(const std::string& file) const {
+    std::filesystem::path path(file);
+    if (path.is_relative() && !m_workspace.empty()) path = std::filesystem::path(m_workspace) / path;
+    return path;
+}
+
+// AddMatcherCommandExtension: the file is rooted at the workspace; a bad file fails the step.
+void CommandProcessor::add_matcher(const ParsedCommand& command, std::string_view raw) {
+    if (command.data.empty()) return warn("File path must be specified.");
+    auto matchers = load_problem_matchers(rooted(command.data));
+    if (!matchers) return fail(raw, matchers.error().message);
+    for (const auto& matcher : *matchers) {
+        m_matchers->add(matcher);
+        if (m_job_matchers == nullptr) continue;
+        std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) { return fold_owner(m.owner) == fold_owner(matcher.owner); });
+        m_job_matchers->insert(m_job_matchers->begin(), matcher);
+        m_log.debug(m_label, "Added matcher '" + matcher.owner + "'");
+    }
+}
+
+// RemoveMatcherCommandExtension: by owner, or by the owners a file names; not both.
+void CommandProcessor::remove_matcher(const ParsedCommand& command, std::string_view raw) {
+    const std::string* owner_property = command.property("owner");
+    const std::string owner = owner_property ? *owner_property : std::string();
+    if (!owner.empty() && !command.data.empty())
+        return warn("Either specify an owner name or a file path in ##[remove-matcher] command. Both values cannot be set.");
+    if (owner.empty() && command.data.empty())
+        return warn("Either an owner name or a file path must be specified in ##[remove-matcher] command.");
+    std::vector<std::string> owners;
+    if (!owner.empty()) {
+        owners.push_back(owner);
+    } else {
+        auto matchers = load_problem_matchers(rooted(command.data));
+        if (!matchers) return fail(raw, matchers.error().message);
+        for (const auto& matcher : *matchers) owners.push_back(matcher.owner);
+    }
+    for (const auto& name : owners) {
+        m_matchers->remove(name);
+        if (m_job_matchers != nullptr)
+            std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) { return fold_owner(m.owner) == fold_owner(name); });
+        m_log.debug(m_label, "Removed matcher '" + name + "'");
+    }
+}
+
+// OutputManager: a match becomes an annotation in place of the line; a dropped match (blank
+// message, unknown severity) leaves the line as output.
+bool CommandProcessor::match_problem(std::string_view line) {
+    if (m_matchers->empty()) return false;
+    std::vector<std::string> warnings;
+    auto hit = m_matchers->match(line, warnings);
+    for (auto& warning : warnings) warn(std::move(warning));
+    if (!hit) return false;
+    std::string why;
+    auto annotation = hit_annotation(*hit, m_workspace, why);
+    if (!why.empty()) m_log.debug(m_label, m_masker.mask(why));
+    if (!annotation) return false;
+    add_annotation(std::move(*annotation));
+    return true;
 }
 
 void CommandProcessor::issue(const ParsedCommand& command, AnnotationLevel level) {
@@ -365,19 +441,20 @@ void CommandProcessor::add_annotation(Annotation annotation) {
     annotation.message = m_masker.mask(annotation.message);
     if (annotation.title) annotation.title = m_masker.mask(*annotation.title);
     if (annotation.file) annotation.file = m_masker.mask(*annotation.file);
+    if (annotation.code) annotation.code = m_masker.mask(*annotation.code);
     m_log.annotation(m_label, annotation);
     m_effects.annotations.push_back(std::move(annotation));
 }
 
 void CommandProcessor::warn(std::string message) {
-    add_annotation({AnnotationLevel::warning, std::move(message), {}, {}, {}, {}, {}, {}});
+    add_annotation({AnnotationLevel::warning, std::move(message), {}, {}, {}, {}, {}, {}, {}});
 }
 
 void CommandProcessor::fail(std::string_view raw, std::string message) {
     add_annotation({AnnotationLevel::error,
                     "Unable to process command '" + std::string(raw) + "' successfully.",
-                    {}, {}, {}, {}, {}, {}});
-    add_annotation({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}});
+                    {}, {}, {}, {}, {}, {}, {}});
+    add_annotation({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}, {}});
     m_effects.failures.push_back(m_masker.mask(message));
 }
 

@@ -12,8 +12,12 @@
 // Commands: add-mask, group, endgroup, error, warning, notice (file, line, endLine, col,
 // endColumn, title), debug, stop-commands/<token>, save-state, set-output (deprecated),
 // set-env and add-path (only when ACTIONS_ALLOW_UNSECURE_COMMANDS is true; otherwise the
-// step fails with the runner's message), echo on/off.
+// step fails with the runner's message), echo on/off, add-matcher / remove-matcher (problem
+// matchers, workflow_matchers.hpp: lines that are not commands are matched against them and a
+// match becomes an annotation instead of output, as in the runner's OutputManager).
 
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +30,8 @@ namespace jobs {
 
 class LogSink;
 struct StepLabel;
+struct ProblemMatcher;
+class MatcherSet;
 
 enum class AnnotationLevel { error, warning, notice };
 
@@ -38,6 +44,7 @@ struct Annotation {
     std::optional<int> end_line;
     std::optional<int> column;
     std::optional<int> end_column;
+    std::optional<std::string> code;  // problem matchers' `code`
 };
 
 std::string_view to_string(AnnotationLevel level);
@@ -86,6 +93,9 @@ class CommandProcessor {
 public:
     CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
                      UnsecureCommands unsecure, Echo echo);
+    ~CommandProcessor();
+    CommandProcessor(const CommandProcessor&) = delete;
+    CommandProcessor& operator=(const CommandProcessor&) = delete;
 
     // Handles one output line (without its newline): runs a command, or masks the line and
     // logs it as output. Lines inside stop-commands are output.
@@ -94,6 +104,10 @@ public:
     // Annotation files under `workspace` are made relative to it (as the runner does with
     // github.workspace), so they name repository paths.
     void set_workspace(std::string workspace) { m_workspace = std::move(workspace); }
+
+    // The job's problem matchers (borrowed; must outlive the processor): the step starts
+    // with them, and add-matcher / remove-matcher change them for the job's later steps.
+    void set_matchers(std::vector<ProblemMatcher>& job_matchers);
 
     // Closes a group left open by the step.
     void finish();
@@ -108,6 +122,10 @@ private:
     void add_annotation(Annotation annotation);
     void warn(std::string message);
     std::string relative_to_workspace(const std::string& file) const;
+    void add_matcher(const ParsedCommand& command, std::string_view raw);
+    void remove_matcher(const ParsedCommand& command, std::string_view raw);
+    bool match_problem(std::string_view line);
+    std::filesystem::path rooted(const std::string& file) const;
 
     Masker& m_masker;
     LogSink& m_log;
@@ -118,6 +136,8 @@ private:
     std::string m_workspace;
     bool m_group_open = false;
     CommandEffects m_effects;
+    std::vector<ProblemMatcher>* m_job_matchers = nullptr;
+    std::unique_ptr<MatcherSet> m_matchers;  // this step's, with running multi-line state
 };
 
 // `true` in the sense of .NET bool.TryParse (case-insensitive, surrounding space allowed).

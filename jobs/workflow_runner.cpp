@@ -35,7 +35,7 @@ Object outputs_object(const NamedValues& outputs) {
 
 Annotation notice(std::string message) {
     return Annotation{AnnotationLevel::notice, std::move(message), std::nullopt, std::nullopt,
-                      std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+                      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 }
 
 std::vector<std::string> labels_of(const Value& value) {
@@ -285,7 +285,8 @@ private:
         return job.id + " (" + values + ")";
     }
 
-    JobReport run_leg(const Job& job, const Leg& leg, const Object& needs, const EvalContext& base) {
+    JobReport run_leg(const Job& job, const Leg& leg, const Object& needs, const EvalContext& base,
+                      const sandbox::CancelToken* cancel) {
         EvalContext context = base;
         context.contexts.set("matrix", leg.matrix.is_null() ? Value(Object{}) : leg.matrix);
         context.contexts.set("strategy", Value(leg.strategy));
@@ -298,6 +299,7 @@ private:
         input.inputs = m_inputs;
         input.secrets = m_secrets;
         input.name = leg_name(job, leg, context);
+        input.cancel = cancel;
         if (job.calls_workflow()) return call_workflow(job, input, context);
         auto runs_on = evaluate_yaml(job.runs_on, context);
         if (!runs_on) return leg_error(job, input, Outcome::failure, runs_on.error().message, AnnotationLevel::error);
@@ -396,6 +398,9 @@ private:
         std::mutex mutex;
         std::size_t next = 0;
         bool failed = false;
+        // fail-fast: the first failed leg cancels the legs still running (their process
+        // trees are stopped through the sandbox) and the ones not started yet.
+        sandbox::CancelToken cancel;
         auto worker = [&] {
             for (;;) {
                 std::size_t index = 0;
@@ -410,9 +415,12 @@ private:
                         continue;
                     }
                 }
-                JobReport report = run_leg(job, (*legs)[index], needs, context);
+                JobReport report = run_leg(job, (*legs)[index], needs, context, fail_fast ? &cancel : nullptr);
                 std::lock_guard lock(mutex);
-                if (report.conclusion == Outcome::failure) failed = true;
+                if (report.conclusion == Outcome::failure) {
+                    failed = true;
+                    if (fail_fast) cancel.cancel();
+                }
                 reports[index] = std::move(report);
             }
         };
