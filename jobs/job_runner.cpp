@@ -248,6 +248,7 @@ void JobRun::log_start(const StepReport& report) {
 void JobRun::log_finish(const StepReport& report) {
     const StepLabel label{m_label, report.name};
     if (report.outcome == Outcome::success) m_services.log.status(label, StatusKind::success, "Success - " + report.name);
+    else if (report.outcome == Outcome::cancelled) m_services.log.status(label, StatusKind::cancelled, "Cancelled - " + report.name);
     else if (m_continue == ContinueOnError::yes)
         m_services.log.status(label, StatusKind::failure, "Failure - " + report.name + " (continue-on-error)");
     else m_services.log.status(label, StatusKind::failure, "Failure - " + report.name);
@@ -377,7 +378,9 @@ JobReport JobRun::run() {
         if (outcome == Outcome::failure && evaluate_flag(m_leg.job->continue_on_error, context(scope), error))
             m_report.conclusion = Outcome::success;
         m_report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-        m_services.log.status(label, m_report.conclusion == Outcome::success ? StatusKind::success : StatusKind::failure,
+        m_services.log.status(label, m_report.conclusion == Outcome::success     ? StatusKind::success
+                                     : m_report.conclusion == Outcome::cancelled ? StatusKind::cancelled
+                                                                                 : StatusKind::failure,
                               "job " + m_report.name + " " + std::string(to_string(m_report.outcome)));
         return m_report;
     };

@@ -83,7 +83,7 @@ std::string describe_timeout(std::chrono::milliseconds timeout) {
 void log_finish(const StepContext& context, const StepResult& result) {
     const auto& step = context.label.step;
     if (result.outcome == Outcome::cancelled) {
-        context.log->status(context.label, StatusKind::failure, "Cancelled - " + step);
+        context.log->status(context.label, StatusKind::cancelled, "Cancelled - " + step);
     } else if (result.outcome == Outcome::success) {
         context.log->status(context.label, StatusKind::success, "Success - " + step);
     } else if (result.conclusion == Outcome::success) {
@@ -143,7 +143,8 @@ void apply_effects(CommandEffects& effects, FileCommandResults& files, const Ste
 
 void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepResult& result,
                     std::vector<std::string>& failures, const StepContext& context) {
-    if (run.cancelled) {  // the runner's "The operation was canceled.": neither ok nor failed
+    if (run.error && run.error->kind == sandbox::RunErrorKind::cancelled) {
+        // The runner's "The operation was canceled.": neither a success nor a failure.
         result.outcome = result.conclusion = Outcome::cancelled;
         result.error = "The operation was canceled.";
         result.annotations.push_back(error_annotation(result.error));

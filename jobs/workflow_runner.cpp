@@ -399,8 +399,10 @@ private:
         std::size_t next = 0;
         bool failed = false;
         // fail-fast: the first failed leg cancels the legs still running (their process
-        // trees are stopped through the sandbox) and the ones not started yet.
-        sandbox::CancelToken cancel;
+        // trees are stopped through the sandbox) and the ones not started yet. Without an
+        // eventfd (fd limit) only the legs not started yet are cancelled.
+        auto token = sandbox::CancelToken::create();
+        const sandbox::CancelToken* cancel = fail_fast && token ? &*token : nullptr;
         auto worker = [&] {
             for (;;) {
                 std::size_t index = 0;
@@ -415,11 +417,11 @@ private:
                         continue;
                     }
                 }
-                JobReport report = run_leg(job, (*legs)[index], needs, context, fail_fast ? &cancel : nullptr);
+                JobReport report = run_leg(job, (*legs)[index], needs, context, cancel);
                 std::lock_guard lock(mutex);
                 if (report.conclusion == Outcome::failure) {
                     failed = true;
-                    if (fail_fast) cancel.cancel();
+                    if (cancel != nullptr) cancel->cancel();
                 }
                 reports[index] = std::move(report);
             }
