@@ -160,7 +160,9 @@ void reaper_main(pid_t caller, int status_fd, int error_fd, void (*start_command
         if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &default_action, nullptr);
     sigset_t wanted;
     ::sigemptyset(&wanted);
-    for (int sig : {SIGCHLD, k_reaper_terminate, k_reaper_kill, SIGTERM, SIGHUP, SIGINT})
+    // SIGINT and SIGHUP (a terminal's, sent to the caller's whole group) stay blocked and
+    // unwanted: the caller decides (sandgate exec cancels the run and stops the tree itself).
+    for (int sig : {SIGCHLD, k_reaper_terminate, k_reaper_kill, SIGTERM})
         ::sigaddset(&wanted, sig);
 
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {

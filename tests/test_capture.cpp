@@ -1,0 +1,122 @@
+// StreamCapture and MarkerCounter against a naive model, under every way of cutting the
+// stream into chunks.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sandbox/capture.hpp"
+
+namespace {
+
+// Lines containing the marker, counted on the whole text at once.
+std::uint64_t naive_markers(const std::string& text, const std::string& marker) {
+    std::uint64_t count = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (text.substr(start, end - start).find(marker) != std::string::npos) ++count;
+        start = end + 1;
+    }
+    return count;
+}
+
+std::uint64_t count_in_chunks(const std::string& text, const std::vector<std::size_t>& cuts) {
+    sandbox::MarkerCounter counter;
+    std::size_t from = 0;
+    for (std::size_t cut : cuts) {
+        counter.feed(std::string_view(text).substr(from, cut - from));
+        from = cut;
+    }
+    counter.feed(std::string_view(text).substr(from));
+    return counter.count();
+}
+
+}  // namespace
+
+TEST_CASE("markers: every single cut and every byte-by-byte feed agree with the model") {
+    const std::string m = "SKIP-UNDER-WRAP";
+    const std::vector<std::string> texts = {
+        m,
+        m + "\n",
+        "x" + m + m + "\n" + m + "\n\n" + m,
+        "SKIP-UNDER-WRA\nP" + m + "\n",
+        "SKIP-SKIP-UNDER-WRAP-WRAP\n",
+        "\n\n" + m + " " + m + "\nno\n" + m.substr(0, 7) + "\n" + m.substr(7) + "\n",
+        "SSKIP-UNDER-WRAPP\nSKIP-UNDER-WRAP",
+    };
+    for (const auto& text : texts) {
+        INFO(text);
+        const auto expected = naive_markers(text, m);
+        for (std::size_t cut = 0; cut <= text.size(); ++cut) CHECK(count_in_chunks(text, {cut}) == expected);
+        for (std::size_t a = 0; a <= text.size(); ++a)
+            for (std::size_t b = a; b <= text.size(); b += 3) CHECK(count_in_chunks(text, {a, b}) == expected);
+        std::vector<std::size_t> every;
+        for (std::size_t i = 1; i < text.size(); ++i) every.push_back(i);
+        CHECK(count_in_chunks(text, every) == expected);
+    }
+}
+
+TEST_CASE("markers and capture: random text, random chunking") {
+    std::mt19937 rng(12345);
+    const std::vector<std::string> pieces = {"SKIP-UNDER-WRAP", "SKIP-", "UNDER-", "WRAP", "\n", "x", "S"};
+    for (int round = 0; round < 200; ++round) {
+        std::string text;
+        const int length = std::uniform_int_distribution<int>(0, 300)(rng);
+        for (int i = 0; i < length; ++i) text += pieces[rng() % pieces.size()];
+        std::vector<std::size_t> cuts;
+        for (std::size_t at = 0; at < text.size();) {
+            at += std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+            if (at < text.size()) cuts.push_back(at);
+        }
+        CHECK(count_in_chunks(text, cuts) == naive_markers(text, "SKIP-UNDER-WRAP"));
+
+        const std::size_t limit = std::uniform_int_distribution<std::size_t>(0, 200)(rng);
+        sandbox::StreamCapture capture(limit);
+        std::size_t from = 0;
+        for (std::size_t cut : cuts) {
+            capture.feed(std::string_view(text).substr(from, cut - from));
+            from = cut;
+        }
+        capture.feed(std::string_view(text).substr(from));
+        const auto result = capture.result();
+        CHECK(result.bytes == text.size());
+        CHECK(result.head == text.substr(0, std::min(limit, text.size())));
+        CHECK(result.tail == (text.size() > limit ? text.substr(limit) : std::string()));
+        CHECK_FALSE(result.truncated);  // all of it fits head + 64 KiB tail
+        CHECK(capture.markers() == naive_markers(text, "SKIP-UNDER-WRAP"));
+    }
+}
+
+TEST_CASE("capture: the tail ring keeps exactly the last 64 KiB across wrap-arounds") {
+    const std::size_t limit = 10;
+    sandbox::StreamCapture capture(limit);
+    std::string all;
+    std::mt19937 rng(7);
+    for (int i = 0; i < 500; ++i) {
+        std::string chunk(std::uniform_int_distribution<std::size_t>(1, 5000)(rng), '\0');
+        for (auto& c : chunk) c = static_cast<char>('a' + rng() % 26);
+        if (i == 250) chunk.assign(sandbox::k_tail_bytes + 17, 'Z');  // one chunk larger than the ring
+        all += chunk;
+        capture.feed(chunk);
+    }
+    const auto result = capture.result();
+    CHECK(result.bytes == all.size());
+    CHECK(result.head == all.substr(0, limit));
+    CHECK(result.tail == all.substr(all.size() - sandbox::k_tail_bytes));
+    CHECK(result.truncated);
+}
+
+TEST_CASE("capture: a stream of exactly the head plus the tail is complete, one more byte is not") {
+    const std::size_t limit = 100;
+    sandbox::StreamCapture exact(limit);
+    exact.feed(std::string(limit + sandbox::k_tail_bytes, 'q'));
+    CHECK_FALSE(exact.result().truncated);
+    CHECK(exact.result().tail.size() == sandbox::k_tail_bytes);
+    sandbox::StreamCapture over(limit);
+    over.feed(std::string(limit + sandbox::k_tail_bytes + 1, 'q'));
+    CHECK(over.result().truncated);
+    CHECK(over.result().tail.size() == sandbox::k_tail_bytes);
+}

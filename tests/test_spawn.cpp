@@ -1,0 +1,112 @@
+// spawn(): the child's descriptors, exec errors through the error pipe, both supervisions.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "sandbox/fd.hpp"
+#include "sandbox/spawn.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+struct Pipe {
+    sandbox::Fd read;
+    sandbox::Fd write;
+};
+
+Pipe make_pipe() {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    return {sandbox::Fd(fds[0]), sandbox::Fd(fds[1])};
+}
+
+std::string read_all(int fd) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("inherited fds land at 3, 4, ... and nothing else stays open") {
+    const auto supervision = GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
+    Pipe out = make_pipe();
+    Pipe extra = make_pipe();
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::Fd leak(::open("/dev/null", O_RDONLY));  // no O_CLOEXEC: must still not leak
+    sandbox::SpawnSpec spec;
+    spec.argv = {SANDGATE_TEST_CHILD, "fds"};
+    spec.stdin_fd = null.get();
+    spec.stdout_fd = out.write.get();
+    spec.stderr_fd = null.get();
+    spec.inherited_fds = {extra.write.get(), extra.read.get()};
+    spec.supervision = supervision;
+    auto child = sandbox::spawn(spec);
+    REQUIRE(child);
+    out.write.reset();
+    CHECK(read_all(out.read.get()) == "0\n1\n2\n3\n4\n");
+    auto exit = child->reap();
+    REQUIRE(exit);
+    CHECK(exit->exit_code == 0);
+}
+
+TEST_CASE("exec failures come back with their errno, from the right step") {
+    const auto supervision = GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.supervision = supervision;
+    spec.argv = {"sandgate-missing-program"};
+    spec.env = {{"PATH", "/nonexistent:/usr/bin"}};
+    auto missing = sandbox::spawn(spec);
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().errno_value == ENOENT);
+    CHECK(missing.error().message.find("sandgate-missing-program") != std::string::npos);
+
+    const auto dir = tests::make_temp_dir("spawn");
+    tests::write_file(dir / "data", "#!/bin/sh\n");
+    ::chmod((dir / "data").c_str(), 0644);
+    spec.argv = {(dir / "data").string()};
+    auto denied = sandbox::spawn(spec);
+    REQUIRE_FALSE(denied);
+    CHECK(denied.error().errno_value == EACCES);
+
+    spec.argv = {"/bin/true"};
+    spec.cwd = "/nonexistent-dir";
+    auto no_cwd = sandbox::spawn(spec);
+    REQUIRE_FALSE(no_cwd);
+    CHECK(no_cwd.error().errno_value == 0);  // not an exec failure: 125, not 127
+    CHECK(no_cwd.error().message.find("/nonexistent-dir") != std::string::npos);
+}
+
+TEST_CASE("the program is looked up on the child's PATH, not ours") {
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.argv = {"sandgate-test-child", "exit", "4"};
+    spec.env = {{"PATH", std::filesystem::path(SANDGATE_TEST_CHILD).parent_path().string()}};
+    auto child = sandbox::spawn(spec);
+    REQUIRE(child);
+    CHECK(child->reap()->exit_code == 4);
+}
+
+TEST_CASE("a Child that is dropped unreaped is killed and reaped") {
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.argv = {SANDGATE_TEST_CHILD, "sleep", "600"};
+    pid_t pid = 0;
+    {
+        auto child = sandbox::spawn(spec);
+        REQUIRE(child);
+        pid = child->pid();
+    }
+    CHECK(::kill(pid, 0) == -1);  // gone and reaped (a zombie would still accept signal 0)
+}
