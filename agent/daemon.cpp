@@ -310,10 +310,12 @@ private:
         result["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     Clock::now() - running.started)
                                     .count();
+        // Tear down first: a job is only seen finished once its sandbox and workspace are gone
+        // (a crash in between leaves it running, and the lease recovery concludes it).
+        teardown(running.job.id, running.sandbox);
         auto ok = m_queue.complete(running.job.id, m_config.id, state, reason, result.dump());
         spdlog::info("job {}: {} {}", running.job.id, to_string(state), reason);
         if (!ok) spdlog::warn("job {}: {}", running.job.id, ok.error().message);
-        teardown(running.job.id, running.sandbox);
         m_github.wake();
     }
 
