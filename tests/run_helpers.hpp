@@ -1,13 +1,18 @@
 #pragma once
-// Helpers shared by test_run.cpp and test_run_act.cpp: run the sandgate binary in a
-// directory and capture what it printed.
+// Helpers shared by the tests that drive the sandgate binary: run it in a directory and
+// capture what it printed; `sandgate run` in the suite's posture; read a run's JSON report.
 
+#include <catch2/catch.hpp>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "jobs/value.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
 
 namespace tests {
 
@@ -39,6 +44,25 @@ inline Ran run_sandgate(const std::filesystem::path& dir, const std::vector<std:
     const int status = ::pclose(pipe);
     ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return ran;
+}
+
+// `sandgate run ARGS... --sandbox bwrap` (the default posture), or `--sandbox off` inside the
+// suite's own wrap run, where a nested bubblewrap is not available. The output is attached
+// to the next assertion.
+inline Ran run_workflows(const std::filesystem::path& dir, const std::vector<std::string>& args) {
+    std::vector<std::string> all{"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--sandbox", under_wrap() ? "off" : "bwrap"});
+    auto ran = run_sandgate(dir, all);
+    UNSCOPED_INFO(ran.output);
+    return ran;
+}
+
+// The JSON document `sandgate run --report` wrote.
+inline jobs::Value read_report(const std::filesystem::path& path) {
+    auto value = jobs::parse_json(read_file(path));
+    REQUIRE(value.has_value());
+    return *value;
 }
 
 }  // namespace tests

@@ -14,22 +14,8 @@
 
 namespace {
 
-const std::vector<std::string> k_posture = {"--sandbox", tests::under_wrap() ? "off" : "bwrap"};
 
-tests::Ran run_in(const std::filesystem::path& dir, std::vector<std::string> args) {
-    std::vector<std::string> all{"run"};
-    all.insert(all.end(), args.begin(), args.end());
-    all.insert(all.end(), k_posture.begin(), k_posture.end());
-    auto ran = tests::run_sandgate(dir, all);
-    UNSCOPED_INFO(ran.output);
-    return ran;
-}
 
-jobs::Value read_report(const std::filesystem::path& path) {
-    auto value = jobs::parse_json(tests::read_file(path));
-    REQUIRE(value.has_value());
-    return *value;
-}
 
 const jobs::Value& leg(const jobs::Value& report, std::size_t index) {
     return report.get("workflows")->as_array().at(0).get("jobs")->as_array().at(index);
@@ -78,9 +64,9 @@ std::string workflow(std::string_view fail_fast, std::string_view sleep_seconds)
 TEST_CASE("fail-fast cancels the running leg through the sandbox and the legs not started") {
     auto dir = tests::make_temp_dir("cancel");
     tests::write_file(dir / ".github/workflows/m.yml", workflow("true", "600"));
-    auto ran = run_in(dir, {"--report", (dir / "r.json").string()});
+    auto ran = tests::run_workflows(dir, {"--report", (dir / "r.json").string()});
     CHECK(ran.exit_code == 1);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     const auto& sleeping = leg(report, 0);
     const auto& failing = leg(report, 1);
     const auto& later = leg(report, 2);
@@ -105,9 +91,9 @@ TEST_CASE("fail-fast cancels the running leg through the sandbox and the legs no
 TEST_CASE("fail-fast: false lets the other legs run to their end") {
     auto dir = tests::make_temp_dir("cancel");
     tests::write_file(dir / ".github/workflows/m.yml", workflow("false", "1"));
-    auto ran = run_in(dir, {"--report", (dir / "r.json").string()});
+    auto ran = tests::run_workflows(dir, {"--report", (dir / "r.json").string()});
     CHECK(ran.exit_code == 1);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     CHECK(text(leg(report, 0), "conclusion") == "success");
     CHECK(text(leg(report, 1), "conclusion") == "failure");
     CHECK(text(leg(report, 2), "conclusion") == "success");

@@ -9,24 +9,8 @@
 
 namespace {
 
-// The posture: the wrap (the default), or none inside the suite's own wrap run, where a
-// nested bubblewrap is not available.
-const std::vector<std::string> k_posture = {"--sandbox", tests::under_wrap() ? "off" : "bwrap"};
 
-tests::Ran run_in(const std::filesystem::path& dir, const std::vector<std::string>& args) {
-    std::vector<std::string> all{std::string("run")};
-    for (const auto& arg : args) all.push_back(arg);
-    for (const auto& arg : k_posture) all.push_back(arg);
-    auto ran = tests::run_sandgate(dir, all);
-    UNSCOPED_INFO(ran.output);
-    return ran;
-}
 
-jobs::Value read_report(const std::filesystem::path& path) {
-    auto value = jobs::parse_json(tests::read_file(path));
-    REQUIRE(value.has_value());
-    return *value;
-}
 
 const jobs::Value& at(const jobs::Value& value, std::initializer_list<std::string_view> keys) {
     const jobs::Value* current = &value;
@@ -86,9 +70,9 @@ jobs:
     steps:
       - run: exit 1
 )");
-    auto ran = run_in(dir, {"--report", (dir / "report.json").string()});
+    auto ran = tests::run_workflows(dir, {"--report", (dir / "report.json").string()});
     REQUIRE(ran.exit_code == 0);
-    auto report = read_report(dir / "report.json");
+    auto report = tests::read_report(dir / "report.json");
     CHECK(text(report, "event") == "push");
     CHECK(text(report, "exit_code") == "0");
     const auto& first = job_at(report, 0, 0);
@@ -127,22 +111,22 @@ jobs:
     steps:
       - run: test "${{ needs.after.result }}" = skipped
 )");
-    auto ran = run_in(dir, {"--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"--report", "r.json"});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("job 'fail' failed") != std::string::npos);
     CHECK(ran.output.find("should not run") == std::string::npos);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     CHECK(text(step_at(job_at(report, 0, 0), 0), "exit_code") == "4");
     CHECK(text(job_at(report, 0, 1), "conclusion") == "skipped");
     CHECK(text(job_at(report, 0, 2), "conclusion") == "success");
 
     tests::write_file(dir / "bad/bad.yml", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        uses: ./b\n");
-    auto bad = run_in(dir, {"-W", "bad"});
+    auto bad = tests::run_workflows(dir, {"-W", "bad"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("bad/bad.yml:6:9: job 'a' step 1 has both 'run' and 'uses'") != std::string::npos);
-    CHECK(run_in(dir, {"--matrix", "nocolon"}).exit_code == 2);
-    CHECK(run_in(dir, {"-W", "missing"}).exit_code == 2);
-    CHECK(run_in(dir, {"-j", "nosuchjob"}).exit_code == 2);
+    CHECK(tests::run_workflows(dir, {"--matrix", "nocolon"}).exit_code == 2);
+    CHECK(tests::run_workflows(dir, {"-W", "missing"}).exit_code == 2);
+    CHECK(tests::run_workflows(dir, {"-j", "nosuchjob"}).exit_code == 2);
 }
 
 TEST_CASE("matrix legs, strategy context, max-parallel and --matrix") {
@@ -165,15 +149,15 @@ jobs:
     steps:
       - run: echo "${{ matrix.os }}-${{ matrix.n }}-${{ matrix.extra }} ${{ strategy.job-index }}/${{ strategy.job-total }}"
 )");
-    auto ran = run_in(dir, {"-W", "w", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
     REQUIRE(ran.exit_code == 0);
     CHECK(ran.output.find("a-1-x 0/3") != std::string::npos);
     CHECK(ran.output.find("a-2-x 1/3") != std::string::npos);
     CHECK(ran.output.find("b-1- 2/3") != std::string::npos);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     CHECK(at(report, {"workflows"}).as_array()[0].get("jobs")->as_array().size() == 3);
     CHECK(text(job_at(report, 0, 0), "name") == "m (a, 1, x)");
-    auto filtered = run_in(dir, {"-W", "w", "--matrix", "os:b"});
+    auto filtered = tests::run_workflows(dir, {"-W", "w", "--matrix", "os:b"});
     CHECK(filtered.exit_code == 0);
     CHECK(filtered.output.find("a-1-x") == std::string::npos);
     CHECK(filtered.output.find("b-1-") != std::string::npos);
@@ -196,7 +180,7 @@ jobs:
           echo "sum: first-line-secret" >> "$GITHUB_STEP_SUMMARY"
           echo "::warning title=t::warn first-line-secret"
 )");
-    auto ran = run_in(dir, {"-W", "w", "--secret-file", ".secrets", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--secret-file", ".secrets", "--report", "r.json"});
     REQUIRE(ran.exit_code == 0);
     CHECK(ran.output.find("first-line-secret") == std::string::npos);
     CHECK(ran.output.find("second-line-secret") == std::string::npos);
@@ -204,7 +188,7 @@ jobs:
     CHECK(ran.output.find("only *** here") != std::string::npos);
     const std::string report = tests::read_file(dir / "r.json");
     CHECK(report.find("line-secret") == std::string::npos);
-    auto parsed = read_report(dir / "r.json");
+    auto parsed = tests::read_report(dir / "r.json");
     const auto& step = step_at(job_at(parsed, 0, 0), 0);
     CHECK(text(step, "summary") == "sum: ***\n");
     CHECK(text(step.get("annotations")->as_array().at(0), "message") == "warn ***");
@@ -229,11 +213,11 @@ jobs:
       - if: always()
         run: echo after-timeout
 )");
-    auto ran = run_in(dir, {"-W", "w", "--var", "COLOR=blue", "--env-file", "env.txt", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--var", "COLOR=blue", "--env-file", "env.txt", "--report", "r.json"});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("My Group") != std::string::npos);
     CHECK(ran.output.find("after-timeout") != std::string::npos);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     const auto& job = job_at(report, 0, 0);
     CHECK(text(step_at(job, 1), "conclusion") == "success");
     CHECK(text(step_at(job, 2), "timed_out") == "true");
@@ -293,9 +277,9 @@ jobs:
           OUTER_ENV: outer
       - uses: ./missing
 )");
-    auto ran = run_in(dir, {"-W", "w", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
     CHECK(ran.exit_code == 1);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     const auto& job = job_at(report, 0, 0);
     CHECK(text(step_at(job, 0), "conclusion") == "success");
     CHECK(text(at(step_at(job, 0), {"outputs"}), "result") == "hello-world!");
@@ -358,13 +342,13 @@ jobs:
   call:
     uses: ./.github/workflows/nope.yml
 )");
-    auto ran = run_in(dir, {"-W", "w", "-s", "KEY=s3cr3t-value", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "-s", "KEY=s3cr3t-value", "--report", "r.json"});
     REQUIRE(ran.exit_code == 0);
     CHECK(ran.output.find("s3cr3t-value") == std::string::npos);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     CHECK(text(job_at(report, 0, 0), "workflow_call") == "./.github/workflows/callee.yml");
     CHECK(job_at(report, 0, 0).get("jobs")->as_array().size() == 1);
-    auto bad = run_in(dir, {"-W", "w2"});
+    auto bad = tests::run_workflows(dir, {"-W", "w2"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("w2/bad-call.yml:4:11: the called workflow './.github/workflows/nope.yml' does not exist") !=
           std::string::npos);
@@ -406,10 +390,10 @@ jobs:
     steps:
       - uses: actions/setup-node@v4
 )");
-    auto ran = run_in(dir, {"-W", "w", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("post saw tester") != std::string::npos);
-    auto report = read_report(dir / "r.json");
+    auto report = tests::read_report(dir / "r.json");
     const auto& job = job_at(report, 0, 0);
     CHECK(text(job, "conclusion") == "success");
     CHECK(text(step_at(job, 0), "conclusion") == "success");
@@ -445,15 +429,15 @@ jobs:
     steps:
       - run: echo c-ran
 )");
-    CHECK(run_in(dir, {"workflow_dispatch", "-W", "w", "--input", "flag=true"}).exit_code == 0);
-    auto listed = run_in(dir, {"workflow_dispatch", "-W", "w", "-l"});
+    CHECK(tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "--input", "flag=true"}).exit_code == 0);
+    auto listed = tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "-l"});
     CHECK(listed.exit_code == 0);
     CHECK(listed.output.find("b ") != std::string::npos);
-    auto selected = run_in(dir, {"workflow_dispatch", "-W", "w", "-j", "b", "--input", "flag=true"});
+    auto selected = tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "-j", "b", "--input", "flag=true"});
     CHECK(selected.exit_code == 0);
     CHECK(selected.output.find("b-ran") != std::string::npos);
     CHECK(selected.output.find("c-ran") == std::string::npos);
-    auto push = run_in(dir, {"push", "-W", "w"});
+    auto push = tests::run_workflows(dir, {"push", "-W", "w"});
     CHECK(push.exit_code == 0);
     CHECK(push.output.find("no workflow runs on 'push'") != std::string::npos);
 }
