@@ -24,13 +24,15 @@ enum class MountKind {
     proc,       // a new procfs for the new pid namespace
     dev,        // a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
     tmpfs,      // a private tmpfs of `size` bytes, mode 1777
+    private_dir,   // dest is a new directory, mode 0700, owned by the sandbox uid (no mount)
+    private_file,  // dest is a new file holding `content`, mode 0644, the sandbox uid's
 };
 
 struct MountEntry {
     MountKind kind = MountKind::ro_bind;
     std::filesystem::path dest;
     std::filesystem::path source;
-    std::string content;  // data only
+    std::string content;  // data and private_file only
     int priority = 0;     // same depth: lower first (a later mount covers an earlier one)
     std::uint64_t size = 0;  // tmpfs only
 };

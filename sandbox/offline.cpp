@@ -147,24 +147,31 @@ Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offl
         }
     }
     if (offline == OfflineEnv::off) return {};
+    for (const auto& file : offline_config_files(scratch, cache)) {
+        if (auto ok = write_text(file.path, file.content); !ok) return ok;
+    }
+    return {};
+}
+
+std::vector<ScratchFile> offline_config_files(const ScratchLayout& scratch,
+                                              const std::optional<std::filesystem::path>& cache) {
     // Maven and Gradle have no environment switch that every version honours: configure them.
-    std::string repository = (scratch.home / ".m2/repository").string();
-    if (auto ok = write_text(scratch.home / ".m2/settings.xml",
-                             "<settings>\n  <offline>true</offline>\n  <localRepository>" +
-                                 repository + "</localRepository>\n</settings>\n");
-        !ok)
-        return ok;
-    if (auto ok = write_text(scratch.home / ".gradle/init.d/sandgate-offline.gradle",
-                             "gradle.startParameter.offline = true\n");
-        !ok)
-        return ok;
+    std::vector<ScratchFile> files;
+    const std::string repository = (scratch.home / ".m2/repository").string();
+    files.push_back({scratch.home / ".m2/settings.xml",
+                     "<settings>\n  <offline>true</offline>\n  <localRepository>" + repository +
+                         "</localRepository>\n</settings>\n"});
+    files.push_back({scratch.home / ".gradle/init.d/sandgate-offline.gradle",
+                     "gradle.startParameter.offline = true\n"});
+    std::error_code ec;
     std::string feed = cache ? (*cache / "nuget/packages").string() : std::string();
     std::string sources = "<clear />";
     if (!feed.empty() && std::filesystem::is_directory(feed, ec))
         sources += "<add key=\"sandgate-cache\" value=\"" + feed + "\" />";
-    return write_text(scratch.home / ".nuget/NuGet/NuGet.Config",
-                      "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<configuration>\n"
-                      "  <packageSources>" + sources + "</packageSources>\n</configuration>\n");
+    files.push_back({scratch.home / ".nuget/NuGet/NuGet.Config",
+                     "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<configuration>\n"
+                     "  <packageSources>" + sources + "</packageSources>\n</configuration>\n"});
+    return files;
 }
 
 }  // namespace sandbox

@@ -19,6 +19,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
@@ -53,5 +55,15 @@ Environment wrapped_environment(const Environment& base, const ScratchLayout& sc
 // when `offline` is on.
 Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offline,
                                    const std::optional<std::filesystem::path>& cache);
+
+// The offline configuration files (maven settings.xml, gradle init script, NuGet.Config) with
+// their paths below scratch.home: what seed_toolchain_home writes on the host, and what the
+// wrap creates inside its own tmpfs when the scratch lives there.
+struct ScratchFile {
+    std::filesystem::path path;
+    std::string content;
+};
+std::vector<ScratchFile> offline_config_files(const ScratchLayout& scratch,
+                                              const std::optional<std::filesystem::path>& cache);
 
 }  // namespace sandbox

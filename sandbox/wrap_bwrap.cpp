@@ -63,10 +63,21 @@ Expected<Fd> memfd_with(std::string_view name, std::string_view content) {
     return fd;
 }
 
+// Where the run's scratch (HOME, TMPDIR, XDG_*, toolchain homes) lives:
+// - kept: `--scratch DIR`, on the host, bound, left in place;
+// - host: a per-run temp root on the host, bound and removed afterwards (only with
+//   --toolchain-cache, whose seeding copies from the cache on the host side);
+// - in_wrap: directories in the wrap's private size-limited /tmp tmpfs, made by bwrap itself:
+//   nothing to create on the host, and gone with the mount namespace (no removal pass).
+enum class ScratchPlace { kept, host, in_wrap };
+
 struct Scratch {
     std::filesystem::path root;
-    bool owned = false;
+    ScratchPlace place = ScratchPlace::in_wrap;
 };
+
+// Inside the wrap /tmp is private, so the name only has to stay clear of the binds.
+constexpr const char* k_in_wrap_scratch = "/tmp/sandgate-run";
 
 // Policy binds: a host path at another path inside. System directories are never a
 // destination (a bind there would replace what the wrap keeps read-only).
@@ -97,8 +108,9 @@ Expected<Scratch> make_scratch(const Policy& policy) {
         std::filesystem::create_directories(*policy.scratch, ec);
         auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
-        return Scratch{*checked, false};
+        return Scratch{*checked, ScratchPlace::kept};
     }
+    if (!policy.toolchain_cache) return Scratch{k_in_wrap_scratch, ScratchPlace::in_wrap};
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
@@ -108,18 +120,30 @@ Expected<Scratch> make_scratch(const Policy& policy) {
         ::rmdir(pattern.c_str());
         return std::unexpected(checked.error());
     }
-    return Scratch{*checked, true};
+    return Scratch{*checked, ScratchPlace::host};
+}
+
+// The scratch's directories and offline files as entries the wrap creates in its /tmp tmpfs.
+void add_in_wrap_scratch(const ScratchLayout& layout, OfflineEnv offline,
+                         const std::optional<std::filesystem::path>& cache,
+                         std::vector<MountEntry>& entries) {
+    for (const auto* dir : {&layout.root, &layout.home, &layout.tmp})
+        entries.push_back({MountKind::private_dir, *dir, {}, {}, 1});
+    if (offline == OfflineEnv::off) return;
+    for (auto& file : offline_config_files(layout, cache))
+        entries.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
 }
 
 // The policy's own binds and masks, on top of the system layout.
 Expected<void> add_policy_mounts(const RunRequest& request, const std::filesystem::path& cwd,
-                                 const std::filesystem::path& scratch,
-                                 std::vector<MountEntry>& entries) {
+                                 const Scratch& scratch, std::vector<MountEntry>& entries) {
     const Policy& policy = request.policy;
     if (auto ok = refuse_host_roots(cwd, "--cwd"); !ok) return ok;
-    if (auto ok = refuse_host_roots(scratch, "--scratch"); !ok) return ok;
     entries.push_back({MountKind::bind, cwd, cwd, {}, 2});
-    entries.push_back({MountKind::bind, scratch, scratch, {}, 2});
+    if (scratch.place != ScratchPlace::in_wrap) {
+        if (auto ok = refuse_host_roots(scratch.root, "--scratch"); !ok) return ok;
+        entries.push_back({MountKind::bind, scratch.root, scratch.root, {}, 2});
+    }
     for (const auto& path : policy.read_only) {
         auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
@@ -182,12 +206,15 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
                 args.insert(args.end(), {"--perms", "01777", "--size", std::to_string(entry.size),
                                          "--tmpfs", dest});
                 break;
-            case MountKind::data: {
-                auto fd = memfd_with("sandgate-etc", entry.content);
+            case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
+            case MountKind::data:
+            case MountKind::private_file: {
+                auto fd = memfd_with("sandgate-file", entry.content);
                 if (!fd) return std::unexpected(fd.error());
                 const int number = k_first_data_fd + static_cast<int>(data_fds.size());
                 data_fds.push_back(std::move(*fd));
-                args.insert(args.end(), {"--perms", "0444", "--file", std::to_string(number), dest});
+                const char* mode = entry.kind == MountKind::data ? "0444" : "0644";
+                args.insert(args.end(), {"--perms", mode, "--file", std::to_string(number), dest});
                 break;
             }
         }
@@ -246,8 +273,7 @@ std::vector<std::string> failing_payload(int status, const std::string& name) {
 }
 
 std::string describe(const std::filesystem::path& bwrap, const Policy& policy,
-                     const std::filesystem::path& scratch, bool owned_scratch, bool offline,
-                     const LimitPlan& limits) {
+                     const Scratch& scratch, bool offline, const LimitPlan& limits) {
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
     doc["bwrap"] = bwrap.string();
@@ -255,8 +281,9 @@ std::string describe(const std::filesystem::path& bwrap, const Policy& policy,
     doc["uid"] = k_sandbox_uid;
     doc["seccomp"] = true;
     doc["offline"] = offline;
-    doc["scratch"] = scratch.string();
-    doc["scratch_kept"] = !owned_scratch;
+    doc["scratch"] = scratch.root.string();
+    doc["scratch_kept"] = scratch.place == ScratchPlace::kept;
+    doc["scratch_in"] = scratch.place == ScratchPlace::in_wrap ? "tmpfs" : "host";
     doc["limits"] = limits.describe();
     return doc.dump();
 }
@@ -282,13 +309,15 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     auto scratch = make_scratch(policy);
     if (!scratch) return std::unexpected(scratch.error());
     auto resources = std::make_unique<BwrapResources>();
-    if (scratch->owned) resources->owned_scratch = scratch->root;
+    if (scratch->place == ScratchPlace::host) resources->owned_scratch = scratch->root;
     const ScratchLayout layout = scratch_layout(scratch->root);
-    if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
     const bool offline = offline_enabled(policy);
     const OfflineEnv offline_env = offline ? OfflineEnv::on : OfflineEnv::off;
-    if (auto ok = seed_toolchain_home(layout, offline_env, policy.toolchain_cache); !ok)
-        return std::unexpected(ok.error());
+    if (scratch->place != ScratchPlace::in_wrap) {
+        if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
+        if (auto ok = seed_toolchain_home(layout, offline_env, policy.toolchain_cache); !ok)
+            return std::unexpected(ok.error());
+    }
 
     std::vector<MountEntry> entries =
         system_mounts(k_sandbox_uid, k_sandbox_gid, layout.home,
@@ -296,7 +325,9 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     entries.push_back({MountKind::proc, "/proc", {}, {}, 0});
     entries.push_back({MountKind::dev, "/dev", {}, {}, 0});
     entries.push_back({MountKind::tmpfs, "/tmp", {}, {}, 0, limits->tmp_size});
-    if (auto ok = add_policy_mounts(request, *cwd, scratch->root, entries); !ok)
+    if (scratch->place == ScratchPlace::in_wrap)
+        add_in_wrap_scratch(layout, offline_env, policy.toolchain_cache, entries);
+    if (auto ok = add_policy_mounts(request, *cwd, *scratch, entries); !ok)
         return std::unexpected(ok.error());
     order_mounts(entries);
 
@@ -339,7 +370,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     plan.cgroup2_limits = limits->cgroup2_files;
     resources->limits = std::move(*limit_resources);
     plan.tree_kill = TreeKill::pidns;
-    plan.description_json = describe(*bwrap, policy, scratch->root, scratch->owned, offline, *limits);
+    plan.description_json = describe(*bwrap, policy, *scratch, offline, *limits);
     plan.resources = std::move(resources);
     return plan;
 }

@@ -162,13 +162,42 @@ TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --
     CHECK(tests::read_file(ro / "file") == "x");
 }
 
-TEST_CASE("the per-run scratch is removed after the run; --scratch is kept") {
+TEST_CASE("the per-run scratch is the wrap's own tmpfs: nothing on the host, fresh each run") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
     const auto dir = tests::make_temp_dir("wrap");
+    const std::string script =
+        "test -e $HOME/d && echo stale; mkdir -p $HOME/d $XDG_CACHE_HOME $CARGO_HOME && "
+        "chmod 500 $HOME/d && echo t > $TMPDIR/t && stat -f -c %T $HOME $TMPDIR && "
+        "stat -c %a:%u $HOME/.. $HOME && grep -c offline $HOME/.m2/settings.xml && "
+        "echo changed >> $HOME/.m2/settings.xml && echo $HOME";
+    auto plan = sandbox::plan_wrap(request_in(dir, {"sh", "-c", script}));
+    REQUIRE(plan);
+    CHECK(plan->description_json.find("\"scratch_in\":\"tmpfs\"") != std::string::npos);
+    CHECK(plan->description_json.find("\"scratch_kept\":false") != std::string::npos);
+    const auto options = options_of(*plan);
+    CHECK(std::find(options.begin(), options.end(), "--bind") != options.end());
+    auto first = tests::spawn_plan(*plan);
+    INFO(first.err);
+    CHECK(first.status == 0);
+    CHECK(first.out == "tmpfs\ntmpfs\n700:1000\n700:1000\n1\n/tmp/sandgate-run/home\n");
+    CHECK_FALSE(std::filesystem::exists("/tmp/sandgate-run/home/d"));
+    // The next run starts from an empty scratch: nothing of the first survived it.
+    auto second = run_plan(request_in(dir, {"sh", "-c", script}));
+    CHECK(second.status == 0);
+    CHECK(second.out.find("stale") == std::string::npos);
+}
+
+TEST_CASE("with a toolchain cache the per-run scratch is on the host and removed after; --scratch is kept") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    const auto cache = tests::make_temp_dir("wrap-cache");
     std::filesystem::path home;
     {
-        auto plan = sandbox::plan_wrap(request_in(dir, {"sh", "-c", "mkdir -p $HOME/d && chmod 500 $HOME/d && echo $HOME"}));
+        auto request = request_in(dir, {"sh", "-c", "mkdir -p $HOME/d && chmod 500 $HOME/d && echo $HOME"});
+        request.policy.toolchain_cache = cache;
+        auto plan = sandbox::plan_wrap(request);
         REQUIRE(plan);
+        CHECK(plan->description_json.find("\"scratch_in\":\"host\"") != std::string::npos);
         auto result = tests::spawn_plan(*plan);
         home = result.out.substr(0, result.out.size() - 1);
         CHECK(std::filesystem::exists(home / "d"));
