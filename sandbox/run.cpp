@@ -157,7 +157,7 @@ private:
     void feed_stdin();
     void on_main_exit(RunResult& result);
     void on_clock(Clock::time_point now);
-    int poll_timeout_ms(Clock::time_point now) const;
+    std::optional<Clock::duration> poll_timeout(Clock::time_point now) const;
     bool finished(Clock::time_point now) const;
 
     const RunRequest& m_request;
@@ -174,6 +174,11 @@ private:
     std::optional<Clock::time_point> m_kill_at;
     std::optional<Clock::time_point> m_exited_at;  // main child exited, tree killed
     std::optional<Clock::time_point> m_dead_at;    // whole tree gone
+    // cgroup.events notifications are rate-limited by the kernel (one per ~10 ms per file, so
+    // "populated 0" comes late after a short run, e.g. while bwrap's pid 1 tears its mount
+    // namespace down): after the exit the leaf is re-checked on a short, growing interval too.
+    Clock::duration m_recheck = std::chrono::microseconds(100);
+    Clock::time_point m_recheck_at;
     bool m_timed_out = false;
     bool m_cancelled = false;
 };
@@ -220,12 +225,17 @@ void Session::on_main_exit(RunResult& result) {
     }
     m_in.reset();
     m_exited_at = Clock::now();
+    m_recheck_at = *m_exited_at + m_recheck;
 }
 
 void Session::on_clock(Clock::time_point now) {
     if (m_exited_at) {
         if (!m_dead_at && (m_tree.dead() || now >= *m_exited_at + k_cgroup_empty_deadline))
             m_dead_at = now;
+        if (!m_dead_at && now >= m_recheck_at) {
+            m_recheck = std::min<Clock::duration>(m_recheck * 2, std::chrono::milliseconds(20));
+            m_recheck_at = now + m_recheck;
+        }
         return;
     }
     if (m_deadline && !m_timed_out && !m_cancelled && now >= *m_deadline) {
@@ -244,7 +254,7 @@ void Session::stop_tree(Clock::time_point now) {
     m_kill_at = now + m_request.kill_grace;
 }
 
-int Session::poll_timeout_ms(Clock::time_point now) const {
+std::optional<Clock::duration> Session::poll_timeout(Clock::time_point now) const {
     std::optional<Clock::time_point> next;
     const auto consider = [&](std::optional<Clock::time_point> at) {
         if (at && (!next || *at < *next)) next = at;
@@ -253,13 +263,12 @@ int Session::poll_timeout_ms(Clock::time_point now) const {
         if (!m_timed_out && !m_cancelled) consider(m_deadline);
         consider(m_kill_at);
     } else if (!m_dead_at) {
-        consider(now + std::chrono::milliseconds(20));  // re-check populated (POLLPRI helps)
+        consider(m_recheck_at);  // re-check populated (POLLPRI helps, but late)
     } else {
         consider(*m_dead_at + k_drain_deadline);
     }
-    if (!next) return -1;
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
-    return static_cast<int>(std::clamp<long long>(ms, 0, 60'000));
+    if (!next) return std::nullopt;
+    return std::clamp<Clock::duration>(*next - now, Clock::duration::zero(), std::chrono::seconds(60));
 }
 
 bool Session::finished(Clock::time_point now) const {
@@ -287,7 +296,13 @@ void Session::loop(RunResult& result) {
             events_at = count;
             fds[count++] = {m_tree.cgroup()->events_fd(), POLLPRI, 0};
         }
-        const int ready = ::poll(fds, static_cast<nfds_t>(count), poll_timeout_ms(now));
+        const auto wait = poll_timeout(now);
+        timespec wait_spec{};
+        if (wait) {
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*wait).count();
+            wait_spec = {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+        }
+        const int ready = ::ppoll(fds, static_cast<nfds_t>(count), wait ? &wait_spec : nullptr, nullptr);
         if (ready < 0 && errno != EINTR) break;
         if (ready <= 0) continue;
         if (out_at >= 0 && fds[out_at].revents != 0) read_from(m_out, Stream::out);
