@@ -1,6 +1,7 @@
 // sandgate run: a repository's GitHub Actions workflows, run locally the way nektos/act does,
 // every step through sandbox::run. Exit 0 when every selected job succeeded or was skipped,
-// 1 when one failed, 2 when a workflow or the command line is invalid (nothing ran).
+// 1 when one failed, 2 when a workflow or the command line is invalid (nothing ran), 128+N
+// when SIGINT/SIGTERM/SIGHUP (signal N) cancelled the run.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "agent/commands.hpp"
+#include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
@@ -266,6 +268,11 @@ int run_command(CommandArgs args) {
     // Started by the agent with a job sandbox: every step is an exec request to its broker.
     const auto executor = broker_executor_from_environment();
     jobs::RunServices services{log, masker, workspace, legs, nullptr, executor.get()};
+    // SIGINT/SIGTERM/SIGHUP cancel the run: the steps' trees are stopped, the jobs conclude
+    // cancelled, the report is written, and sandgate exits 128+N.
+    auto interrupts = InterruptGuard::install();
+    if (!interrupts) return invalid(interrupts.error().message);
+    services.cancel = &(*interrupts)->token();
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();
@@ -290,6 +297,10 @@ int run_command(CommandArgs args) {
             std::fprintf(stderr, "sandgate run: %s\n", written.error().message.c_str());
             return k_exit_failed;
         }
+    }
+    if (const auto sig = (*interrupts)->received()) {
+        std::fprintf(stderr, "sandgate run: stopped by signal %d: the running steps were cancelled\n", *sig);
+        return 128 + *sig;
     }
     return report.exit_code;
 }

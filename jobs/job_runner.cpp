@@ -40,7 +40,8 @@ ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalC
 namespace {
 
 constexpr double k_default_job_timeout_minutes = 360;
-constexpr const char* k_cancelled_message = "cancelled: another leg of the matrix failed (fail-fast)";
+constexpr const char* k_fail_fast_message = "cancelled: another leg of the matrix failed (fail-fast)";
+constexpr const char* k_run_cancelled_message = "cancelled: the run was cancelled";
 
 std::optional<double> evaluate_number(const std::optional<YamlNode>& node, const EvalContext& context,
                                       std::string& error) {
@@ -132,6 +133,11 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
 RunStatus JobRun::status(const Scope& scope) const {
     if (m_timed_out || cancelled()) return RunStatus::cancelled;
     return scope.failed ? RunStatus::failure : RunStatus::success;
+}
+
+const char* JobRun::cancel_message() const {
+    const bool whole_run = m_services.cancel != nullptr && m_services.cancel->cancelled();
+    return whole_run ? k_run_cancelled_message : k_fail_fast_message;
 }
 
 std::optional<std::chrono::milliseconds> JobRun::remaining() const {
@@ -405,7 +411,7 @@ JobReport JobRun::run() {
     if (timeout) m_deadline = started + minutes(*timeout);
     if (m_leg.job->steps.empty()) return job_error("the job has no steps");
     if (cancelled()) {
-        m_report.message = k_cancelled_message;
+        m_report.message = cancel_message();
         return finish(Outcome::cancelled);
     }
     std::error_code ec;
@@ -420,7 +426,7 @@ JobReport JobRun::run() {
         return finish(Outcome::failure);
     }
     if (cancelled()) {
-        m_report.message = k_cancelled_message;
+        m_report.message = cancel_message();
         return finish(failed ? Outcome::failure : Outcome::cancelled);
     }
     return finish(failed ? Outcome::failure : Outcome::success);

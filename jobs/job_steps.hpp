@@ -79,6 +79,8 @@ public:
     void log_finish(const StepReport& report);
     std::optional<std::chrono::milliseconds> remaining() const;
     bool cancelled() const { return m_leg.cancel != nullptr && m_leg.cancel->cancelled(); }
+    // Why cancelled() holds: the whole run was cancelled, or the matrix's fail-fast.
+    const char* cancel_message() const;
     StepContext step_context(const std::string& name) const;
     void fail_step(StepReport& report, const std::string& message);
 

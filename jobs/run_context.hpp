@@ -64,6 +64,11 @@ struct RunServices {
     std::counting_semaphore<>& legs;  // bounds job legs running at once
     JobObserver* observer = nullptr;  // optional; not owned
     StepExecutor* executor = nullptr;  // not owned; null: every step through sandbox::run
+    // The whole run's stop (sandgate run's SIGINT/SIGTERM); not owned; may be null. Once it
+    // fires, running steps are stopped as on a timeout, their legs and the jobs not started
+    // yet conclude cancelled, and only steps and jobs whose `if` calls always() or
+    // cancelled() still run (without the token), as actions/runner does on a cancelled run.
+    const sandbox::CancelToken* cancel = nullptr;
 };
 
 // github.* for one job of `workflow`.

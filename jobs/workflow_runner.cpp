@@ -105,6 +105,8 @@ public:
             if (it == m_reports.end()) continue;
             for (auto& leg : it->second) {
                 if (leg.conclusion == Outcome::failure) report.conclusion = Outcome::failure;
+                else if (leg.conclusion == Outcome::cancelled && report.conclusion == Outcome::success)
+                    report.conclusion = Outcome::cancelled;
                 report.jobs.push_back(std::move(leg));
             }
         }
@@ -211,6 +213,7 @@ private:
         RunStatus status = RunStatus::success;
         bool need_skipped = false;
         const Object needs = wait_needs(job, status, need_skipped);
+        if (run_cancelled() && status == RunStatus::success) status = RunStatus::cancelled;
         const EvalContext context = job_context(job, needs, status);
         const std::string condition = job.condition ? job.condition->value : "success()";
         if (need_skipped && !uses_status_function(condition)) {
@@ -219,6 +222,11 @@ private:
         auto run_it = condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
         if (!run_it) {
             return finish(job, {Outcome::failure, {}}, {job_report(job, Outcome::failure, run_it.error().message, AnnotationLevel::error)});
+        }
+        if (!*run_it && run_cancelled()) {
+            // actions/runner concludes the jobs a cancelled run never started as cancelled.
+            return finish(job, {Outcome::cancelled, {}},
+                          {job_report(job, Outcome::cancelled, "cancelled: the run was cancelled", AnnotationLevel::notice)});
         }
         if (!*run_it) {
             m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped, "job " + job.id + " (if: " + condition + ")");
@@ -400,9 +408,14 @@ private:
         bool failed = false;
         // fail-fast: the first failed leg cancels the legs still running (their process
         // trees are stopped through the sandbox) and the ones not started yet. Without an
-        // eventfd (fd limit) only the legs not started yet are cancelled.
-        auto token = sandbox::CancelToken::create();
-        const sandbox::CancelToken* cancel = fail_fast && token ? &*token : nullptr;
+        // eventfd (fd limit) only the legs not started yet are cancelled. The leg's token is
+        // linked to the whole run's, so that either stops the leg's steps.
+        // A job that starts once the run is cancelled (its if called always() or cancelled())
+        // runs without the run's token, as such steps do.
+        const sandbox::CancelToken* run_token = run_cancelled() ? nullptr : m_services.cancel;
+        auto token = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
+        const sandbox::CancelToken* leg_token = fail_fast && token ? &*token : nullptr;
+        const sandbox::CancelToken* cancel = leg_token != nullptr ? leg_token : run_token;
         auto worker = [&] {
             for (;;) {
                 std::size_t index = 0;
@@ -421,7 +434,7 @@ private:
                 std::lock_guard lock(mutex);
                 if (report.conclusion == Outcome::failure) {
                     failed = true;
-                    if (cancel != nullptr) cancel->cancel();
+                    if (leg_token != nullptr) leg_token->cancel();  // never the run's own token
                 }
                 reports[index] = std::move(report);
             }
@@ -447,6 +460,8 @@ private:
                                          : Outcome::skipped;
         finish(job, std::move(outcome), std::move(reports));
     }
+
+    bool run_cancelled() const { return m_services.cancel != nullptr && m_services.cancel->cancelled(); }
 
     const RunSettings& m_settings;
     const RunServices& m_services;

@@ -1,6 +1,7 @@
 #include "sandbox/cancel.hpp"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -12,7 +13,25 @@ namespace sandbox {
 Expected<CancelToken> CancelToken::create() {
     Fd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!fd) return fail(ErrorKind::unavailable, errno_message("eventfd"));
-    return CancelToken(std::move(fd));
+    return CancelToken(std::move(fd), Fd());
+}
+
+Expected<CancelToken> CancelToken::create_linked(const CancelToken& parent) {
+    auto own = create();
+    if (!own) return std::unexpected(own.error());
+    // An epoll fd polls readable while any fd in its set is: level-triggered, and neither
+    // eventfd is ever read, so once either token fires the watch stays readable. The parent's
+    // fd() may itself be an epoll fd (a chain of links); epoll nests.
+    Fd watch(::epoll_create1(EPOLL_CLOEXEC));
+    if (!watch) return fail(ErrorKind::unavailable, errno_message("epoll_create1"));
+    for (const int fd : {own->m_event.get(), parent.fd()}) {
+        epoll_event event{};
+        event.events = EPOLLIN;
+        event.data.fd = fd;
+        if (::epoll_ctl(watch.get(), EPOLL_CTL_ADD, fd, &event) != 0)
+            return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
+    }
+    return CancelToken(std::move(own->m_event), std::move(watch));
 }
 
 void CancelToken::cancel() const noexcept {
@@ -20,12 +39,12 @@ void CancelToken::cancel() const noexcept {
     // (the counter at its maximum) means it is readable already.
     const std::uint64_t one = 1;
     const int saved = errno;  // a signal handler must leave errno as it found it
-    [[maybe_unused]] const ssize_t n = ::write(m_fd.get(), &one, sizeof one);
+    [[maybe_unused]] const ssize_t n = ::write(m_event.get(), &one, sizeof one);
     errno = saved;
 }
 
 bool CancelToken::cancelled() const noexcept {
-    pollfd pfd{m_fd.get(), POLLIN, 0};
+    pollfd pfd{fd(), POLLIN, 0};
     return ::poll(&pfd, 1, 0) == 1;
 }
 

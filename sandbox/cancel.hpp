@@ -5,8 +5,11 @@
 // ends like a timeout (SIGTERM and SIGCONT to the whole tree, SIGKILL after the kill grace)
 // and reports RunErrorKind::cancelled (exit status 130).
 //
-// The token owns its eventfd; it is movable, not copyable, and must outlive the runs that
-// watch it (RunRequest holds a non-owning pointer).
+// A linked token (create_linked) also counts as fired once its parent fires, so one run can
+// watch two scopes through one fd: a matrix job's fail-fast and the whole run's interrupt.
+//
+// The token owns its fds; it is movable, not copyable, and must outlive the runs that watch
+// it (RunRequest holds a non-owning pointer). A parent must outlive its linked tokens.
 
 #include "sandbox/error.hpp"
 #include "sandbox/fd.hpp"
@@ -17,17 +20,22 @@ class CancelToken {
 public:
     // Fails (ErrorKind::unavailable) only when no eventfd can be had (fd limit).
     static Expected<CancelToken> create();
+    // A token fired by its own cancel() or by `parent`'s (parent -> child only: cancelling the
+    // child leaves the parent alone). Its fd() is an epoll fd watching both; fails
+    // (ErrorKind::unavailable) only at the fd limit.
+    static Expected<CancelToken> create_linked(const CancelToken& parent);
 
     // Async-signal-safe and thread-safe; idempotent.
     void cancel() const noexcept;
-    // True once cancel() was called.
+    // True once cancel() was called (on this token or on a parent it is linked to).
     bool cancelled() const noexcept;
     // Readable once cancelled (for poll); never read from by the run.
-    int fd() const noexcept { return m_fd.get(); }
+    int fd() const noexcept { return m_watch ? m_watch.get() : m_event.get(); }
 
 private:
-    explicit CancelToken(Fd fd) : m_fd(std::move(fd)) {}
-    Fd m_fd;
+    CancelToken(Fd event, Fd watch) : m_event(std::move(event)), m_watch(std::move(watch)) {}
+    Fd m_event;  // the eventfd cancel() writes
+    Fd m_watch;  // linked tokens only: an epoll fd over m_event and the parent's fd()
 };
 
 }  // namespace sandbox

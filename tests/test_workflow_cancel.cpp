@@ -1,21 +1,25 @@
 // fail-fast with real processes: when one matrix leg fails, the legs still running are
 // cancelled through the sandbox (their process trees stopped, conclusion `cancelled`), the
 // legs not started yet are cancelled without running, and fail-fast: false lets them finish.
+// A signal to `sandgate run` cancels the whole run the same way.
 // The sleeping leg sleeps 600 s: a cancel that does not work hangs the test (ctest's timeout)
 // rather than passing it.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
+#include <thread>
 
 #include "jobs/value.hpp"
 #include "tests/run_helpers.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
 namespace {
-
-
-
 
 const jobs::Value& leg(const jobs::Value& report, std::size_t index) {
     return report.get("workflows")->as_array().at(0).get("jobs")->as_array().at(index);
@@ -100,4 +104,90 @@ TEST_CASE("fail-fast: false lets the other legs run to their end") {
     CHECK(std::filesystem::exists(dir / "slept"));
     CHECK(std::filesystem::exists(dir / "later-ran"));
     CHECK(tests::read_file(dir / "always-fail") == "status=failure\n");
+}
+
+namespace {
+
+// Job `a` runs a step that would sleep 600 s (its shell carries `marker`), then an always()
+// step; `follow` needs it and runs only if: always(); `plain` needs it with the default if.
+std::string interrupted_workflow(const std::string& marker) {
+    return R"(on: push
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - name: work
+        run: |
+          touch started
+          sh -c 'sleep 600; : )" + marker + R"('
+          touch finished
+      - name: cleanup
+        if: always()
+        run: echo "status=${{ job.status }}" > always-a
+  follow:
+    needs: a
+    if: always()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo "a=${{ needs.a.result }}" > follow-ran
+  plain:
+    needs: a
+    runs-on: ubuntu-latest
+    steps:
+      - run: touch plain-ran
+)";
+}
+
+// Starts `sandgate run` in `dir` (output to dir/out.txt) and returns its pid.
+pid_t start_run(const std::filesystem::path& dir) {
+    const std::string binary = SANDGATE_BINARY;
+    const std::string report = (dir / "r.json").string();
+    const std::string out = (dir / "out.txt").string();
+    const char* sandbox = tests::under_wrap() ? "off" : "bwrap";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0 || ::chdir(dir.c_str()) != 0) ::_exit(99);
+        ::execl(binary.c_str(), binary.c_str(), "run", "--report", report.c_str(), "--sandbox", sandbox,
+                static_cast<char*>(nullptr));
+        ::_exit(98);
+    }
+    return pid;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to sandgate run stops the running step, concludes the run cancelled, exits 143") {
+    auto dir = tests::make_temp_dir("cancel");
+    const std::string marker = tests::unique_marker();
+    tests::write_file(dir / ".github/workflows/w.yml", interrupted_workflow(marker));
+    const pid_t pid = start_run(dir);
+    REQUIRE(pid > 0);
+    // No time limit: if the step never starts, the test hangs (ctest's timeout) rather than pass.
+    while (!std::filesystem::exists(dir / "started") || tests::processes_with(marker).empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(::kill(pid, SIGTERM) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO(tests::read_file(dir / "out.txt"));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    CHECK(tests::processes_with(marker).empty());
+    CHECK_FALSE(std::filesystem::exists(dir / "finished"));
+    auto report = tests::read_report(dir / "r.json");
+    const auto& jobs = report.get("workflows")->as_array().at(0).get("jobs")->as_array();
+    REQUIRE(jobs.size() == 3);
+    CHECK(text(report.get("workflows")->as_array().at(0), "conclusion") == "cancelled");
+    CHECK(text(jobs[0], "conclusion") == "cancelled");
+    CHECK(text(jobs[0], "message") == "cancelled: the run was cancelled");
+    const auto& steps = jobs[0].get("steps")->as_array();
+    REQUIRE(steps.size() == 2);
+    CHECK(text(steps[0], "conclusion") == "cancelled");
+    CHECK(text(steps[1], "conclusion") == "success");
+    CHECK(tests::read_file(dir / "always-a") == "status=cancelled\n");
+    // A job whose if calls always() still runs; one with the default if is cancelled unrun.
+    CHECK(text(jobs[1], "conclusion") == "success");
+    CHECK(tests::read_file(dir / "follow-ran") == "a=cancelled\n");
+    CHECK(text(jobs[2], "conclusion") == "cancelled");
+    CHECK_FALSE(std::filesystem::exists(dir / "plain-ran"));
 }
