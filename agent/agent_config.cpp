@@ -211,7 +211,8 @@ job:
   sandbox: bwrap               # bwrap or off
   network: none                # none or host
   timeout_minutes: 60
-  persistent_sandbox: false    # one sandbox (broker) per job, its steps exec requests (sandgate run; not yet gate)
+  persistent_sandbox: true     # one sandbox (broker) per job, its steps exec requests there;
+                               # false: a fresh wrap per step
   # command: [sandgate, gate]  # the program run per job (default: this sandgate's gate)
 )";
 }

@@ -49,10 +49,9 @@ struct AgentConfig {
     sandbox::NetworkMode network = sandbox::NetworkMode::none;
     std::chrono::minutes job_timeout{60};
     // One persistent sandbox (a broker in one wrap) per job, its steps sent there as exec
-    // requests (see agent/job_executor.hpp); `sandgate run` honours it. Off by default while
-    // `sandgate gate` does not: its worktrees and mirror lie outside the sandbox root. false:
-    // the job command wraps each step itself.
-    bool persistent_sandbox = false;
+    // requests (see agent/job_executor.hpp; `sandgate gate` and `sandgate run` honour it), so
+    // a job pays the wrap's start-up once. false: the job command wraps each step itself.
+    bool persistent_sandbox = true;
     std::filesystem::path source;  // the file this came from
 };
 

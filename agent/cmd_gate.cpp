@@ -7,6 +7,13 @@
 // does not pass); 2 a bad argument or an invalid workflow; 3 the remote does not have the SHA;
 // 4 the remote is unreachable or refused the credentials; 5 the mirror or a worktree could
 // not be made on this machine. The token (SANDGATE_GIT_TOKEN, https only) is never printed.
+//
+// Under the agent with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY and
+// SANDGATE_JOB_WORKSPACE set; agent/job_executor.hpp) the worktrees and the scratch lie in
+// the job's workspace (the sandbox's writable root) and every step is an exec request to the
+// job's broker: no wrap per step, and a refused exec fails the step, never runs on the host.
+// The mirror stays in the state directory, fetched here (outside the sandbox, with the
+// network); the agent binds the mirrors read-only into the sandbox for the alternates.
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -27,6 +34,7 @@
 #include "agent/commands.hpp"
 #include "agent/gate_reporting.hpp"
 #include "agent/interrupts.hpp"
+#include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/git_handles.hpp"
@@ -80,7 +88,10 @@ void add_flags(CLI::App& app, GateFlags& f) {
                "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file).\n"
                "An https token is read from SANDGATE_GIT_TOKEN (never from the command line). With\n"
                "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
-               "cannot take are kept in STATE_DIR/github-journal and never change the exit status.");
+               "cannot take are kept in STATE_DIR/github-journal and never change the exit status.\n"
+               "Under `sandgate agent` with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY,\n"
+               "SANDGATE_JOB_WORKSPACE) the worktrees lie in the job's workspace and every step is an exec\n"
+               "request to the job's broker; a refused exec fails the step (nothing runs on the host).");
 }
 
 int say(int code, const std::string& message) {
@@ -132,9 +143,11 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
 // A directory removed (never following symlinks) when the gate ends.
 class ScopedDir {
 public:
-    sandbox::Expected<std::filesystem::path> create(const std::string& label) {
+    // Under `base`, or $TMPDIR (/tmp) when it is empty.
+    sandbox::Expected<std::filesystem::path> create(const std::string& label, const std::filesystem::path& base) {
         const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-" + label + "-XXXXXX";
+        const std::string parent = !base.empty() ? base.string() : tmp && *tmp ? tmp : "/tmp";
+        std::string pattern = parent + "/sandgate-" + label + "-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr)
             return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
         m_path = pattern;
@@ -155,7 +168,25 @@ struct Gate {
     std::optional<github::Reporter> reporter;  // set with --github-repo
     std::optional<jobs::GitToken> token;
     std::string repository;  // owner/name
+    // Set under the agent: the job's sandbox, and the executor that sends each step there.
+    std::optional<JobSandboxEnvironment> job_sandbox;
+    std::unique_ptr<jobs::StepExecutor> executor;
 };
+
+// Where worktrees are leased: the job's workspace in a job sandbox, else the state directory.
+std::filesystem::path worktree_root(const Gate& gate) {
+    return gate.job_sandbox ? gate.job_sandbox->workspace : gate.state;
+}
+
+// The scratch's parent: inside the job's workspace in a job sandbox (created), else $TMPDIR.
+sandbox::Expected<std::filesystem::path> scratch_parent(const Gate& gate) {
+    if (!gate.job_sandbox) return std::filesystem::path();
+    const auto dir = gate.job_sandbox->workspace / "tmp";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, dir.string() + ": " + ec.message());
+    return dir;
+}
 
 // Why the gate stops before any job runs; `commit`: the commit's own doing (its workflows),
 // which GitHub is told about, not a mistake on the command line.
@@ -268,7 +299,9 @@ void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateRep
 int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Workflow>& workflows,
              const jobs::MirrorCache& cache, jobs::WorktreeArea& area) {
     ScopedDir temp;
-    auto temp_path = temp.create("gate");
+    auto parent = scratch_parent(gate);
+    if (!parent) return say(k_exit_local, parent.error().message);
+    auto temp_path = temp.create("gate", *parent);
     if (!temp_path) return say(k_exit_local, temp_path.error().message);
     settings.temp_root = *temp_path;
     jobs::Masker masker;
@@ -278,7 +311,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     jobs::GitWorkspace workspace(cache, area, jobs::GitSource{gate.flags.repo, gate.flags.sha, settings.repo.ref,
                                                               gate.repository, gate.token});
     std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
-    jobs::RunServices services{log, masker, workspace, legs};
+    jobs::RunServices services{log, masker, workspace, legs, nullptr, gate.executor.get()};
     std::optional<GateReporter> reporting;
     if (gate.reporter) {
         std::vector<const jobs::Workflow*> top_level;
@@ -326,7 +359,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
 
 int run_gate(Gate& gate) {
     const jobs::MirrorCache cache(gate.state);
-    jobs::WorktreeArea area(gate.state);
+    jobs::WorktreeArea area(worktree_root(gate));
     area.reap_stale();
     // The commit, in a worktree of its own, to read the workflows from.
     auto control = area.create("gate");
@@ -375,8 +408,16 @@ int gate_command(CommandArgs args) {
     auto remote = jobs::parse_remote(gate.flags.repo);
     if (!remote) return say(k_exit_invalid, "--repo: " + remote.error().message);
     if (const char* token = std::getenv(k_token_variable); token && *token) gate.token = jobs::GitToken{token};
+    auto job_sandbox = job_sandbox_from_environment(NeedWorkspace::yes);
+    if (!job_sandbox) return say(k_exit_invalid, job_sandbox.error().message);
+    gate.job_sandbox = std::move(*job_sandbox);
     if (auto code = prepare_state(gate)) return *code;
     if (auto code = prepare_reporter(gate)) return *code;
+    if (gate.job_sandbox) {
+        gate.executor = broker_executor(*gate.job_sandbox);
+        std::fprintf(stderr, "sandgate gate: every step runs in the job sandbox %s\n",
+                     gate.job_sandbox->identity.c_str());
+    }
     return run_gate(gate);
 }
 

@@ -203,9 +203,10 @@ private:
     // its TMPDIR, so every path a step is given lies inside it). Its socket and identity go to
     // the job process, whose steps are exec requests there (agent/job_executor.hpp).
     sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
-        const auto workspace = job_workspace(m_config, job.id);
+        auto workspace = job_workspace(m_config, job.id);
         std::error_code ec;
         std::filesystem::create_directories(workspace / "tmp", ec);
+        if (!ec) workspace = std::filesystem::canonical(workspace, ec);
         if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, workspace.string() + ": " + ec.message());
         SandboxIdentity identity{job.spec.key.repository, job.spec.key.sha, job.id,
                                  job.spec.key.attempt,
@@ -214,6 +215,13 @@ private:
         options.policy.mode = m_config.sandbox;
         options.policy.network = m_config.network;
         options.worktree = workspace;
+        // `sandgate gate` checks out in the workspace, its objects read through alternates
+        // from the mirrors it fetches outside (later mirrors show through the live bind).
+        auto mirrors = m_config.state_dir / "mirrors";
+        std::filesystem::create_directories(mirrors, ec);
+        if (!ec) mirrors = std::filesystem::canonical(mirrors, ec);  // the wrap binds physical paths
+        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, mirrors.string() + ": " + ec.message());
+        options.policy.read_only.push_back(mirrors);
         options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) + k_kill_grace * 6;
         options.job = job.id;
         for (const auto& [name, value] : env) options.env_names.push_back(name);

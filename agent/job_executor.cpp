@@ -1,11 +1,13 @@
 #include "agent/job_executor.hpp"
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
 
 #include "sandbox/broker.hpp"
+#include "sandbox/json_convert.hpp"
 
 namespace agent {
 
@@ -27,10 +29,10 @@ void feed(sandbox::OutputObserver* observer, sandbox::Stream stream,
 // The executor with the queue it records into (opened from the environment).
 class OwningExecutor final : public jobs::StepExecutor {
 public:
-    OwningExecutor(std::unique_ptr<JobQueue> queue, std::filesystem::path socket,
-                   std::string identity, std::int64_t job_id)
+    OwningExecutor(std::unique_ptr<JobQueue> queue, const JobSandboxEnvironment& box,
+                   std::int64_t job_id, std::string posture)
         : m_queue(std::move(queue)),
-          m_executor(std::move(socket), std::move(identity), m_queue.get(), job_id) {}
+          m_executor(box.socket, box.identity, m_queue.get(), job_id, std::move(posture)) {}
     sandbox::RunResult run(const sandbox::RunRequest& request) override {
         return m_executor.run(request);
     }
@@ -40,14 +42,46 @@ private:
     BrokerStepExecutor m_executor;
 };
 
+// Refuses every step: the job sandbox environment was incomplete.
+class RefusingExecutor final : public jobs::StepExecutor {
+public:
+    explicit RefusingExecutor(std::string why) : m_why(std::move(why)) {}
+    sandbox::RunResult run(const sandbox::RunRequest&) override { return refused(m_why); }
+
+private:
+    std::string m_why;
+};
+
+std::string variable(const char* name) {
+    const char* value = std::getenv(name);
+    return value == nullptr ? std::string() : std::string(value);
+}
+
+// {"mode":..,"network":..} of the job's recorded sandbox policy ({} when there is none).
+std::string recorded_posture(JobQueue& queue, std::int64_t job_id) {
+    nlohmann::ordered_json posture = nlohmann::ordered_json::object();
+    auto job = queue.get(job_id);
+    if (!job || !*job || (*job)->policy_json.empty()) return posture.dump();
+    simdjson::dom::parser parser;
+    simdjson::dom::element policy;
+    if (parser.parse((*job)->policy_json).get(policy) != simdjson::SUCCESS) return posture.dump();
+    for (const char* key : {"mode", "network"}) {
+        std::string_view value;
+        if (policy[key].get(value) == simdjson::SUCCESS) posture[key] = std::string(value);
+    }
+    return posture.dump();
+}
+
 }  // namespace
 
 BrokerStepExecutor::BrokerStepExecutor(std::filesystem::path socket, std::string identity,
-                                       JobQueue* evidence, std::int64_t job_id)
+                                       JobQueue* evidence, std::int64_t job_id,
+                                       std::string posture)
     : m_socket(std::move(socket)),
       m_identity(std::move(identity)),
       m_evidence(evidence),
-      m_job_id(job_id) {}
+      m_job_id(job_id),
+      m_posture(std::move(posture)) {}
 
 sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     if (request.argv.empty()) return refused("job sandbox: the step has no argv");
@@ -71,6 +105,7 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     auto reply = sandbox::broker_call(m_socket, call);
     nlohmann::ordered_json evidence;
     evidence["identity"] = m_identity;
+    evidence["posture"] = sandbox::to_ordered_json_or_null(m_posture);
     sandbox::RunResult result;
     if (!reply) {
         result = refused("job sandbox broker unreachable: " + reply.error().message);
@@ -100,22 +135,53 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     return result;
 }
 
-std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment() {
-    const char* socket = std::getenv(k_broker_socket_variable);
-    const char* identity = std::getenv(k_broker_identity_variable);
-    if (socket == nullptr || identity == nullptr || *socket == '\0') return nullptr;
+sandbox::Expected<std::optional<JobSandboxEnvironment>> job_sandbox_from_environment(
+    NeedWorkspace need_workspace) {
+    JobSandboxEnvironment box{variable(k_broker_socket_variable),
+                              variable(k_broker_identity_variable),
+                              variable(k_job_workspace_variable)};
+    if (box.socket.empty() && box.identity.empty()) return std::nullopt;
+    auto missing = [](const char* name, const char* why) {
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             std::string(name) + " " + why +
+                                 ": the job sandbox environment is incomplete (nothing runs on the host instead)");
+    };
+    if (box.socket.empty()) return missing(k_broker_socket_variable, "is not set");
+    if (box.identity.empty()) return missing(k_broker_identity_variable, "is not set");
+    if (need_workspace == NeedWorkspace::yes) {
+        std::error_code ec;
+        if (box.workspace.empty()) return missing(k_job_workspace_variable, "is not set");
+        if (!box.workspace.is_absolute() || !std::filesystem::is_directory(box.workspace, ec))
+            return missing(k_job_workspace_variable, "is not an absolute directory");
+        box.workspace = std::filesystem::canonical(box.workspace, ec);
+        if (ec) return missing(k_job_workspace_variable, "cannot be resolved");
+    }
+    return box;
+}
+
+std::unique_ptr<jobs::StepExecutor> broker_executor(const JobSandboxEnvironment& box) {
     std::unique_ptr<JobQueue> queue;
     std::int64_t job_id = 0;
-    const char* state_dir = std::getenv("SANDGATE_STATE_DIR");
-    const char* job = std::getenv("SANDGATE_JOB_ID");
-    if (state_dir != nullptr && job != nullptr) {
-        job_id = std::strtoll(job, nullptr, 10);
-        if (auto opened = open_sqlite_queue(default_queue_path(state_dir)); opened)
+    std::string posture = "{}";
+    const std::string state_dir = variable("SANDGATE_STATE_DIR");
+    const std::string job = variable("SANDGATE_JOB_ID");
+    if (!state_dir.empty() && !job.empty()) {
+        job_id = std::strtoll(job.c_str(), nullptr, 10);
+        if (auto opened = open_sqlite_queue(default_queue_path(state_dir)); opened) {
             queue = std::move(*opened);
-        else
+            posture = recorded_posture(*queue, job_id);
+        } else {
             spdlog::warn("job sandbox evidence: {}", opened.error().message);
+        }
     }
-    return std::make_unique<OwningExecutor>(std::move(queue), socket, identity, job_id);
+    return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, std::move(posture));
+}
+
+std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment() {
+    auto box = job_sandbox_from_environment(NeedWorkspace::no);
+    if (!box) return std::make_unique<RefusingExecutor>(box.error().message);
+    if (!*box) return nullptr;
+    return broker_executor(**box);
 }
 
 }  // namespace agent

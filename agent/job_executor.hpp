@@ -5,16 +5,18 @@
 //
 // The daemon creates the job's sandbox (agent/sandbox_manager.hpp; its root is the job's
 // workspace, SANDGATE_JOB_WORKSPACE, and TMPDIR lies inside it) before it starts the job
-// process, and hands the process SANDGATE_BROKER_SOCKET and SANDGATE_BROKER_IDENTITY; a
-// `sandgate run` (or gate) started with those variables runs its steps here.
+// process, and hands the process SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY and
+// SANDGATE_JOB_WORKSPACE; a `sandgate run` or `sandgate gate` started with those variables
+// runs its steps here (the gate checks its worktrees out inside the workspace).
 //
 // Contract: the request's argv, cwd (inside the sandbox root), env, stdin, timeout and output
 // limit are sent; its policy is not (the sandbox's posture was fixed when it was created and
 // recorded on the job). The output is given to the observer when the step ends (the broker
 // answers once). A refused or unreachable broker is a RunResult whose error is
 // sandbox_unavailable with the refusal named: nothing ever runs on the host instead. When a
-// job queue is given, each exec leaves value-free evidence (identity, exit, duration, byte
-// counts, truncation, skip markers; never argv, env values or stdin) on the job's record.
+// job queue is given, each exec leaves value-free evidence (identity, the sandbox's posture,
+// exit, duration, byte counts, truncation, skip markers; never argv, env values or stdin) on
+// the job's record, as a "step" event.
 
 #include <cstdint>
 #include <filesystem>
@@ -29,12 +31,31 @@ namespace agent {
 
 inline constexpr const char* k_broker_socket_variable = "SANDGATE_BROKER_SOCKET";
 inline constexpr const char* k_broker_identity_variable = "SANDGATE_BROKER_IDENTITY";
+inline constexpr const char* k_job_workspace_variable = "SANDGATE_JOB_WORKSPACE";
+
+// The job sandbox the agent handed this process through the environment.
+struct JobSandboxEnvironment {
+    std::filesystem::path socket;     // the broker's socket
+    std::string identity;             // the sandbox's canonical identity
+    std::filesystem::path workspace;  // the sandbox's writable root (may be empty for `run`)
+};
+
+// nullopt when neither SANDGATE_BROKER_SOCKET nor SANDGATE_BROKER_IDENTITY is set (a run by
+// hand); invalid_input naming the missing variable when only one of them is, or when
+// `need_workspace` and SANDGATE_JOB_WORKSPACE is missing or not an absolute directory: a
+// half-set environment never means "run the steps on the host".
+enum class NeedWorkspace { no, yes };
+sandbox::Expected<std::optional<JobSandboxEnvironment>> job_sandbox_from_environment(
+    NeedWorkspace need_workspace);
 
 class BrokerStepExecutor final : public jobs::StepExecutor {
 public:
     // `evidence`: not owned, may be null; `job_id` names the record it is appended to.
+    // `posture`: the sandbox's wrap as recorded on the job (JSON object text, e.g.
+    // {"mode":"bwrap","network":"none"}); copied into each step's evidence.
     BrokerStepExecutor(std::filesystem::path socket, std::string identity,
-                       JobQueue* evidence = nullptr, std::int64_t job_id = 0);
+                       JobQueue* evidence = nullptr, std::int64_t job_id = 0,
+                       std::string posture = "{}");
     sandbox::RunResult run(const sandbox::RunRequest& request) override;
 
 private:
@@ -42,11 +63,16 @@ private:
     std::string m_identity;
     JobQueue* m_evidence;
     std::int64_t m_job_id;
+    std::string m_posture;
 };
 
-// The executor the daemon asked for through the environment (the two variables above, plus
-// SANDGATE_JOB_ID and SANDGATE_STATE_DIR for the evidence), or null when they are not set.
-// The queue it records into is opened here and owned by the returned object.
+// The executor for `box`, recording into the job queue named by SANDGATE_JOB_ID and
+// SANDGATE_STATE_DIR when set (opened here and owned by the returned object; the posture is
+// read from the job's recorded policy).
+std::unique_ptr<jobs::StepExecutor> broker_executor(const JobSandboxEnvironment& box);
+
+// The executor the daemon asked for through the environment, or null when no job sandbox
+// variable is set. A half-set environment yields an executor that refuses every step.
 std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment();
 
 }  // namespace agent

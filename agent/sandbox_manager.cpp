@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,20 @@ std::string read_small_file(const std::filesystem::path& path) {
     while (fd && (got = ::read(fd.get(), buffer, sizeof(buffer))) > 0 && text.size() < 65536)
         text.append(buffer, static_cast<std::size_t>(got));
     return text;
+}
+
+// A socket path must fit sockaddr_un; a deep state directory (a test's, a nested TMPDIR) does
+// not leave room, so the socket then lives in a private directory of its own under /tmp.
+constexpr std::size_t k_max_socket_path = sizeof(sockaddr_un::sun_path) - 1;
+constexpr std::string_view k_short_socket_prefix = "/tmp/sandgate-sb-";
+
+Expected<std::filesystem::path> socket_dir_for(const std::filesystem::path& box_dir) {
+    auto dir = box_dir / "sock";
+    if ((dir / "broker.sock").native().size() <= k_max_socket_path) return dir;
+    std::string pattern = std::string(k_short_socket_prefix) + "XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)  // mode 0700
+        return fail(ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+    return std::filesystem::path(pattern);
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
@@ -201,7 +216,9 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
 
 Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options) {
     box.dir = m_config.state_dir / "sandboxes" / box.info.id;
-    const auto socket_dir = box.dir / "sock";
+    auto made = socket_dir_for(box.dir);
+    if (!made) return std::unexpected(made.error());
+    const auto socket_dir = *made;
     box.socket = socket_dir / "broker.sock";
     box.info.socket = box.socket;
     box.job = options.job;
@@ -211,7 +228,10 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
         box.info.created_ms +
         std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl).count();
     for (const auto& dir : {box.dir.parent_path(), box.dir, socket_dir})
-        if (auto ok = make_private_dir(dir); !ok) return ok;
+        if (auto ok = make_private_dir(dir); !ok) {
+            remove_socket_dir(box);
+            return ok;
+        }
     if (options.worktree.empty())
         if (auto ok = make_private_dir(box.info.root); !ok) return ok;
 
@@ -238,6 +258,7 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
                 std::to_string(box.info.expires_at_ms), "--root", box.info.root.string()};
     run.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
     run.policy = std::move(policy);
+    run.cwd = box.info.root;  // never the agent's own cwd, which the wrap would bind writable
     run.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl + k_run_grace);
     box.runner = std::thread([&box, run = std::move(run)] {
         auto result = sandbox::run(run);
@@ -249,8 +270,14 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     if (!ready) {
         stop(box);
         remove_tree(box.dir);
+        remove_socket_dir(box);
     }
     return ready;
+}
+
+void SandboxManager::remove_socket_dir(const Sandbox& box) {
+    const auto dir = box.socket.parent_path();
+    if (dir.string().starts_with(k_short_socket_prefix)) remove_tree(dir);
 }
 
 void SandboxManager::write_meta(const Sandbox& box) {
@@ -259,6 +286,7 @@ void SandboxManager::write_meta(const Sandbox& box) {
     meta["identity"] = identity_json(box.info.identity);
     meta["owner_pid"] = ::getpid();
     meta["expires_at_ms"] = box.info.expires_at_ms;
+    meta["socket"] = box.socket.string();
     std::ofstream(box.dir / "meta.json") << meta.dump() << '\n';
 }
 
@@ -426,6 +454,7 @@ Expected<void> SandboxManager::destroy(const std::string& id) {
     }
     stop(*box);
     remove_tree(box->dir);
+    remove_socket_dir(*box);
     Json evidence;
     evidence["sandbox"] = id;
     evidence["destroyed"] = true;
@@ -458,13 +487,19 @@ std::size_t SandboxManager::reap_stale() {
         simdjson::dom::parser parser;
         simdjson::dom::element meta;
         std::int64_t owner = 0;
-        if (parser.load((entry.path() / "meta.json").string()).get(meta) == simdjson::SUCCESS)
+        std::filesystem::path socket = entry.path() / "sock" / "broker.sock";
+        if (parser.load((entry.path() / "meta.json").string()).get(meta) == simdjson::SUCCESS) {
             if (meta["owner_pid"].get(owner) != simdjson::SUCCESS) owner = 0;
+            std::string_view recorded;
+            if (meta["socket"].get(recorded) == simdjson::SUCCESS) socket = recorded;
+        }
         // Another live agent sharing this state directory keeps its sandboxes.
         if (owner != 0 && owner != ::getpid() && process_alive(static_cast<pid_t>(owner)))
             continue;
-        kill_stale_broker(entry.path() / "sock" / "broker.sock");
+        kill_stale_broker(socket);
         remove_tree(entry.path());
+        // A socket directory of its own under /tmp (a deep state directory) goes too.
+        if (socket.parent_path().string().starts_with(k_short_socket_prefix)) remove_tree(socket.parent_path());
         ++reaped;
     }
     return reaped;

@@ -78,7 +78,10 @@ struct StepStats {
 inline constexpr double k_step_buckets[] = {0.01, 0.1, 0.5, 1, 5, 30, 120, 600};
 
 struct ManagerConfig {
-    std::filesystem::path state_dir;        // sandboxes live in state_dir/sandboxes/<id>
+    // Sandboxes live in state_dir/sandboxes/<id>; the broker's socket in <id>/sock, or in a
+    // private /tmp/sandgate-sb-* directory when that path is too long for a unix socket
+    // (recorded in <id>/meta.json, removed with the sandbox and by reap_stale()).
+    std::filesystem::path state_dir;
     std::filesystem::path sandgate_binary;  // the broker; empty: /proc/self/exe
     JobQueue* journal = nullptr;            // not owned; may be null (no records kept)
     std::chrono::milliseconds start_timeout{30000};
@@ -114,6 +117,7 @@ private:
     sandbox::Expected<void> start(Sandbox& box, const SandboxOptions& options);
     sandbox::Expected<void> wait_ready(Sandbox& box);
     void write_meta(const Sandbox& box);
+    static void remove_socket_dir(const Sandbox& box);
     void stop(Sandbox& box);
     static void kill_stale_broker(const std::filesystem::path& socket);
 
