@@ -133,6 +133,10 @@ public:
                 spdlog::info("draining: {} job(s) running, {} s to finish", m_running.size(),
                              m_config.drain.count());
             }
+            // A wake-up (an API call, a poll that cancelled jobs): look for cancels now, not
+            // at the next heartbeat.
+            if (sig == SIGUSR1)
+                for (auto& [id, running] : m_running) running.next_heartbeat = Clock::now();
             if (drain_deadline && Clock::now() >= *drain_deadline)
                 for (auto& [id, running] : m_running)
                     force(running, JobState::cancelled, "cancelled: the agent is shutting down");

@@ -243,7 +243,8 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
         // `sandgate broker` is execv'd into sandgate-full beside the launcher: show it too.
         const auto full = m_config.sandgate_binary.parent_path() / "sandgate-full";
         std::error_code ec;
-        if (std::filesystem::exists(full, ec)) policy.read_only.push_back(full);
+        if (full != m_config.sandgate_binary && std::filesystem::exists(full, ec))
+            policy.read_only.push_back(full);
     }
     box.info.policy_json = policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.

@@ -1,0 +1,135 @@
+#pragma once
+// The agent driven as a real process by the agent tests (tests/test_agent*.cpp): a temp dir
+// with its config and state, the agent started and stopped, its CLI client, and its queue
+// read directly. The job command is a script that waits for a release file (JobCommand::script)
+// or the agent's default, the real `sandgate gate` (JobCommand::gate).
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/job_store.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
+
+namespace tests::agent_fixture {
+
+using namespace std::chrono_literals;
+
+// The job command: marks its start, waits for a release file, prints, exits with the code
+// the release file holds.
+constexpr const char* k_job_script = R"SH(#!/bin/sh
+touch "$MARKS/started-$SANDGATE_JOB_ID"
+while [ ! -e "$MARKS/release" ]; do sleep 0.05; done
+echo "job $SANDGATE_JOB_ID of $SANDGATE_JOB_REPOSITORY at $SANDGATE_JOB_SHA"
+touch "$MARKS/finished-$SANDGATE_JOB_ID"
+exit "$(cat "$MARKS/release")"
+)SH";
+
+struct Process {
+    pid_t pid = -1;
+    ~Process() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+    int wait() {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+};
+
+inline Process spawn(std::vector<std::string> argv, const std::filesystem::path& marks) {
+    Process process;
+    process.pid = ::fork();
+    if (process.pid == 0) {
+        ::setenv("MARKS", marks.c_str(), 1);
+        std::vector<char*> args;
+        for (auto& arg : argv) args.push_back(arg.data());
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    return process;
+}
+
+// The jobs' posture (and their persistent sandbox's). Inside the dogfood wrap a nested bwrap
+// cannot run (the wrap passes --disable-userns and its pid namespace cannot mount a new /proc),
+// so there the broker runs unwrapped inside the outer wrap.
+inline std::string job_sandbox() { return tests::under_wrap() ? "off" : "bwrap"; }
+
+struct Agent {
+    std::filesystem::path dir = tests::make_temp_dir("agent");
+    std::filesystem::path marks = dir / "marks";
+    std::filesystem::path config = dir / "agent.yaml";
+
+    enum class JobCommand { script, gate };
+
+    explicit Agent(std::string extra = "", JobCommand command = JobCommand::script) {
+        std::filesystem::create_directories(marks);
+        // The agent hands jobs a clean environment: the marks directory is written in.
+        std::string script = k_job_script;
+        for (auto at = script.find("$MARKS"); at != std::string::npos; at = script.find("$MARKS"))
+            script.replace(at, 6, marks.string());
+        tests::write_file(dir / "job.sh", script);
+        std::filesystem::permissions(dir / "job.sh", std::filesystem::perms::owner_all);
+        tests::write_file(config, "agent:\n  id: test-agent\n  state_dir: " + (dir / "state").string() +
+                                      "\n  max_jobs: 2\n  lease_seconds: 30\n" + extra + "job:\n" +
+                                      (command == JobCommand::script
+                                           ? "  command: [" + (dir / "job.sh").string() + "]\n"
+                                           : std::string()) +
+                                      "  sandbox: " + job_sandbox() + "\n");
+    }
+    Process start() { return spawn({SANDGATE_BINARY, "agent", "--config", config.string()}, marks); }
+    std::filesystem::path socket() const { return dir / "state" / "agent" / "run" / "api.sock"; }
+    int jobs(std::vector<std::string> args) {
+        args.insert(args.begin(), {SANDGATE_BINARY, "jobs", "--socket", socket().string()});
+        auto process = spawn(std::move(args), marks);
+        return process.wait();
+    }
+    void wait_ready() {
+        while (!std::filesystem::exists(socket()) || jobs({"list"}) != 0)
+            std::this_thread::sleep_for(20ms);
+    }
+    std::unique_ptr<agent::JobQueue> queue() {
+        return std::move(*agent::open_sqlite_queue(agent::default_queue_path(dir / "state")));
+    }
+    std::int64_t submit(const std::string& sha) {
+        REQUIRE(jobs({"submit", "--repo", "octo/repo", "--sha", sha}) == 0);
+        agent::JobFilter filter;
+        filter.sha = sha;
+        return (*queue()->list(filter)).at(0).id;
+    }
+    void wait_file(const std::string& name) {
+        while (!std::filesystem::exists(marks / name)) std::this_thread::sleep_for(20ms);
+    }
+    agent::JobState wait_terminal(std::int64_t id) {
+        auto q = queue();
+        while (true) {
+            auto job = q->get(id);
+            REQUIRE((job && *job));
+            const auto state = (*job)->state;
+            if (agent::is_terminal(state)) return state;
+            std::this_thread::sleep_for(20ms);
+        }
+    }
+};
+
+inline std::string sha(int n) {
+    auto text = std::to_string(n);
+    return std::string(40 - text.size(), 'a') + text;
+}
+
+}  // namespace tests::agent_fixture
