@@ -87,6 +87,7 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     if (request.argv.empty()) return refused("job sandbox: the step has no argv");
     // A cancel before the step starts runs nothing; one that fires mid-step is seen by the
     // agent, which stops the whole job (process group and sandbox).
+    std::lock_guard turn(m_turn);  // after another leg's step, never beside it
     if (request.cancel != nullptr && request.cancel->cancelled()) {
         sandbox::RunResult result;
         result.error = sandbox::RunError{sandbox::RunErrorKind::cancelled, "cancelled before the step started", 0};

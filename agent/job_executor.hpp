@@ -12,8 +12,10 @@
 // Contract: the request's argv, cwd (inside the sandbox root), env, stdin, timeout and output
 // limit are sent; its policy is not (the sandbox's posture was fixed when it was created and
 // recorded on the job). The output is given to the observer when the step ends (the broker
-// answers once). A refused or unreachable broker is a RunResult whose error is
-// sandbox_unavailable with the refusal named: nothing ever runs on the host instead. When a
+// answers once). Steps of parallel legs take turns (the broker runs one command at a time and
+// would refuse the second as busy): a step waits for the one before it to end. A refused or
+// unreachable broker is a RunResult whose error is sandbox_unavailable with the refusal
+// named: nothing ever runs on the host instead. When a
 // job queue is given, each exec leaves value-free evidence (identity, the sandbox's posture,
 // exit, duration, byte counts, truncation, skip markers; never argv, env values or stdin) on
 // the job's record, as a "step" event.
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -64,6 +67,7 @@ private:
     JobQueue* m_evidence;
     std::int64_t m_job_id;
     std::string m_posture;
+    std::mutex m_turn;  // one exec at a time: the broker refuses a concurrent one as busy
 };
 
 // The executor for `box`, recording into the job queue named by SANDGATE_JOB_ID and

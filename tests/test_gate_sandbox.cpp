@@ -81,6 +81,24 @@ jobs:
       - run: echo "pidns=$(readlink /proc/self/ns/pid)"
 )YAML";
 
+// Two legs that run at once in the direct path; in a job sandbox their steps take turns.
+const char* k_parallel_workflow = R"YAML(name: parallel
+on: merge_group
+jobs:
+  legs:
+    strategy:
+      matrix:
+        leg: [1, 2, 3]
+    runs-on: ubuntu-latest
+    steps:
+      - run: sleep 0.3 && echo "leg ${{ matrix.leg }} ran"
+      - run: echo "leg ${{ matrix.leg }} again"
+  alone:
+    runs-on: ubuntu-latest
+    steps:
+      - run: sleep 0.3 && echo "alone ran"
+)YAML";
+
 struct Repo {
     fs::path path;
     std::string good, bad;
@@ -91,6 +109,7 @@ Repo make_repo(const fs::path& dir) {
     repo.path = dir / "origin";
     tests::make_repo(repo.path, {{".github/workflows/gate.yml", k_workflow},
                                  {".github/ns/ns.yml", k_namespace_workflow},
+                                 {".github/parallel/parallel.yml", k_parallel_workflow},
                                  {"app.txt", "good\n"}});
     repo.good = tests::commit_file(repo.path, "more.txt", "more\n");
     repo.bad = tests::commit_file(repo.path, "app.txt", "broken\n");
@@ -289,4 +308,19 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
     CHECK(no_workspace.code == 2);
     CHECK_THAT(no_workspace.out, Catch::Contains("SANDGATE_JOB_WORKSPACE is not set"));
     CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("parallel legs of a gate in a job sandbox take turns at the broker, none refused busy") {
+    const auto dir = tests::make_temp_dir("gate-sandbox");
+    const Repo repo = make_repo(dir);
+    JobSandbox job(dir, repo.good);
+    auto run = gate(job.env(job.identity.canonical()), "-W .github/parallel --repo " + repo.path.string() +
+                                                           " --sha " + repo.good + " --state-dir " + job.state.string());
+    INFO(run.out);
+    CHECK(run.code == 0);
+    for (const char* line : {"leg 1 ran", "leg 2 ran", "leg 3 ran", "leg 3 again", "alone ran"})
+        CHECK_THAT(run.out, Catch::Contains(line));
+    const auto steps = job.steps();
+    CHECK(steps.size() == 7);
+    for (const auto& step : steps) CHECK_THAT(step, Catch::Contains("\"exit\":0,"));
 }
