@@ -1,11 +1,11 @@
 #include "sandbox/mounts.hpp"
 
+#include "sandbox/wrap_files.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <span>
-#include <sstream>
 
 #include <algorithm>
 #include <cstdlib>
@@ -137,15 +137,9 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     }
     for (const char* name : k_etc_files) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
-        // Resolved: os-release and localtime are symlinks on Debian.
-        const auto real = std::filesystem::canonical(path, ec);
-        if (ec || !std::filesystem::is_regular_file(real, ec)) continue;
-        if (std::filesystem::file_size(real, ec) > k_max_copied_file || ec) continue;
-        std::ifstream in(real, std::ios::binary);
-        std::ostringstream content;
-        content << in.rdbuf();
-        if (in.bad()) continue;
-        entries.push_back(data_entry(path, content.str()));
+        // Followed: os-release and localtime are symlinks on Debian.
+        if (auto content = cached_file_content(path, k_max_copied_file))
+            entries.push_back(data_entry(path, std::move(*content)));
     }
     for (const char* name : k_etc_dirs) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;

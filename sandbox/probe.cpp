@@ -77,6 +77,21 @@ std::vector<std::vector<std::string>> mountinfo_lines() {
     return lines;
 }
 
+Expected<void> probe_seccomp() {
+    // PR_GET_SECCOMP fails with EINVAL when the kernel has no seccomp at all; actions_avail
+    // lists "errno" only with CONFIG_SECCOMP_FILTER.
+    if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+        return fail(ErrorKind::unavailable,
+                    "this kernel has no seccomp support (CONFIG_SECCOMP_FILTER), so the syscall "
+                    "filter cannot be loaded; use a kernel with seccomp or --sandbox off "
+                    "explicitly");
+    auto actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
+    if (actions && actions->find("errno") == std::string::npos)
+        return fail(ErrorKind::unavailable,
+                    "seccomp cannot return errno here (actions_avail: " + *actions + ")");
+    return {};
+}
+
 }  // namespace
 
 std::optional<std::filesystem::path> find_on_path(std::string_view name,
@@ -123,18 +138,11 @@ Expected<void> check_user_namespaces() {
 }
 
 Expected<void> check_seccomp() {
-    // PR_GET_SECCOMP fails with EINVAL when the kernel has no seccomp at all; actions_avail
-    // lists "errno" only with CONFIG_SECCOMP_FILTER.
-    if (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
-        return fail(ErrorKind::unavailable,
-                    "this kernel has no seccomp support (CONFIG_SECCOMP_FILTER), so the syscall "
-                    "filter cannot be loaded; use a kernel with seccomp or --sandbox off "
-                    "explicitly");
-    auto actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
-    if (actions && actions->find("errno") == std::string::npos)
-        return fail(ErrorKind::unavailable,
-                    "seccomp cannot return errno here (actions_avail: " + *actions + ")");
-    return {};
+    // The kernel's answer does not change while this process lives: asked once.
+    static std::once_flag once;
+    static Expected<void> cached;
+    std::call_once(once, [] { cached = probe_seccomp(); });
+    return cached;
 }
 
 std::optional<std::string> read_small_file(const std::filesystem::path& path) {

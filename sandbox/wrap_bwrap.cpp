@@ -13,6 +13,7 @@
 #include "sandbox/offline.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
+#include "sandbox/wrap_files.hpp"
 
 namespace sandbox {
 namespace {
@@ -209,7 +210,7 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
             case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
             case MountKind::data:
             case MountKind::private_file: {
-                auto fd = memfd_with("sandgate-file", entry.content);
+                auto fd = sealed_content_fd("sandgate-file", entry.content);
                 if (!fd) return std::unexpected(fd.error());
                 const int number = k_first_data_fd + static_cast<int>(data_fds.size());
                 data_fds.push_back(std::move(*fd));

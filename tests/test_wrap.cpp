@@ -88,6 +88,37 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 a
     CHECK(plan->description_json.find("\"mode\":\"bwrap\"") != std::string::npos);
 }
 
+TEST_CASE("the files handed to bwrap are shared sealed memfds, each run reading its own offset") {
+    SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
+    const auto dir = tests::make_temp_dir("wrap");
+    auto first = sandbox::plan_wrap(request_in(dir, {"true"}));
+    auto second = sandbox::plan_wrap(request_in(dir, {"true"}));
+    REQUIRE(first);
+    REQUIRE(second);
+    REQUIRE(first->inherited_fds.size() == second->inherited_fds.size());
+    REQUIRE(first->inherited_fds.size() > 5);
+    const auto read_all = [](int fd) {
+        std::string text;
+        char buffer[4096];
+        for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+        return text;
+    };
+    // fd 3 is the seccomp program, fd 4 the options (per run), 5... the files.
+    for (std::size_t i = 0; i < first->inherited_fds.size(); ++i) {
+        if (i == 1) continue;
+        INFO("fd " << i + 3);
+        const int a = first->inherited_fds[i].get();
+        const int b = second->inherited_fds[i].get();
+        const std::string from_first = read_all(a);
+        CHECK_FALSE(from_first.empty());
+        CHECK(read_all(b) == from_first);  // the first read to EOF did not move the second
+        CHECK(::write(a, "x", 1) == -1);   // read-only, and sealed against every writer
+        CHECK((::fcntl(a, F_GET_SEALS) & F_SEAL_WRITE) != 0);
+    }
+    const auto options = options_of(*first);
+    CHECK(has_sequence(options, {"--file", "5"}));
+}
+
 TEST_CASE("an option-looking payload is a command, never a bwrap option") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
     const auto dir = tests::make_temp_dir("wrap");
