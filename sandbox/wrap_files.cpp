@@ -15,8 +15,9 @@ namespace sandbox {
 namespace {
 
 // Bounds on what one process keeps: beyond them the cache starts over (runs with ever new
-// contents, say a different HOME in each passwd, must not grow it without end).
-constexpr std::size_t k_max_entries = 128;
+// contents, say a different HOME in each passwd, must not grow it without end). A plan needs
+// about 25 distinct files; each entry holds one fd of this process.
+constexpr std::size_t k_max_entries = 48;
 constexpr std::size_t k_max_bytes = 8u << 20;
 
 Expected<Fd> new_sealed_memfd(std::string_view name, std::string_view content) {
