@@ -414,7 +414,9 @@ int gate_command(CommandArgs args) {
     if (auto code = prepare_state(gate)) return *code;
     if (auto code = prepare_reporter(gate)) return *code;
     if (gate.job_sandbox) {
-        gate.executor = broker_executor(*gate.job_sandbox);
+        auto executor = broker_executor(*gate.job_sandbox, &gate.policy);
+        if (!executor) return say(k_exit_invalid, executor.error().message);
+        gate.executor = std::move(*executor);
         std::fprintf(stderr, "sandgate gate: every step runs in the job sandbox %s\n",
                      gate.job_sandbox->identity.c_str());
     }

@@ -57,19 +57,41 @@ std::string variable(const char* name) {
     return value == nullptr ? std::string() : std::string(value);
 }
 
-// {"mode":..,"network":..} of the job's recorded sandbox policy ({} when there is none).
-std::string recorded_posture(JobQueue& queue, std::int64_t job_id) {
-    nlohmann::ordered_json posture = nlohmann::ordered_json::object();
+// The mode and network of the job's recorded sandbox policy (empty when there is none).
+struct Posture {
+    std::string mode, network;
+    std::string json() const {
+        nlohmann::ordered_json out = nlohmann::ordered_json::object();
+        if (!mode.empty()) out["mode"] = mode;
+        if (!network.empty()) out["network"] = network;
+        return out.dump();
+    }
+};
+
+Posture recorded_posture(JobQueue& queue, std::int64_t job_id) {
+    Posture posture;
     auto job = queue.get(job_id);
-    if (!job || !*job || (*job)->policy_json.empty()) return posture.dump();
+    if (!job || !*job || (*job)->policy_json.empty()) return posture;
     simdjson::dom::parser parser;
     simdjson::dom::element policy;
-    if (parser.parse((*job)->policy_json).get(policy) != simdjson::SUCCESS) return posture.dump();
-    for (const char* key : {"mode", "network"}) {
-        std::string_view value;
-        if (policy[key].get(value) == simdjson::SUCCESS) posture[key] = std::string(value);
-    }
-    return posture.dump();
+    if (parser.parse((*job)->policy_json).get(policy) != simdjson::SUCCESS) return posture;
+    std::string_view value;
+    if (policy["mode"].get(value) == simdjson::SUCCESS) posture.mode = value;
+    if (policy["network"].get(value) == simdjson::SUCCESS) posture.network = value;
+    return posture;
+}
+
+// invalid_input when the recorded sandbox is weaker than `asked`.
+sandbox::Expected<void> check_posture(const Posture& recorded, const sandbox::Policy& asked) {
+    const bool unwrapped = recorded.mode == sandbox::to_string(sandbox::SandboxMode::off) &&
+                           asked.mode != sandbox::SandboxMode::off;
+    const bool networked = recorded.network == sandbox::to_string(sandbox::NetworkMode::host) &&
+                           asked.network != sandbox::NetworkMode::host;
+    if (!unwrapped && !networked) return {};
+    return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                         "the job sandbox (mode " + recorded.mode + ", network " + recorded.network +
+                             ") is weaker than asked (--sandbox " + std::string(sandbox::to_string(asked.mode)) +
+                             " --network " + std::string(sandbox::to_string(asked.network)) + "): no step runs");
 }
 
 }  // namespace
@@ -160,10 +182,11 @@ sandbox::Expected<std::optional<JobSandboxEnvironment>> job_sandbox_from_environ
     return box;
 }
 
-std::unique_ptr<jobs::StepExecutor> broker_executor(const JobSandboxEnvironment& box) {
+sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(const JobSandboxEnvironment& box,
+                                                                       const sandbox::Policy* asked) {
     std::unique_ptr<JobQueue> queue;
     std::int64_t job_id = 0;
-    std::string posture = "{}";
+    Posture posture;
     const std::string state_dir = variable("SANDGATE_STATE_DIR");
     const std::string job = variable("SANDGATE_JOB_ID");
     if (!state_dir.empty() && !job.empty()) {
@@ -175,14 +198,16 @@ std::unique_ptr<jobs::StepExecutor> broker_executor(const JobSandboxEnvironment&
             spdlog::warn("job sandbox evidence: {}", opened.error().message);
         }
     }
-    return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, std::move(posture));
+    if (asked != nullptr)
+        if (auto ok = check_posture(posture, *asked); !ok) return std::unexpected(ok.error());
+    return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, posture.json());
 }
 
 std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment() {
     auto box = job_sandbox_from_environment(NeedWorkspace::no);
     if (!box) return std::make_unique<RefusingExecutor>(box.error().message);
     if (!*box) return nullptr;
-    return broker_executor(**box);
+    return std::move(*broker_executor(**box));  // no posture asked: never an error
 }
 
 }  // namespace agent

@@ -72,8 +72,11 @@ private:
 
 // The executor for `box`, recording into the job queue named by SANDGATE_JOB_ID and
 // SANDGATE_STATE_DIR when set (opened here and owned by the returned object; the posture is
-// read from the job's recorded policy).
-std::unique_ptr<jobs::StepExecutor> broker_executor(const JobSandboxEnvironment& box);
+// read from the job's recorded policy). With `asked` (the posture the caller's flags ask
+// for): invalid_input when the recorded sandbox is weaker (unwrapped where a wrap was asked,
+// the host's network where none was), so a step never runs with less isolation than asked.
+sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
+    const JobSandboxEnvironment& box, const sandbox::Policy* asked = nullptr);
 
 // The executor the daemon asked for through the environment, or null when no job sandbox
 // variable is set. A half-set environment yields an executor that refuses every step.

@@ -126,7 +126,9 @@ struct JobSandbox {
     std::unique_ptr<agent::SandboxManager> manager;
     agent::SandboxInfo box;
 
-    JobSandbox(const fs::path& dir, const std::string& sha) : state(dir / "state") {
+    JobSandbox(const fs::path& dir, const std::string& sha,
+               sandbox::NetworkMode network = sandbox::NetworkMode::none)
+        : state(dir / "state") {
         fs::create_directories(state / "mirrors");
         state = fs::canonical(state);
         workspace = state / "agent" / "work" / "1";
@@ -140,6 +142,7 @@ struct JobSandbox {
             agent::ManagerConfig{state, SANDGATE_BINARY, queue.get(), 30s});
         agent::SandboxOptions options;
         options.policy.mode = mode();
+        options.policy.network = network;
         options.policy.read_only.push_back(state / "mirrors");
         options.worktree = workspace;
         options.ttl = 600s;
@@ -307,6 +310,16 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
                              args);
     CHECK(no_workspace.code == 2);
     CHECK_THAT(no_workspace.out, Catch::Contains("SANDGATE_JOB_WORKSPACE is not set"));
+    CHECK_FALSE(fs::exists(marker));
+
+    // A job sandbox weaker than the gate's flags ask for (the host's network where none was
+    // asked) runs nothing.
+    JobSandbox open(dir / "open", sha, sandbox::NetworkMode::host);
+    auto weaker = gate(open.env(open.identity.canonical()), args + " --network none");
+    INFO(weaker.out);
+    CHECK(weaker.code == 2);
+    CHECK_THAT(weaker.out, Catch::Contains("is weaker than asked"));
+    CHECK(open.steps().empty());
     CHECK_FALSE(fs::exists(marker));
 }
 
