@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -85,7 +86,43 @@ std::string read_small_file(int dir_fd, const char* name) {
     return text;
 }
 
+// The pid in a leaf name "sandgate-<pid>-<n>", or 0 when the name is not one of ours.
+pid_t leaf_owner(const std::string& name) {
+    constexpr std::string_view prefix = "sandgate-";
+    if (!name.starts_with(prefix)) return 0;
+    const std::size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos || dash == prefix.size() || dash + 1 == name.size()) return 0;
+    const std::string pid_text = name.substr(prefix.size(), dash - prefix.size());
+    const std::string counter = name.substr(dash + 1);
+    const auto digits = [](const std::string& text) {
+        return text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!digits(pid_text) || !digits(counter)) return 0;
+    return static_cast<pid_t>(std::stol(pid_text));
+}
+
 }  // namespace
+
+int Cgroup::remove_stale(std::chrono::seconds min_age) {
+    auto parent = base();
+    if (!parent) return 0;
+    int removed = 0;
+    std::error_code ec;
+    const auto now = std::chrono::system_clock::now();
+    for (std::filesystem::directory_iterator it(*parent, ec), end; !ec && it != end; it.increment(ec)) {
+        const pid_t owner = leaf_owner(it->path().filename().string());
+        if (owner <= 0 || owner == ::getpid()) continue;
+        // Alive (EPERM: someone else's): not stale. A pid from another pid namespace looks
+        // dead from here, hence the age: a live process's leaf is empty only for moments.
+        if (::kill(owner, 0) == 0 || errno != ESRCH) continue;
+        struct stat st {};
+        if (::stat(it->path().c_str(), &st) != 0) continue;
+        const auto changed = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+        if (now - changed < min_age) continue;
+        if (::rmdir(it->path().c_str()) == 0) ++removed;
+    }
+    return removed;
+}
 
 Expected<std::filesystem::path> Cgroup::base() {
     static const Expected<std::filesystem::path> cached = find_base();
@@ -95,6 +132,8 @@ Expected<std::filesystem::path> Cgroup::base() {
 Expected<Cgroup> Cgroup::create() {
     auto parent = base();
     if (!parent) return std::unexpected(parent.error());
+    static std::once_flag swept;
+    std::call_once(swept, [] { remove_stale(std::chrono::minutes(1)); });
     const std::filesystem::path path =
         *parent / ("sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(++g_counter));
     if (::mkdir(path.c_str(), 0755) != 0)

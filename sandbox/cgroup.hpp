@@ -8,6 +8,7 @@
 // Where that is not writable (an unprivileged user without delegation, inside the wrap),
 // create() fails with ErrorKind::unavailable and run() falls back to the subreaper.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -23,6 +24,12 @@ public:
     static Expected<Cgroup> create();
     // The directory new leaves are created in, or unavailable (cached after the first call).
     static Expected<std::filesystem::path> base();
+    // Removes leaves left behind by sandgate processes that are gone (killed, or ended by a
+    // signal while a run was in flight): sandgate-<pid>-<n> under base() whose pid no longer
+    // exists and which are older than `min_age`. A leaf that still holds processes is refused
+    // by rmdir and stays for a later sweep. Returns how many were removed. create() runs it
+    // once per process.
+    static int remove_stale(std::chrono::seconds min_age);
 
     Cgroup(Cgroup&&) noexcept = default;
     Cgroup& operator=(Cgroup&&) = delete;

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -40,4 +41,41 @@ TEST_CASE("a leaf holds a spawned tree, kills it whole and is removed") {
     CHECK(tests::processes_with(marker).empty());
     { auto gone = std::move(*cgroup); }
     CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("leaves of sandgate processes that are gone are swept; live, young and busy ones stay") {
+    SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
+    auto base = sandbox::Cgroup::base();
+    REQUIRE(base);
+    // A pid that is certainly gone: a child we reaped (reuse within the test is unlikely).
+    const pid_t gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const auto stale = *base / ("sandgate-" + std::to_string(gone) + "-1");
+    const auto busy = *base / ("sandgate-" + std::to_string(gone) + "-2");
+    const auto mine = *base / ("sandgate-" + std::to_string(::getpid()) + "-999");
+    const auto foreign = *base / "sandgate-notapid-1";
+    for (const auto& dir : {stale, busy, mine, foreign}) REQUIRE(std::filesystem::create_directory(dir));
+    // The busy one holds a process.
+    sandbox::Fd busy_dir(::open(busy.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.argv = {"/bin/sleep", "600"};
+    spec.cgroup_fd = busy_dir.get();
+    auto sleeper = sandbox::spawn(spec);
+    REQUIRE(sleeper);
+    CHECK(sandbox::Cgroup::remove_stale(std::chrono::hours(1)) == 0);  // all too young
+    CHECK(std::filesystem::exists(stale));
+    CHECK(sandbox::Cgroup::remove_stale(std::chrono::seconds(0)) >= 1);
+    CHECK_FALSE(std::filesystem::exists(stale));
+    CHECK(std::filesystem::exists(busy));     // rmdir refuses a populated leaf
+    CHECK(std::filesystem::exists(mine));     // this process is alive
+    CHECK(std::filesystem::exists(foreign));  // not a name sandgate makes
+    sleeper->signal(SIGKILL);
+    (void)sleeper->reap();
+    for (int i = 0; i < 1000 && ::rmdir(busy.c_str()) != 0; ++i) ::usleep(10000);
+    CHECK_FALSE(std::filesystem::exists(busy));
+    for (const auto& dir : {mine, foreign}) CHECK(::rmdir(dir.c_str()) == 0);
 }
