@@ -26,6 +26,10 @@ int broker_command(CommandArgs args) {
     app.add_option("--expires-at", config.expires_at_ms, "expiry, ms since the epoch")
         ->required();
     app.add_option("--root", root, "the directory requests' cwd must stay in")->required();
+    bool reap_steps = false;
+    app.add_flag("--reap-steps", reap_steps,
+                 "reap steps' orphans in the broker (only as the first process under a pid "
+                 "namespace's init, as bwrap starts it)");
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& error) {
@@ -34,6 +38,7 @@ int broker_command(CommandArgs args) {
     }
     spdlog::set_level(spdlog::level::info);
     config.root = root;
+    if (reap_steps) config.reaper = sandbox::StepReaper::broker;
     config.base_env = sandbox::current_environment();
     if (auto ok = sandbox::serve_broker(config); !ok) {
         std::fprintf(stderr, "sandgate broker: %s\n", ok.error().message.c_str());

@@ -27,11 +27,14 @@ std::filesystem::path own_directory() {
 }  // namespace
 
 int launcher_main(int argc, char** argv) {
-    if (argc >= 2 && std::string_view(argv[1]) == "exec") {
-        std::string program = "sandgate exec";
+    // The job-sandbox broker runs here too: it lives as long as its job and forks every step,
+    // and a small process starts faster and is cheaper to fork than sandgate-full.
+    const std::string_view name = argc >= 2 ? argv[1] : "";
+    if (name == "exec" || name == "broker") {
+        std::string program = "sandgate " + std::string(name);
         std::vector<char*> args{program.data()};
         for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
-        return exec_command(CommandArgs(args));
+        return name == "exec" ? exec_command(CommandArgs(args)) : broker_command(CommandArgs(args));
     }
     const auto full = own_directory() / k_full_binary_name;
     ::execv(full.c_str(), argv);

@@ -82,7 +82,8 @@ struct ManagerConfig {
     // private /tmp/sandgate-sb-* directory when that path is too long for a unix socket
     // (recorded in <id>/meta.json, removed with the sandbox and by reap_stale()).
     std::filesystem::path state_dir;
-    std::filesystem::path sandgate_binary;  // the broker; empty: /proc/self/exe
+    std::filesystem::path sandgate_binary;  // the broker; empty: the `sandgate` launcher beside
+                                            // /proc/self/exe when there is one, else that
     JobQueue* journal = nullptr;            // not owned; may be null (no records kept)
     std::chrono::milliseconds start_timeout{30000};
 };

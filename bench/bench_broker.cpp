@@ -26,6 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int k_steps = 200;
 constexpr int k_jobs = 100;
+double g_ping_us = 0;   // a broker ping (transport only), measured in broker()
+std::string g_reaper;   // who reaps the steps' orphans, as the broker says
 
 double per_step_us(Clock::time_point start, int count) {
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
@@ -66,9 +68,18 @@ double broker(const std::filesystem::path& dir) {
         std::fprintf(stderr, "sandbox: %s\n", box.error().message.c_str());
         return -1;
     }
+    // The transport alone: a ping is a connection and a JSON round trip, and runs nothing.
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    auto start = Clock::now();
+    for (int i = 0; i < k_steps; ++i)
+        if (!sandbox::broker_call(box->socket, ping)) return -1;
+    g_ping_us = per_step_us(start, k_steps);
+    if (auto status = sandbox::broker_call(box->socket, ping); status && status->status)
+        g_reaper = status->status->reaper;
     sandbox::ExecRequest request;
     request.argv = {"true"};
-    const auto start = Clock::now();
+    start = Clock::now();
     for (int i = 0; i < k_steps; ++i) {
         auto reply = manager.exec(box->id, identity, request);
         if (!reply || reply->refusal) return -1;
@@ -94,11 +105,12 @@ pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox) {
     return pid;
 }
 
-long rss_kib(pid_t pid) {
+// A field of /proc/PID/status in KiB (VmRSS, RssAnon, RssFile); -1 when absent.
+long status_kib(pid_t pid, const std::string& field) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     std::string line;
     while (std::getline(status, line))
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+        if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
     return -1;
 }
 
@@ -114,6 +126,8 @@ int main() {
                 brokered, bwrap);
     std::printf("broker / fork-exec = %.2fx (target <= 1.5x); fresh bwrap / broker = %.2fx\n",
                 brokered / plain, bwrap / brokered);
+    std::printf("of a brokered step: transport (ping round trip) %.0f us; steps reaped by %s\n",
+                g_ping_us, g_reaper.empty() ? "?" : g_reaper.c_str());
     std::fflush(stdout);
 
     for (const bool persistent : {false, true}) {
@@ -121,7 +135,11 @@ int main() {
         const pid_t agent_pid = start_agent(agent_dir, persistent);
         std::this_thread::sleep_for(std::chrono::seconds(1));
         if (!persistent)
-            std::printf("agent idle RSS: %.1f MiB (target < 10 MiB)\n", rss_kib(agent_pid) / 1024.0);
+            std::printf("agent idle RSS: %.1f MiB (target < 10 MiB): anonymous %.1f MiB, "
+                        "file-backed (code and data of the binary and its libraries) %.1f MiB\n",
+                        status_kib(agent_pid, "VmRSS") / 1024.0,
+                        status_kib(agent_pid, "RssAnon") / 1024.0,
+                        status_kib(agent_pid, "RssFile") / 1024.0);
         auto queue = agent::open_sqlite_queue(agent::default_queue_path(agent_dir / "state"));
         const auto start = Clock::now();
         for (int i = 0; i < k_jobs; ++i) {

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "sandbox/unix_socket.hpp"
@@ -60,17 +62,44 @@ Environment merged_env(const Environment& base, const Environment& set) {
     return env;
 }
 
+// One step at a time, on one worker thread that lives as long as the server: the listening
+// thread stays free to refuse a concurrent request as busy, and no thread is made per step.
 class Server {
 public:
-    explicit Server(const BrokerConfig& config) : m_config(config) {}
+    explicit Server(const BrokerConfig& config) : m_config(config) {
+        // The broker is the subreaper of its steps when its namespace dies with it (the first
+        // process under the wrap's init, which exits when we do): every orphan of a step comes
+        // back to it and is swept when the step ends, without a reaper process forked per step.
+        // Elsewhere each step keeps its own reaper, which also kills the tree if we die.
+        if (config.reaper == StepReaper::broker) {
+            if (::getppid() != 1)
+                spdlog::warn("broker {}: not under a pid namespace's init; a reaper per step",
+                             config.identity);
+            else if (auto ok = make_caller_subreaper(); !ok)
+                spdlog::warn("broker {}: {}; a reaper per step", config.identity, ok.error().message);
+            else
+                m_reaper = Reaper::caller;
+        }
+        m_worker = std::thread([this] { work(); });
+    }
     ~Server() {
-        if (m_worker.joinable()) m_worker.join();
+        {
+            std::lock_guard lock(m_mutex);
+            m_quit = true;
+        }
+        m_wake.notify_all();
+        // A step still running is abandoned on shutdown: the process exits next, and with it
+        // the pid namespace and every process of the sandbox.
+        if (m_abandon) m_worker.detach();
+        else m_worker.join();
     }
 
     Expected<void> serve() {
         auto listener = listen_unix(m_config.socket);
         if (!listener) return std::unexpected(listener.error());
-        spdlog::info("broker {}: listening on {}", m_config.identity, m_config.socket.string());
+        spdlog::info("broker {}: listening on {} (steps reaped by {})", m_config.identity,
+                     m_config.socket.string(),
+                     m_reaper == Reaper::caller ? "the broker" : "a reaper per step");
         while (!m_stop) {
             pollfd item{listener->get(), POLLIN, 0};
             const int ready = ::poll(&item, 1, k_poll_interval_ms);
@@ -84,6 +113,11 @@ public:
     }
 
 private:
+    struct Step {
+        Fd connection;
+        RunRequest run;
+    };
+
     void handle(Fd connection) {
         auto peer = peer_credentials(connection.get());
         if (!peer || peer->uid != ::geteuid()) {
@@ -111,6 +145,7 @@ private:
         status.pid = ::getpid();
         std::error_code ec;
         status.pid_namespace = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
+        status.reaper = m_reaper == Reaper::caller ? "broker" : "per_step";
         reply.status = std::move(status);
         (void)write_frame(fd, encode_reply(reply));
     }
@@ -119,10 +154,8 @@ private:
         if (identity != m_config.identity)
             return send_refusal(fd, Refusal::identity, "identity does not match this sandbox");
         m_stop = true;
+        m_abandon = m_busy.load();
         (void)write_frame(fd, encode_reply(BrokerReply{}));
-        // A step still running is abandoned: the process exits next, and with it the pid
-        // namespace and every process of the sandbox.
-        if (m_worker.joinable()) m_worker.detach();
     }
 
     void exec(Fd connection, ExecRequest request) {
@@ -135,7 +168,8 @@ private:
                                         "another command is running in this sandbox");
         auto cwd = resolve_cwd(m_config.root, request.cwd);
         if (!cwd) return send_refusal(connection.get(), Refusal::invalid, cwd.error().message);
-        RunRequest run;
+        Step step{std::move(connection), {}};
+        RunRequest& run = step.run;
         run.argv = request.shell ? shell_argv(*request.shell) : std::move(request.argv);
         run.cwd = *cwd;
         run.env = merged_env(m_config.base_env, request.env);
@@ -145,11 +179,25 @@ private:
         if (request.timeout && *request.timeout < *run.timeout) run.timeout = request.timeout;
         run.output_limit = request.output_limit;
         run.policy.mode = SandboxMode::off;  // already inside the wrap
-        if (m_worker.joinable()) m_worker.join();  // the previous step's thread, done
+        run.reaper = m_reaper;
         m_busy = true;
-        m_worker = std::thread([this, fd = std::move(connection), run = std::move(run)]() mutable {
-            execute(std::move(fd), run);
-        });
+        {
+            std::lock_guard lock(m_mutex);
+            m_step = std::move(step);
+        }
+        m_wake.notify_one();
+    }
+
+    void work() {
+        for (;;) {
+            std::unique_lock lock(m_mutex);
+            m_wake.wait(lock, [&] { return m_quit || m_step; });
+            if (!m_step) return;  // quit with nothing to run
+            Step step = std::move(*m_step);
+            m_step.reset();
+            lock.unlock();
+            execute(std::move(step.connection), step.run);
+        }
     }
 
     void execute(Fd connection, const RunRequest& run) {
@@ -166,9 +214,15 @@ private:
     }
 
     const BrokerConfig& m_config;
+    Reaper m_reaper = Reaper::per_run;
     std::atomic<bool> m_busy{false};
     bool m_stop = false;
-    std::thread m_worker;
+    bool m_abandon = false;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::optional<Step> m_step;  // handed from the listening thread to the worker
+    bool m_quit = false;
+    std::thread m_worker;  // last: started once everything above exists
 };
 
 }  // namespace

@@ -30,12 +30,20 @@
 
 namespace sandbox {
 
+// Who reaps a step's orphans. per_step: a reaper process forked for each step (it also kills
+// the tree if the broker dies). broker: the broker itself, as PR_SET_CHILD_SUBREAPER, which
+// saves a fork per step; only where nothing can outlive the broker: it must be the first
+// process under a pid namespace's init that exits with it (bwrap --unshare-pid); elsewhere
+// (the parent is not pid 1) the broker says so in its log and keeps per_step.
+enum class StepReaper { per_step, broker };
+
 struct BrokerConfig {
     std::filesystem::path socket;
     std::string identity;
     std::int64_t expires_at_ms = 0;  // wall clock, ms since the epoch
     std::filesystem::path root;      // cwd of requests resolves inside it
     Environment base_env;            // the allowlisted environment steps start from
+    StepReaper reaper = StepReaper::per_step;
     // Runs one request; sandbox::run with policy mode off by default. Replaceable for tests.
     std::function<RunResult(const RunRequest&)> runner;
 };

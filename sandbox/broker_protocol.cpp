@@ -180,6 +180,8 @@ Expected<BrokerStatus> parse_status(object obj) {
         return fail(ErrorKind::permanent, "broker reply: malformed status");
     status.identity = std::string(identity);
     status.pid_namespace = std::string(ns);
+    std::string_view reaper;
+    if (obj["reaper"].get(reaper) == simdjson::SUCCESS) status.reaper = std::string(reaper);
     return status;
 }
 
@@ -285,6 +287,7 @@ std::string encode_reply(const BrokerReply& reply) {
         status["expires_at_ms"] = reply.status->expires_at_ms;
         status["pid"] = reply.status->pid;
         status["pid_namespace"] = reply.status->pid_namespace;
+        status["reaper"] = reply.status->reaper;
         json["status"] = std::move(status);
     }
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -54,6 +54,9 @@ struct BrokerStatus {
     std::int64_t expires_at_ms = 0;
     std::int64_t pid = 0;  // the broker's pid in its own namespace
     std::string pid_namespace;  // readlink /proc/self/ns/pid
+    // Who reaps a step's orphans: "broker" (it is their subreaper) or "per_step" (a reaper
+    // process per step); empty from a broker that does not say.
+    std::string reaper;
 };
 
 struct BrokerReply {

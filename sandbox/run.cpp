@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,16 +68,42 @@ std::string describe(std::chrono::milliseconds duration) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
 }
 
+// Reaper::caller, once the main child is reaped: SIGKILLs every descendant of this process
+// and reaps whatever died (__WALL: clone children with another exit signal too). True once no
+// child is left. The kill comes before each wait, so a fork racing the sweep is caught by the
+// next one (the new process is re-parented to us, its killed parent forks no more).
+bool sweep_caller_tree() {
+    const pid_t self = ::getpid();
+    for (;;) {
+        signal_descendants(self, SIGKILL, Resume::no);
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
+        if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
+        return pid < 0 && errno == ECHILD;
+    }
+}
+
+bool caller_is_subreaper() {
+    int flag = 0;
+    return ::prctl(PR_GET_CHILD_SUBREAPER, &flag) == 0 && flag != 0;
+}
+
 // The tree-kill mechanism of one run, behind one interface.
 class Tree {
 public:
-    Tree(TreeKill kind, std::optional<Cgroup> cgroup) : m_kind(kind), m_cgroup(std::move(cgroup)) {}
+    enum class Holder { own, caller };  // caller: Reaper::caller (the subreaper is us)
+    Tree(TreeKill kind, std::optional<Cgroup> cgroup, Holder holder = Holder::own)
+        : m_kind(kind), m_cgroup(std::move(cgroup)), m_holder(holder) {}
     TreeKill kind() const { return m_kind; }
     const std::optional<Cgroup>& cgroup() const { return m_cgroup; }
+    Supervision supervision() const {
+        return m_kind == TreeKill::subreaper && m_holder == Holder::own ? Supervision::subreaper
+                                                                        : Supervision::direct;
+    }
 
     // SIGTERM then SIGCONT to the whole tree (stopped processes must see the TERM).
     void terminate(const Child& child) const {
-        if (m_kind == TreeKill::subreaper) return child.signal(k_reaper_terminate);
+        if (supervision() == Supervision::subreaper) return child.signal(k_reaper_terminate);
         if (m_cgroup) {
             m_cgroup->signal_all(SIGTERM);
             m_cgroup->signal_all(SIGCONT);
@@ -84,24 +112,34 @@ public:
         ::kill(-child.pid(), SIGTERM);  // pid namespace: the wrapper's group and the wrapper
         ::kill(-child.pid(), SIGCONT);
         child.signal(SIGTERM);
+        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGTERM, Resume::yes);
     }
     void kill(const Child& child) const {
-        if (m_kind == TreeKill::subreaper) return child.signal(k_reaper_kill);
+        if (supervision() == Supervision::subreaper) return child.signal(k_reaper_kill);
         if (m_cgroup) return m_cgroup->kill();
         ::kill(-child.pid(), SIGKILL);
         child.signal(SIGKILL);
+        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
     }
     // The main child has exited (not yet reaped, so its pid and group cannot be recycled).
     void after_exit(const Child& child) const {
-        if (m_kind == TreeKill::subreaper) return;  // the reaper already swept the tree
+        if (supervision() == Supervision::subreaper) return;  // the reaper already swept the tree
         if (m_cgroup) return m_cgroup->kill();
         ::kill(-child.pid(), SIGKILL);
+        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
     }
-    bool dead() const { return !m_cgroup || !m_cgroup->populated(); }
+    // After the main child was reaped. With the caller as the subreaper this also kills and
+    // reaps what is left, orphans that a cgroup emptied included (they were re-parented to us
+    // and would stay zombies). Non-blocking; called again until it says so.
+    bool dead() const {
+        if (m_cgroup && m_cgroup->populated()) return false;
+        return m_holder == Holder::caller ? sweep_caller_tree() : true;
+    }
 
 private:
     TreeKill m_kind;
     std::optional<Cgroup> m_cgroup;
+    Holder m_holder;
 };
 
 struct Pipe {
@@ -352,13 +390,17 @@ Expected<Pipe> output_pipe() {
 }
 
 // Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides
-// (a pid namespace), else a per-run subreaper.
+// (a pid namespace), else the caller as the subreaper (Reaper::caller), else a per-run one.
 Tree choose_tree(const RunRequest& request, const WrapPlan* plan) {
+    // Never trusted blindly: without the attribute, orphans would escape to init.
+    const auto holder = request.reaper == Reaper::caller && caller_is_subreaper()
+                            ? Tree::Holder::caller
+                            : Tree::Holder::own;
     if (request.cgroup == CgroupUse::automatic) {
-        if (auto cgroup = Cgroup::create()) return Tree(TreeKill::cgroup, std::move(*cgroup));
+        if (auto cgroup = Cgroup::create()) return Tree(TreeKill::cgroup, std::move(*cgroup), holder);
     }
-    if (plan != nullptr && plan->tree_kill == TreeKill::pidns) return Tree(TreeKill::pidns, {});
-    return Tree(TreeKill::subreaper, {});
+    if (plan != nullptr && plan->tree_kill == TreeKill::pidns) return Tree(TreeKill::pidns, {}, holder);
+    return Tree(TreeKill::subreaper, {}, holder);
 }
 
 // Writes the wrap's cgroup2 limits (pids.max, memory.max) into the run's leaf before anything
@@ -439,8 +481,7 @@ RunResult run(const RunRequest& request) {
         spec.rlimits = plan->rlimits;
     }
     spec.cgroup_fd = tree.cgroup() ? tree.cgroup()->dir_fd() : -1;
-    spec.supervision =
-        tree.kind() == TreeKill::subreaper ? Supervision::subreaper : Supervision::direct;
+    spec.supervision = tree.supervision();
 
     auto child = spawn(spec);
     // The child holds its own copies now; ours must go, or EOF would never come.
@@ -470,6 +511,12 @@ RunResult run(const RunRequest& request) {
     }
     result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return result;
+}
+
+Expected<void> make_caller_subreaper() {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        return fail(ErrorKind::unavailable, errno_message("prctl(PR_SET_CHILD_SUBREAPER)"));
+    return {};
 }
 
 int RunResult::exit_status() const {

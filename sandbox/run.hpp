@@ -39,6 +39,12 @@ enum class Stream { out, err };
 // automatic: a per-run cgroup v2 leaf when a writable cgroup2 is mounted, otherwise a per-run
 // subreaper. never: always the subreaper (for tests, and callers that manage cgroups).
 enum class CgroupUse { automatic, never };
+// Who adopts the command's orphans when no cgroup holds the tree. per_run: a reaper process
+// of the run's own (reaper.hpp), so that concurrent runs in one process stay apart. caller:
+// the calling process made itself PR_SET_CHILD_SUBREAPER (make_caller_subreaper()) and runs
+// one command at a time with no other child (the job-sandbox broker): run() signals the
+// caller's own descendants and reaps every child of it, which spares a fork per run.
+enum class Reaper { per_run, caller };
 
 // NAME=VALUE pairs, in order; names unique.
 using Environment = std::vector<std::pair<std::string, std::string>>;
@@ -102,6 +108,7 @@ struct RunRequest {
     Policy policy;
     OutputObserver* observer = nullptr;  // not owned; may be null
     CgroupUse cgroup = CgroupUse::automatic;
+    Reaper reaper = Reaper::per_run;  // caller: see Reaper; never with concurrent runs
     // Not owned; may be null. When it fires (before or during the run) the tree is stopped as
     // on a timeout and the result's error is RunErrorKind::cancelled; nothing starts once it
     // has fired.
@@ -149,9 +156,15 @@ struct RunResult {
 // in result.error with nothing run, and a timeout is recorded as well (the child was killed).
 // A non-zero exit is an outcome, not an error. Thread-safe: concurrent runs are independent
 // (each has its own cgroup leaf or its own subreaper process; nothing process-wide such as
-// PR_SET_CHILD_SUBREAPER or waitpid(-1) is touched in the calling process). Memory stays
+// PR_SET_CHILD_SUBREAPER or waitpid(-1) is touched in the calling process), except with
+// Reaper::caller, which is for one run at a time in a process of its own. Memory stays
 // bounded (head + tail per stream) whatever the output size.
 RunResult run(const RunRequest& request);
+
+// Makes the calling process the subreaper of everything it starts (PR_SET_CHILD_SUBREAPER),
+// for Reaper::caller. Process-wide and permanent: only for a process that runs one command at
+// a time and has no other children.
+Expected<void> make_caller_subreaper();
 
 // The environment a child gets: the fixed allowlist taken from `host` (PATH, LANG, LC_*,
 // TERM, TZ and the like), then `pass` names copied from `host` when set, then `set` pairs,

@@ -14,7 +14,9 @@
 #include "jobs/step_runner.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker.hpp"
+#include "sandbox/run.hpp"
 #include "sandbox/unix_socket.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -27,7 +29,8 @@ std::int64_t now_ms() { return agent::system_now_ms(); }
 // A `sandgate broker` started directly (no wrap), killed when the test ends.
 class BrokerProcess {
 public:
-    BrokerProcess(const std::filesystem::path& dir, std::string identity, std::int64_t expires)
+    BrokerProcess(const std::filesystem::path& dir, std::string identity, std::int64_t expires,
+                  sandbox::StepReaper reaper = sandbox::StepReaper::per_step)
         : m_socket(dir / "sock" / "broker.sock"), m_identity(std::move(identity)) {
         std::filesystem::create_directories(dir / "sock");
         ::chmod((dir / "sock").c_str(), 0700);
@@ -36,9 +39,10 @@ public:
         const std::string expiry = std::to_string(expires);
         m_pid = ::fork();
         if (m_pid == 0) {
+            const char* reap = reaper == sandbox::StepReaper::broker ? "--reap-steps" : nullptr;
             ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "broker", "--socket", socket.c_str(),
                     "--identity", m_identity.c_str(), "--expires-at", expiry.c_str(), "--root",
-                    root.c_str(), static_cast<char*>(nullptr));
+                    root.c_str(), reap, static_cast<char*>(nullptr));
             ::_exit(127);
         }
         sandbox::BrokerRequest ping;
@@ -120,7 +124,15 @@ TEST_CASE("broker requests are parsed strictly and name the bad field") {
 
 TEST_CASE("the broker runs steps in its root and refuses a foreign identity or a cwd outside") {
     auto dir = tests::make_temp_dir("broker");
-    BrokerProcess broker(dir, "the-job", now_ms() + 600'000);
+    // Asked to reap its steps, but not under a pid namespace's init: a step's orphans could
+    // outlive a killed broker, so each step keeps its own reaper.
+    BrokerProcess broker(dir, "the-job", now_ms() + 600'000, sandbox::StepReaper::broker);
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    auto status = sandbox::broker_call(broker.socket(), ping);
+    REQUIRE(status);
+    REQUIRE(status->status);
+    CHECK(status->status->reaper == "per_step");
     auto request = shell("pwd; echo $GREETING; wc -c");
     request.env = {{"GREETING", "hi"}};
     request.cwd = "sub";
@@ -324,6 +336,82 @@ TEST_CASE("under bwrap, the steps of a job share one set of namespaces") {
         std::filesystem::exists("/tmp/mark") && tests::read_file("/tmp/mark") == "carried\n";
     CHECK_FALSE(leaked);
     REQUIRE(manager.destroy(box->id));
+}
+
+TEST_CASE("under bwrap, the broker reaps its steps itself and no orphan outlives its step") {
+    SKIP_UNDER_WRAP("a nested bwrap cannot start inside the wrap");
+    auto dir = tests::make_temp_dir("manager");
+    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, 60s});
+    auto box = manager.create(identity(), {});  // bwrap, network none
+    REQUIRE(box);
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    auto status = sandbox::broker_call(box->socket, ping);
+    REQUIRE(status);
+    REQUIRE(status->status);
+    CHECK(status->status->reaper == "broker");  // pid 2 under bwrap's init: its own subreaper
+
+    const auto marker = tests::unique_marker();
+    // A daemon (setsid, stdio closed) and a double-forked orphan: both come back to the broker.
+    auto daemons = manager.exec(
+        box->id, identity(),
+        shell("setsid bash -c 'exec -a " + marker + "-a sleep 300' </dev/null >/dev/null 2>&1 & "
+              "( bash -c 'exec -a " + marker + "-b sleep 300' </dev/null >/dev/null 2>&1 & ); "
+              "echo started"));
+    REQUIRE(daemons);
+    REQUIRE(daemons->result);
+    CHECK(daemons->result->exit_code == 0);
+    CHECK(out_of(*daemons) == "started\n");
+    CHECK(tests::processes_with(marker).empty());
+
+    // A step that times out takes its whole tree along.
+    auto slow = shell("bash -c 'exec -a " + marker + "-c sleep 300' & wait");
+    slow.timeout = 1s;
+    auto timed_out = manager.exec(box->id, identity(), slow);
+    REQUIRE(timed_out);
+    REQUIRE(timed_out->result);
+    CHECK(timed_out->result->timed_out);
+    CHECK(tests::processes_with(marker).empty());
+    // ... and the next step runs as usual.
+    auto next = manager.exec(box->id, identity(), shell("echo again"));
+    REQUIRE(next);
+    CHECK(out_of(*next) == "again\n");
+    REQUIRE(manager.destroy(box->id));
+}
+
+TEST_CASE("Reaper::caller: the calling subreaper kills and reaps every orphan of a run") {
+    // In a process of its own: the subreaper attribute is process-wide and permanent.
+    const auto marker = tests::unique_marker();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        if (!sandbox::make_caller_subreaper()) ::_exit(10);
+        sandbox::RunRequest request;
+        request.argv = {"bash", "-c",
+                        "setsid bash -c 'exec -a " + marker +
+                            " sleep 300' </dev/null >/dev/null 2>&1 & echo $!"};
+        request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
+        request.policy.mode = sandbox::SandboxMode::off;
+        request.cgroup = sandbox::CgroupUse::never;
+        request.reaper = sandbox::Reaper::caller;
+        auto result = sandbox::run(request);
+        if (result.exit_code != 0 || result.tree_kill != sandbox::TreeKill::subreaper) ::_exit(11);
+        // Killed and reaped (a zombie would still answer kill 0), and no child is left.
+        const pid_t orphan = static_cast<pid_t>(std::stol(result.out.head));
+        if (::kill(orphan, 0) == 0 || errno != ESRCH) ::_exit(12);
+        if (::waitpid(-1, nullptr, WNOHANG | __WALL) != -1 || errno != ECHILD) ::_exit(13);
+        request.argv = {"bash", "-c", "bash -c 'exec -a " + marker + " sleep 300' & wait"};
+        request.timeout = 1s;
+        result = sandbox::run(request);
+        if (!result.timed_out) ::_exit(14);
+        if (!tests::processes_with(marker).empty()) ::_exit(15);
+        ::_exit(0);
+    }
+    REQUIRE(pid > 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);  // else the number says which check failed
+    CHECK(tests::processes_with(marker).empty());
 }
 
 TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecutor") {
