@@ -405,6 +405,7 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
         err.message = "sandbox " + id + ": broker unreachable (nothing ran on the host): " + err.message;
         return std::unexpected(err);
     }
+    if (!m_config.journal || !box->job) return reply;  // no record to write the evidence to
     Json evidence;
     evidence["sandbox"] = id;
     evidence["identity"] = identity_json(identity);

@@ -7,12 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/job_store.hpp"
 #include "agent/sandbox_manager.hpp"
@@ -24,7 +26,8 @@ extern char** environ;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int k_steps = 200;
+constexpr int k_steps = 400;
+constexpr int k_rounds = 10;
 constexpr int k_jobs = 100;
 double g_ping_us = 0;   // a broker ping (transport only), measured in broker()
 std::string g_reaper;   // who reaps the steps' orphans, as the broker says
@@ -33,22 +36,27 @@ double per_step_us(Clock::time_point start, int count) {
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
 }
 
-double fork_exec() {
+double fork_exec(int count) {
     const auto start = Clock::now();
-    for (int i = 0; i < k_steps; ++i) {
+    for (int i = 0; i < count; ++i) {
         pid_t pid = 0;
         char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
         if (::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) != 0) return -1;
         ::waitpid(pid, nullptr, 0);
     }
-    return per_step_us(start, k_steps);
+    return per_step_us(start, count);
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
 }
 
 double fresh_bwrap() {
     sandbox::RunRequest request;
     request.argv = {"true"};
     request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
-    const int count = k_steps / 4;
+    const int count = 50;
     const auto start = Clock::now();
     for (int i = 0; i < count; ++i) {
         auto result = sandbox::run(request);
@@ -60,31 +68,46 @@ double fresh_bwrap() {
     return per_step_us(start, count);
 }
 
-double broker(const std::filesystem::path& dir) {
+struct StepFigures {
+    double plain_us = -1;   // fork/exec, median of the rounds
+    double broker_us = -1;  // through the broker, median of the rounds
+    double ratio = -1;      // median of the rounds' broker / fork-exec
+};
+
+// Rounds of plain fork/exec and brokered steps, interleaved, so that a change of the machine's
+// load touches both sides of a ratio alike.
+StepFigures steps(const std::filesystem::path& dir) {
     agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, std::chrono::seconds(30)});
     agent::SandboxIdentity identity{"bench/repo", std::string(40, 'a'), 1, 1, "bench"};
     auto box = manager.create(identity, {});
     if (!box) {
         std::fprintf(stderr, "sandbox: %s\n", box.error().message.c_str());
-        return -1;
+        return {};
     }
     // The transport alone: a ping is a connection and a JSON round trip, and runs nothing.
     sandbox::BrokerRequest ping;
     ping.op = sandbox::BrokerOp::ping;
     auto start = Clock::now();
     for (int i = 0; i < k_steps; ++i)
-        if (!sandbox::broker_call(box->socket, ping)) return -1;
+        if (!sandbox::broker_call(box->socket, ping)) return {};
     g_ping_us = per_step_us(start, k_steps);
     if (auto status = sandbox::broker_call(box->socket, ping); status && status->status)
         g_reaper = status->status->reaper;
     sandbox::ExecRequest request;
     request.argv = {"true"};
-    start = Clock::now();
-    for (int i = 0; i < k_steps; ++i) {
-        auto reply = manager.exec(box->id, identity, request);
-        if (!reply || reply->refusal) return -1;
+    const int per_round = k_steps / k_rounds;
+    std::vector<double> plain, brokered, ratios;
+    for (int round = 0; round < k_rounds; ++round) {
+        plain.push_back(fork_exec(per_round));
+        start = Clock::now();
+        for (int i = 0; i < per_round; ++i) {
+            auto reply = manager.exec(box->id, identity, request);
+            if (!reply || reply->refusal) return {};
+        }
+        brokered.push_back(per_step_us(start, per_round));
+        ratios.push_back(brokered.back() / plain.back());
     }
-    return per_step_us(start, k_steps);
+    return {median(plain), median(brokered), median(ratios)};
 }
 
 pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox) {
@@ -119,13 +142,13 @@ long status_kib(pid_t pid, const std::string& field) {
 int main() {
     char pattern[] = "/tmp/sandgate-bench-broker-XXXXXX";
     const std::filesystem::path dir = ::mkdtemp(pattern);
-    const double plain = fork_exec();
-    const double brokered = broker(dir / "b");
+    const auto figures = steps(dir / "b");
     const double bwrap = fresh_bwrap();
-    std::printf("step `true`: fork/exec %.0f us, broker %.0f us, fresh bwrap %.0f us\n", plain,
-                brokered, bwrap);
+    std::printf("step `true`: fork/exec %.0f us, broker %.0f us (medians of %d interleaved "
+                "rounds), fresh bwrap %.0f us\n",
+                figures.plain_us, figures.broker_us, k_rounds, bwrap);
     std::printf("broker / fork-exec = %.2fx (target <= 1.5x); fresh bwrap / broker = %.2fx\n",
-                brokered / plain, bwrap / brokered);
+                figures.ratio, bwrap / figures.broker_us);
     std::printf("of a brokered step: transport (ping round trip) %.0f us; steps reaped by %s\n",
                 g_ping_us, g_reaper.empty() ? "?" : g_reaper.c_str());
     std::fflush(stdout);

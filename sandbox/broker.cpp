@@ -1,16 +1,17 @@
 #include "sandbox/broker.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "sandbox/cancel.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace sandbox {
@@ -18,7 +19,6 @@ namespace {
 
 constexpr std::chrono::seconds k_request_read_timeout{10};
 constexpr std::chrono::seconds k_reply_margin{30};
-constexpr int k_poll_interval_ms = 500;
 
 std::int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -62,8 +62,9 @@ Environment merged_env(const Environment& base, const Environment& set) {
     return env;
 }
 
-// One step at a time, on one worker thread that lives as long as the server: the listening
-// thread stays free to refuse a concurrent request as busy, and no thread is made per step.
+// Two threads accept on the listening socket and each runs what it accepted itself: while
+// one runs a step, the other is free to answer a ping or refuse a concurrent exec as busy, and
+// a step needs no hand-over between threads (each one costs a wake-up on a loaded machine).
 class Server {
 public:
     explicit Server(const BrokerConfig& config) : m_config(config) {
@@ -80,43 +81,56 @@ public:
             else
                 m_reaper = Reaper::caller;
         }
-        m_worker = std::thread([this] { work(); });
-    }
-    ~Server() {
-        {
-            std::lock_guard lock(m_mutex);
-            m_quit = true;
-        }
-        m_wake.notify_all();
-        // A step still running is abandoned on shutdown: the process exits next, and with it
-        // the pid namespace and every process of the sandbox.
-        if (m_abandon) m_worker.detach();
-        else m_worker.join();
     }
 
     Expected<void> serve() {
         auto listener = listen_unix(m_config.socket);
         if (!listener) return std::unexpected(listener.error());
+        // Non-blocking: should both threads wake for one connection, the one that loses the
+        // accept goes back to its wait (and sees the shutdown) instead of blocking in accept.
+        ::fcntl(listener->get(), F_SETFL, ::fcntl(listener->get(), F_GETFL) | O_NONBLOCK);
         spdlog::info("broker {}: listening on {} (steps reaped by {})", m_config.identity,
                      m_config.socket.string(),
                      m_reaper == Reaper::caller ? "the broker" : "a reaper per step");
-        while (!m_stop) {
-            pollfd item{listener->get(), POLLIN, 0};
-            const int ready = ::poll(&item, 1, k_poll_interval_ms);
-            if (ready < 0 && errno != EINTR) return fail(ErrorKind::permanent, errno_message("poll"));
-            if (ready <= 0) continue;
-            Fd connection(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
-            if (!connection) continue;
+        auto shutdown = CancelToken::create();
+        if (!shutdown) return std::unexpected(shutdown.error());
+        m_shutdown.emplace(std::move(*shutdown));
+        Expected<void> other_result;
+        std::thread other([&] { other_result = accept_loop(listener->get()); });
+        auto result = accept_loop(listener->get());
+        // On shutdown a running step is cancelled (its tree stopped), so both loops end soon.
+        other.join();
+        return result ? other_result : result;
+    }
+
+private:
+    // Ends once the shutdown token has fired (its fd stays readable: it wakes both threads).
+    // Each thread waits in an epoll of its own with EPOLLEXCLUSIVE on the listener, so that a
+    // connection wakes one of them, not both.
+    Expected<void> accept_loop(int listener) {
+        Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
+        if (!epoll) return fail(ErrorKind::permanent, errno_message("epoll_create1"));
+        epoll_event on_listener{EPOLLIN | EPOLLEXCLUSIVE, {.fd = listener}};
+        epoll_event on_shutdown{EPOLLIN, {.fd = m_shutdown->fd()}};
+        if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, listener, &on_listener) != 0 ||
+            ::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, m_shutdown->fd(), &on_shutdown) != 0) {
+            m_shutdown->cancel();
+            return fail(ErrorKind::permanent, errno_message("epoll_ctl"));
+        }
+        while (!m_shutdown->cancelled()) {
+            epoll_event event{};
+            const int ready = ::epoll_wait(epoll.get(), &event, 1, -1);
+            if (ready < 0 && errno != EINTR) {
+                m_shutdown->cancel();
+                return fail(ErrorKind::permanent, errno_message("epoll_wait"));
+            }
+            if (ready <= 0 || event.data.fd != listener) continue;
+            Fd connection(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+            if (!connection) continue;  // the other thread took it (EAGAIN)
             handle(std::move(connection));
         }
         return {};
     }
-
-private:
-    struct Step {
-        Fd connection;
-        RunRequest run;
-    };
 
     void handle(Fd connection) {
         auto peer = peer_credentials(connection.get());
@@ -153,9 +167,8 @@ private:
     void shutdown(int fd, const std::string& identity) {
         if (identity != m_config.identity)
             return send_refusal(fd, Refusal::identity, "identity does not match this sandbox");
-        m_stop = true;
-        m_abandon = m_busy.load();
         (void)write_frame(fd, encode_reply(BrokerReply{}));
+        m_shutdown->cancel();  // a step still running is stopped, as on a timeout
     }
 
     void exec(Fd connection, ExecRequest request) {
@@ -164,12 +177,17 @@ private:
                                 "identity does not match this sandbox");
         const auto left = m_config.expires_at_ms - now_ms();
         if (left <= 0) return send_refusal(connection.get(), Refusal::expired, "sandbox expired");
-        if (m_busy) return send_refusal(connection.get(), Refusal::busy,
-                                        "another command is running in this sandbox");
+
+        bool idle = false;
+        if (!m_busy.compare_exchange_strong(idle, true))
+            return send_refusal(connection.get(), Refusal::busy,
+                                "another command is running in this sandbox");
         auto cwd = resolve_cwd(m_config.root, request.cwd);
-        if (!cwd) return send_refusal(connection.get(), Refusal::invalid, cwd.error().message);
-        Step step{std::move(connection), {}};
-        RunRequest& run = step.run;
+        if (!cwd) {
+            m_busy = false;
+            return send_refusal(connection.get(), Refusal::invalid, cwd.error().message);
+        }
+        RunRequest run;
         run.argv = request.shell ? shell_argv(*request.shell) : std::move(request.argv);
         run.cwd = *cwd;
         run.env = merged_env(m_config.base_env, request.env);
@@ -180,24 +198,8 @@ private:
         run.output_limit = request.output_limit;
         run.policy.mode = SandboxMode::off;  // already inside the wrap
         run.reaper = m_reaper;
-        m_busy = true;
-        {
-            std::lock_guard lock(m_mutex);
-            m_step = std::move(step);
-        }
-        m_wake.notify_one();
-    }
-
-    void work() {
-        for (;;) {
-            std::unique_lock lock(m_mutex);
-            m_wake.wait(lock, [&] { return m_quit || m_step; });
-            if (!m_step) return;  // quit with nothing to run
-            Step step = std::move(*m_step);
-            m_step.reset();
-            lock.unlock();
-            execute(std::move(step.connection), step.run);
-        }
+        run.cancel = &*m_shutdown;
+        execute(std::move(connection), run);
     }
 
     void execute(Fd connection, const RunRequest& run) {
@@ -215,14 +217,8 @@ private:
 
     const BrokerConfig& m_config;
     Reaper m_reaper = Reaper::per_run;
-    std::atomic<bool> m_busy{false};
-    bool m_stop = false;
-    bool m_abandon = false;
-    std::mutex m_mutex;
-    std::condition_variable m_wake;
-    std::optional<Step> m_step;  // handed from the listening thread to the worker
-    bool m_quit = false;
-    std::thread m_worker;  // last: started once everything above exists
+    std::atomic<bool> m_busy{false};  // a step is running (on one of the two threads)
+    std::optional<CancelToken> m_shutdown;  // fired by a shutdown; watched by steps and loops
 };
 
 }  // namespace

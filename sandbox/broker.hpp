@@ -15,7 +15,10 @@
 // - each step's process tree is gone when its reply is sent (run()'s tree kill): what carries
 //   over between steps is the filesystem (/tmp, the root) and the namespaces, not processes;
 // - stdin_text is never logged nor echoed; logs carry the identity, argv[0], exit and sizes.
-// - returns on `shutdown` (same identity) or when the listening socket fails.
+// - two threads accept: one runs a step while the other answers pings and refuses `busy`;
+// - returns on `shutdown` (same identity) or when the listening socket fails; a step still
+//   running then is stopped as on a timeout (SIGTERM, SIGKILL after the grace) and answered
+//   with RunErrorKind::cancelled.
 
 #include <chrono>
 #include <cstdint>

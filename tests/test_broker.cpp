@@ -53,8 +53,16 @@ public:
         }
     }
     ~BrokerProcess() {
+        if (m_pid < 0) return;
         ::kill(m_pid, SIGKILL);
         ::waitpid(m_pid, nullptr, 0);
+    }
+    // Waits for the broker to exit on its own; its exit status (-1: killed by a signal).
+    int wait_exit() {
+        int status = 0;
+        ::waitpid(m_pid, &status, 0);
+        m_pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
     const std::filesystem::path& socket() const { return m_socket; }
 
@@ -196,6 +204,35 @@ TEST_CASE("the broker refuses a concurrent command and anything after expiry") {
     REQUIRE(reply->refusal);
     CHECK(*reply->refusal == sandbox::Refusal::expired);
     CHECK_FALSE(std::filesystem::exists(dir2 / "ran"));
+}
+
+TEST_CASE("a shutdown stops the step still running, answers it cancelled and ends the broker") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    const auto marker = tests::unique_marker();
+    auto running = std::async(std::launch::async, [&] {
+        return broker.exec(shell("bash -c 'exec -a " + marker + " sleep 300' & wait"));
+    });
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    for (;;) {  // until the step runs (a hang, not a timing assertion)
+        auto status = sandbox::broker_call(broker.socket(), ping);
+        if (status && status->status && status->status->busy) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    sandbox::BrokerRequest shutdown;
+    shutdown.op = sandbox::BrokerOp::shutdown;
+    shutdown.exec.identity = "job";
+    auto stopped = sandbox::broker_call(broker.socket(), shutdown);
+    REQUIRE(stopped);
+    CHECK_FALSE(stopped->refusal);
+    auto reply = running.get();  // would wait out the sleep if the step were not stopped
+    REQUIRE(reply);
+    REQUIRE(reply->result);
+    REQUIRE(reply->result->error);
+    CHECK(reply->result->error->kind == sandbox::RunErrorKind::cancelled);
+    CHECK(tests::processes_with(marker).empty());
+    CHECK(broker.wait_exit() == 0);
 }
 
 TEST_CASE("the broker's socket is owner-only and refuses a shared directory") {
