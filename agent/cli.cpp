@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/commands.hpp"
+#include "sandbox/warnings.hpp"
 
 namespace agent {
 namespace {
@@ -56,6 +57,7 @@ void print_usage(std::FILE* to) {
 int main(int argc, char** argv) {
     spdlog::set_pattern("sandgate: %^%l%$: %v");
     spdlog::set_level(spdlog::level::warn);
+    sandbox::set_warning_sink([](std::string_view message) { spdlog::warn("{}", message); });
     if (argc < 2) {
         print_usage(stderr);
         return k_exit_usage;

@@ -222,10 +222,14 @@ int exec_command(CommandArgs args) {
     LiveOutput live;
     if (!options.json) request->observer = &live;
     const sandbox::RunResult result = sandbox::run(*request);
-    const std::string doc = sandbox::to_json(result).dump(
-        -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    // The document only when someone reads it: rendering a large head and tail costs.
+    std::string doc;
+    if (options.json || !options.result_file.empty())
+        doc = sandbox::to_json(result).dump(-1, ' ', false,
+                                            nlohmann::ordered_json::error_handler_t::replace);
     if (options.json) {
-        std::fprintf(stdout, "%s\n", doc.c_str());
+        std::fwrite(doc.data(), 1, doc.size(), stdout);
+        std::fputc('\n', stdout);
         std::fflush(stdout);
     }
     if (!options.result_file.empty()) {

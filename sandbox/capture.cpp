@@ -5,7 +5,57 @@
 
 namespace sandbox {
 
-MarkerCounter::MarkerCounter(std::string_view marker) : m_marker(marker) {}
+namespace {
+
+// Bytes in roughly decreasing frequency in build output; a byte not listed counts as rarest.
+constexpr std::string_view k_common_bytes =
+    " etaoinsrhldcumfpgwybvkxjqz0123456789\n.,-_/:=()[]'\"ETAOINSRHLDCUMFPGWYBVKXJQZ";
+
+std::size_t rarest_byte(std::string_view marker) {
+    std::size_t best = 0;
+    std::size_t best_rank = 0;
+    for (std::size_t i = 0; i < marker.size(); ++i) {
+        const std::size_t at = k_common_bytes.find(marker[i]);
+        const std::size_t rank = at == std::string_view::npos ? k_common_bytes.size() : at;
+        if (i == 0 || rank > best_rank) {
+            best = i;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+MarkerCounter::MarkerCounter(std::string_view marker)
+    : m_marker(marker), m_anchor(rarest_byte(marker)) {}
+
+// The first marker in [data, data + size). memchr (vectorised in glibc, tens of GiB/s) for
+// the marker's rarest byte, then a compare: far faster than memmem on ordinary output. When
+// that byte turns out to be common in this output, memmem takes over for the rest; every
+// position before it has been ruled out, so no marker is missed either way.
+const char* MarkerCounter::find(const char* data, std::size_t size) const {
+    const std::size_t length = m_marker.size();
+    if (size < length) return nullptr;
+    const char anchor = m_marker[m_anchor];
+    const char* const last_start = data + (size - length);
+    const char* from = data + m_anchor;
+    std::size_t misses = 0;
+    while (from <= last_start + m_anchor) {
+        const auto* hit = static_cast<const char*>(
+            std::memchr(from, anchor, static_cast<std::size_t>(last_start + m_anchor - from) + 1));
+        if (hit == nullptr) return nullptr;
+        const char* start = hit - m_anchor;
+        if (std::memcmp(start, m_marker.data(), length) == 0) return start;
+        from = hit + 1;
+        if (++misses >= 16 && static_cast<std::size_t>(from - data) < misses * 64) {
+            const char* rest = from - m_anchor;
+            return static_cast<const char*>(::memmem(rest, static_cast<std::size_t>(data + size - rest),
+                                                     m_marker.data(), length));
+        }
+    }
+    return nullptr;
+}
 
 void MarkerCounter::feed(std::string_view chunk) {
     if (chunk.empty() || m_marker.empty()) return;
@@ -13,11 +63,11 @@ void MarkerCounter::feed(std::string_view chunk) {
     const char* data = chunk.data();
     // A marker that starts in the carried bytes and ends in this chunk belongs to the line
     // that was current at the end of the previous chunk (a marker holds no newline).
-    if (!m_carry.empty()) {
-        std::string joined = m_carry;
-        joined.append(chunk.substr(0, keep));
-        const std::size_t at = joined.find(m_marker);
-        if (at != std::string::npos && at < m_carry.size() && !m_line_counted) {
+    if (!m_carry.empty() && !m_line_counted) {
+        m_joined.assign(m_carry);
+        m_joined.append(chunk.substr(0, keep));
+        const std::size_t at = m_joined.find(m_marker);
+        if (at != std::string::npos && at < m_carry.size()) {
             ++m_count;
             m_line_counted = true;
         }
@@ -26,10 +76,11 @@ void MarkerCounter::feed(std::string_view chunk) {
     std::size_t known = 0;
     std::size_t from = 0;
     while (from + m_marker.size() <= chunk.size()) {
-        const void* hit = ::memmem(data + from, chunk.size() - from, m_marker.data(), m_marker.size());
+        const char* hit = find(data + from, chunk.size() - from);
         if (hit == nullptr) break;
-        const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
-        if (std::memchr(data + known, '\n', at - known) != nullptr) m_line_counted = false;
+        const std::size_t at = static_cast<std::size_t>(hit - data);
+        if (m_line_counted && std::memchr(data + known, '\n', at - known) != nullptr)
+            m_line_counted = false;
         if (!m_line_counted) {
             ++m_count;
             m_line_counted = true;
@@ -45,7 +96,9 @@ void MarkerCounter::feed(std::string_view chunk) {
         m_line_counted = false;
         from = known;
     }
-    if (known < chunk.size() && ::memrchr(data + known, '\n', chunk.size() - known) != nullptr)
+    // Only a counted line needs to know whether it ended (a scan of the rest of the chunk).
+    if (m_line_counted && known < chunk.size() &&
+        ::memrchr(data + known, '\n', chunk.size() - known) != nullptr)
         m_line_counted = false;
     // Carry the last `keep` bytes of the stream (some may come from the previous carry).
     if (chunk.size() >= keep) {

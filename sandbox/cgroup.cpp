@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
+#include "sandbox/warnings.hpp"
 
 namespace sandbox {
 namespace {
@@ -165,7 +165,7 @@ Cgroup::~Cgroup() {
          ++attempt)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (::access(m_path.c_str(), F_OK) == 0)
-        spdlog::warn("cannot remove the run's cgroup {}", m_path.string());
+        warn("cannot remove the run's cgroup " + m_path.string());
 }
 
 int Cgroup::signal_all(int sig) const {

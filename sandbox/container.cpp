@@ -139,7 +139,7 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
     doc["offline"] = offline == OfflineEnv::on;
     doc["scratch"] = scratch_root.string();
-    plan.description_json = doc.dump();
+    plan.description = std::move(doc);
     plan.resources = std::move(resources);
     return plan;
 }

@@ -1,7 +1,5 @@
 #include "sandbox/result_json.hpp"
 
-#include <simdjson.h>
-
 namespace sandbox {
 namespace {
 
@@ -47,30 +45,6 @@ nlohmann::ordered_json stream_json(const StreamResult& stream) {
     return out;
 }
 
-nlohmann::ordered_json convert(simdjson::dom::element element) {
-    using simdjson::dom::element_type;
-    switch (element.type()) {
-        case element_type::ARRAY: {
-            nlohmann::ordered_json array = nlohmann::ordered_json::array();
-            for (simdjson::dom::element item : element.get_array()) array.push_back(convert(item));
-            return array;
-        }
-        case element_type::OBJECT: {
-            nlohmann::ordered_json object = nlohmann::ordered_json::object();
-            for (auto field : element.get_object())
-                object[std::string(field.key)] = convert(field.value);
-            return object;
-        }
-        case element_type::INT64: return element.get_int64().value();
-        case element_type::UINT64: return element.get_uint64().value();
-        case element_type::DOUBLE: return element.get_double().value();
-        case element_type::STRING: return std::string(element.get_string().value());
-        case element_type::BOOL: return element.get_bool().value();
-        case element_type::NULL_VALUE: return nullptr;
-    }
-    return nullptr;
-}
-
 }  // namespace
 
 std::string valid_utf8(std::string_view text) {
@@ -107,8 +81,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     doc["stderr"] = stream_json(result.err);
     doc["skip_markers"] = result.skip_markers;
     doc["tree_kill"] = to_string(result.tree_kill);
-    auto sandbox = parse_json(result.sandbox_json);
-    doc["sandbox"] = sandbox ? *sandbox : nlohmann::ordered_json{{"mode", "unknown"}};
+    doc["sandbox"] = result.sandbox;
     if (result.error) {
         doc["error"] = {{"kind", to_string(result.error->kind)},
                         {"message", valid_utf8(result.error->message)}};
@@ -116,15 +89,6 @@ nlohmann::ordered_json to_json(const RunResult& result) {
         doc["error"] = nullptr;
     }
     return doc;
-}
-
-Expected<nlohmann::ordered_json> parse_json(std::string_view text) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element element;
-    if (auto error = parser.parse(text.data(), text.size()).get(element))
-        return fail(ErrorKind::invalid_input, std::string("invalid JSON: ") +
-                                                  simdjson::error_message(error));
-    return convert(element);
 }
 
 }  // namespace sandbox

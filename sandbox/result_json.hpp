@@ -21,8 +21,4 @@ nlohmann::ordered_json to_json(const RunResult& result);
 // subpart, as Unicode recommends). Well-formed text comes back unchanged.
 std::string valid_utf8(std::string_view text);
 
-// Parses a JSON document (simdjson) into an ordered_json for embedding; invalid_input when it
-// is not valid JSON.
-Expected<nlohmann::ordered_json> parse_json(std::string_view text);
-
 }  // namespace sandbox

@@ -452,7 +452,10 @@ RunResult run(const RunRequest& request) {
     }
 
     RunResult result;
-    if (plan) result.sandbox_json = plan->description_json;
+    if (plan) {
+        result.sandbox = plan->description;
+        result.sandbox_json = plan->description.dump();
+    }
     Fd stdin_parent;
     auto stdin_child = open_stdin(request, stdin_parent);
     auto out = output_pipe();

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 
@@ -142,7 +144,10 @@ struct RunResult {
     StreamResult err;
     std::uint64_t skip_markers = 0;  // lines containing SKIP-UNDER-WRAP, both streams
     TreeKill tree_kill = TreeKill::subreaper;  // the mechanism that was used
-    std::string sandbox_json = "{\"mode\":\"off\"}";  // the posture, as a JSON object
+    // The posture: {"mode": "off"} or the wrap's description. to_json embeds it as it is (no
+    // JSON parser involved, which keeps simdjson out of the `sandgate` launcher).
+    nlohmann::ordered_json sandbox = nlohmann::ordered_json{{"mode", "off"}};
+    std::string sandbox_json = "{\"mode\":\"off\"}";  // the same posture as text
     std::optional<RunError> error;
 
     // The exit status sandgate exec reports: the child's code; 128+N for signal N; 124 on

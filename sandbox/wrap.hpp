@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
@@ -34,7 +36,7 @@ struct WrapPlan {
     std::vector<Fd> join_cgroups;
     std::vector<std::pair<std::string, std::string>> cgroup2_limits;
     TreeKill tree_kill = TreeKill::pidns;
-    std::string description_json;  // RunResult::sandbox_json
+    nlohmann::ordered_json description;  // the posture: RunResult::sandbox (and sandbox_json)
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
     std::vector<std::string> on_timeout_argv;
     std::unique_ptr<WrapResources> resources;  // released after the run

@@ -273,8 +273,8 @@ std::vector<std::string> failing_payload(int status, const std::string& name) {
             "sandgate", message};
 }
 
-std::string describe(const std::filesystem::path& bwrap, const Policy& policy,
-                     const Scratch& scratch, bool offline, const LimitPlan& limits) {
+nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
+                                const Scratch& scratch, bool offline, const LimitPlan& limits) {
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
     doc["bwrap"] = bwrap.string();
@@ -286,7 +286,7 @@ std::string describe(const std::filesystem::path& bwrap, const Policy& policy,
     doc["scratch_kept"] = scratch.place == ScratchPlace::kept;
     doc["scratch_in"] = scratch.place == ScratchPlace::in_wrap ? "tmpfs" : "host";
     doc["limits"] = limits.describe();
-    return doc.dump();
+    return doc;
 }
 
 }  // namespace
@@ -371,7 +371,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     plan.cgroup2_limits = limits->cgroup2_files;
     resources->limits = std::move(*limit_resources);
     plan.tree_kill = TreeKill::pidns;
-    plan.description_json = describe(*bwrap, policy, *scratch, offline, *limits);
+    plan.description = describe(*bwrap, policy, *scratch, offline, *limits);
     plan.resources = std::move(resources);
     return plan;
 }

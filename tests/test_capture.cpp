@@ -120,3 +120,37 @@ TEST_CASE("capture: a stream of exactly the head plus the tail is complete, one 
     CHECK(over.result().truncated);
     CHECK(over.result().tail.size() == sandbox::k_tail_bytes);
 }
+
+TEST_CASE("markers: found after the search falls back from its anchor byte to memmem") {
+    // 'K' is the byte MarkerCounter seeks first; a stream dense with it makes the search
+    // switch to memmem mid-chunk. Markers before, at and after that switch all count.
+    const std::string m = "SKIP-UNDER-WRAP";
+    for (const std::size_t noise : {0UL, 15UL, 16UL, 17UL, 100UL, 1000UL, 5000UL}) {
+        std::string text = "a " + m + "\n";
+        text += std::string(noise, 'K');
+        text += m + "\n" + std::string(noise / 2, 'K') + "SKIP-UNDER-WRAKP SKIP-UNDER-" + "\n";
+        text += std::string(noise, 'K') + "x" + m + "KKK" + m + "\n";
+        text += std::string(noise + 1, 'S') + "KIP-UNDER-WRAP";  // the last line, no newline
+        INFO("noise " << noise);
+        const auto expected = naive_markers(text, m);
+        CHECK(expected == 4);
+        CHECK(count_in_chunks(text, {}) == expected);
+        for (std::size_t cut = 0; cut <= text.size(); cut += 7) CHECK(count_in_chunks(text, {cut}) == expected);
+    }
+}
+
+TEST_CASE("markers: a large stream of mixed output fed in pipe-sized reads") {
+    std::mt19937 rng(99);
+    const std::vector<std::string> pieces = {"SKIP-UNDER-WRAP", "KKKKKKKK", "ok\n", "\n",
+                                             std::string(300, '\0'), "SKIP-UNDER", "-WRAP",
+                                             "some ordinary build output line\n"};
+    std::string text;
+    while (text.size() < 3 * 1024 * 1024) text += pieces[rng() % pieces.size()];
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = 0;;) {
+        at += std::uniform_int_distribution<std::size_t>(1, 256 * 1024)(rng);
+        if (at >= text.size()) break;
+        cuts.push_back(at);
+    }
+    CHECK(count_in_chunks(text, cuts) == naive_markers(text, "SKIP-UNDER-WRAP"));
+}

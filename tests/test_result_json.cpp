@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "sandbox/json_convert.hpp"
 #include "sandbox/result_json.hpp"
 
 TEST_CASE("valid_utf8 keeps well-formed text and replaces each ill-formed subpart") {
@@ -28,7 +29,7 @@ TEST_CASE("to_json: every field, in the documented order, errors included") {
     result.err.truncated = true;
     result.skip_markers = 4;
     result.tree_kill = sandbox::TreeKill::cgroup;
-    result.sandbox_json = R"({"mode":"bwrap","limits":{"pids":10},"flags":[true,null,1.5]})";
+    result.sandbox = {{"mode", "bwrap"}, {"limits", {{"pids", 10}}}, {"flags", {true, nullptr, 1.5}}};
     auto doc = sandbox::to_json(result);
     std::vector<std::string> keys;
     for (auto it = doc.begin(); it != doc.end(); ++it) keys.push_back(it.key());
@@ -56,7 +57,7 @@ TEST_CASE("to_json: every field, in the documented order, errors included") {
     CHECK(doc["error"]["message"] == "timed out after 1s");
 }
 
-TEST_CASE("parse_json refuses what is not JSON") {
-    CHECK_FALSE(sandbox::parse_json("{mode: off}"));
-    CHECK(sandbox::parse_json("{\"a\":[1,2]}").value()["a"][1] == 2);
+TEST_CASE("to_ordered_json refuses what is not JSON") {
+    CHECK_FALSE(sandbox::to_ordered_json("{mode: off}"));
+    CHECK(sandbox::to_ordered_json("{\"a\":[1,2]}").value()["a"][1] == 2);
 }

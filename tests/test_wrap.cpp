@@ -85,7 +85,7 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 a
         }
     }
     CHECK(has_sequence(options, {"--tmpfs", "/tmp"}));
-    CHECK(plan->description_json.find("\"mode\":\"bwrap\"") != std::string::npos);
+    CHECK(plan->description["mode"] == "bwrap");
 }
 
 TEST_CASE("the files handed to bwrap are shared sealed memfds, each run reading its own offset") {
