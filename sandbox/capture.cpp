@@ -111,40 +111,58 @@ void MarkerCounter::feed(std::string_view chunk) {
 
 StreamCapture::StreamCapture(std::size_t limit) : m_limit(limit) {}
 
-void StreamCapture::feed(std::string_view chunk) {
-    m_bytes += chunk.size();
-    m_markers.feed(chunk);
-    if (m_head.size() < m_limit) {
-        const std::size_t take = std::min(chunk.size(), m_limit - m_head.size());
-        m_head.append(chunk.substr(0, take));
-        chunk.remove_prefix(take);
+std::span<char> StreamCapture::read_buffer() {
+    if (m_head_size < m_limit) {
+        // Untouched pages cost no memory: a large limit is only paid for as output arrives.
+        if (!m_head) m_head.reset(new char[m_limit]);
+        return {m_head.get() + m_head_size, std::min(m_limit - m_head_size, k_capture_ring_bytes)};
     }
-    if (!chunk.empty()) feed_tail(chunk);
+    if (!m_ring) m_ring.reset(new char[k_capture_ring_bytes]);
+    if (m_ring_pos == k_capture_ring_bytes) m_ring_pos = 0;
+    return {m_ring.get() + m_ring_pos, k_capture_ring_bytes - m_ring_pos};
 }
 
-void StreamCapture::feed_tail(std::string_view chunk) {
-    m_after_head += chunk.size();
-    if (m_ring.empty()) m_ring.resize(k_tail_bytes);
-    if (chunk.size() >= k_tail_bytes) {
-        std::memcpy(m_ring.data(), chunk.data() + chunk.size() - k_tail_bytes, k_tail_bytes);
-        m_ring_pos = 0;
-        return;
+std::string_view StreamCapture::commit(std::size_t n) {
+    std::string_view chunk;
+    if (m_head_size < m_limit) {
+        chunk = {m_head.get() + m_head_size, n};
+        m_head_size += n;
+    } else {
+        chunk = {m_ring.get() + m_ring_pos, n};
+        m_ring_pos += n;
+        m_after_head += n;
     }
-    const std::size_t first = std::min(chunk.size(), k_tail_bytes - m_ring_pos);
-    std::memcpy(m_ring.data() + m_ring_pos, chunk.data(), first);
-    std::memcpy(m_ring.data(), chunk.data() + first, chunk.size() - first);
-    m_ring_pos = (m_ring_pos + chunk.size()) % k_tail_bytes;
+    m_bytes += n;
+    m_markers.feed(chunk);
+    return chunk;
+}
+
+void StreamCapture::feed(std::string_view chunk) {
+    while (!chunk.empty()) {
+        const std::span<char> buffer = read_buffer();
+        const std::size_t n = std::min(buffer.size(), chunk.size());
+        std::memcpy(buffer.data(), chunk.data(), n);
+        commit(n);
+        chunk.remove_prefix(n);
+    }
 }
 
 StreamResult StreamCapture::result() const {
     StreamResult result;
-    result.head = m_head;
+    if (m_head) result.head.assign(m_head.get(), m_head_size);
     result.bytes = m_bytes;
-    if (m_after_head <= k_tail_bytes) {
-        // The ring has not wrapped: its first m_after_head bytes are the tail.
-        result.tail = m_ring.substr(0, static_cast<std::size_t>(m_after_head));
+    const std::size_t keep = static_cast<std::size_t>(
+        std::min<std::uint64_t>(m_after_head, k_tail_bytes));
+    if (keep == 0) {
+        // nothing after the head
+    } else if (keep <= m_ring_pos) {
+        // The newest `keep` bytes sit just before the write position (a ring that has not
+        // wrapped has all of its bytes there).
+        result.tail.assign(m_ring.get() + m_ring_pos - keep, keep);
     } else {
-        result.tail = m_ring.substr(m_ring_pos) + m_ring.substr(0, m_ring_pos);
+        const std::size_t older = keep - m_ring_pos;  // at the end of the ring
+        result.tail.assign(m_ring.get() + k_capture_ring_bytes - older, older);
+        result.tail.append(m_ring.get(), m_ring_pos);
     }
     result.truncated = m_after_head > result.tail.size();
     return result;

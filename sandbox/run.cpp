@@ -25,7 +25,6 @@ namespace sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t k_read_chunk = 256 * 1024;
 constexpr int k_pipe_size = 1024 * 1024;
 // How long a killed cgroup may take to empty before the run stops waiting for it.
 constexpr std::chrono::seconds k_cgroup_empty_deadline{10};
@@ -180,7 +179,7 @@ public:
     Session(const RunRequest& request, Child& child, const Tree& tree, Fd out, Fd err, Fd in)
         : m_request(request), m_child(child), m_tree(tree), m_out(std::move(out)),
           m_err(std::move(err)), m_in(std::move(in)), m_out_capture(request.output_limit),
-          m_err_capture(request.output_limit), m_buffer(new char[k_read_chunk]) {
+          m_err_capture(request.output_limit) {
         const auto now = Clock::now();
         if (request.timeout) m_deadline = now + *request.timeout;
         if (!request.stdin_text || request.stdin_text->empty()) m_in.reset();
@@ -207,7 +206,6 @@ private:
     std::size_t m_in_done = 0;
     StreamCapture m_out_capture;
     StreamCapture m_err_capture;
-    std::unique_ptr<char[]> m_buffer;
     std::optional<Clock::time_point> m_deadline;
     std::optional<Clock::time_point> m_kill_at;
     std::optional<Clock::time_point> m_exited_at;  // main child exited, tree killed
@@ -225,18 +223,19 @@ void Session::read_from(Fd& fd, Stream stream) {
     StreamCapture& capture = stream == Stream::out ? m_out_capture : m_err_capture;
     // A few reads per wake-up: enough for throughput, short enough to keep both streams and
     // the clock served.
+    // The bytes are read straight into the capture's head or ring (no copy in between).
     for (int round = 0; round < 4; ++round) {
-        const ssize_t n = ::read(fd.get(), m_buffer.get(), k_read_chunk);
+        const std::span<char> buffer = capture.read_buffer();
+        const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
         if (n <= 0) {  // EOF (or an error, which ends the stream the same way)
             fd.reset();
             return;
         }
-        const std::string_view chunk(m_buffer.get(), static_cast<std::size_t>(n));
-        capture.feed(chunk);
+        const std::string_view chunk = capture.commit(static_cast<std::size_t>(n));
         if (m_request.observer != nullptr) m_request.observer->on_output(stream, chunk);
-        if (static_cast<std::size_t>(n) < k_read_chunk) return;
+        if (static_cast<std::size_t>(n) < buffer.size()) return;  // the pipe is empty
     }
 }
 

@@ -2,6 +2,7 @@
 // stream into chunks.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -153,4 +154,74 @@ TEST_CASE("markers: a large stream of mixed output fed in pipe-sized reads") {
         cuts.push_back(at);
     }
     CHECK(count_in_chunks(text, cuts) == naive_markers(text, "SKIP-UNDER-WRAP"));
+}
+
+namespace {
+
+// Feeds `text` the way run() does: read_buffer(), then commit() of a random part of it.
+sandbox::StreamResult read_through(sandbox::StreamCapture& capture, const std::string& text,
+                                   std::mt19937& rng, std::uint64_t* markers) {
+    std::size_t from = 0;
+    while (from < text.size()) {
+        const std::span<char> buffer = capture.read_buffer();
+        REQUIRE_FALSE(buffer.empty());
+        REQUIRE(buffer.size() <= sandbox::k_capture_ring_bytes);
+        std::size_t n = std::min(buffer.size(), text.size() - from);
+        if (rng() % 2 == 0) n = std::uniform_int_distribution<std::size_t>(1, n)(rng);
+        std::memcpy(buffer.data(), text.data() + from, n);
+        const std::string_view chunk = capture.commit(n);
+        REQUIRE(chunk == std::string_view(text).substr(from, n));
+        from += n;
+    }
+    *markers = capture.markers();
+    return capture.result();
+}
+
+}  // namespace
+
+TEST_CASE("capture: reading straight into the head and ring keeps exact bytes, tail and markers") {
+    const std::string m = "SKIP-UNDER-WRAP";
+    const std::size_t ring = sandbox::k_capture_ring_bytes;
+    std::mt19937 rng(2024);
+    for (const std::size_t limit : {0UL, 1UL, 100UL, 262144UL}) {
+        for (int round = 0; round < 6; ++round) {
+            std::string text(limit + static_cast<std::size_t>(round) * ring / 2 + 3 * ring + 11, 'x');
+            for (std::size_t i = 0; i < text.size(); i += 97) text[i] = '\n';
+            // Markers across the head/ring boundary and across every wrap of the ring (reads
+            // never cross the ring's end, so a wrap always splits what is read).
+            const auto plant = [&](std::size_t at) {
+                if (at + m.size() <= text.size()) text.replace(at, m.size(), m);
+            };
+            if (limit >= 7) plant(limit - 7);
+            for (std::size_t wrap = limit + ring; wrap < text.size(); wrap += ring) plant(wrap - 7);
+            plant(text.size() - 3 - m.size());
+            INFO("limit " << limit << " round " << round);
+            sandbox::StreamCapture capture(limit);
+            std::uint64_t markers = 0;
+            const auto result = read_through(capture, text, rng, &markers);
+            CHECK(result.bytes == text.size());
+            CHECK(result.head == text.substr(0, limit));
+            CHECK(result.tail == text.substr(text.size() - sandbox::k_tail_bytes));
+            CHECK(result.truncated);
+            CHECK(markers == naive_markers(text, m));
+            CHECK(markers >= 3);
+        }
+    }
+}
+
+TEST_CASE("capture: a short stream read straight in is whole, with nothing truncated") {
+    std::mt19937 rng(5);
+    for (const std::size_t size : {0UL, 1UL, 99UL, 100UL, 101UL, 100UL + sandbox::k_tail_bytes,
+                                   101UL + sandbox::k_tail_bytes}) {
+        std::string text(size, 'a');
+        for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + i % 26);
+        sandbox::StreamCapture capture(100);
+        std::uint64_t markers = 0;
+        const auto result = read_through(capture, text, rng, &markers);
+        INFO("size " << size);
+        CHECK(result.head == text.substr(0, std::min<std::size_t>(100, size)));
+        if (size <= 100 + sandbox::k_tail_bytes) CHECK(result.head + result.tail == text);
+        CHECK(result.truncated == (size > 100 + sandbox::k_tail_bytes));
+        CHECK(result.tail.size() == std::min<std::size_t>(size > 100 ? size - 100 : 0, sandbox::k_tail_bytes));
+    }
 }

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/fd.hpp"
@@ -78,4 +81,30 @@ TEST_CASE("leaves of sandgate processes that are gone are swept; live, young and
     for (int i = 0; i < 1000 && ::rmdir(busy.c_str()) != 0; ++i) ::usleep(10000);
     CHECK_FALSE(std::filesystem::exists(busy));
     for (const auto& dir : {mine, foreign}) CHECK(::rmdir(dir.c_str()) == 0);
+}
+
+TEST_CASE("the leaves' parent is our own cgroup in the cgroup2 mount that mountinfo lists") {
+    SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
+    // The model: the cgroup2 line of /proc/self/mountinfo and the 0:: line of /proc/self/cgroup
+    // (Cgroup::base() looks in the usual places first and must agree with it).
+    std::ifstream mounts("/proc/self/mountinfo");
+    std::string line, mount_point, root;
+    while (std::getline(mounts, line)) {
+        const auto dash = line.find(" - cgroup2 ");
+        if (dash == std::string::npos) continue;
+        std::istringstream fields(line.substr(0, dash));
+        std::string id, parent, devno;
+        fields >> id >> parent >> devno >> root >> mount_point;
+        break;
+    }
+    REQUIRE_FALSE(mount_point.empty());
+    std::ifstream groups("/proc/self/cgroup");
+    std::string own = "/";
+    while (std::getline(groups, line))
+        if (line.starts_with("0::")) own = line.substr(3);
+    if (root != "/" && own.starts_with(root)) own.erase(0, root.size());
+    const auto expected = std::filesystem::path(mount_point) / own.substr(own.starts_with('/') ? 1 : 0);
+    auto base = sandbox::Cgroup::base();
+    REQUIRE(base);
+    CHECK(std::filesystem::equivalent(*base, expected));
 }
