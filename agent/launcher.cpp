@@ -24,22 +24,25 @@ std::filesystem::path own_directory() {
     return ec ? std::filesystem::path() : self.parent_path();
 }
 
+// `sandgate NAME ARGS...` as the command table expects it: argv[0] "sandgate NAME".
+int run_command(int argc, char** argv, int (*command)(CommandArgs)) {
+    std::string program = "sandgate " + std::string(argv[1]);
+    std::vector<char*> args{program.data()};
+    for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+    return command(CommandArgs(args));
+}
+
 }  // namespace
 
 int launcher_main(int argc, char** argv) {
-    // The job-sandbox broker runs here too: it lives as long as its job and forks every step,
-    // and a small process starts faster and is cheaper to fork than sandgate-full.
     const std::string_view name = argc >= 2 ? argv[1] : "";
-    if (name == "exec" || name == "broker") {
-        std::string program = "sandgate " + std::string(name);
-        std::vector<char*> args{program.data()};
-        for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
-        return name == "exec" ? exec_command(CommandArgs(args)) : broker_command(CommandArgs(args));
-    }
-    const auto full = own_directory() / k_full_binary_name;
-    ::execv(full.c_str(), argv);
+    if (name == "exec") return run_command(argc, argv, exec_command);
+    // The job-sandbox broker lives as long as its job and forks every step: a small process
+    // starts faster and is cheaper to fork than sandgate-full.
+    const auto binary = own_directory() / (name == "broker" ? k_broker_binary_name : k_full_binary_name);
+    ::execv(binary.c_str(), argv);
     std::fprintf(stderr, "sandgate: cannot start %s: %s (install it beside sandgate)\n",
-                 full.c_str(), std::strerror(errno));
+                 binary.c_str(), std::strerror(errno));
     return k_exit_not_found;
 }
 

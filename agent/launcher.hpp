@@ -2,19 +2,25 @@
 // The `sandgate` executable is a small launcher. Starting a binary that links libcurl,
 // libgit2, libmicrohttpd and SQLite (about 50 shared libraries with their dependencies) costs
 // 15 ms on an idle machine and far more on a loaded one, and `sandgate exec` is started once
-// per step. So `sandgate` links only the process core and runs `exec` (and the job-sandbox
-// `broker`, which forks every step of a job) itself; every other
-// command is handed, argv unchanged, to `sandgate-full` installed beside it (the same
-// command table as agent::main), by execv, so that signals, exit status and stdio are the
-// full binary's own.
+// per step. So `sandgate` links only the process core, statically (no dynamic loader at each
+// start), and runs `exec` itself. The job-sandbox `broker`, which forks every step of a job,
+// needs simdjson (its protocol) and spdlog, which have no static libraries: it is handed to
+// `sandgate-broker`, a small dynamically linked binary. Every other command is handed to
+// `sandgate-full` (the same command table as agent::main). Both are installed beside
+// `sandgate` and started by execv with argv unchanged, so that signals, exit status and stdio
+// are their own.
 
 namespace agent {
 
-// The name of the full binary, looked up in the directory of the running `sandgate`.
+// The names of the other binaries, looked up in the directory of the running `sandgate`.
 inline constexpr const char* k_full_binary_name = "sandgate-full";
+inline constexpr const char* k_broker_binary_name = "sandgate-broker";
 
-// Returns exec's exit status, or 127 with a one-line message when `sandgate-full` cannot be
-// started (it is part of every installation).
+// Returns exec's exit status, or 127 with a one-line message when `sandgate-full` or
+// `sandgate-broker` cannot be started (they are part of every installation).
 int launcher_main(int argc, char** argv);
+
+// `sandgate-broker`'s main: `sandgate-broker broker OPTIONS` (argv as `sandgate` got it).
+int broker_main(int argc, char** argv);
 
 }  // namespace agent

@@ -247,11 +247,14 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     policy.writable.push_back(box.info.root);
     if (policy.mode != sandbox::SandboxMode::off) {
         policy.read_only.push_back(m_config.sandgate_binary);
-        // `sandgate broker` is execv'd into sandgate-full beside the launcher: show it too.
-        const auto full = m_config.sandgate_binary.parent_path() / "sandgate-full";
-        std::error_code ec;
-        if (full != m_config.sandgate_binary && std::filesystem::exists(full, ec))
-            policy.read_only.push_back(full);
+        // `sandgate broker` is execv'd into sandgate-broker beside the launcher (sandgate-full
+        // where that is what runs): show them too.
+        for (const char* name : {k_broker_binary_name, k_full_binary_name}) {
+            const auto other = m_config.sandgate_binary.parent_path() / name;
+            std::error_code ec;
+            if (other != m_config.sandgate_binary && std::filesystem::exists(other, ec))
+                policy.read_only.push_back(other);
+        }
     }
     box.info.policy_json = policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.
