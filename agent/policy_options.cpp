@@ -99,11 +99,11 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
     app.add_option("--hide", options.hide, "mask PATH inside the sandbox (repeatable)")
         ->allow_extra_args(false);
     app.add_option("--scratch", options.scratch,
-                   "keep the private HOME/TMPDIR scratch in DIR (default: a per-run temp dir, "
-                   "removed)");
+                   "keep the private HOME/TMPDIR scratch in DIR (default: inside the wrap's "
+                   "private /tmp tmpfs, bounded by --tmp-size, gone with the run)");
     app.add_option("--memory", options.memory, "memory limit (bytes, 512M, 2G)");
     app.add_option("--pids", options.pids, "process limit");
-    app.add_option("--tmp-size", options.tmp_size, "size of the private /tmp (default 1G)");
+    app.add_option("--tmp-size", options.tmp_size, "size of the private /tmp, which also holds the default scratch (default 1G)");
     app.add_option("--toolchain-cache", options.toolchain_cache,
                    "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
     app.add_option("--allow-egress", options.allow_egress,

@@ -81,7 +81,9 @@ struct Policy {
     std::vector<std::filesystem::path> writable;   // extra writable binds
     std::vector<std::filesystem::path> hide;       // masked with an empty tmpfs / /dev/null
     std::vector<Bind> binds;                       // host paths shown elsewhere inside
-    std::optional<std::filesystem::path> scratch;  // kept; otherwise a per-run temp root, removed
+    // Kept on the host; otherwise the wrap's own: directories in its private /tmp tmpfs (a
+    // per-run host temp root, removed afterwards, when toolchain_cache needs seeding).
+    std::optional<std::filesystem::path> scratch;
     std::optional<std::filesystem::path> toolchain_cache;  // warm cache, bound read-only
     std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
     std::optional<std::uint64_t> pids;
