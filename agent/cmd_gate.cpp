@@ -6,7 +6,8 @@
 // Exit status: 0 the gate passes; 1 a job failed (or no job ran: a gate that checks nothing
 // does not pass); 2 a bad argument or an invalid workflow; 3 the remote does not have the SHA;
 // 4 the remote is unreachable or refused the credentials; 5 the mirror or a worktree could
-// not be made on this machine. The token (SANDGATE_GIT_TOKEN, https only) is never printed.
+// not be made on this machine; 128+N when SIGINT/SIGTERM/SIGHUP (signal N) cancelled the run
+// (its steps stopped, its jobs concluded and reported cancelled). The token (SANDGATE_GIT_TOKEN, https only) is never printed.
 //
 // Under the agent with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY and
 // SANDGATE_JOB_WORKSPACE set; agent/job_executor.hpp) the worktrees and the scratch lie in
@@ -85,7 +86,9 @@ void add_flags(CLI::App& app, GateFlags& f) {
     add_github_options(app, f.github, StateDirOption::omit);
     app.footer("Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a bad\n"
                "argument or an invalid workflow; 3 the remote does not have the SHA; 4 the remote is\n"
-               "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file).\n"
+               "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file);\n"
+               "128+N when signal N (SIGINT, SIGTERM, SIGHUP) cancelled the run: steps stopped, jobs\n"
+               "concluded and reported cancelled.\n"
                "An https token is read from SANDGATE_GIT_TOKEN (never from the command line). With\n"
                "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
                "cannot take are kept in STATE_DIR/github-journal and never change the exit status.\n"
@@ -276,23 +279,35 @@ std::optional<int> prepare_reporter(Gate& gate) {
     return std::nullopt;
 }
 
-// Until `stop`: waits for SIGINT/SIGTERM/SIGHUP; then concludes the open runs as cancelled and
-// dies of the signal as it would have without the guard (the steps' trees die with sandgate:
-// bwrap --die-with-parent and the spawner's parent-death signal; `temp` is removed first,
-// the worktrees are reaped by the next gate).
-void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter& reporting,
+// How long a cancelled run may take to unwind (its steps stopped, always() steps run, its
+// jobs concluded and reported) before the gate gives up on it. A step in the agent's job
+// sandbox cannot be stopped mid-way, so it may outlast this.
+constexpr std::chrono::seconds k_unwind_deadline{30};
+
+// Until `stop`: once SIGINT/SIGTERM/SIGHUP fired the run's cancel token, the run unwinds by
+// itself. Should it not be done within k_unwind_deadline, the open runs are concluded as
+// cancelled here and sandgate dies of the signal as it would have without the guard (the
+// steps' trees die with it: bwrap --die-with-parent and the spawner's parent-death signal;
+// `temp` is removed first, the worktrees are reaped by the next gate).
+void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter* reporting,
                       const std::filesystem::path& temp) {
     pollfd ready{guard.token().fd(), POLLIN, 0};
-    while (!stop.stop_requested()) {
-        if (::poll(&ready, 1, 200) <= 0) continue;
-        const int sig = guard.received().value_or(SIGTERM);
-        std::fprintf(stderr, "sandgate gate: signal %d: concluding the open check runs as cancelled\n", sig);
-        (void)reporting.cancel_open("The gate was stopped by signal " + std::to_string(sig) + " before this job ended.");
-        std::fflush(nullptr);
-        (void)jobs::remove_tree(temp);  // best effort: the steps using it are about to die
-        ::signal(sig, SIG_DFL);
-        ::raise(sig);
-    }
+    while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {}
+    if (stop.stop_requested()) return;
+    const int sig = guard.received().value_or(SIGTERM);
+    std::fprintf(stderr, "sandgate gate: signal %d: cancelling the run\n", sig);
+    const auto deadline = std::chrono::steady_clock::now() + k_unwind_deadline;
+    while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stop.stop_requested()) return;
+    std::fprintf(stderr, "sandgate gate: the run did not stop within %llds: concluding the open check runs as cancelled\n",
+                 static_cast<long long>(k_unwind_deadline.count()));
+    if (reporting != nullptr)
+        (void)reporting->cancel_open("The gate was stopped by signal " + std::to_string(sig) + " before this job ended.");
+    std::fflush(nullptr);
+    (void)jobs::remove_tree(temp);  // best effort: the steps using it are about to die
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
 }
 
 // Runs the selected workflows, reports them, writes --report; returns the verdict.
@@ -321,15 +336,12 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
         (void)reporting->replay();  // what an earlier gate could not send (its lines say how it went)
         services.observer = &*reporting;
     }
-    // With runs to conclude, a signal is caught long enough to conclude them.
-    std::unique_ptr<InterruptGuard> interrupts;
-    std::jthread watcher;
-    if (reporting) {
-        if (auto guard = InterruptGuard::install()) {
-            interrupts = std::move(*guard);
-            watcher = std::jthread(watch_interrupts, std::cref(*interrupts), std::ref(*reporting), *temp_path);
-        }
-    }
+    // SIGINT/SIGTERM/SIGHUP cancel the run: its steps are stopped, its jobs concluded (and
+    // reported) cancelled, and the gate exits 128+N.
+    auto interrupts = InterruptGuard::install();
+    if (!interrupts) return say(k_exit_local, interrupts.error().message);
+    services.cancel = &(*interrupts)->token();
+    std::jthread watcher(watch_interrupts, std::cref(**interrupts), reporting ? &*reporting : nullptr, *temp_path);
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();
@@ -343,15 +355,17 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
                 std::fprintf(stderr, "sandgate gate: job '%s' failed\n", job.id.c_str());
             }
     std::fflush(stdout);
-    if (watcher.joinable()) {
-        watcher.request_stop();
-        watcher.join();
-    }
+    watcher.request_stop();
+    watcher.join();
     // Reporting failures are journaled and said on stderr; the verdict stays the jobs'.
     if (reporting) (void)reporting->finish(report, &log);
     if (!gate.flags.report.empty())
         if (auto written = jobs::write_report(gate.flags.report, report, masker); !written)
             return say(k_exit_local, written.error().message);
+    if (const auto sig = (*interrupts)->received()) {
+        std::printf("sandgate gate: cancelled by signal %d: %s at %s\n", *sig, gate.repository.c_str(), gate.flags.sha.c_str());
+        return 128 + *sig;
+    }
     std::printf("sandgate gate: %s %s at %s\n", report.exit_code == 0 ? "passed" : "failed", gate.repository.c_str(),
                 gate.flags.sha.c_str());
     return report.exit_code;

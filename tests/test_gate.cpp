@@ -16,6 +16,7 @@
 #include "jobs/git_worktree.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -424,16 +425,20 @@ TEST_CASE("--github-repo: a commit whose workflows are invalid still gets a fail
     CHECK_THAT(text(runs.at(0)["output"], "text"), Catch::Contains("ci.yml:4"));
 }
 
-TEST_CASE("--github-repo: a gate stopped by SIGTERM concludes its open runs as cancelled") {
+TEST_CASE("--github-repo: SIGTERM cancels the gate's run: step stopped, runs concluded cancelled, exit 143") {
     const auto dir = tests::make_temp_dir("gate");
     const fs::path origin = dir / "origin";
+    const std::string marker = tests::unique_marker();
     const std::string sha = tests::make_repo(origin, {{".github/workflows/ci.yml", R"YAML(name: ci
 on: merge_group
 jobs:
   long:
     runs-on: ubuntu-latest
     steps:
-      - run: sleep 600
+      - run: |
+          sh -c 'sleep 600; : )YAML" + marker + R"YAML('
+      - if: always()
+        run: echo "status=${{ job.status }}"
 )YAML"}});
     tests::write_file(dir / "token", tests::k_fake_token);
     tests::FakeGitHub server;
@@ -446,12 +451,13 @@ jobs:
                             " --github-repo octo/demo --api-url " + server.url() + " --token-file " +
                             (dir / "token").string() + " & echo $! > " + pid_file.string() + "; wait $!");
     });
-    // Until the run is in_progress (a bug hangs here rather than passing).
+    // Until the run is in_progress and its step runs (a bug hangs here rather than passing).
     bool started = false;
     while (!started && running.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
         simdjson::dom::parser parser;
         const std::string state = server.state();
         for (auto run : parser.parse(state)["check_runs"].get_array()) started = started || text(run, "status") == "in_progress";
+        started = started && !tests::processes_with(marker).empty();
     }
     REQUIRE(started);
     const pid_t gate_pid = std::stoi(tests::read_file(pid_file));
@@ -459,7 +465,10 @@ jobs:
     const auto result = running.get();
     INFO(result.out);
     CHECK(result.code == 128 + SIGTERM);
-    CHECK_THAT(result.out, Catch::Contains("concluding the open check runs as cancelled"));
+    CHECK_THAT(result.out, Catch::Contains("signal 15: cancelling the run"));
+    CHECK_THAT(result.out, Catch::Contains("cancelled by signal 15"));
+    CHECK_THAT(result.out, Catch::Contains("status=cancelled"));  // the always() step ran
+    CHECK(tests::processes_with(marker).empty());
     simdjson::dom::parser parser;
     const std::string state = server.state();
     simdjson::dom::array runs = parser.parse(state)["check_runs"].get_array();
@@ -467,6 +476,6 @@ jobs:
     CHECK(text(runs.at(0), "name") == "ci / long");
     CHECK(text(runs.at(0), "status") == "completed");
     CHECK(text(runs.at(0), "conclusion") == "cancelled");
-    CHECK_THAT(text(runs.at(0)["output"], "text"), Catch::Contains("stopped by signal 15"));
+    CHECK(worktree_dirs(dir / "state") == 0);  // removed as after any run
     CHECK(fs::is_empty(dir / "tmp"));  // the gate's scratch went with it
 }
