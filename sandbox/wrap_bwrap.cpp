@@ -50,20 +50,6 @@ private:
     }
 };
 
-Expected<Fd> memfd_with(std::string_view name, std::string_view content) {
-    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC));
-    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
-    std::size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
-        done += static_cast<std::size_t>(n);
-    }
-    ::lseek(fd.get(), 0, SEEK_SET);
-    return fd;
-}
-
 // Where the run's scratch (HOME, TMPDIR, XDG_*, toolchain homes) lives:
 // - kept: `--scratch DIR`, on the host, bound, left in place;
 // - host: a per-run temp root on the host, bound and removed afterwards (only with
@@ -354,7 +340,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
         packed += arg;
         packed.push_back('\0');
     }
-    auto args_fd = memfd_with("sandgate-bwrap-args", packed);
+    auto args_fd = sealed_memfd("sandgate-bwrap-args", packed);
     if (!args_fd) return std::unexpected(args_fd.error());
 
     plan.argv = {bwrap->string(), "--args", std::to_string(k_args_fd), "--"};

@@ -20,21 +20,6 @@ namespace {
 constexpr std::size_t k_max_entries = 48;
 constexpr std::size_t k_max_bytes = 8u << 20;
 
-Expected<Fd> new_sealed_memfd(std::string_view name, std::string_view content) {
-    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
-    std::size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
-        done += static_cast<std::size_t>(n);
-    }
-    if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-        return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
-    ::lseek(fd.get(), 0, SEEK_SET);
-    return fd;
-}
 
 // A new open file description of the memfd (its own offset), read-only. Through /proc: where
 // that is not mounted the caller falls back to a fresh memfd.
@@ -72,12 +57,28 @@ struct CachedFile {
 
 }  // namespace
 
+Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
+    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
+    std::size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+        return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
+    ::lseek(fd.get(), 0, SEEK_SET);
+    return fd;
+}
+
 Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content) {
     ContentCache& cache = content_cache();
     std::lock_guard lock(cache.mutex);
     auto found = cache.fds.find(content);
     if (found == cache.fds.end()) {
-        auto fd = new_sealed_memfd(name, content);
+        auto fd = sealed_memfd(name, content);
         if (!fd) return fd;
         if (cache.fds.size() >= k_max_entries || cache.bytes + content.size() > k_max_bytes) {
             cache.fds.clear();
@@ -87,7 +88,7 @@ Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content) 
         cache.bytes += content.size();
     }
     if (Fd fd = reopen(found->second)) return fd;
-    return new_sealed_memfd(name, content);
+    return sealed_memfd(name, content);
 }
 
 std::optional<std::string> cached_file_content(const std::filesystem::path& path,

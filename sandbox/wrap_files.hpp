@@ -18,6 +18,11 @@
 
 namespace sandbox {
 
+// A new memfd at offset 0 holding exactly `content`, sealed so that it can never change
+// (F_SEAL_WRITE...); not cached (for content used once, such as bwrap's --args). Owned by the
+// caller; `name` labels the memfd.
+Expected<Fd> sealed_memfd(std::string_view name, std::string_view content);
+
 // An fd at offset 0 reading exactly `content`, which can never change (F_SEAL_WRITE...).
 // The caller owns the returned fd; the cache keeps its own. `name` labels the memfd.
 Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content);
