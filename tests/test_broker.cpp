@@ -249,7 +249,6 @@ TEST_CASE("the broker's socket is owner-only and refuses a shared directory") {
 }
 
 TEST_CASE("the manager: lifecycle, refusals, value-free evidence, idempotent teardown") {
-    SKIP_UNDER_WRAP("the manager starts its broker in a nested bwrap, which cannot mount /proc inside the wrap");
     auto dir = tests::make_temp_dir("manager");
     auto queue = agent::open_sqlite_queue(dir / "q.db");
     REQUIRE(queue);
@@ -314,7 +313,6 @@ TEST_CASE("the manager: lifecycle, refusals, value-free evidence, idempotent tea
 }
 
 TEST_CASE("the manager refuses an expired sandbox and reaps it") {
-    SKIP_UNDER_WRAP("the manager starts its broker in a nested bwrap, which cannot mount /proc inside the wrap");
     auto dir = tests::make_temp_dir("manager");
     agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, 30s});
     agent::SandboxOptions options;
