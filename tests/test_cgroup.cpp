@@ -34,8 +34,11 @@ TEST_CASE("a leaf holds a spawned tree, kills it whole and is removed") {
     auto child = sandbox::spawn(spec);
     REQUIRE(child);
     CHECK(child->reap()->exit_code == 0);
-    // The double-forked grandchild lives on, re-parented away, but still in the leaf.
+    // The double-forked grandchild lives on, re-parented away, but still in the leaf. It may
+    // still be inside its execve, whose /proc/PID/cmdline reads empty for a moment: wait for
+    // it (a grandchild that never shows hangs the test rather than passing it).
     CHECK(cgroup->populated());
+    while (tests::processes_with(marker).empty()) ::usleep(1000);
     CHECK(tests::processes_with(marker).size() == 1);
     CHECK(cgroup->signal_all(0) == 1);
     cgroup->kill();
