@@ -7,7 +7,8 @@
 // does not pass); 2 a bad argument or an invalid workflow; 3 the remote does not have the SHA;
 // 4 the remote is unreachable or refused the credentials; 5 the mirror or a worktree could
 // not be made on this machine; 128+N when SIGINT/SIGTERM/SIGHUP (signal N) cancelled the run
-// (its steps stopped, its jobs concluded and reported cancelled). The token (SANDGATE_GIT_TOKEN, https only) is never printed.
+// (its steps stopped, its jobs concluded and reported cancelled). The token
+// (SANDGATE_GIT_TOKEN, https only) is never printed.
 //
 // Under the agent with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY and
 // SANDGATE_JOB_WORKSPACE set; agent/job_executor.hpp) the worktrees and the scratch lie in
@@ -292,7 +293,7 @@ constexpr std::chrono::seconds k_unwind_deadline{30};
 void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter* reporting,
                       const std::filesystem::path& temp) {
     pollfd ready{guard.token().fd(), POLLIN, 0};
-    while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {}
+    while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {}  // 200 ms: sees `stop`
     if (stop.stop_requested()) return;
     const int sig = guard.received().value_or(SIGTERM);
     std::fprintf(stderr, "sandgate gate: signal %d: cancelling the run\n", sig);

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "jobs/job_runner.hpp"
@@ -413,8 +414,12 @@ private:
         // A job that starts once the run is cancelled (its if called always() or cancelled())
         // runs without the run's token, as such steps do.
         const sandbox::CancelToken* run_token = run_cancelled() ? nullptr : m_services.cancel;
-        auto token = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
-        const sandbox::CancelToken* leg_token = fail_fast && token ? &*token : nullptr;
+        std::optional<sandbox::CancelToken> fail_fast_token;  // only made when fail-fast is on
+        if (fail_fast) {
+            auto made = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
+            if (made) fail_fast_token = std::move(*made);
+        }
+        const sandbox::CancelToken* leg_token = fail_fast_token ? &*fail_fast_token : nullptr;
         const sandbox::CancelToken* cancel = leg_token != nullptr ? leg_token : run_token;
         auto worker = [&] {
             for (;;) {
