@@ -5,8 +5,12 @@
 // `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
 // so that machine noise hits them alike; the figures are medians, printed as ratios from this
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
+// Besides wall-clock time, each variant's CPU time (user + system, the whole process tree, from
+// wait4's rusage) is printed: on a shared, loaded machine it is the steadier figure, since wall
+// time there mostly measures how long each wake-up waits for a core.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,21 +38,42 @@ struct Variant {
     std::vector<double> samples_ms;
     std::vector<int> fds;  // become fds 3, 4, ... of the child (rewound before each spawn)
     std::optional<sandbox::RunRequest> in_process;  // timed through sandbox::run instead
+    std::vector<double> cpu_ms;  // user + system of the whole tree
 };
 
 // One sandbox::run of the request, in this process (the agent's own path: no CLI start-up,
 // the per-process caches warm); milliseconds, or -1 on failure.
-double time_run(const sandbox::RunRequest& request) {
+double cpu_of(const rusage& usage) {
+    const auto ms = [](const timeval& tv) { return tv.tv_sec * 1e3 + tv.tv_usec / 1e3; };
+    return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
+// This process's CPU plus that of its reaped descendants, in ms.
+double own_and_children_cpu() {
+    rusage self {}, children {};
+    ::getrusage(RUSAGE_SELF, &self);
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    return cpu_of(self) + cpu_of(children);
+}
+
+struct Timing {
+    double wall_ms = -1;
+    double cpu_ms = 0;
+};
+
+Timing time_run(const sandbox::RunRequest& request) {
+    const double cpu_start = own_and_children_cpu();
     const auto start = Clock::now();
     const auto result = sandbox::run(request);
     const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    return result.exit_status() == 0 ? elapsed : -1;
+    if (result.exit_status() != 0) return {};
+    return {elapsed, own_and_children_cpu() - cpu_start};
 }
 
-double time_variant(const Variant& variant);
+Timing time_variant(const Variant& variant);
 
-// One spawn-and-wait of argv, its output to /dev/null; returns milliseconds, or -1 on failure.
-double time_once(const std::vector<std::string>& argv, const std::vector<int>& fds = {}) {
+// One spawn-and-wait of argv, its output to /dev/null; wall_ms -1 on failure.
+Timing time_once(const std::vector<std::string>& argv, const std::vector<int>& fds = {}) {
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
@@ -64,16 +89,18 @@ double time_once(const std::vector<std::string>& argv, const std::vector<int>& f
     pid_t pid = 0;
     const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return -1;
+    if (rc != 0) return {};
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    rusage usage {};
+    ::wait4(pid, &status, 0, &usage);  // the child's and its reaped descendants' CPU
     const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? elapsed : -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
+    return {elapsed, cpu_of(usage)};
 }
 
-double time_variant(const Variant& variant) {
+Timing time_variant(const Variant& variant) {
     if (variant.in_process) return time_run(*variant.in_process);
-    if (variant.argv.empty()) return -1;
+    if (variant.argv.empty()) return {};
     return time_once(variant.argv, variant.fds);
 }
 
@@ -130,12 +157,12 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::vector<Variant> variants = {
-        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}, {}, {}},
-        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}},
-        {"raw bwrap, sandgate's options, true", {}, {}, {}, {}},
-        {"raw bwrap, minimal, same namespaces", raw_bwrap(bwrap->string(), cwd), {}, {}, {}},
-        {"sandbox::run in-process, bwrap, true", {}, {}, {}, true_request(cwd)},
-        {"sandbox::run in-process, bwrap, no cgroup", {}, {}, {}, true_request(cwd)},
+        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}, {}, {}, {}},
+        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}, {}},
+        {"raw bwrap, sandgate's options, true", {}, {}, {}, {}, {}},
+        {"raw bwrap, minimal, same namespaces", raw_bwrap(bwrap->string(), cwd), {}, {}, {}, {}},
+        {"sandbox::run in-process, bwrap, true", {}, {}, {}, true_request(cwd), {}},
+        {"sandbox::run in-process, bwrap, no cgroup", {}, {}, {}, true_request(cwd), {}},
     };
     variants.back().in_process->cgroup = sandbox::CgroupUse::never;
     auto plan = same_plan(cwd);
@@ -146,9 +173,9 @@ int main(int argc, char** argv) {
     const auto firejail = sandbox::find_on_path("firejail", sandbox::host_path_list());
     if (firejail)
         variants.push_back({"firejail --noprofile --net=none true",
-                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}, {}, {}});
+                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}, {}, {}, {}});
     for (auto& variant : variants) {  // warm-up, and a check that each variant works here
-        if (time_variant(variant) < 0) {
+        if (time_variant(variant).wall_ms < 0) {
             std::fprintf(stderr, "bench_wrap: `%s` fails here; leaving it out\n", variant.name.c_str());
             variant.argv.clear();
             variant.in_process.reset();
@@ -157,27 +184,33 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
         for (auto& variant : variants) {
             if (variant.argv.empty() && !variant.in_process) continue;
-            const double ms = time_variant(variant);
-            if (ms >= 0) variant.samples_ms.push_back(ms);
+            const Timing timing = time_variant(variant);
+            if (timing.wall_ms < 0) continue;
+            variant.samples_ms.push_back(timing.wall_ms);
+            variant.cpu_ms.push_back(timing.cpu_ms);
         }
     }
     const double wrap = median(variants[1].samples_ms);
     const double same = median(variants[2].samples_ms);
     const double minimal = median(variants[3].samples_ms);
-    std::printf("bench_wrap: %d rounds, median per spawn (ms)\n", rounds);
+    std::printf("bench_wrap: %d rounds, median per spawn: wall, CPU of the whole tree (ms)\n", rounds);
     for (const auto& variant : variants) {
         if (variant.samples_ms.empty()) continue;
-        std::printf("  %-42s %8.2f ms\n", variant.name.c_str(), median(variant.samples_ms));
+        std::printf("  %-42s %8.2f ms %8.2f ms CPU\n", variant.name.c_str(), median(variant.samples_ms),
+                    median(variant.cpu_ms));
     }
     std::printf("ratios:\n");
     std::printf("  sandgate bwrap / sandgate off           %6.2fx\n", wrap / median(variants[0].samples_ms));
-    if (same > 0)
+    if (same > 0) {
         std::printf("  sandgate bwrap / raw bwrap, same options %6.2fx  (target <= 1.20x)\n", wrap / same);
+        std::printf("    the same in CPU time                   %6.2fx\n",
+                    median(variants[1].cpu_ms) / median(variants[2].cpu_ms));
+    }
     std::printf("  sandgate bwrap / raw bwrap, minimal      %6.2fx\n", wrap / minimal);
     const double in_process = median(variants[4].samples_ms);
     if (same > 0 && in_process > 0)
-        std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path)\n",
-                    in_process / same);
+        std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path; CPU %.2fx)\n",
+                    in_process / same, median(variants[4].cpu_ms) / median(variants[2].cpu_ms));
     if (variants.size() > 6 && !variants[6].samples_ms.empty())
         std::printf("  sandgate bwrap / firejail                %6.2fx\n", wrap / median(variants[6].samples_ms));
     else

@@ -1,13 +1,13 @@
 #include "sandbox/mounts.hpp"
 
-#include "sandbox/wrap_files.hpp"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <span>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <optional>
 
@@ -22,7 +22,6 @@ constexpr const char* k_etc_files[] = {
     "ld.so.cache", "ld.so.conf", "localtime", "timezone", "os-release", "debian_version",
     "protocols", "services", "networks", "gai.conf", "host.conf", "locale.alias", "mime.types",
 };
-constexpr std::uintmax_t k_max_copied_file = 1 << 20;
 // alternatives: cc, c++, java, python...; ssl: certificates; java: its conf symlinks point here.
 constexpr const char* k_etc_dirs[] = {"alternatives", "ssl", "java-17-openjdk", "java-21-openjdk"};
 
@@ -115,12 +114,13 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     std::error_code ec;
     for (const char* name : k_top_level) {
         const std::filesystem::path top = std::filesystem::path("/") / name;
-        auto status = std::filesystem::symlink_status(top, ec);
-        if (ec) continue;
-        if (std::filesystem::is_symlink(status)) {
-            entries.push_back({MountKind::symlink, top, std::filesystem::read_symlink(top, ec),
+        // readlink first: on merged-/usr systems one call answers (EINVAL: not a symlink).
+        char target[PATH_MAX];
+        const ssize_t length = ::readlink(top.c_str(), target, sizeof target);
+        if (length > 0 && static_cast<std::size_t>(length) < sizeof target) {
+            entries.push_back({MountKind::symlink, top, std::string(target, static_cast<std::size_t>(length)),
                                {}, 0});
-        } else if (std::filesystem::is_directory(status)) {
+        } else if (length < 0 && errno == EINVAL && std::filesystem::is_directory(top, ec)) {
             entries.push_back({MountKind::ro_bind, top, top, {}, 0});
         }
     }
@@ -137,9 +137,10 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     }
     for (const char* name : k_etc_files) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
-        // Followed: os-release and localtime are symlinks on Debian.
-        if (auto content = cached_file_content(path, k_max_copied_file))
-            entries.push_back(data_entry(path, std::move(*content)));
+        // Followed: os-release and localtime are symlinks on Debian. Neither looked at nor
+        // read here: bwrap copies the file from an fd the plan opens (wrap_files'
+        // open_host_file, which leaves out what is missing, odd or large).
+        entries.push_back({MountKind::host_file, path, path, {}, 1});
     }
     for (const char* name : k_etc_dirs) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
@@ -222,7 +223,8 @@ bool visible_inside(const std::vector<MountEntry>& ordered, const std::filesyste
     }
     if (deepest == nullptr) return false;
     return deepest->kind == MountKind::ro_bind || deepest->kind == MountKind::bind ||
-           (deepest->kind == MountKind::data && deepest->dest == path);
+           ((deepest->kind == MountKind::data || deepest->kind == MountKind::host_file) &&
+            deepest->dest == path);
 }
 
 }  // namespace sandbox

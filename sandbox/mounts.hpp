@@ -21,6 +21,7 @@ enum class MountKind {
     hide_file,  // /dev/null bound read-only over dest
     symlink,    // dest is a symlink to source (a relative or absolute target)
     data,       // dest is a read-only file holding `content`, copied into the root (no mount)
+    host_file,  // dest is a read-only copy of the host's regular file `source` (no mount)
     proc,       // a new procfs for the new pid namespace
     dev,        // a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
     tmpfs,      // a private tmpfs of `size` bytes, mode 1777

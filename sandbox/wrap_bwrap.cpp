@@ -174,7 +174,8 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
     return {};
 }
 
-// Turns the ordered layout into bwrap options; data files become memfds at fds 5, 6, ...
+// Turns the ordered layout into bwrap options; data files become fds 5, 6, ... (sealed memfds
+// for generated contents, read-only fds of the files themselves for host files)
 Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector<std::string>& args,
                              std::vector<Fd>& data_fds) {
     for (const auto& entry : entries) {
@@ -194,6 +195,15 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
                                          "--tmpfs", dest});
                 break;
             case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
+            case MountKind::host_file: {
+                // Gone or swapped since the plan looked: that file is simply not shown.
+                auto fd = open_host_file(entry.source, k_max_host_file);
+                if (!fd) break;
+                const int number = k_first_data_fd + static_cast<int>(data_fds.size());
+                data_fds.push_back(std::move(*fd));
+                args.insert(args.end(), {"--perms", "0444", "--file", std::to_string(number), dest});
+                break;
+            }
             case MountKind::data:
             case MountKind::private_file: {
                 auto fd = sealed_content_fd("sandgate-file", entry.content);
@@ -221,6 +231,10 @@ std::string env_value(const Environment& env, std::string_view name) {
 int resolve_payload(const std::string& name, const Environment& env,
                     const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
     auto verdict = [&](const std::filesystem::path& candidate) {
+        // Most PATH entries do not hold the name: one stat says so without canonical()'s
+        // readlink of every component.
+        struct stat exists {};
+        if (::stat(candidate.c_str(), &exists) != 0) return 127;
         std::error_code ec;
         auto real = std::filesystem::canonical(candidate, ec);
         if (ec || !visible_inside(ordered, real)) return 127;

@@ -6,10 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 namespace sandbox {
 namespace {
@@ -39,22 +37,6 @@ ContentCache& content_cache() {
     return cache;
 }
 
-struct FileIdentity {
-    dev_t device = 0;
-    ino_t inode = 0;
-    off_t size = 0;
-    timespec mtime{};
-    bool operator==(const FileIdentity& other) const {
-        return device == other.device && inode == other.inode && size == other.size &&
-               mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
-    }
-};
-
-struct CachedFile {
-    FileIdentity identity;
-    std::string content;
-};
-
 }  // namespace
 
 Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
@@ -76,40 +58,40 @@ Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
 Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content) {
     ContentCache& cache = content_cache();
     std::lock_guard lock(cache.mutex);
-    auto found = cache.fds.find(content);
-    if (found == cache.fds.end()) {
-        auto fd = sealed_memfd(name, content);
-        if (!fd) return fd;
-        if (cache.fds.size() >= k_max_entries || cache.bytes + content.size() > k_max_bytes) {
-            cache.fds.clear();
-            cache.bytes = 0;
-        }
-        found = cache.fds.emplace(std::string(content), std::move(*fd)).first;
-        cache.bytes += content.size();
+    if (auto found = cache.fds.find(content); found != cache.fds.end()) {
+        if (Fd fd = reopen(found->second)) return fd;
+        return sealed_memfd(name, content);
     }
-    if (Fd fd = reopen(found->second)) return fd;
-    return sealed_memfd(name, content);
+    auto fd = sealed_memfd(name, content);
+    if (!fd) return fd;
+    // The first user takes a duplicate (one offset shared with the cache's fd, which is never
+    // read: later users reopen it, at offsets of their own). A one-shot process such as
+    // `sandgate exec` thus never pays the reopen through /proc. Sealed, so no writer either.
+    Fd first(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0));
+    if (!first) return fd;  // no second fd to spare: this one, uncached
+    if (cache.fds.size() >= k_max_entries || cache.bytes + content.size() > k_max_bytes) {
+        cache.fds.clear();
+        cache.bytes = 0;
+    }
+    cache.fds.emplace(std::string(content), std::move(*fd));
+    cache.bytes += content.size();
+    return first;
 }
 
-std::optional<std::string> cached_file_content(const std::filesystem::path& path,
-                                               std::uintmax_t max_size) {
-    static std::mutex mutex;
-    static std::map<std::filesystem::path, CachedFile> files;
+Expected<Fd> open_host_file(const std::filesystem::path& path, std::uintmax_t max_size) {
+    // O_NONBLOCK: opening a fifo planted at the path must not hang the plan (it is refused
+    // just below); regular files ignore the flag.
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (!fd) return fail(ErrorKind::unavailable, errno_message("open " + path.string()));
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uintmax_t>(st.st_size) > max_size)
-        return std::nullopt;
-    const FileIdentity identity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-    std::lock_guard lock(mutex);
-    if (auto found = files.find(path); found != files.end() && found->second.identity == identity)
-        return found->second.content;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    if (!in.is_open() || in.bad()) return std::nullopt;
-    // A file rewritten while being read shows another identity next time and is read again.
-    files[path] = CachedFile{identity, content.str()};
-    return files[path].content;
+    if (::fstat(fd.get(), &st) != 0)
+        return fail(ErrorKind::unavailable, errno_message("fstat " + path.string()));
+    if (!S_ISREG(st.st_mode))
+        return fail(ErrorKind::invalid_input, path.string() + " is not a regular file");
+    if (static_cast<std::uintmax_t>(st.st_size) > max_size)
+        return fail(ErrorKind::invalid_input, path.string() + " is larger than " +
+                                                  std::to_string(max_size) + " bytes");
+    return fd;
 }
 
 }  // namespace sandbox

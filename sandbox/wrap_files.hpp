@@ -5,8 +5,8 @@
 // its own read-only open file description of it (its own offset: bwrap reads to EOF, and runs
 // may be planned concurrently). No copy, no memfd_create per run.
 //
-// Also: the contents of small host files under /etc, cached per process and re-read whenever
-// the file's identity (device, inode, size, mtime) changes.
+// Host files (the allowlisted part of /etc) are not copied at all: bwrap reads them from a
+// read-only fd of the file itself.
 
 #include <filesystem>
 #include <optional>
@@ -27,9 +27,13 @@ Expected<Fd> sealed_memfd(std::string_view name, std::string_view content);
 // The caller owns the returned fd; the cache keeps its own. `name` labels the memfd.
 Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content);
 
-// The content of the regular file at `path` (symlinks followed), or nullopt when it is
-// missing, not a regular file, larger than `max_size` or unreadable.
-std::optional<std::string> cached_file_content(const std::filesystem::path& path,
-                                               std::uintmax_t max_size);
+// Host files under /etc that the wrap shows as copies are at most this large.
+constexpr std::uintmax_t k_max_host_file = 1 << 20;
+
+// A read-only fd at offset 0 of the regular file at `path` (symlinks followed), for bwrap to
+// copy from (`--file FD`); the caller owns it. invalid_input when it is not a regular file or
+// is larger than `max_size`; unavailable when it cannot be opened. The check is made on the
+// opened file (fstat), so a path swapped after a stat cannot hand over a fifo or a device.
+Expected<Fd> open_host_file(const std::filesystem::path& path, std::uintmax_t max_size);
 
 }  // namespace sandbox

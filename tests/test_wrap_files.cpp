@@ -1,6 +1,7 @@
-// sandbox/wrap_files: the sealed memfds shared by every plan of a process, and the cached
-// contents of host files, re-read when a file changes.
+// sandbox/wrap_files: the sealed memfds shared by every plan of a process, and the read-only
+// fds of host files handed to bwrap.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -52,22 +53,39 @@ TEST_CASE("the shared memfds are bounded however many distinct contents a proces
     CHECK(open_fds() <= before + 48);
 }
 
-TEST_CASE("file contents are cached until the file changes; missing, odd and large files are none") {
+TEST_CASE("host files are handed over as read-only fds of the file; odd and large files are refused") {
     const auto dir = tests::make_temp_dir("wrap-files");
     tests::write_file(dir / "file", "one");
     std::filesystem::create_symlink(dir / "file", dir / "link");
-    CHECK(sandbox::cached_file_content(dir / "file", 1024) == "one");
-    CHECK(sandbox::cached_file_content(dir / "link", 1024) == "one");
-    tests::write_file(dir / "file", "two, longer");
-    CHECK(sandbox::cached_file_content(dir / "file", 1024) == "two, longer");
-    CHECK(sandbox::cached_file_content(dir / "link", 1024) == "two, longer");
-    // Replaced by another file (a new inode) of the same size: read again too.
-    tests::write_file(dir / "other", "six, longer");
-    std::filesystem::rename(dir / "other", dir / "file");
-    CHECK(sandbox::cached_file_content(dir / "file", 1024) == "six, longer");
-    CHECK_FALSE(sandbox::cached_file_content(dir / "file", 4));
-    CHECK_FALSE(sandbox::cached_file_content(dir / "absent", 1024));
-    CHECK_FALSE(sandbox::cached_file_content(dir, 1024));
+    for (const char* name : {"file", "link"}) {
+        auto fd = sandbox::open_host_file(dir / name, 1024);
+        REQUIRE(fd);
+        CHECK(read_all(fd->get()) == "one");
+        CHECK(::write(fd->get(), "x", 1) == -1);  // read-only
+        CHECK((::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC) != 0);
+    }
+    // Each call is a new open file description: its own offset at 0.
+    auto first = sandbox::open_host_file(dir / "file", 1024);
+    auto second = sandbox::open_host_file(dir / "file", 1024);
+    REQUIRE(first);
+    REQUIRE(second);
+    CHECK(read_all(first->get()) == "one");
+    CHECK(read_all(second->get()) == "one");
     tests::write_file(dir / "empty", "");
-    CHECK(sandbox::cached_file_content(dir / "empty", 1024) == "");
+    auto empty = sandbox::open_host_file(dir / "empty", 1024);
+    REQUIRE(empty);
+    CHECK(read_all(empty->get()).empty());
+
+    const auto too_large = sandbox::open_host_file(dir / "file", 2);
+    REQUIRE_FALSE(too_large);
+    CHECK(too_large.error().kind == sandbox::ErrorKind::invalid_input);
+    CHECK_FALSE(sandbox::open_host_file(dir / "absent", 1024));
+    const auto directory = sandbox::open_host_file(dir, 1024);
+    REQUIRE_FALSE(directory);
+    CHECK(directory.error().message.find("not a regular file") != std::string::npos);
+    // A fifo planted where a file was expected is refused without blocking on the open.
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    const auto fifo = sandbox::open_host_file(dir / "fifo", 1024);
+    REQUIRE_FALSE(fifo);
+    CHECK(fifo.error().kind == sandbox::ErrorKind::invalid_input);
 }
