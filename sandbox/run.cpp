@@ -213,6 +213,13 @@ private:
     // cgroup.events notifications are rate-limited by the kernel (one per ~10 ms per file, so
     // "populated 0" comes late after a short run, e.g. while bwrap's pid 1 tears its mount
     // namespace down): after the exit the leaf is re-checked on a short, growing interval too.
+    // The last holder of the output pipes is usually the leaf's last process (bwrap's pid 1):
+    // its files are released just before it leaves the cgroup, so EOF on both restarts the
+    // interval from a few microseconds.
+    void recheck_soon() {
+        m_recheck = std::chrono::microseconds(10);
+        m_recheck_at = Clock::now();
+    }
     Clock::duration m_recheck = std::chrono::microseconds(100);
     Clock::time_point m_recheck_at;
     bool m_timed_out = false;
@@ -231,6 +238,7 @@ void Session::read_from(Fd& fd, Stream stream) {
         if (n < 0 && errno == EAGAIN) return;
         if (n <= 0) {  // EOF (or an error, which ends the stream the same way)
             fd.reset();
+            if (m_exited_at && !m_out && !m_err) recheck_soon();
             return;
         }
         const std::string_view chunk = capture.commit(static_cast<std::size_t>(n));
