@@ -23,6 +23,7 @@
 #include "agent/units.hpp"
 #include "sandbox/result_json.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/wrap.hpp"
 
 namespace agent {
 namespace {
@@ -113,8 +114,13 @@ sandbox::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
     request.output_limit = static_cast<std::size_t>(*limit);
     if (!o.cwd.empty()) {
         struct stat st {};
-        if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            // Most likely a path seen inside an earlier run (its HOME or TMPDIR): say so.
+            if (o.policy.sandbox == "bwrap")
+                if (auto ok = sandbox::refuse_private_scratch(o.cwd, "--cwd"); !ok)
+                    return std::unexpected(ok.error());
             return fail(ErrorKind::invalid_input, "--cwd " + o.cwd + ": no such directory");
+        }
         request.cwd = o.cwd;
     }
     sandbox::Environment set;

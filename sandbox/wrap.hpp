@@ -3,8 +3,10 @@
 // run() asks plan_wrap() how to start the request's argv under its policy and then spawns
 // plan.argv exactly as it would spawn an unwrapped command.
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,15 @@ struct WrapPlan {
     std::vector<std::string> on_timeout_argv;
     std::unique_ptr<WrapResources> resources;  // released after the run
 };
+
+// The bwrap arm's private scratch (the default: HOME, TMPDIR, XDG_* point into it): a directory
+// in the sandbox's own /tmp tmpfs, which exists only inside a sandbox.
+inline constexpr std::string_view k_private_scratch = "/tmp/sandgate-run";
+
+// invalid_input naming `flag` when `path` (made absolute and normal) is k_private_scratch or
+// lies below it: a working directory there cannot be bound from the host (it would land in,
+// or over, the run's own scratch).
+Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::string_view flag);
 
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing, user
 // namespaces are refused, seccomp cannot be loaded or any asked-for protection cannot be had

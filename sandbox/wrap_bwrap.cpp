@@ -63,8 +63,9 @@ struct Scratch {
     ScratchPlace place = ScratchPlace::in_wrap;
 };
 
-// Inside the wrap /tmp is private, so the name only has to stay clear of the binds.
-constexpr const char* k_in_wrap_scratch = "/tmp/sandgate-run";
+// Inside the wrap /tmp is private, so the name only has to stay clear of the binds (a --cwd
+// there is refused: refuse_private_scratch).
+constexpr std::string_view k_in_wrap_scratch = k_private_scratch;
 
 // Policy binds: a host path at another path inside. System directories are never a
 // destination (a bind there would replace what the wrap keeps read-only).
@@ -97,7 +98,8 @@ Expected<Scratch> make_scratch(const Policy& policy) {
         if (!checked) return std::unexpected(checked.error());
         return Scratch{*checked, ScratchPlace::kept};
     }
-    if (!policy.toolchain_cache) return Scratch{k_in_wrap_scratch, ScratchPlace::in_wrap};
+    if (!policy.toolchain_cache)
+        return Scratch{std::filesystem::path(k_in_wrap_scratch), ScratchPlace::in_wrap};
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
@@ -291,6 +293,17 @@ nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy
 
 }  // namespace
 
+Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::string_view flag) {
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(path, ec).lexically_normal();
+    if (ec || !path_within(absolute, std::filesystem::path(k_private_scratch))) return {};
+    return fail(ErrorKind::invalid_input,
+                std::string(flag) + " " + path.string() + ": lies in the wrap's private scratch " +
+                    std::string(k_private_scratch) +
+                    ", a tmpfs that exists only inside the sandbox; give a directory of the host "
+                    "(the worktree)");
+}
+
 Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
     const Policy& policy = request.policy;
@@ -302,6 +315,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     std::error_code ec;
     const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
                                                              : request.cwd;
+    if (auto ok = refuse_private_scratch(cwd_in, "--cwd"); !ok) return std::unexpected(ok.error());
     auto cwd = checked_bind_path(cwd_in, "--cwd", MustExist::yes);
     if (!cwd) return std::unexpected(cwd.error());
     auto limits = plan_limits(policy, request.cgroup);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sandbox/run.hpp"
+#include "sandbox/wrap.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -149,6 +150,30 @@ TEST_CASE("bad input: one line on stderr, 125, nothing run") {
     CHECK(sandgate({"--sandbox", "off", "--stdin-file", (dir / "ok").string(), "--shell", script})
               .exit_code == 0);
     CHECK(std::filesystem::exists(flag));
+}
+
+TEST_CASE("--cwd in the wrap's private scratch is refused naming the flag: 125, nothing run") {
+    const auto dir = tests::make_temp_dir("exec");
+    const std::string flag = (dir / "ran").string();
+    // A path that exists only inside a sandbox (a run's HOME, say): never on this host.
+    const std::string inside = std::string(sandbox::k_private_scratch) + "/home/" +
+                               dir.filename().string();
+    for (const std::string& cwd : {inside, std::string(sandbox::k_private_scratch)}) {
+        if (std::filesystem::exists(cwd)) continue;  // inside the dogfood wrap, the root exists
+        const auto result = sandgate({"--cwd", cwd, "--shell", "touch " + flag});
+        INFO(result.err.head);
+        CHECK(result.exit_code == 125);
+        CHECK(result.out.bytes == 0);
+        CHECK(std::count(result.err.head.begin(), result.err.head.end(), '\n') == 1);
+        CHECK(result.err.head.starts_with("sandgate exec: --cwd " + cwd + ": "));
+        CHECK(result.err.head.find("private scratch") != std::string::npos);
+    }
+    CHECK_FALSE(std::filesystem::exists(flag));
+    // Under --sandbox off the path has no special meaning: just a missing directory.
+    const auto off = sandgate({"--sandbox", "off", "--cwd", inside, "--shell", "touch " + flag});
+    CHECK(off.exit_code == 125);
+    CHECK(off.err.head.find("no such directory") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(flag));
 }
 
 TEST_CASE("a refused sandbox prints the document with the refusal and exits 125") {

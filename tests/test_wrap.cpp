@@ -169,6 +169,32 @@ TEST_CASE("a bind destination through a symlink is refused before anything runs"
     CHECK(sandbox::plan_wrap(request));
 }
 
+TEST_CASE("a working directory in the private scratch is refused, even where it exists on the host") {
+    SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
+    const auto dir = tests::make_temp_dir("wrap");
+    const std::filesystem::path root(sandbox::k_private_scratch);
+    const bool made_root = std::filesystem::create_directory(root);
+    const auto inside = root / dir.filename();
+    std::filesystem::create_directory(inside);
+    const std::string flag = (dir / "ran").string();
+    const auto result = sandbox::run(request_in(inside, {"/bin/sh", "-c", "touch " + flag}));
+    const auto plan = sandbox::plan_wrap(request_in(inside / "sub" / "..", {"true"}));
+    std::filesystem::remove(inside);
+    if (made_root) std::filesystem::remove(root);
+    REQUIRE(result.error);
+    CHECK(result.error->kind == sandbox::RunErrorKind::invalid_request);
+    CHECK(result.error->message.starts_with("--cwd " + inside.string() + ": "));
+    CHECK(result.error->message.find("private scratch") != std::string::npos);
+    CHECK(result.exit_status() == 125);
+    CHECK_FALSE(std::filesystem::exists(flag));
+    REQUIRE_FALSE(plan);  // normalised before the check
+    CHECK(plan.error().kind == sandbox::ErrorKind::invalid_input);
+    // Elsewhere under /tmp nothing changes: the scratch's name only is reserved.
+    CHECK(sandbox::refuse_private_scratch("/tmp/sandgate-runner", "--cwd"));
+    CHECK(sandbox::refuse_private_scratch(dir, "--cwd"));
+    CHECK_FALSE(sandbox::refuse_private_scratch("/tmp/./sandgate-run/", "--cwd"));
+}
+
 TEST_CASE("checked_bind_path normalises and refuses missing paths when asked") {
     const auto dir = tests::make_temp_dir("wrap");
     auto ok = sandbox::checked_bind_path(dir / "." / "", "--x", sandbox::MustExist::yes);
