@@ -15,6 +15,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -130,13 +131,11 @@ pid_t leaf_owner(const std::string& name) {
 
 }  // namespace
 
-int Cgroup::remove_stale(std::chrono::seconds min_age) {
-    auto parent = base();
-    if (!parent) return 0;
+int remove_stale_leaves(const std::filesystem::path& parent, std::chrono::seconds min_age) {
     int removed = 0;
     std::error_code ec;
     const auto now = std::chrono::system_clock::now();
-    for (std::filesystem::directory_iterator it(*parent, ec), end; !ec && it != end; it.increment(ec)) {
+    for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
         const pid_t owner = leaf_owner(it->path().filename().string());
         if (owner <= 0 || owner == ::getpid()) continue;
         // Alive (EPERM: someone else's): not stale. A pid from another pid namespace looks
@@ -151,6 +150,21 @@ int Cgroup::remove_stale(std::chrono::seconds min_age) {
     return removed;
 }
 
+void remove_stale_leaves_once(const std::filesystem::path& parent) {
+    static std::mutex mutex;
+    static std::set<std::filesystem::path> swept;
+    {
+        std::lock_guard lock(mutex);
+        if (!swept.insert(parent).second) return;
+    }
+    remove_stale_leaves(parent, std::chrono::minutes(1));
+}
+
+int Cgroup::remove_stale(std::chrono::seconds min_age) {
+    auto parent = base();
+    return parent ? remove_stale_leaves(*parent, min_age) : 0;
+}
+
 Expected<std::filesystem::path> Cgroup::base() {
     static const Expected<std::filesystem::path> cached = find_base();
     return cached;
@@ -159,8 +173,7 @@ Expected<std::filesystem::path> Cgroup::base() {
 Expected<Cgroup> Cgroup::create() {
     auto parent = base();
     if (!parent) return std::unexpected(parent.error());
-    static std::once_flag swept;
-    std::call_once(swept, [] { remove_stale(std::chrono::minutes(1)); });
+    remove_stale_leaves_once(*parent);
     const std::filesystem::path path =
         *parent / ("sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(++g_counter));
     if (::mkdir(path.c_str(), 0755) != 0)

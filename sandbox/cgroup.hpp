@@ -18,17 +18,24 @@
 
 namespace sandbox {
 
+// Removes leaves left behind by sandgate processes that are gone (killed, or ended by a
+// signal while a run was in flight): sandgate-<pid>-<n> directories under `parent` (the
+// cgroup2 base, or a v1 hierarchy's directory where limits.cpp makes its per-run cgroups)
+// whose pid no longer exists and which are older than `min_age`. A leaf that still holds
+// processes is refused by rmdir and stays for a later sweep. Returns how many were removed.
+int remove_stale_leaves(const std::filesystem::path& parent, std::chrono::seconds min_age);
+
+// remove_stale_leaves(parent, one minute), at most once per process for each parent: what
+// creating a leaf there runs first.
+void remove_stale_leaves_once(const std::filesystem::path& parent);
+
 class Cgroup {
 public:
     // Creates sandgate-<pid>-<n>, unique per run in this process.
     static Expected<Cgroup> create();
     // The directory new leaves are created in, or unavailable (cached after the first call).
     static Expected<std::filesystem::path> base();
-    // Removes leaves left behind by sandgate processes that are gone (killed, or ended by a
-    // signal while a run was in flight): sandgate-<pid>-<n> under base() whose pid no longer
-    // exists and which are older than `min_age`. A leaf that still holds processes is refused
-    // by rmdir and stays for a later sweep. Returns how many were removed. create() runs it
-    // once per process.
+    // remove_stale_leaves under base() (0 without one). create() sweeps once per process.
     static int remove_stale(std::chrono::seconds min_age);
 
     Cgroup(Cgroup&&) noexcept = default;

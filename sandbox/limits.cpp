@@ -178,6 +178,8 @@ Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan) {
         return fail(ErrorKind::unavailable, std::move(message));
     };
     for (const auto& [dir, files] : plan.cgroups) {
+        // Leaves of sandgate processes killed mid-run, as for the cgroup2 leaf.
+        remove_stale_leaves_once(dir.parent_path());
         if (::mkdir(dir.c_str(), 0755) != 0)
             return cleanup_on_error(errno_message("creating cgroup " + dir.string()));
         made.push_back(dir);

@@ -75,7 +75,9 @@ private:
 // zero limit.
 Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup = CgroupUse::automatic);
 
-// Creates the planned v1 cgroups, writes their limits and opens their cgroup.procs.
+// Creates the planned v1 cgroups, writes their limits and opens their cgroup.procs. Their
+// parents are first swept of cgroups left by sandgate processes that are gone (once per
+// process each: remove_stale_leaves_once), as for the cgroup2 leaf.
 Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan);
 
 // The rlimits the plan asks of the process core (SpawnSpec::rlimits).

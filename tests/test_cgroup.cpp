@@ -1,8 +1,10 @@
-// The per-run cgroup leaf, on this machine's real cgroup2 hierarchy.
+// The per-run cgroup leaf, on this machine's real cgroup2 hierarchy, and the sweep of leaves
+// left behind (cgroup2 and the v1 hierarchies the limits use).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/fd.hpp"
+#include "sandbox/limits.hpp"
 #include "sandbox/spawn.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -79,6 +82,65 @@ TEST_CASE("leaves of sandgate processes that are gone are swept; live, young and
     CHECK(std::filesystem::exists(busy));     // rmdir refuses a populated leaf
     CHECK(std::filesystem::exists(mine));     // this process is alive
     CHECK(std::filesystem::exists(foreign));  // not a name sandgate makes
+    sleeper->signal(SIGKILL);
+    (void)sleeper->reap();
+    for (int i = 0; i < 1000 && ::rmdir(busy.c_str()) != 0; ++i) ::usleep(10000);
+    CHECK_FALSE(std::filesystem::exists(busy));
+    for (const auto& dir : {mine, foreign}) CHECK(::rmdir(dir.c_str()) == 0);
+}
+
+TEST_CASE("v1 cgroups left by sandgate processes that are gone are swept like the cgroup2 leaves") {
+    SKIP_UNDER_WRAP("no writable cgroup inside the wrap");
+    // Where the limits would make a per-run v1 pids cgroup on this machine (root, no pids
+    // controller in the cgroup2 leaf, the v1 pids hierarchy mounted and writable).
+    sandbox::Policy policy;
+    policy.pids = 64;
+    auto plan = sandbox::plan_limits(policy, sandbox::CgroupUse::never);
+    REQUIRE(plan);
+    REQUIRE(plan->pids_by == sandbox::LimitMechanism::cgroup1);
+    REQUIRE(plan->cgroups.size() == 1);
+    const auto parent = plan->cgroups.front().first.parent_path();
+    const pid_t gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const auto stale = parent / ("sandgate-" + std::to_string(gone) + "-1");
+    const auto old_stale = parent / ("sandgate-" + std::to_string(gone) + "-2");
+    const auto busy = parent / ("sandgate-" + std::to_string(gone) + "-3");
+    const auto mine = parent / ("sandgate-" + std::to_string(::getpid()) + "-999");
+    const auto foreign = parent / "sandgate-notapid-1";
+    for (const auto& dir : {stale, old_stale, busy, mine, foreign})
+        REQUIRE(std::filesystem::create_directory(dir));
+    // Two minutes old (cgroupfs takes utimes): what the once-per-process sweep removes.
+    const timespec two_minutes_ago[2] = {{::time(nullptr) - 120, 0}, {::time(nullptr) - 120, 0}};
+    for (const auto& dir : {old_stale, busy, mine, foreign})
+        REQUIRE(::utimensat(AT_FDCWD, dir.c_str(), two_minutes_ago, 0) == 0);
+    // The busy one holds a process (v1: joined through cgroup.procs before exec).
+    sandbox::Fd procs(::open((busy / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(procs);
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.argv = {"/bin/sleep", "600"};
+    spec.join_cgroup_procs = {procs.get()};
+    auto sleeper = sandbox::spawn(spec);
+    REQUIRE(sleeper);
+
+    // Making the run's v1 cgroups sweeps their parent first (once per process): only the leaf
+    // of a dead pid that is over a minute old and empty goes.
+    auto made = sandbox::apply_limits(*plan);
+    REQUIRE(made);
+    CHECK(std::filesystem::is_directory(plan->cgroups.front().first));
+    CHECK_FALSE(std::filesystem::exists(old_stale));
+    CHECK(std::filesystem::exists(stale));    // too young
+    CHECK(std::filesystem::exists(busy));     // rmdir refuses a populated cgroup
+    CHECK(std::filesystem::exists(mine));     // this process is alive
+    CHECK(std::filesystem::exists(foreign));  // not a name sandgate makes
+    made->reset();  // the run's own cgroup is removed as after a run
+    CHECK_FALSE(std::filesystem::exists(plan->cgroups.front().first));
+    CHECK(sandbox::remove_stale_leaves(parent, std::chrono::seconds(0)) >= 1);
+    CHECK_FALSE(std::filesystem::exists(stale));
+    CHECK(std::filesystem::exists(busy));
     sleeper->signal(SIGKILL);
     (void)sleeper->reap();
     for (int i = 0; i < 1000 && ::rmdir(busy.c_str()) != 0; ++i) ::usleep(10000);
