@@ -129,6 +129,16 @@ pid_t leaf_owner(const std::string& name) {
     return static_cast<pid_t>(std::stol(pid_text));
 }
 
+// cgroupfs (kernfs) gives a directory 2 + its number of subdirectories as its link count:
+// with exactly 2 there is no leaf at all, stale or not, and the sweep (a directory listing
+// and a kill(0) per leaf) can be skipped. Every `sandgate exec` checks with one stat; on an
+// idle host, where runs come one after another, nothing is left to list. A count that says
+// nothing (not 2) means a sweep.
+bool may_hold_leaves(const std::filesystem::path& parent) {
+    struct stat st {};
+    return ::stat(parent.c_str(), &st) != 0 || st.st_nlink != 2;
+}
+
 }  // namespace
 
 int remove_stale_leaves(const std::filesystem::path& parent, std::chrono::seconds min_age) {
@@ -150,7 +160,13 @@ int remove_stale_leaves(const std::filesystem::path& parent, std::chrono::second
     return removed;
 }
 
+// Once per parent and process, and only when there is something to look at: a leaf left by a
+// killed sandgate costs a little kernel memory until someone removes it, never correctness
+// (an empty leaf holds nothing; a busy one is refused by rmdir either way). Long-lived
+// processes (agent, broker) sweep at their first run that finds leaves around; so does every
+// `sandgate exec` that finds leaves besides its own, so stale ones do not pile up.
 void remove_stale_leaves_once(const std::filesystem::path& parent) {
+    if (!may_hold_leaves(parent)) return;
     static std::mutex mutex;
     static std::set<std::filesystem::path> swept;
     {
@@ -179,7 +195,7 @@ Expected<Cgroup> Cgroup::create() {
     if (::mkdir(path.c_str(), 0755) != 0)
         return fail(ErrorKind::unavailable, errno_message("mkdir " + path.string()));
     Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Fd events(::open((path / "cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+    Fd events(dir ? ::openat(dir.get(), "cgroup.events", O_RDONLY | O_CLOEXEC) : -1);
     if (!dir || !events) {
         const std::string message = errno_message("open " + path.string() + "/cgroup.events");
         ::rmdir(path.c_str());
@@ -193,19 +209,30 @@ Cgroup::Cgroup(std::filesystem::path path, Fd dir, Fd events)
 
 Cgroup::~Cgroup() {
     if (m_path.empty() || !m_events) return;  // moved from
+    // Usually the run has killed the tree and seen the leaf empty already; an empty leaf gains
+    // no process by itself (nothing inside is left to fork), so only a populated one is killed.
+    if (populated()) kill_and_wait();
+    int attempt = 0;
+    while (::rmdir(m_path.c_str()) != 0) {
+        if (errno == ENOENT) return;
+        if (errno != EBUSY || ++attempt == 100) {
+            warn("cannot remove the run's cgroup " + m_path.string());
+            return;
+        }
+        kill_and_wait();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+// Killed processes leave the cgroup as they exit, zombie or not; the wait is bounded: a
+// process stuck in uninterruptible sleep must not hang us forever.
+void Cgroup::kill_and_wait() const {
     kill();
-    // Killed processes leave the cgroup as they exit, zombie or not; wait for that (bounded:
-    // a process stuck in uninterruptible sleep must not hang us forever) and remove the leaf.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (populated() && std::chrono::steady_clock::now() < deadline) {
         pollfd pfd{m_events.get(), POLLPRI, 0};
         ::poll(&pfd, 1, 10);
     }
-    for (int attempt = 0; attempt < 100 && ::rmdir(m_path.c_str()) != 0 && errno == EBUSY;
-         ++attempt)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (::access(m_path.c_str(), F_OK) == 0)
-        warn("cannot remove the run's cgroup " + m_path.string());
 }
 
 int Cgroup::signal_all(int sig) const {

@@ -26,7 +26,8 @@ namespace sandbox {
 int remove_stale_leaves(const std::filesystem::path& parent, std::chrono::seconds min_age);
 
 // remove_stale_leaves(parent, one minute), at most once per process for each parent: what
-// creating a leaf there runs first.
+// creating a leaf there runs first. Skipped (and not counted as the once) while `parent` has
+// no subdirectory at all (its link count is 2: one stat instead of a listing).
 void remove_stale_leaves_once(const std::filesystem::path& parent);
 
 class Cgroup {
@@ -56,6 +57,7 @@ public:
 
 private:
     explicit Cgroup(std::filesystem::path path, Fd dir, Fd events);
+    void kill_and_wait() const;
     std::filesystem::path m_path;
     Fd m_dir;
     Fd m_events;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,56 @@ TEST_CASE("v1 cgroups left by sandgate processes that are gone are swept like th
     for (int i = 0; i < 1000 && ::rmdir(busy.c_str()) != 0; ++i) ::usleep(10000);
     CHECK_FALSE(std::filesystem::exists(busy));
     for (const auto& dir : {mine, foreign}) CHECK(::rmdir(dir.c_str()) == 0);
+}
+
+namespace {
+
+nlink_t links(const std::filesystem::path& dir) {
+    struct stat st {};
+    REQUIRE(::stat(dir.c_str(), &st) == 0);
+    return st.st_nlink;
+}
+
+}  // namespace
+
+// Cgroup::create() skips the sweep when the parent's link count says it has no subdirectory;
+// that rests on cgroupfs counting 2 + subdirectories, checked here in a private directory.
+TEST_CASE("a cgroup directory's link count is 2 plus its subdirectories") {
+    SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
+    auto cgroup = sandbox::Cgroup::create();
+    REQUIRE(cgroup);
+    CHECK(links(cgroup->path()) == 2);
+    const auto sub = cgroup->path() / "sub";
+    REQUIRE(::mkdir(sub.c_str(), 0755) == 0);
+    CHECK(links(cgroup->path()) == 3);
+    REQUIRE(::rmdir(sub.c_str()) == 0);
+    CHECK(links(cgroup->path()) == 2);
+}
+
+TEST_CASE("a `sandgate exec` that finds leaves besides its own sweeps the stale ones") {
+    SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
+    auto base = sandbox::Cgroup::base();
+    REQUIRE(base);
+    const pid_t gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) ::_exit(0);
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const auto stale = *base / ("sandgate-" + std::to_string(gone) + "-7");
+    REQUIRE(std::filesystem::create_directory(stale));
+    const timeval old[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+    REQUIRE(::utimes(stale.c_str(), old) == 0);  // left two hours ago
+    const pid_t exec = ::fork();
+    REQUIRE(exec >= 0);
+    if (exec == 0) {
+        ::execl(SANDGATE_BINARY, "sandgate", "exec", "--sandbox", "off", "--", "/bin/true", nullptr);
+        ::_exit(127);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(exec, &status, 0) == exec);
+    CHECK(status == 0);
+    const bool swept = !std::filesystem::exists(stale);
+    if (!swept) ::rmdir(stale.c_str());
+    CHECK(swept);
 }
 
 TEST_CASE("the leaves' parent is our own cgroup in the cgroup2 mount that mountinfo lists") {
