@@ -153,19 +153,34 @@ void cloexec_from(int first) {
     child_fail(plan, stage_exec, denied && (last == ENOENT || last == ENOTDIR) ? EACCES : last);
 }
 
-std::string failure_message(const SpawnSpec& spec, const ChildFailure& failure) {
+std::string failure_message(const std::string& program, const std::filesystem::path& cwd,
+                            const ChildFailure& failure) {
     const char* error = std::strerror(failure.errno_value);
     switch (failure.stage) {
         case stage_cgroup: return std::string("cannot join the run's cgroup: ") + error;
         case stage_setsid: return std::string("setsid failed: ") + error;
         case stage_fds: return std::string("cannot set up the child's descriptors: ") + error;
         case stage_chdir:
-            return "cannot change directory to '" + spec.cwd.string() + "': " + error;
+            return "cannot change directory to '" + cwd.string() + "': " + error;
         case stage_subreaper: return std::string("cannot become a subreaper: ") + error;
         case stage_fork: return std::string("fork failed: ") + error;
         case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
-        default: return "cannot execute '" + spec.argv.front() + "': " + error;
+        default: return "cannot execute '" + program + "': " + error;
     }
+}
+
+// What the child wrote to the error pipe before exec, once every write end is closed (exec
+// or exit closed the child's): nothing when the command started.
+std::optional<SpawnError> read_failure(int error_fd, const std::string& program,
+                                       const std::filesystem::path& cwd) {
+    ChildFailure failure;
+    ssize_t n = 0;
+    do {
+        n = ::read(error_fd, &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    if (n != sizeof failure) return std::nullopt;
+    const int errno_value = failure.stage == stage_exec ? failure.errno_value : 0;
+    return SpawnError{errno_value, failure_message(program, cwd, failure)};
 }
 
 // fork() through clone3: CLONE_PIDFD hands over the pidfd race-free, and CLONE_INTO_CGROUP
@@ -224,7 +239,14 @@ Child::Child(pid_t pid, Fd pidfd, Fd status_fd, Supervision supervision)
 Child::Child(Child&& other) noexcept
     : m_pid(std::exchange(other.m_pid, -1)), m_pidfd(std::move(other.m_pidfd)),
       m_status_fd(std::move(other.m_status_fd)), m_supervision(other.m_supervision),
-      m_reaped(std::exchange(other.m_reaped, true)) {}
+      m_reaped(std::exchange(other.m_reaped, true)), m_error_fd(std::move(other.m_error_fd)),
+      m_program(std::move(other.m_program)), m_cwd(std::move(other.m_cwd)) {}
+
+void Child::check_exec_at_reap(Fd error_fd, const SpawnSpec& spec) {
+    m_error_fd = std::move(error_fd);
+    m_program = spec.argv.front();
+    m_cwd = spec.cwd;
+}
 
 Child::~Child() {
     if (m_reaped || m_pid < 0) return;
@@ -253,6 +275,11 @@ Expected<ExitInfo> Child::reap() {
     m_reaped = true;
     ExitInfo exit;
     if (m_supervision == Supervision::direct) {
+        if (m_error_fd) {
+            exit.not_started = read_failure(m_error_fd.get(), m_program, m_cwd);
+            m_error_fd.reset();
+            if (exit.not_started) return exit;
+        }
         if (info.si_code == CLD_EXITED) {
             exit.exit_code = info.si_status;
         } else {
@@ -317,16 +344,13 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec) {
     status_write.reset();
 
     Child child(pid, std::move(pidfd), std::move(status_read), spec.supervision);
-
-    ChildFailure failure;
-    ssize_t n = 0;
-    do {
-        n = ::read(error_read.get(), &failure, sizeof failure);
-    } while (n < 0 && errno == EINTR);
-    if (n == sizeof failure) {
+    if (spec.exec_check == ExecCheck::at_reap && spec.supervision == Supervision::direct) {
+        child.check_exec_at_reap(std::move(error_read), spec);
+        return child;
+    }
+    if (auto failure = read_failure(error_read.get(), spec.argv.front(), spec.cwd)) {
         (void)child.reap();
-        const int errno_value = failure.stage == stage_exec ? failure.errno_value : 0;
-        return std::unexpected(SpawnError{errno_value, failure_message(spec, failure)});
+        return std::unexpected(std::move(*failure));
     }
     return child;
 }

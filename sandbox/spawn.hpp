@@ -36,6 +36,17 @@ struct ResourceLimit {
     std::uint64_t value = 0;
 };
 
+// When the caller learns that the command could not be started (a step before exec failed).
+enum class ExecCheck {
+    // spawn() waits until the command has exec'd or failed, and returns the failure.
+    before_return,
+    // spawn() returns at once and the failure comes from reap() (ExitInfo::not_started): the
+    // caller does not sleep once for the exec and once for the exit. A child that fails before
+    // exec writes nothing to its stdio and exits at once, so a caller that drains its output
+    // until the exit loses nothing. Direct supervision only (before_return otherwise).
+    at_reap,
+};
+
 struct SpawnSpec {
     std::vector<std::string> argv;  // argv[0] is looked up on env's PATH unless it has a '/'
     Environment env;
@@ -50,6 +61,7 @@ struct SpawnSpec {
     std::vector<int> join_cgroup_procs;
     std::vector<ResourceLimit> rlimits;  // set in the child just before exec
     Supervision supervision = Supervision::direct;
+    ExecCheck exec_check = ExecCheck::before_return;
 };
 
 struct SpawnError {
@@ -61,6 +73,8 @@ struct SpawnError {
 struct ExitInfo {
     std::optional<int> exit_code;
     std::optional<int> signal;
+    // ExecCheck::at_reap: the command never started (exit_code and signal are then empty).
+    std::optional<SpawnError> not_started;
 };
 
 // The process we forked (the command itself, or its reaper). Owns it: the destructor kills
@@ -69,6 +83,9 @@ struct ExitInfo {
 class Child {
 public:
     Child(pid_t pid, Fd pidfd, Fd status_fd, Supervision supervision);
+    // ExecCheck::at_reap: the read end of the child's error pipe, read by reap(), and the
+    // spec the failure messages name.
+    void check_exec_at_reap(Fd error_fd, const SpawnSpec& spec);
     Child(Child&& other) noexcept;
     Child& operator=(Child&&) = delete;
     Child(const Child&) = delete;
@@ -91,6 +108,9 @@ private:
     Fd m_status_fd;  // subreaper: the reaper writes the command's wait status here
     Supervision m_supervision;
     bool m_reaped = false;
+    Fd m_error_fd;               // ExecCheck::at_reap only
+    std::string m_program;       // for its messages
+    std::filesystem::path m_cwd;
 };
 
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec);

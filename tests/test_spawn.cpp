@@ -110,3 +110,42 @@ TEST_CASE("a Child that is dropped unreaped is killed and reaped") {
     }
     CHECK(::kill(pid, 0) == -1);  // gone and reaped (a zombie would still accept signal 0)
 }
+
+// ExecCheck::at_reap: spawn() returns before the exec; the same failures, with the same
+// errno and step, come from reap() instead, and a command that started reports its exit.
+TEST_CASE("exec failures checked at reap: same errno and step, exit status otherwise") {
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.exec_check = sandbox::ExecCheck::at_reap;
+    spec.argv = {"sandgate-missing-program"};
+    spec.env = {{"PATH", "/nonexistent:/usr/bin"}};
+    auto missing = sandbox::spawn(spec);
+    REQUIRE(missing);
+    auto exit = missing->reap();
+    REQUIRE(exit);
+    REQUIRE(exit->not_started);
+    CHECK(exit->not_started->errno_value == ENOENT);
+    CHECK(exit->not_started->message.find("sandgate-missing-program") != std::string::npos);
+    CHECK_FALSE(exit->exit_code);
+    CHECK_FALSE(exit->signal);
+
+    spec.argv = {"/bin/true"};
+    spec.cwd = "/nonexistent-dir";
+    auto no_cwd = sandbox::spawn(spec);
+    REQUIRE(no_cwd);
+    exit = no_cwd->reap();
+    REQUIRE(exit);
+    REQUIRE(exit->not_started);
+    CHECK(exit->not_started->errno_value == 0);
+    CHECK(exit->not_started->message.find("/nonexistent-dir") != std::string::npos);
+
+    spec.cwd.clear();
+    spec.argv = {SANDGATE_TEST_CHILD, "exit", "3"};
+    auto started = sandbox::spawn(spec);
+    REQUIRE(started);
+    exit = started->reap();
+    REQUIRE(exit);
+    CHECK_FALSE(exit->not_started);
+    CHECK(exit->exit_code == 3);
+}
