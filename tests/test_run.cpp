@@ -225,6 +225,35 @@ TEST_CASE("skip markers are counted on both streams, across reads and beyond the
     CHECK(pieces.skip_markers == 3);
 }
 
+// The loop pauses between polls while output flows (Session::pace): both streams at once,
+// one flooding and one sparse, must still arrive whole, in order, with every marker, live
+// and captured.
+TEST_CASE("two streams flowing at once: every byte in order, live and captured, every marker") {
+    struct Recorder : sandbox::OutputObserver {
+        std::string out;
+        std::uint64_t err_bytes = 0;
+        void on_output(sandbox::Stream stream, std::string_view chunk) override {
+            if (stream == sandbox::Stream::out) out.append(chunk);
+            else err_bytes += chunk.size();
+        }
+    };
+    const std::string child = SANDGATE_TEST_CHILD;
+    const std::string line = "e SKIP-UNDER-WRAP " + std::string(40, 'e');
+    RunRequest request = child_request({});
+    request.argv = {"/bin/sh", "-c",
+                    child + " spew out 20000000 & " + child + " lines err 30000 '" + line + "'; wait"};
+    Recorder recorder;
+    request.observer = &recorder;
+    RunResult result = sandbox::run(request);
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.bytes == 20000000);
+    CHECK(recorder.out == spew_stream(0, 20000000));
+    CHECK(result.out.tail == spew_stream(20000000 - sandbox::k_tail_bytes, sandbox::k_tail_bytes));
+    CHECK(result.err.bytes == 30000 * (line.size() + 1));
+    CHECK(recorder.err_bytes == result.err.bytes);
+    CHECK(result.skip_markers == 30000);
+}
+
 TEST_CASE("stdin: text is fed, large input does not deadlock, unread input is fine") {
     RunRequest cat = child_request({"cat"});
     cat.stdin_text = "hello\nworld";
