@@ -201,6 +201,7 @@ private:
     void stop_tree(Clock::time_point now);
     void read_from(Fd& fd, Stream stream);
     void on_output_ready(short revents, Fd& fd, Stream stream);
+    void end_stream(Fd& fd);
     void feed_stdin();
     void on_main_exit(RunResult& result);
     void on_clock(Clock::time_point now);
@@ -248,8 +249,7 @@ void Session::read_from(Fd& fd, Stream stream) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
         if (n <= 0) {  // EOF (or an error, which ends the stream the same way)
-            fd.reset();
-            if (m_exited_at && !m_out && !m_err) recheck_soon();
+            end_stream(fd);
             return;
         }
         const std::string_view chunk = capture.commit(static_cast<std::size_t>(n));
@@ -265,8 +265,13 @@ void Session::on_output_ready(short revents, Fd& fd, Stream stream) {
     if ((revents & POLLIN) != 0) {
         read_from(fd, stream);
     } else if (revents != 0) {
-        fd.reset();
+        end_stream(fd);
     }
+}
+
+void Session::end_stream(Fd& fd) {
+    fd.reset();
+    if (m_exited_at && !m_out && !m_err) recheck_soon();
 }
 
 void Session::feed_stdin() {
