@@ -571,6 +571,12 @@ RunResult run(const RunRequest& request) {
     Session session(request, *child, tree, std::move(out->read), std::move(err->read),
                     std::move(stdin_parent));
     session.loop(result);
+    if (plan && !session.cancelled() && !result.timed_out) {
+        if (auto refused_by = diagnose_wrap_failure(*plan, result.exit_code)) {
+            result.error = RunError{RunErrorKind::sandbox_unavailable, std::move(*refused_by), 0};
+            result.exit_code.reset();  // the payload never ran
+        }
+    }
     if (session.cancelled()) {
         result.error = RunError{RunErrorKind::cancelled, "cancelled", 0};
     } else if (result.timed_out) {

@@ -1,7 +1,10 @@
 // The seam's dispatcher: each wrapped mode goes to its arm; none degrades to an unwrapped run.
 #include "sandbox/wrap.hpp"
 
+#include <unistd.h>
+
 #include "sandbox/container.hpp"
+#include "sandbox/probe.hpp"
 #include "sandbox/wrap_bwrap.hpp"
 
 namespace sandbox {
@@ -31,6 +34,20 @@ Expected<void> refuse_egress(const Policy& policy) {
 }
 
 }  // namespace
+
+std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<int> exit_code) {
+    // bwrap reports a failure of its own with exit status 1, like a payload's `exit 1`; only
+    // its status channel tells them apart: {"exit-code": N} comes once the payload has run.
+    if (!plan.status || exit_code != 1) return std::nullopt;
+    std::string status;
+    char buffer[1024];
+    for (ssize_t n; (n = ::read(plan.status.get(), buffer, sizeof buffer)) > 0;)
+        status.append(buffer, static_cast<std::size_t>(n));
+    if (status.find("\"exit-code\"") != std::string::npos) return std::nullopt;
+    if (auto ok = check_user_namespaces(); !ok) return ok.error().message;
+    if (auto ok = check_seccomp(); !ok) return ok.error().message;
+    return std::nullopt;
+}
 
 Expected<WrapPlan> plan_wrap(const RunRequest& request) {
     if (request.policy.mode != SandboxMode::off) {

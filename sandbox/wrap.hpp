@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ struct WrapPlan {
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
     std::vector<std::string> on_timeout_argv;
     std::unique_ptr<WrapResources> resources;  // released after the run
+    // The wrapper's status channel (bwrap's --json-status-fd), read end, non-blocking: it
+    // tells a payload that ran from a wrapper that failed to build the sandbox. Empty for
+    // arms without one.
+    Fd status;
 };
 
 // The bwrap arm's private scratch (the default: HOME, TMPDIR, XDG_* point into it): a directory
@@ -53,10 +58,18 @@ inline constexpr std::string_view k_private_scratch = "/tmp/sandgate-run";
 // or over, the run's own scratch).
 Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::string_view flag);
 
-// Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing, user
-// namespaces are refused, seccomp cannot be loaded or any asked-for protection cannot be had
-// (a non-empty egress allowlist, today, in every arm), returns ErrorKind::unavailable with a
-// message that says what to do. Never degrades.
+// After a wrapped run that ended with `exit_code`: when the wrapper failed before starting
+// the payload because this machine refuses what the wrap needs (user namespaces, seccomp),
+// the cause and what to do. nullopt otherwise: the payload ran, or the failure was something
+// else (bwrap's own message on stderr says what), and the run's result stands. The probes run
+// here, after a failure, rather than before every run: bwrap fails closed by itself.
+std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<int> exit_code);
+
+// Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing or any
+// asked-for protection cannot be had (a non-empty egress allowlist, today, in every arm),
+// returns ErrorKind::unavailable with a message that says what to do. Never degrades: what
+// only the kernel can refuse (namespaces, seccomp) bwrap itself refuses, and run() turns that
+// refusal into sandbox_unavailable through diagnose_wrap_failure.
 Expected<WrapPlan> plan_wrap(const RunRequest& request);
 
 }  // namespace sandbox

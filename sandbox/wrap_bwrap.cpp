@@ -275,6 +275,23 @@ std::vector<std::string> failing_payload(int status, const std::string& name) {
             "sandgate", message};
 }
 
+struct StatusChannel {
+    Fd read;
+    Fd write;
+};
+
+// The pipe for bwrap's --json-status-fd: {"child-pid": N, ...} once the namespaces exist,
+// {"exit-code": N} once the payload has exited (a few hundred bytes per run, well within the
+// pipe). The payload never holds it: bwrap's pid 1 closes it before starting the payload.
+Expected<StatusChannel> status_channel() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+        return fail(ErrorKind::unavailable, errno_message("pipe2"));
+    // Only our end is non-blocking: bwrap's writes must not fail with EAGAIN.
+    ::fcntl(fds[1], F_SETFL, 0);
+    return StatusChannel{Fd(fds[0]), Fd(fds[1])};
+}
+
 nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
                                 const Scratch& scratch, bool offline, const LimitPlan& limits) {
     nlohmann::ordered_json doc;
@@ -309,8 +326,9 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     const Policy& policy = request.policy;
     auto bwrap = find_bwrap();
     if (!bwrap) return std::unexpected(bwrap.error());
-    if (auto ok = check_user_namespaces(); !ok) return std::unexpected(ok.error());
-    if (auto ok = check_seccomp(); !ok) return std::unexpected(ok.error());
+    // No probe of user namespaces or seccomp here: bwrap refuses to start without them, and
+    // run() asks the probes why only then (diagnose_wrap_failure), sparing every run a
+    // throwaway namespace.
 
     std::error_code ec;
     const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
@@ -363,6 +381,11 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
                              "--clearenv"});
     for (const auto& [name, value] : env) args.insert(args.end(), {"--setenv", name, value});
 
+    // The status pipe's write end follows the files: fd 5 + their count.
+    auto status = status_channel();
+    if (!status) return std::unexpected(status.error());
+    args.insert(args.end(), {"--json-status-fd",
+                             std::to_string(k_first_data_fd + static_cast<int>(data_fds.size()))});
     std::string packed;
     for (const auto& arg : args) {
         packed += arg;
@@ -378,6 +401,8 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     plan.inherited_fds.push_back(std::move(*filter));
     plan.inherited_fds.push_back(std::move(*args_fd));
     for (auto& fd : data_fds) plan.inherited_fds.push_back(std::move(fd));
+    plan.inherited_fds.push_back(std::move(status->write));  // the last one, after the files
+    plan.status = std::move(status->read);
     auto limit_resources = apply_limits(*limits);
     if (!limit_resources) return std::unexpected(limit_resources.error());
     plan.join_cgroups = (*limit_resources)->take_procs();

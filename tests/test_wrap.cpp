@@ -11,6 +11,7 @@
 
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
+#include "sandbox/probe.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap_bwrap.hpp"
 #include "tests/support/scoped_env.hpp"
@@ -104,7 +105,15 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
         return text;
     };
     // fd 3 is the seccomp program, fd 4 the options (per run), 5... the files.
-    for (std::size_t i = 0; i < first->inherited_fds.size(); ++i) {
+    // The last one is bwrap's status pipe (write end): checked below.
+    REQUIRE(first->status);
+    struct stat pipe_st {};
+    REQUIRE(::fstat(first->inherited_fds.back().get(), &pipe_st) == 0);
+    CHECK(S_ISFIFO(pipe_st.st_mode));
+    CHECK(::write(first->inherited_fds.back().get(), "{}", 2) == 2);
+    char echo[8] = {};
+    CHECK(::read(first->status.get(), echo, sizeof echo) == 2);
+    for (std::size_t i = 0; i + 1 < first->inherited_fds.size(); ++i) {
         if (i == 1) continue;
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
@@ -122,6 +131,33 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     }
     const auto options = options_of(*first);
     CHECK(has_sequence(options, {"--file", "5"}));
+}
+
+TEST_CASE("a machine that refuses user namespaces gets sandbox_unavailable and what to do; nothing runs") {
+    // No skip: here the wrap works and bwrap's own `exit 1` must stay the payload's; inside
+    // the dogfood wrap (nested user namespaces disabled) bwrap refuses to start, and the run
+    // says why (the probes run after that failure, not before every run).
+    const auto dir = tests::make_temp_dir("wrap");
+    // Inside the dogfood wrap TMPDIR lies in its private scratch, which a nested wrap refuses
+    // as a working directory: there the build directory (our cwd) serves.
+    const auto cwd = sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
+    auto request = request_in(cwd, {"/bin/sh", "-c", "echo ran; exit 1"});
+    const auto result = sandbox::run(request);
+    INFO(result.err.head);
+    if (sandbox::check_user_namespaces()) {
+        CHECK_FALSE(result.error);
+        CHECK(result.exit_code == 1);  // the payload's exit 1, not a wrapper failure
+        CHECK(result.out.head == "ran\n");
+        CHECK(result.sandbox["mode"] == "bwrap");
+    } else {
+        REQUIRE(result.error);
+        CHECK(result.error->kind == sandbox::RunErrorKind::sandbox_unavailable);
+        CHECK(result.error->message.find("user namespaces are refused") != std::string::npos);
+        CHECK(result.error->message.find("--sandbox off") != std::string::npos);  // what to do
+        CHECK(result.exit_status() == 125);
+        CHECK_FALSE(result.exit_code);
+        CHECK(result.out.bytes == 0);
+    }
 }
 
 TEST_CASE("an option-looking payload is a command, never a bwrap option") {
