@@ -3,13 +3,14 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
+#include <nettle/memops.h>
+#include <nettle/sha2.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 namespace agent {
@@ -175,13 +176,22 @@ Expected<sandbox::Fd> listen_loopback(std::uint16_t port, std::uint16_t* bound) 
     return fd;
 }
 
+namespace {
+void sha256_digest_of(std::string_view text, std::uint8_t (&digest)[SHA256_DIGEST_SIZE]) {
+    sha256_ctx context;
+    sha256_init(&context);
+    sha256_update(&context, text.size(), reinterpret_cast<const std::uint8_t*>(text.data()));
+    sha256_digest(&context, SHA256_DIGEST_SIZE, digest);
+}
+}  // namespace
+
 bool bearer_matches(std::string_view authorization, std::string_view token) {
     if (token.empty()) return false;
     const std::string expected = "Bearer " + std::string(token);
-    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), want);
-    SHA256(reinterpret_cast<const unsigned char*>(authorization.data()), authorization.size(), got);
-    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
+    std::uint8_t want[SHA256_DIGEST_SIZE], got[SHA256_DIGEST_SIZE];
+    sha256_digest_of(expected, want);
+    sha256_digest_of(authorization, got);
+    return memeql_sec(want, got, sizeof(want)) != 0;
 }
 
 }  // namespace agent

@@ -1,11 +1,11 @@
 #include "github/webhook.hpp"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 
 #include <array>
 #include <cctype>
+#include <cstdint>
 
 namespace github {
 namespace {
@@ -15,10 +15,12 @@ constexpr size_t k_digest_bytes = 32;
 
 std::array<unsigned char, k_digest_bytes> hmac_sha256(std::string_view secret,
                                                       std::string_view body) {
+    static_assert(k_digest_bytes == SHA256_DIGEST_SIZE);
     std::array<unsigned char, k_digest_bytes> digest{};
-    unsigned int length = 0;
-    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-         reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest.data(), &length);
+    hmac_sha256_ctx context;
+    hmac_sha256_set_key(&context, secret.size(), reinterpret_cast<const std::uint8_t*>(secret.data()));
+    hmac_sha256_update(&context, body.size(), reinterpret_cast<const std::uint8_t*>(body.data()));
+    hmac_sha256_digest(&context, digest.size(), digest.data());
     return digest;
 }
 
@@ -54,7 +56,7 @@ SignatureCheck verify_webhook_signature(std::string_view secret, std::string_vie
         received[i] = static_cast<unsigned char>(high * 16 + low);
     }
     const auto expected = hmac_sha256(secret, body);
-    return CRYPTO_memcmp(expected.data(), received.data(), k_digest_bytes) == 0
+    return memeql_sec(expected.data(), received.data(), k_digest_bytes) != 0
                ? SignatureCheck::valid
                : SignatureCheck::invalid;
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Webhook signatures: X-Hub-Signature-256 is "sha256=" + hex(HMAC-SHA256(secret, raw body)).
-// Verification compares in constant time (CRYPTO_memcmp) and never logs the secret.
+// Verification compares in constant time (nettle's memeql_sec) and never logs the secret.
+// Nettle, not OpenSSL: the agent daemon checks webhooks and must not load libcrypto (nettle
+// is loaded anyway, by libmicrohttpd's GnuTLS).
 
 #include <string>
 #include <string_view>
