@@ -34,6 +34,8 @@ constexpr Command k_commands[] = {
     {"report", "post a run report to GitHub as check runs or commit statuses", report_command},
     {"broker", "the job-sandbox broker (internal)", broker_command, Listed::hidden},
     {"agent", "the merge-gate agent daemon (`agent init` writes a config)", agent_command},
+    {"agent-github", "one round of the agent's GitHub traffic (internal)", agent_github_command,
+     Listed::hidden},
     {"jobs", "talk to a running agent: submit, list, get, cancel, log", jobs_command},
     {"run", "run a repository's GitHub Actions workflows, every step through the wrap",
      run_command},

@@ -15,6 +15,7 @@ int hook_command(CommandArgs args);
 int report_command(CommandArgs args);
 int broker_command(CommandArgs args);
 int agent_command(CommandArgs args);
+int agent_github_command(CommandArgs args);
 int jobs_command(CommandArgs args);
 int run_command(CommandArgs args);
 int gate_command(CommandArgs args);

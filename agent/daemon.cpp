@@ -9,16 +9,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "agent/api.hpp"
-#include "agent/daemon_reports.hpp"
-#include "agent/poller.hpp"
+#include "agent/github_rounds.hpp"
 #include "agent/http_server.hpp"
 #include "agent/job_process.hpp"
+#include "agent/launcher.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/unix_socket.hpp"
 
@@ -59,70 +56,20 @@ std::string repository_url(const AgentConfig& config, const std::string& reposit
     return web + "/" + repository;
 }
 
-// The one thread that talks to GitHub, so a slow or unreachable GitHub never stalls the job
-// loop: it sends the reports the queue owes, replays the report journal and polls (every
-// poll_interval) for new work, waking the loop when a poll queued jobs.
-class GitHubWorker {
-public:
-    GitHubWorker(const AgentConfig& config, JobQueue& queue,
-                 std::optional<github::HttpClient> client)
-        : m_config(config), m_sender(config, queue, client) {
-        if (client && config.poll_interval.count() > 0 && !config.repositories.empty())
-            m_poller.emplace(*client, queue, PollerOptions{config.repositories, config.pr_label});
-        m_thread = std::jthread([this](std::stop_token stop) { run(stop); });
-    }
-    ~GitHubWorker() {
-        m_thread.request_stop();
-        wake();
-    }
-    void wake() {
-        std::lock_guard lock(m_mutex);
-        m_woken = true;
-        m_wakeup.notify_all();
-    }
-
-private:
-    void run(std::stop_token stop) {
-        auto next_poll = Clock::now();
-        while (!stop.stop_requested()) {
-            m_sender.deliver_due();
-            if (m_poller && Clock::now() >= next_poll) {
-                next_poll = Clock::now() + m_config.poll_interval;
-                const auto stats = m_poller->poll_once();
-                spdlog::debug("poll: {} request(s), {} not modified, {} new job(s)",
-                              stats.requests, stats.not_modified, stats.submitted);
-                if (stats.submitted > 0 || stats.cancelled > 0) ::kill(::getpid(), SIGUSR1);
-            }
-            std::unique_lock lock(m_mutex);
-            m_wakeup.wait_for(lock, std::chrono::seconds(1), [&] {
-                return m_woken || stop.stop_requested();
-            });
-            m_woken = false;
-        }
-    }
-
-    const AgentConfig& m_config;
-    ReportSender m_sender;
-    std::optional<Poller> m_poller;
-    std::mutex m_mutex;
-    std::condition_variable m_wakeup;
-    bool m_woken = false;
-    std::jthread m_thread;  // last: started once every member above exists
-};
-
 class Loop {
 public:
     Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
-         GitHubWorker& github)
-        : m_config(config), m_queue(queue), m_sandboxes(sandboxes), m_github(github) {
-        std::error_code ec;
-        m_self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    }
+         GitHubRounds& github, std::filesystem::path full_binary)
+        : m_config(config),
+          m_queue(queue),
+          m_sandboxes(sandboxes),
+          m_github(github),
+          m_self(std::move(full_binary)) {}
 
     int run() {
         sigset_t signals;
         sigemptyset(&signals);
-        for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, sig);
+        for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) sigaddset(&signals, sig);
         auto next_reap = Clock::now();
         std::optional<Clock::time_point> drain_deadline;
         while (true) {
@@ -133,16 +80,20 @@ public:
                 spdlog::info("draining: {} job(s) running, {} s to finish", m_running.size(),
                              m_config.drain.count());
             }
-            // A wake-up (an API call, a poll that cancelled jobs): look for cancels now, not
-            // at the next heartbeat.
-            if (sig == SIGUSR1)
+            // A wake-up (an API call, a GitHub round that ended, maybe having cancelled jobs):
+            // look for cancels now, not at the next heartbeat.
+            const bool round_ended = m_github.tick(drain_deadline ? Draining::yes : Draining::no);
+            if (sig == SIGUSR1 || round_ended)
                 for (auto& [id, running] : m_running) running.next_heartbeat = Clock::now();
             if (drain_deadline && Clock::now() >= *drain_deadline)
                 for (auto& [id, running] : m_running)
                     force(running, JobState::cancelled, "cancelled: the agent is shutting down");
             watch();
             if (!drain_deadline) claim();
-            else if (m_running.empty()) return 0;
+            else if (m_running.empty()) {
+                m_github.finish(k_kill_grace);
+                return 0;
+            }
             if (Clock::now() >= next_reap) {
                 housekeeping();
                 next_reap = Clock::now() + m_config.reap_interval;
@@ -343,7 +294,7 @@ private:
     const AgentConfig& m_config;
     JobQueue& m_queue;
     SandboxManager& m_sandboxes;
-    GitHubWorker& m_github;
+    GitHubRounds& m_github;
     std::filesystem::path m_self;
     std::map<std::int64_t, Running> m_running;
 };
@@ -373,7 +324,21 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
     return sandbox::listen_unix(path);
 }
 
+// sandgate-full beside this binary (jobs run `sandgate-full gate`, GitHub rounds
+// `sandgate-full agent-github`); this binary itself when it is sandgate-full or has none
+// beside it.
+std::filesystem::path full_binary() {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const auto full = self.parent_path() / k_full_binary_name;
+    return std::filesystem::exists(full, ec) ? full : self;
+}
+
 }  // namespace
+
+std::filesystem::path job_report_path(const AgentConfig& config, std::int64_t job_id) {
+    return agent_dir(config) / "reports" / (std::to_string(job_id) + ".json");
+}
 
 std::filesystem::path agent_dir(const AgentConfig& config) { return config.state_dir / "agent"; }
 
@@ -421,7 +386,7 @@ sandbox::Environment job_environment(const AgentConfig& config, const Job& job) 
 void block_stop_signals() {
     sigset_t signals;
     sigemptyset(&signals);
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, sig);
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) sigaddset(&signals, sig);
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 }
 
@@ -474,13 +439,15 @@ int run_daemon(const AgentConfig& config) {
     }
     spdlog::info("agent {} ready: api on {}, at most {} job(s)", config.id, config.listen,
                  config.max_jobs);
-    auto client = agent_github_client(config);
-    if (!client) {
-        spdlog::error("github: {}", client.error().message);
-        return 1;
-    }
-    GitHubWorker github(config, **queue, std::move(*client));
-    Loop loop(config, **queue, sandboxes, github);
+    // The token is read by each GitHub round; an unreadable one is a start-up error here.
+    if (config.github_token_file)
+        if (auto token = read_secret_file(*config.github_token_file); !token) {
+            spdlog::error("github: {}", token.error().message);
+            return 1;
+        }
+    const auto full = full_binary();
+    GitHubRounds github(config, **queue, full);
+    Loop loop(config, **queue, sandboxes, github, full);
     const int status = loop.run();
     spdlog::info("agent {} stopped", config.id);
     return status;

@@ -26,8 +26,9 @@ namespace agent {
 // start-up failed (the message is logged).
 int run_daemon(const AgentConfig& config);
 
-// Blocks SIGTERM, SIGINT and SIGUSR1 in the calling thread (inherited by threads created
-// later), so the loop can take them with sigtimedwait.
+// Blocks SIGTERM, SIGINT, SIGUSR1 and SIGCHLD in the calling thread (inherited by threads
+// created later), so the loop can take them with sigtimedwait (SIGCHLD: a GitHub round or a
+// job ended). Children get an empty mask (agent/job_process.cpp).
 void block_stop_signals();
 
 // The job's argv and environment (exposed for tests).
@@ -38,6 +39,8 @@ sandbox::Environment job_environment(const AgentConfig& config, const Job& job);
 // The agent's paths under the state directory.
 std::filesystem::path agent_dir(const AgentConfig& config);
 std::filesystem::path api_socket_path(const AgentConfig& config);
+// A job's run report (its `sandgate gate --report`), read by the GitHub rounds.
+std::filesystem::path job_report_path(const AgentConfig& config, std::int64_t job_id);
 // A job's workspace: its persistent sandbox's root, removed when the job ends.
 std::filesystem::path job_workspace(const AgentConfig& config, std::int64_t job_id);
 

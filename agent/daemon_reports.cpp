@@ -85,10 +85,6 @@ Expected<std::optional<github::HttpClient>> agent_github_client(const AgentConfi
     return std::optional<github::HttpClient>(std::move(*client));
 }
 
-std::filesystem::path job_report_path(const AgentConfig& config, std::int64_t job_id) {
-    return config.state_dir / "agent" / "reports" / (std::to_string(job_id) + ".json");
-}
-
 ReportSender::ReportSender(const AgentConfig& config, JobQueue& queue,
                            std::optional<github::HttpClient> client)
     : m_config(config), m_queue(queue), m_client(std::move(client)) {}

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "agent/agent_config.hpp"
+#include "agent/daemon.hpp"  // job_report_path
 #include "agent/job_store.hpp"
 #include "github/check_runs.hpp"
 #include "github/http_client.hpp"
@@ -51,9 +52,6 @@ github::ClientOptions agent_client_options(const AgentConfig& config);
 
 // A client for the configured GitHub (github.token_file), or nullopt when none is configured.
 sandbox::Expected<std::optional<github::HttpClient>> agent_github_client(const AgentConfig& config);
-
-// The run report path of a job.
-std::filesystem::path job_report_path(const AgentConfig& config, std::int64_t job_id);
 
 class ReportSender {
 public:

@@ -22,8 +22,10 @@ namespace {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
+    if (log_fd >= 0) {
+        ::dup2(log_fd, 1);
+        ::dup2(log_fd, 2);
+    }
     // Nothing of the agent's (the database, the API socket) reaches the job.
     if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
         for (int fd = 3; fd < 4096; ++fd) ::close(fd);
@@ -41,10 +43,13 @@ Expected<JobProcess> JobProcess::start(const std::vector<std::string>& argv,
                                        const std::filesystem::path& log_file) {
     if (argv.empty() || argv.front().find('/') == std::string::npos)
         return fail(ErrorKind::invalid_input, "job command: argv[0] must be a path");
-    std::error_code ec;
-    std::filesystem::create_directories(log_file.parent_path(), ec);
-    sandbox::Fd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-    if (!log) return fail(ErrorKind::permanent, sandbox::errno_message(log_file.string()));
+    sandbox::Fd log;
+    if (!log_file.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(log_file.parent_path(), ec);
+        log = sandbox::Fd(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+        if (!log) return fail(ErrorKind::permanent, sandbox::errno_message(log_file.string()));
+    }
     sandbox::Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!null) return fail(ErrorKind::permanent, sandbox::errno_message("/dev/null"));
     // Everything the child needs is built before fork: no allocation after it.

@@ -26,6 +26,7 @@ struct JobExit {
 
 class JobProcess {
 public:
+    // `log_file` empty: stdout and stderr stay the agent's own (its helper processes).
     static sandbox::Expected<JobProcess> start(const std::vector<std::string>& argv,
                                                const sandbox::Environment& env,
                                                const std::filesystem::path& log_file);

@@ -45,6 +45,12 @@ CREATE TABLE reports (
   kind TEXT NOT NULL, body TEXT NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL DEFAULT 0);
 )sql",
+    // The poller's memory between rounds (agent/poll_state.hpp).
+    R"sql(
+CREATE TABLE poll_pages (path TEXT PRIMARY KEY, etag TEXT NOT NULL, next TEXT);
+CREATE TABLE poll_branches (repository TEXT NOT NULL, sha TEXT NOT NULL,
+  PRIMARY KEY (repository, sha));
+)sql",
 };
 
 constexpr std::string_view k_job_columns =

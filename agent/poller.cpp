@@ -63,7 +63,15 @@ std::optional<std::string> next_link(const github::Response& response, const std
 }
 
 Poller::Poller(github::HttpClient client, JobQueue& queue, PollerOptions options)
-    : m_client(std::move(client)), m_queue(queue), m_options(std::move(options)) {}
+    : m_client(std::move(client)),
+      m_queue(queue),
+      m_options(std::move(options)),
+      m_own_state(std::make_unique<MemoryPollState>()),
+      m_state(m_own_state.get()) {}
+
+Poller::Poller(github::HttpClient client, JobQueue& queue, PollState& state,
+               PollerOptions options)
+    : m_client(std::move(client)), m_queue(queue), m_options(std::move(options)), m_state(&state) {}
 
 PollStats Poller::poll_once() {
     PollStats stats;
@@ -80,9 +88,9 @@ PollStats Poller::poll_once() {
 
 Expected<std::optional<github::Response>> Poller::fetch(const std::string& path,
                                                          PollStats& stats) {
-    const auto known = m_pages.find(path);
-    auto response =
-        m_client.get_if_none_match(path, known == m_pages.end() ? "" : known->second.etag);
+    const auto known = m_state->page(path);
+    if (!known) return std::unexpected(known.error());
+    auto response = m_client.get_if_none_match(path, *known ? (*known)->etag : "");
     ++stats.requests;
     if (!response) return std::unexpected(response.error());
     if (response->status == 304) {
@@ -125,7 +133,9 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         if (auto ok = submit(spec, stats); !ok) return ok;
         heads.insert(spec.key.sha);
     }
-    for (const auto& gone : m_branches[repository]) {
+    auto seen = m_state->branches(repository);
+    if (!seen) return std::unexpected(seen.error());
+    for (const auto& gone : *seen) {
         if (heads.contains(gone)) continue;
         auto cancelled = m_queue.cancel_matching(repository, gone,
                                                  "the merge-queue branch is gone (merged or "
@@ -133,9 +143,8 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         if (!cancelled) return std::unexpected(cancelled.error());
         stats.cancelled += cancelled->size();
     }
-    m_branches[repository] = std::move(heads);
-    m_pages[path] = {(*response)->header("etag").value_or(""), std::nullopt};
-    return {};
+    if (auto ok = m_state->set_branches(repository, heads); !ok) return ok;
+    return m_state->set_page(path, {(*response)->header("etag").value_or(""), std::nullopt});
 }
 
 Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stats) {
@@ -144,7 +153,9 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
         auto response = fetch(*path, stats);
         if (!response) return std::unexpected(response.error());
         if (!*response) {
-            path = m_pages[*path].next;
+            auto known = m_state->page(*path);  // a 304 answers a page we know
+            if (!known) return std::unexpected(known.error());
+            path = *known ? (*known)->next : std::nullopt;
             continue;
         }
         simdjson::dom::parser parser;
@@ -167,7 +178,8 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             if (auto ok = submit(spec, stats); !ok) return ok;
         }
         auto next = next_link(**response, m_client.api_url());
-        m_pages[*path] = {(*response)->header("etag").value_or(""), next};
+        if (auto ok = m_state->set_page(*path, {(*response)->header("etag").value_or(""), next}); !ok)
+            return ok;
         path = std::move(next);
     }
     return {};

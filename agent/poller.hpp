@@ -17,16 +17,23 @@
 // means its group was merged or destroyed: its unfinished jobs are cancelled.
 // Retries and rate limits (retry-after, x-ratelimit-reset) are github::HttpClient's.
 //
-// Not thread-safe: one thread polls. The queue is borrowed and must outlive the poller.
+// The ETags, `next` links and merge-queue heads of the last round live in a PollState
+// (agent/poll_state.hpp): in the queue's SQLite file when the agent polls from a fresh
+// process each round, in memory otherwise. A state that cannot be read or written fails the
+// repository's round (named in PollStats::errors), never silently drops the condition.
+//
+// Not thread-safe: one thread polls. The queue and a borrowed state must outlive the poller.
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/job_store.hpp"
+#include "agent/poll_state.hpp"
 #include "github/http_client.hpp"
 
 namespace agent {
@@ -50,18 +57,16 @@ struct PollStats {
 
 class Poller {
 public:
+    // Remembers between rounds in memory (as long as this object lives).
     Poller(github::HttpClient client, JobQueue& queue, PollerOptions options);
+    // Remembers in `state` (borrowed).
+    Poller(github::HttpClient client, JobQueue& queue, PollState& state, PollerOptions options);
 
     // One round over every repository. A repository that fails (bad answer, GitHub refusing,
     // the queue failing) is named in PollStats::errors; the others are still polled.
     PollStats poll_once();
 
 private:
-    struct Page {
-        std::string etag;
-        std::optional<std::string> next;  // the path of the next page (from Link)
-    };
-
     sandbox::Expected<void> poll_queue_branches(const std::string& repository, PollStats& stats);
     sandbox::Expected<void> poll_pulls(const std::string& repository, PollStats& stats);
     // GETs `path` conditionally; nullopt on 304 (the cached page says where `next` is).
@@ -72,8 +77,8 @@ private:
     github::HttpClient m_client;
     JobQueue& m_queue;
     PollerOptions m_options;
-    std::map<std::string, Page> m_pages;                      // by request path
-    std::map<std::string, std::set<std::string>> m_branches;  // repository -> queue head SHAs
+    std::unique_ptr<MemoryPollState> m_own_state;  // when no state was lent
+    PollState* m_state;
 };
 
 // The path part of a Link header's rel="next" URL when it lies under `api_url`.

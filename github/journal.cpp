@@ -160,10 +160,6 @@ std::string JournalEntry::key() const {
                       "\n" + report.job_key + "\n" + check_name);
 }
 
-std::filesystem::path journal_directory(const std::filesystem::path& state_dir) {
-    return state_dir / "github-journal";
-}
-
 sandbox::Expected<Journal> Journal::open(std::filesystem::path directory) {
     std::error_code error;
     std::filesystem::create_directories(directory, error);

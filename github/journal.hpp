@@ -70,6 +70,9 @@ class Journal {
 };
 
 // The journal's place under a state directory.
-std::filesystem::path journal_directory(const std::filesystem::path& state_dir);
+// Inline: the agent daemon looks at it without linking the journal (nor OpenSSL).
+inline std::filesystem::path journal_directory(const std::filesystem::path& state_dir) {
+    return state_dir / "github-journal";
+}
 
 }  // namespace github

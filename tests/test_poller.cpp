@@ -169,6 +169,62 @@ TEST_CASE("poller: every page of pull requests is read, each page conditional") 
     CHECK(second.submitted == 0);
 }
 
+TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-Match, follows "
+          "the remembered next page and sees a vanished queue branch") {
+    // The agent polls from a new process each round (agent/github_rounds.hpp): what one round
+    // learnt must reach the next through the SQLite file, not memory.
+    tests::FakeGitHub server;
+    std::string pulls;
+    for (int number = 1; number <= 101; ++number) {  // two pages
+        char hex[41];
+        std::snprintf(hex, sizeof hex, "%040x", number);
+        pulls += std::string(pulls.empty() ? "" : ",") + R"({"number":)" + std::to_string(number) +
+                 R"(,"sha":")" + hex + R"("})";
+    }
+    const std::string branch = "refs/heads/gh-readonly-queue/main/pr-1-" + sha_of('1');
+    server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[)" + pulls + R"(],
+        "refs":[{"ref":")" + branch + R"(","sha":")" + sha_of('e') + R"("}]})");
+    const auto file = tests::make_temp_dir("poller-rounds") / "jobs.sqlite3";
+    auto round = [&] {
+        auto queue = agent::open_sqlite_queue(file);
+        REQUIRE(queue.has_value());
+        auto state = agent::open_sqlite_poll_state(file);
+        REQUIRE(state.has_value());
+        agent::Poller poller(client_for(server), **queue, **state, {{"octo/gate"}, std::nullopt});
+        return poller.poll_once();
+    };
+    const auto first = round();
+    CHECK(first.errors.empty());
+    CHECK(first.requests == 3);  // branches, pulls page 1, pulls page 2
+    CHECK(first.submitted == 102);
+
+    const auto second = round();
+    CHECK(second.errors.empty());
+    CHECK(second.requests == 3);  // page 2 reached through the stored next link
+    CHECK(second.not_modified == 3);
+    CHECK(second.submitted == 0);
+    const auto seen = requests(server);
+    REQUIRE(seen.size() == 6);
+    for (std::size_t i = 3; i < 6; ++i) {
+        CHECK(seen[i].conditional);
+        CHECK(seen[i].status == 304);
+    }
+
+    server.post("/_control/repo", R"({"repo":"octo/gate","refs":[]})");
+    const auto third = round();
+    CHECK(third.errors.empty());
+    CHECK(third.cancelled == 1);
+    auto queue = agent::open_sqlite_queue(file);
+    REQUIRE(queue.has_value());
+    auto merge_group = (*queue)->list({agent::JobState::cancelled, "octo/gate", sha_of('e')});
+    REQUIRE(merge_group.has_value());
+    REQUIRE(merge_group->size() == 1);
+    CHECK(merge_group->front().reason.find("merge-queue branch is gone") != std::string::npos);
+    // And a branch seen gone is not cancelled twice.
+    const auto fourth = round();
+    CHECK(fourth.cancelled == 0);
+}
+
 TEST_CASE("poller: a rate limit is waited out by the client; a missing repository is an error") {
     tests::FakeGitHub server;
     server.post("/_control/repo",

@@ -1,0 +1,127 @@
+#include "agent/github_rounds.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "github/journal.hpp"  // journal_directory only (inline): no GitHub code is linked
+
+namespace agent {
+
+namespace {
+constexpr std::chrono::seconds k_report_check{1};
+}  // namespace
+
+GitHubRounds::GitHubRounds(const AgentConfig& config, JobQueue& queue,
+                           std::filesystem::path worker_binary)
+    : m_config(config), m_queue(queue), m_binary(std::move(worker_binary)) {
+    const auto now = Clock::now();
+    m_next_poll = m_next_report_check = m_next_journal = now;
+}
+
+bool GitHubRounds::tick(Draining draining) {
+    const bool ended = reap();
+    if (m_worker) {
+        if (Clock::now() >= m_deadline) {
+            spdlog::warn("github round: still running after {} s, killed",
+                         std::chrono::seconds(k_github_round_deadline).count());
+            m_worker->signal_group(SIGKILL);
+            m_deadline = Clock::time_point::max();  // reaped at a later tick
+        }
+        return ended;
+    }
+    if (!m_config.github_token_file) {
+        drop_reports();
+        return ended;
+    }
+    const bool poll = draining == Draining::no && m_config.poll_interval.count() > 0 &&
+                      !m_config.repositories.empty() && Clock::now() >= m_next_poll;
+    if (poll || reports_due() || journal_due()) start(poll);
+    return ended;
+}
+
+bool GitHubRounds::reap() {
+    if (!m_worker) return false;
+    const auto exit = m_worker->poll();
+    if (!exit) return false;
+    if (exit->exit_code != 0)
+        spdlog::warn("github round: the worker {}",
+                     exit->exit_code ? "exited " + std::to_string(*exit->exit_code)
+                                     : "died of signal " + std::to_string(exit->signal.value_or(0)));
+    m_worker.reset();
+    m_woken = true;  // a round may leave reports (a poll's cancellations)
+    return true;
+}
+
+bool GitHubRounds::reports_due() {
+    const auto now = Clock::now();
+    if (!m_woken && now < m_next_report_check) return false;
+    m_woken = false;
+    m_next_report_check = now + k_report_check;
+    auto due = m_queue.due_reports(1);
+    if (!due) spdlog::warn("reports: {}", due.error().message);
+    return due && !due->empty();
+}
+
+bool GitHubRounds::journal_due() {
+    if (Clock::now() < m_next_journal) return false;
+    m_next_journal = Clock::now() + k_journal_retry;
+    std::error_code ec;
+    const auto directory = github::journal_directory(m_config.state_dir);
+    return !m_config.repositories.empty() && std::filesystem::exists(directory, ec) &&
+           !std::filesystem::is_empty(directory, ec) && !ec;
+}
+
+void GitHubRounds::drop_reports() {
+    if (!m_woken && Clock::now() < m_next_report_check) return;
+    m_woken = false;
+    m_next_report_check = Clock::now() + k_report_check;
+    auto due = m_queue.due_reports(100);
+    if (!due) return;
+    for (const auto& report : *due) {
+        spdlog::debug("job {}: {} report not sent (no GitHub to report to)", report.job_id,
+                      report.kind);
+        (void)m_queue.report_delivered(report.id);
+    }
+}
+
+void GitHubRounds::start(bool poll) {
+    std::vector<std::string> argv = {m_binary.string(), "agent-github", "--config",
+                                     m_config.source.string()};
+    if (poll) argv.emplace_back("--poll");
+    if (spdlog::get_level() <= spdlog::level::debug) argv.emplace_back("-v");
+    // The daemon's whole environment, as when the round ran in one of its threads (proxies,
+    // CA bundles, XDG_STATE_HOME).
+    sandbox::Environment env;
+    for (char** entry = environ; *entry; ++entry) {
+        const std::string_view text(*entry);
+        const auto equals = text.find('=');
+        if (equals != std::string_view::npos)
+            env.emplace_back(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+    }
+    const auto now = Clock::now();
+    if (poll) m_next_poll = now + m_config.poll_interval;
+    m_next_journal = now + k_journal_retry;  // every round replays the journal
+    auto worker = JobProcess::start(argv, env, {});
+    if (!worker) {
+        spdlog::warn("github round: cannot start {}: {}", m_binary.string(), worker.error().message);
+        return;
+    }
+    spdlog::debug("github round: worker {} started{}", worker->pid(), poll ? " (poll)" : "");
+    m_worker.emplace(std::move(*worker));
+    m_deadline = now + k_github_round_deadline;
+}
+
+void GitHubRounds::finish(std::chrono::seconds grace) {
+    const auto until = Clock::now() + grace;
+    while (m_worker && Clock::now() < until) {
+        if (reap()) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    m_worker.reset();  // kills its group and reaps it
+}
+
+}  // namespace agent

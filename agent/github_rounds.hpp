@@ -1,0 +1,74 @@
+#pragma once
+// The daemon's side of its GitHub traffic (the actions/runner Listener/Worker split): the
+// daemon never talks to GitHub itself. When a round is due it starts one worker process,
+// `sandgate-full agent-github --config FILE [--poll] [-v]` (agent/github_worker.hpp), at most
+// one at a time, in its own process group, its output on the daemon's stderr. A round is due
+// when
+//   - polling is configured and poll_interval has passed since the last poll round started;
+//   - the queue owes a report whose retry time has come (looked at each second, or at once
+//     after wake());
+//   - the report journal (STATE_DIR/github-journal) is not empty, at most every
+//     k_journal_retry.
+// A worker still running after k_github_round_deadline is killed (its group, SIGKILL); the
+// queue's transactions make that safe. Its exit is seen by tick(), which tells the loop to
+// look at the queue again (a poll may have queued or cancelled jobs); the loop's
+// sigtimedwait also takes SIGCHLD, so it wakes at once.
+//
+// With no github.token_file there is nobody to report to: owed reports are removed here, no
+// worker is ever started. Not thread-safe: the daemon's loop thread owns it.
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include "agent/agent_config.hpp"
+#include "agent/job_process.hpp"
+#include "agent/job_store.hpp"
+
+namespace agent {
+
+inline constexpr std::chrono::minutes k_github_round_deadline{5};
+inline constexpr std::chrono::seconds k_journal_retry{30};
+
+enum class Draining { no, yes };
+
+class GitHubRounds {
+public:
+    // `worker_binary`: sandgate-full (the daemon's own directory holds it).
+    GitHubRounds(const AgentConfig& config, JobQueue& queue, std::filesystem::path worker_binary);
+    GitHubRounds(const GitHubRounds&) = delete;
+    GitHubRounds& operator=(const GitHubRounds&) = delete;
+
+    // A report was queued: look for due reports at the next tick.
+    void wake() { m_woken = true; }
+
+    // Reaps a finished worker, kills one past its deadline, starts one when a round is due
+    // (no poll rounds while draining). True when a worker ended during this call.
+    bool tick(Draining draining);
+
+    // At shutdown: lets a running worker finish for at most `grace`, then kills it.
+    void finish(std::chrono::seconds grace);
+
+    bool running() const { return m_worker.has_value(); }
+
+private:
+    using Clock = std::chrono::steady_clock;
+
+    bool reap();
+    bool reports_due();
+    bool journal_due();
+    void drop_reports();
+    void start(bool poll);
+
+    const AgentConfig& m_config;
+    JobQueue& m_queue;
+    std::filesystem::path m_binary;
+    std::optional<JobProcess> m_worker;
+    Clock::time_point m_deadline;
+    Clock::time_point m_next_poll;
+    Clock::time_point m_next_report_check;
+    Clock::time_point m_next_journal;
+    bool m_woken = true;
+};
+
+}  // namespace agent

@@ -1,0 +1,34 @@
+#pragma once
+// One round of the agent's GitHub traffic, run in a short-lived process that the daemon starts
+// (`sandgate-full agent-github --config FILE [--poll]`, see agent/github_rounds.hpp), so that
+// the daemon itself never loads libcurl, libgit2 or OpenSSL and a slow GitHub never stalls
+// its loop. A round:
+//   1. sends the reports the queue owes (agent/daemon_reports.hpp's delivery contract) and
+//      replays the report journal of `sandgate report`/`gate`;
+//   2. with PollNow::yes, polls the configured repositories once (agent/poller.hpp), its
+//      ETags and merge-queue heads kept in the queue's SQLite file (agent/poll_state.hpp);
+//   3. sends the reports owed again when the poll cancelled jobs (their conclusions).
+// The queue is the same SQLite file the daemon holds (WAL, busy timeout: both processes
+// write it; every mutation is one transaction, so a round killed at its deadline loses
+// nothing but its own progress).
+
+#include <optional>
+
+#include "agent/agent_config.hpp"
+#include "agent/daemon_reports.hpp"
+#include "agent/poller.hpp"
+
+namespace agent {
+
+enum class PollNow { no, yes };
+
+struct GitHubRoundStats {
+    DeliveryStats reports;
+    std::optional<PollStats> poll;  // when a poll ran
+};
+
+// Fails (nothing sent) when the queue cannot be opened or the GitHub token cannot be read;
+// per-repository and per-report failures are logged and counted, not errors.
+sandbox::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, PollNow poll);
+
+}  // namespace agent

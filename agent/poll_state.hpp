@@ -1,0 +1,61 @@
+#pragma once
+// What the poller remembers between rounds (agent/poller.hpp): per request path, the ETag of
+// the last 200 and the `next` page it linked; per repository, the merge-queue head SHAs the
+// last answer listed. The agent polls from a fresh process each round (agent/github_rounds.hpp),
+// so this lives in the job queue's SQLite file: If-None-Match is still sent after a restart,
+// and a merge-queue branch that vanished between two rounds (or while the agent was down) is
+// still seen gone.
+//
+// Each call is one transaction; errors come back as values (ErrorKind::transient for lock
+// contention past the busy timeout). Not thread-safe: one poller uses it.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "agent/job_store.hpp"
+
+namespace agent {
+
+struct PolledPage {
+    std::string etag;
+    std::optional<std::string> next;  // the path of the next page (from Link)
+};
+
+class PollState {
+public:
+    virtual ~PollState() = default;
+    // nullopt: the path was never answered 200 (or its ETag was dropped).
+    virtual sandbox::Expected<std::optional<PolledPage>> page(std::string_view path) = 0;
+    virtual sandbox::Expected<void> set_page(std::string_view path, const PolledPage& page) = 0;
+    virtual sandbox::Expected<std::set<std::string>> branches(std::string_view repository) = 0;
+    // Replaces the repository's set whole.
+    virtual sandbox::Expected<void> set_branches(std::string_view repository,
+                                                 const std::set<std::string>& heads) = 0;
+};
+
+// Kept in memory only (a poller that lives as long as its process, and tests).
+class MemoryPollState final : public PollState {
+public:
+    sandbox::Expected<std::optional<PolledPage>> page(std::string_view path) override;
+    sandbox::Expected<void> set_page(std::string_view path, const PolledPage& page) override;
+    sandbox::Expected<std::set<std::string>> branches(std::string_view repository) override;
+    sandbox::Expected<void> set_branches(std::string_view repository,
+                                         const std::set<std::string>& heads) override;
+
+private:
+    std::map<std::string, PolledPage, std::less<>> m_pages;
+    std::map<std::string, std::set<std::string>, std::less<>> m_branches;
+};
+
+// The poller's memory in the queue's SQLite file at `path` (its tables poll_pages and
+// poll_branches come with the queue's schema: the file is opened, created or migrated, as
+// open_sqlite_queue does). Fails like open_sqlite_queue.
+sandbox::Expected<std::unique_ptr<PollState>> open_sqlite_poll_state(
+    const std::filesystem::path& path, SqliteOptions options = {});
+
+}  // namespace agent
