@@ -12,7 +12,7 @@ RUN ./scripts/install-deps.sh
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSANDGATE_WERROR=OFF \
  && cmake --build /build --target sandgate \
- && strip /build/sandgate /build/sandgate-full /build/sandgate-broker
+ && strip /build/sandgate /build/sandgate-full /build/sandgate-broker /build/sandgate-agent
 
 FROM debian:12-slim AS runtime
 # Runtime libraries of the sandgate binary (tests/test_dockerfile.cpp checks this list
@@ -24,9 +24,9 @@ RUN apt-get update \
       libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/sandgate --shell /usr/sbin/nologin sandgate
-# `sandgate` is the launcher; it starts `sandgate-full` and `sandgate-broker`, which must sit
-# beside it.
-COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker /usr/local/bin/
+# `sandgate` is the launcher; it starts `sandgate-full`, `sandgate-broker` and `sandgate-agent`,
+# which must sit beside it.
+COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker /build/sandgate-agent /usr/local/bin/
 USER sandgate
 ENV XDG_STATE_HOME=/var/lib/sandgate/state
 VOLUME ["/var/lib/sandgate"]

@@ -39,7 +39,11 @@ int launcher_main(int argc, char** argv) {
     if (name == "exec") return run_command(argc, argv, exec_command);
     // The job-sandbox broker lives as long as its job and forks every step: a small process
     // starts faster and is cheaper to fork than sandgate-full.
-    const auto binary = own_directory() / (name == "broker" ? k_broker_binary_name : k_full_binary_name);
+    // The agent daemon idles for days: a binary that loads no GitHub libraries.
+    const char* other = name == "broker" ? k_broker_binary_name
+                        : name == "agent" ? k_agent_binary_name
+                                          : k_full_binary_name;
+    const auto binary = own_directory() / other;
     ::execv(binary.c_str(), argv);
     std::fprintf(stderr, "sandgate: cannot start %s: %s (install it beside sandgate)\n",
                  binary.c_str(), std::strerror(errno));

@@ -143,10 +143,11 @@ SandboxManager::SandboxManager(ManagerConfig config) : m_config(std::move(config
     if (m_config.sandgate_binary.empty()) {
         std::error_code ec;
         m_config.sandgate_binary = std::filesystem::read_symlink("/proc/self/exe", ec);
-        // The broker runs in the small launcher beside sandgate-full (agent/launcher.hpp): it
-        // starts faster and each step's fork copies far fewer mappings.
+        // The broker runs in the small launcher beside sandgate-full or sandgate-agent
+        // (agent/launcher.hpp): it starts faster and each step's fork copies far fewer mappings.
         const auto launcher = m_config.sandgate_binary.parent_path() / "sandgate";
-        if (m_config.sandgate_binary.filename() == k_full_binary_name &&
+        const auto name = m_config.sandgate_binary.filename();
+        if ((name == k_full_binary_name || name == k_agent_binary_name) &&
             ::access(launcher.c_str(), X_OK) == 0)
             m_config.sandgate_binary = launcher;
     }

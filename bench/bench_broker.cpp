@@ -1,7 +1,9 @@
 // bench_broker: one small step (`true`) through a job sandbox's broker, against a fresh bwrap
 // per step and against a plain fork/exec, all measured in this run; the agent's idle RSS; and
 // 100 small jobs through the agent end to end (job.command = /bin/true), without and with a
-// persistent job sandbox per job.
+// persistent job sandbox per job; and the idle RSS of an agent that polls GitHub (an
+// unreachable 127.0.0.1 port, every second), measured between its rounds, with the peak of
+// the short-lived `sandgate-full agent-github` round processes it starts.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -110,12 +113,14 @@ StepFigures steps(const std::filesystem::path& dir) {
     return {median(plain), median(brokered), median(ratios)};
 }
 
-pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox) {
+// `github`: extra YAML (a github: section) for the config.
+pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox,
+                  const std::string& github = "") {
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "agent.yaml") << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
                                       << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n"
                                       << "  persistent_sandbox: " << (persistent_sandbox ? "true" : "false")
-                                      << "\n";
+                                      << "\n" << github;
     const pid_t pid = ::fork();
     if (pid == 0) {
         const std::string config = (dir / "agent.yaml").string();
@@ -135,6 +140,63 @@ long status_kib(pid_t pid, const std::string& field) {
     while (std::getline(status, line))
         if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
     return -1;
+}
+
+// The children of `parent` whose command line holds `word`.
+std::vector<pid_t> children_running(pid_t parent, const std::string& word) {
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream cmdline(entry.path() / "cmdline");
+        std::ostringstream text_stream;
+        text_stream << cmdline.rdbuf();
+        const std::string text = text_stream.str();
+        if (text.find(word) == std::string::npos) continue;
+        std::ifstream status(entry.path() / "status");
+        std::string line;
+        while (std::getline(status, line))
+            if (line.rfind("PPid:", 0) == 0 && std::stol(line.substr(5)) == parent)
+                found.push_back(std::stoi(name));
+    }
+    return found;
+}
+
+// An agent polling a repository every second at an unreachable GitHub (127.0.0.1, a port
+// nobody listens on): its own RSS while no round runs, sampled for 4 s, and the rounds seen.
+void polling_agent(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "token") << "bench-token\n";
+    std::filesystem::permissions(dir / "token", std::filesystem::perms::owner_read |
+                                                    std::filesystem::perms::owner_write);
+    const pid_t pid = start_agent(dir, false,
+                                  "github:\n  repositories: [octo/gate]\n  api_url: http://127.0.0.1:9\n"
+                                  "  token_file: " + (dir / "token").string() + "\n  poll_seconds: 1\n");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::vector<long> idle_kib;
+    std::set<pid_t> rounds;
+    long round_peak_kib = 0;
+    const auto until = Clock::now() + std::chrono::seconds(4);
+    while (Clock::now() < until) {
+        const auto workers = children_running(pid, "agent-github");
+        for (pid_t worker : workers) {
+            rounds.insert(worker);
+            round_peak_kib = std::max(round_peak_kib, status_kib(worker, "VmHWM"));
+        }
+        if (workers.empty()) idle_kib.push_back(status_kib(pid, "VmRSS"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::sort(idle_kib.begin(), idle_kib.end());
+    if (!idle_kib.empty())
+        std::printf("polling agent (1 repository, every 1 s, GitHub unreachable): idle RSS between "
+                    "rounds %.1f MiB median, %.1f MiB max (%zu samples); %zu round(s) seen in 4 s, "
+                    "a round's process peaking at %.1f MiB while it runs\n",
+                    idle_kib[idle_kib.size() / 2] / 1024.0, idle_kib.back() / 1024.0,
+                    idle_kib.size(), rounds.size(), round_peak_kib / 1024.0);
+    std::fflush(stdout);
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
 }
 
 }  // namespace
@@ -185,6 +247,7 @@ int main() {
         ::kill(agent_pid, SIGTERM);
         ::waitpid(agent_pid, nullptr, 0);
     }
+    polling_agent(dir / "a-polling");
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return 0;

@@ -6,8 +6,11 @@
 
 #include <simdjson.h>
 
+#include <elf.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -27,7 +30,60 @@ namespace {
 
 constexpr const char* k_sha = "0123456789abcdef0123456789abcdef01234567";
 
+// The DT_NEEDED entries of a 64-bit ELF executable: its PT_DYNAMIC segment's entries, the
+// names found in DT_STRTAB (a virtual address, mapped to the file through the PT_LOAD that
+// holds it).
+std::vector<std::string> needed_libraries(const std::filesystem::path& path) {
+    const std::string image = tests::read_file(path);
+    Elf64_Ehdr header{};
+    REQUIRE(image.size() >= sizeof(header));
+    std::memcpy(&header, image.data(), sizeof(header));
+    REQUIRE(std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0);
+    REQUIRE(header.e_ident[EI_CLASS] == ELFCLASS64);
+    std::vector<Elf64_Phdr> segments(header.e_phnum);
+    REQUIRE(header.e_phoff + segments.size() * sizeof(Elf64_Phdr) <= image.size());
+    std::memcpy(segments.data(), image.data() + header.e_phoff, segments.size() * sizeof(Elf64_Phdr));
+    std::vector<Elf64_Dyn> entries;
+    for (const auto& segment : segments) {
+        if (segment.p_type != PT_DYNAMIC) continue;
+        REQUIRE(segment.p_offset + segment.p_filesz <= image.size());
+        entries.resize(segment.p_filesz / sizeof(Elf64_Dyn));
+        std::memcpy(entries.data(), image.data() + segment.p_offset, entries.size() * sizeof(Elf64_Dyn));
+    }
+    std::uint64_t strtab = 0;
+    for (const auto& entry : entries)
+        if (entry.d_tag == DT_STRTAB) strtab = entry.d_un.d_ptr;
+    std::uint64_t strtab_offset = 0;
+    for (const auto& segment : segments)
+        if (segment.p_type == PT_LOAD && strtab >= segment.p_vaddr &&
+            strtab < segment.p_vaddr + segment.p_filesz)
+            strtab_offset = strtab - segment.p_vaddr + segment.p_offset;
+    REQUIRE(strtab_offset != 0);
+    std::vector<std::string> names;
+    for (const auto& entry : entries) {
+        if (entry.d_tag != DT_NEEDED) continue;
+        REQUIRE(strtab_offset + entry.d_un.d_val < image.size());
+        names.emplace_back(image.c_str() + strtab_offset + entry.d_un.d_val);
+    }
+    return names;
+}
+
 }  // namespace
+
+TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto or libssl") {
+    const auto binary = std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-agent";
+    const auto needed = needed_libraries(binary);
+    std::string listed;
+    for (const auto& name : needed) listed += name + " ";
+    INFO(binary.string() << " needs: " << listed);
+    // The parse is right: the daemon's queue is SQLite, and sandgate-full does need libcurl.
+    CHECK(listed.find("libsqlite3.so") != std::string::npos);
+    const auto full = needed_libraries(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-full");
+    CHECK(std::any_of(full.begin(), full.end(), [](const auto& name) { return name.starts_with("libcurl"); }));
+    for (const auto& name : needed)
+        for (const char* heavy : {"libcurl", "libgit2", "libcrypto", "libssl"})
+            CHECK_FALSE(name.starts_with(heavy));
+}
 
 TEST_CASE("the agent configuration: defaults, init, and errors naming file:line") {
     auto dir = tests::make_temp_dir("config");

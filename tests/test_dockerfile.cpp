@@ -98,9 +98,10 @@ TEST_CASE("the Dockerfile's runtime stage provides every library the binary link
     }
 
     // Every executable: the launcher (linked statically where libseccomp.a exists: then it
-    // needs no library at all) and the full binary and the broker beside it.
+    // needs no library at all) and the full binary, the broker and the agent beside it.
     const std::string launcher = SANDGATE_BINARY;
-    for (const std::string& binary : {launcher, launcher + "-full", launcher + "-broker"}) {
+    for (const std::string& binary :
+         {launcher, launcher + "-full", launcher + "-broker", launcher + "-agent"}) {
         std::istringstream ldd(capture("ldd '" + binary + "'"));
         int libraries = 0;
         for (std::string line; std::getline(ldd, line);) {
@@ -125,8 +126,8 @@ TEST_CASE("the Dockerfile's build stage uses the project's install script and ta
     CHECK(build.find("--target sandgate") != std::string::npos);
     // The launcher and the binaries it starts, side by side.
     CHECK(dockerfile.find("COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker "
-                          "/usr/local/bin/") != std::string::npos);
-    CHECK(dockerfile.find("strip /build/sandgate /build/sandgate-full /build/sandgate-broker") !=
-          std::string::npos);
+                          "/build/sandgate-agent /usr/local/bin/") != std::string::npos);
+    CHECK(dockerfile.find("strip /build/sandgate /build/sandgate-full /build/sandgate-broker "
+                          "/build/sandgate-agent") != std::string::npos);
     CHECK(dockerfile.find("USER sandgate") != std::string::npos);
 }

@@ -19,7 +19,9 @@ fi
 
 if [[ -n ${SANDGATE_BIN:-} ]]; then
   [[ -x $SANDGATE_BIN ]] || fail "SANDGATE_BIN=$SANDGATE_BIN is not an executable"
-  [[ -x $(dirname "$SANDGATE_BIN")/sandgate-full ]] || fail "SANDGATE_BIN=$SANDGATE_BIN: sandgate-full is not beside it"
+  for other in sandgate-full sandgate-broker sandgate-agent; do
+    [[ -x $(dirname "$SANDGATE_BIN")/$other ]] || fail "SANDGATE_BIN=$SANDGATE_BIN: $other is not beside it"
+  done
   bin_dir=$(dirname "$SANDGATE_BIN")
 else
   build=${RUNNER_TEMP:-/tmp}/sandgate-build
