@@ -39,7 +39,7 @@ bool GitHubRounds::tick(Draining draining) {
     }
     const bool poll = draining == Draining::no && m_config.poll_interval.count() > 0 &&
                       !m_config.repositories.empty() && Clock::now() >= m_next_poll;
-    if (poll || reports_due() || journal_due()) start(poll);
+    if (poll || reports_due() || journal_due()) start(poll ? PollNow::yes : PollNow::no);
     return ended;
 }
 
@@ -88,10 +88,10 @@ void GitHubRounds::drop_reports() {
     }
 }
 
-void GitHubRounds::start(bool poll) {
+void GitHubRounds::start(PollNow poll) {
     std::vector<std::string> argv = {m_binary.string(), "agent-github", "--config",
                                      m_config.source.string()};
-    if (poll) argv.emplace_back("--poll");
+    if (poll == PollNow::yes) argv.emplace_back("--poll");
     if (spdlog::get_level() <= spdlog::level::debug) argv.emplace_back("-v");
     // The daemon's whole environment, as when the round ran in one of its threads (proxies,
     // CA bundles, XDG_STATE_HOME).
@@ -103,14 +103,15 @@ void GitHubRounds::start(bool poll) {
             env.emplace_back(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
     }
     const auto now = Clock::now();
-    if (poll) m_next_poll = now + m_config.poll_interval;
+    if (poll == PollNow::yes) m_next_poll = now + m_config.poll_interval;
     m_next_journal = now + k_journal_retry;  // every round replays the journal
     auto worker = JobProcess::start(argv, env, {});
     if (!worker) {
         spdlog::warn("github round: cannot start {}: {}", m_binary.string(), worker.error().message);
         return;
     }
-    spdlog::debug("github round: worker {} started{}", worker->pid(), poll ? " (poll)" : "");
+    spdlog::debug("github round: worker {} started{}", worker->pid(),
+                  poll == PollNow::yes ? " (poll)" : "");
     m_worker.emplace(std::move(*worker));
     m_deadline = now + k_github_round_deadline;
 }

@@ -31,6 +31,7 @@ inline constexpr std::chrono::minutes k_github_round_deadline{5};
 inline constexpr std::chrono::seconds k_journal_retry{30};
 
 enum class Draining { no, yes };
+enum class PollNow { no, yes };  // whether a round polls (it always sends what is owed)
 
 class GitHubRounds {
 public:
@@ -58,7 +59,7 @@ private:
     bool reports_due();
     bool journal_due();
     void drop_reports();
-    void start(bool poll);
+    void start(PollNow poll);
 
     const AgentConfig& m_config;
     JobQueue& m_queue;

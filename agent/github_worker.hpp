@@ -16,11 +16,10 @@
 
 #include "agent/agent_config.hpp"
 #include "agent/daemon_reports.hpp"
+#include "agent/github_rounds.hpp"  // PollNow
 #include "agent/poller.hpp"
 
 namespace agent {
-
-enum class PollNow { no, yes };
 
 struct GitHubRoundStats {
     DeliveryStats reports;
