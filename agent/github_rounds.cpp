@@ -16,8 +16,8 @@ constexpr std::chrono::seconds k_report_check{1};
 }  // namespace
 
 GitHubRounds::GitHubRounds(const AgentConfig& config, JobQueue& queue,
-                           std::filesystem::path worker_binary)
-    : m_config(config), m_queue(queue), m_binary(std::move(worker_binary)) {
+                           std::filesystem::path worker_binary, std::chrono::milliseconds deadline)
+    : m_config(config), m_queue(queue), m_binary(std::move(worker_binary)), m_round_deadline(deadline) {
     const auto now = Clock::now();
     m_next_poll = m_next_report_check = m_next_journal = now;
 }
@@ -26,8 +26,7 @@ bool GitHubRounds::tick(Draining draining) {
     const bool ended = reap();
     if (m_worker) {
         if (Clock::now() >= m_deadline) {
-            spdlog::warn("github round: still running after {} s, killed",
-                         std::chrono::seconds(k_github_round_deadline).count());
+            spdlog::warn("github round: still running after {} ms, killed", m_round_deadline.count());
             m_worker->signal_group(SIGKILL);
             m_deadline = Clock::time_point::max();  // reaped at a later tick
         }
@@ -113,7 +112,7 @@ void GitHubRounds::start(PollNow poll) {
     spdlog::debug("github round: worker {} started{}", worker->pid(),
                   poll == PollNow::yes ? " (poll)" : "");
     m_worker.emplace(std::move(*worker));
-    m_deadline = now + k_github_round_deadline;
+    m_deadline = now + m_round_deadline;
 }
 
 void GitHubRounds::finish(std::chrono::seconds grace) {

@@ -35,8 +35,10 @@ enum class PollNow { no, yes };  // whether a round polls (it always sends what 
 
 class GitHubRounds {
 public:
-    // `worker_binary`: sandgate-full (the daemon's own directory holds it).
-    GitHubRounds(const AgentConfig& config, JobQueue& queue, std::filesystem::path worker_binary);
+    // `worker_binary`: sandgate-full (the daemon's own directory holds it); `deadline`: how
+    // long a round may run before it is killed.
+    GitHubRounds(const AgentConfig& config, JobQueue& queue, std::filesystem::path worker_binary,
+                 std::chrono::milliseconds deadline = k_github_round_deadline);
     GitHubRounds(const GitHubRounds&) = delete;
     GitHubRounds& operator=(const GitHubRounds&) = delete;
 
@@ -64,6 +66,7 @@ private:
     const AgentConfig& m_config;
     JobQueue& m_queue;
     std::filesystem::path m_binary;
+    std::chrono::milliseconds m_round_deadline;
     std::optional<JobProcess> m_worker;
     Clock::time_point m_deadline;
     Clock::time_point m_next_poll;

@@ -1,0 +1,105 @@
+// The daemon's side of its GitHub traffic (agent/github_rounds.hpp) with a stand-in worker
+// program: when rounds start and with what arguments, that one outliving its deadline is
+// killed, that nothing is started while draining or without a GitHub token.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "agent/github_rounds.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Setup {
+    std::filesystem::path dir = tests::make_temp_dir("github-rounds");
+    agent::AgentConfig config;
+    std::unique_ptr<agent::JobQueue> queue;
+
+    Setup() {
+        config.state_dir = dir / "state";
+        config.source = dir / "agent.yaml";
+        config.repositories = {"octo/gate"};
+        config.poll_interval = std::chrono::hours(1);
+        std::ofstream(dir / "token") << "t\n";
+        config.github_token_file = dir / "token";
+        auto opened = agent::open_sqlite_queue(agent::default_queue_path(config.state_dir));
+        REQUIRE(opened.has_value());
+        queue = std::move(*opened);
+    }
+
+    // A worker program: appends its arguments to `args`, then runs `then`.
+    std::filesystem::path worker(const std::string& then) const {
+        const auto path = dir / "worker.sh";
+        std::ofstream(path) << "#!/bin/sh\necho \"$@\" >> " << (dir / "args").string() << "\n" << then << "\n";
+        ::chmod(path.c_str(), 0755);
+        return path;
+    }
+
+    void owe_report() const {
+        agent::JobSpec spec;
+        spec.key = {"octo/gate", std::string(40, 'a'), "", 1};
+        auto job = queue->submit(spec);
+        REQUIRE(job.has_value());
+        REQUIRE(queue->add_report(job->job.id, "start", "{}").has_value());
+    }
+};
+
+// Ticks until a round ends (a bug that never ends one hangs the test).
+void until_round_ends(agent::GitHubRounds& rounds) {
+    while (!rounds.tick(agent::Draining::no)) std::this_thread::sleep_for(10ms);
+}
+
+}  // namespace
+
+TEST_CASE("github rounds: a poll round when due, a report round when a report is owed, one at a time") {
+    Setup setup;
+    agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exit 0"));
+    CHECK_FALSE(rounds.tick(agent::Draining::no));
+    REQUIRE(rounds.running());
+    until_round_ends(rounds);
+    CHECK_FALSE(rounds.running());
+    // Polled a moment ago, nothing owed, no journal: nothing to do.
+    CHECK_FALSE(rounds.tick(agent::Draining::no));
+    CHECK_FALSE(rounds.running());
+
+    setup.owe_report();
+    rounds.wake();
+    rounds.tick(agent::Draining::no);
+    REQUIRE(rounds.running());
+    until_round_ends(rounds);
+    const auto args = tests::read_file(setup.dir / "args");
+    CHECK(args == "agent-github --config " + setup.config.source.string() + " --poll\n" +
+                      "agent-github --config " + setup.config.source.string() + "\n");
+}
+
+TEST_CASE("github rounds: a round past its deadline is killed; none starts a poll while draining") {
+    Setup setup;
+    agent::GitHubRounds draining(setup.config, *setup.queue, setup.worker("exec sleep 1000"));
+    draining.tick(agent::Draining::yes);
+    CHECK_FALSE(draining.running());  // nothing owed, and no polling while draining
+
+    agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exec sleep 1000"), 100ms);
+    rounds.tick(agent::Draining::no);
+    REQUIRE(rounds.running());
+    until_round_ends(rounds);  // the sleep outlives the deadline: only the kill ends it
+    CHECK_FALSE(rounds.running());
+}
+
+TEST_CASE("github rounds: without a GitHub token, owed reports are dropped and no round starts") {
+    Setup setup;
+    setup.config.github_token_file.reset();
+    setup.owe_report();
+    agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exit 0"));
+    rounds.tick(agent::Draining::no);
+    CHECK_FALSE(rounds.running());
+    auto due = setup.queue->due_reports(10);
+    REQUIRE(due.has_value());
+    CHECK(due->empty());
+    CHECK_FALSE(std::filesystem::exists(setup.dir / "args"));
+}
