@@ -3,9 +3,12 @@
 // to this agent id are concluded or re-queued as configured, stale sandboxes reaped), serve
 // the API, claim queued jobs (at most max_jobs at once) and run each as a child process,
 // renew leases, honour cancellations, time jobs out, and drain on SIGTERM/SIGINT: no new
-// jobs, running ones get `drain` to finish and are then cancelled.
+// jobs, running ones get `drain` to finish and are then cancelled. It never talks to GitHub:
+// polling and reporting run in `sandgate-full agent-github` rounds it starts when due
+// (agent/github_rounds.hpp), so it runs in `sandgate-agent`, a binary without libcurl,
+// libgit2 or OpenSSL.
 //
-// A job's process is `sandgate gate --repo R --sha S [--ref REF] --event E [-j JOB]
+// A job's process is `sandgate-full gate --repo R --sha S [--ref REF] --event E [-j JOB]
 // --state-dir DIR --sandbox MODE --network MODE --report FILE` (job.command replaces it;
 // either way the job is also described by SANDGATE_JOB_* variables, among them
 // SANDGATE_JOB_CLONE_URL, where its repository is fetched from, and SANDGATE_JOB_REPORT, where
