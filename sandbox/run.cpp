@@ -126,7 +126,12 @@ public:
     // The main child has exited (not yet reaped, so its pid and group cannot be recycled).
     void after_exit(const Child& child) const {
         if (supervision() == Supervision::subreaper) return;  // the reaper already swept the tree
-        if (m_cgroup) return m_cgroup->kill();
+        // The exited child has left the leaf already (cgroup_exit comes before the exit
+        // notification); an empty leaf cannot gain a process, nothing inside is left to fork.
+        if (m_cgroup) {
+            if (m_cgroup->populated()) m_cgroup->kill();
+            return;
+        }
         ::kill(-child.pid(), SIGKILL);
         if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
     }
