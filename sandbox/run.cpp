@@ -7,8 +7,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,7 +15,7 @@
 
 #include "sandbox/capture.hpp"
 #include "sandbox/cgroup.hpp"
-#include "sandbox/reaper.hpp"
+#include "sandbox/run_tree.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap.hpp"
 
@@ -70,85 +68,6 @@ std::string describe(std::chrono::milliseconds duration) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
 }
 
-// Reaper::caller, once the main child is reaped: SIGKILLs every descendant of this process
-// and reaps whatever died (__WALL: clone children with another exit signal too). True once no
-// child is left. The kill comes before each wait, so a fork racing the sweep is caught by the
-// next one (the new process is re-parented to us, its killed parent forks no more).
-bool sweep_caller_tree() {
-    const pid_t self = ::getpid();
-    for (;;) {
-        signal_descendants(self, SIGKILL, Resume::no);
-        int status = 0;
-        const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
-        if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
-        return pid < 0 && errno == ECHILD;
-    }
-}
-
-bool caller_is_subreaper() {
-    int flag = 0;
-    return ::prctl(PR_GET_CHILD_SUBREAPER, &flag) == 0 && flag != 0;
-}
-
-// The tree-kill mechanism of one run, behind one interface.
-class Tree {
-public:
-    enum class Holder { own, caller };  // caller: Reaper::caller (the subreaper is us)
-    Tree(TreeKill kind, std::optional<Cgroup> cgroup, Holder holder = Holder::own)
-        : m_kind(kind), m_cgroup(std::move(cgroup)), m_holder(holder) {}
-    TreeKill kind() const { return m_kind; }
-    const std::optional<Cgroup>& cgroup() const { return m_cgroup; }
-    Supervision supervision() const {
-        return m_kind == TreeKill::subreaper && m_holder == Holder::own ? Supervision::subreaper
-                                                                        : Supervision::direct;
-    }
-
-    // SIGTERM then SIGCONT to the whole tree (stopped processes must see the TERM).
-    void terminate(const Child& child) const {
-        if (supervision() == Supervision::subreaper) return child.signal(k_reaper_terminate);
-        if (m_cgroup) {
-            m_cgroup->signal_all(SIGTERM);
-            m_cgroup->signal_all(SIGCONT);
-            return;
-        }
-        ::kill(-child.pid(), SIGTERM);  // pid namespace: the wrapper's group and the wrapper
-        ::kill(-child.pid(), SIGCONT);
-        child.signal(SIGTERM);
-        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGTERM, Resume::yes);
-    }
-    void kill(const Child& child) const {
-        if (supervision() == Supervision::subreaper) return child.signal(k_reaper_kill);
-        if (m_cgroup) return m_cgroup->kill();
-        ::kill(-child.pid(), SIGKILL);
-        child.signal(SIGKILL);
-        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
-    }
-    // The main child has exited (not yet reaped, so its pid and group cannot be recycled).
-    void after_exit(const Child& child) const {
-        if (supervision() == Supervision::subreaper) return;  // the reaper already swept the tree
-        // The exited child has left the leaf already (cgroup_exit comes before the exit
-        // notification); an empty leaf cannot gain a process, nothing inside is left to fork.
-        if (m_cgroup) {
-            if (m_cgroup->populated()) m_cgroup->kill();
-            return;
-        }
-        ::kill(-child.pid(), SIGKILL);
-        if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
-    }
-    // After the main child was reaped. With the caller as the subreaper this also kills and
-    // reaps what is left, orphans that a cgroup emptied included (they were re-parented to us
-    // and would stay zombies). Non-blocking; called again until it says so.
-    bool dead() const {
-        if (m_cgroup && m_cgroup->populated()) return false;
-        return m_holder == Holder::caller ? sweep_caller_tree() : true;
-    }
-
-private:
-    TreeKill m_kind;
-    std::optional<Cgroup> m_cgroup;
-    Holder m_holder;
-};
-
 struct Pipe {
     Fd read;
     Fd write;
@@ -184,7 +103,7 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
 // The poll loop of one spawned run.
 class Session {
 public:
-    Session(const RunRequest& request, Child& child, const Tree& tree, Fd out, Fd err, Fd in)
+    Session(const RunRequest& request, Child& child, const RunTree& tree, Fd out, Fd err, Fd in)
         : m_request(request), m_child(child), m_tree(tree), m_out(std::move(out)),
           m_err(std::move(err)), m_in(std::move(in)), m_out_capture(request.output_limit),
           m_err_capture(request.output_limit) {
@@ -215,7 +134,7 @@ private:
 
     const RunRequest& m_request;
     Child& m_child;
-    const Tree& m_tree;
+    const RunTree& m_tree;
     Fd m_out;
     Fd m_err;
     Fd m_in;
@@ -459,39 +378,6 @@ Expected<Pipe> output_pipe() {
     return pipe;
 }
 
-// Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides
-// (a pid namespace), else the caller as the subreaper (Reaper::caller), else a per-run one.
-Tree choose_tree(const RunRequest& request, const WrapPlan* plan) {
-    // Never trusted blindly: without the attribute, orphans would escape to init.
-    const auto holder = request.reaper == Reaper::caller && caller_is_subreaper()
-                            ? Tree::Holder::caller
-                            : Tree::Holder::own;
-    if (request.cgroup == CgroupUse::automatic) {
-        if (auto cgroup = Cgroup::create()) return Tree(TreeKill::cgroup, std::move(*cgroup), holder);
-    }
-    if (plan != nullptr && plan->tree_kill == TreeKill::pidns) return Tree(TreeKill::pidns, {}, holder);
-    return Tree(TreeKill::subreaper, {}, holder);
-}
-
-// Writes the wrap's cgroup2 limits (pids.max, memory.max) into the run's leaf before anything
-// starts in it. memory.swap.max is best effort: swap accounting may be off.
-Expected<void> write_leaf_limits(const Tree& tree, const WrapPlan& plan) {
-    if (plan.cgroup2_limits.empty()) return {};
-    if (!tree.cgroup())
-        return fail(ErrorKind::unavailable,
-                    "the pids/memory limits need the run's own cgroup, and none could be created");
-    for (const auto& [file, value] : plan.cgroup2_limits) {
-        Fd fd(::openat(tree.cgroup()->dir_fd(), file.c_str(), O_WRONLY | O_CLOEXEC));
-        const bool written =
-            fd && ::write(fd.get(), value.data(), value.size()) == static_cast<ssize_t>(value.size());
-        if (!written && file != "memory.swap.max")
-            return fail(ErrorKind::unavailable, errno_message("cannot set " +
-                                                              (tree.cgroup()->path() / file).string() +
-                                                              " to " + value));
-    }
-    return {};
-}
-
 void run_on_timeout(const WrapPlan& plan) {
     if (plan.on_timeout_argv.empty()) return;
     RunRequest cleanup;
@@ -535,7 +421,7 @@ RunResult run(const RunRequest& request) {
                        !stdin_child ? stdin_child.error().message
                                     : (!out ? out.error().message : err.error().message));
 
-    Tree tree = choose_tree(request, plan ? &*plan : nullptr);
+    RunTree tree = choose_tree(request, plan ? &*plan : nullptr);
     result.tree_kill = tree.kind();
     if (plan) {
         if (auto limited = write_leaf_limits(tree, *plan); !limited)
@@ -591,12 +477,6 @@ RunResult run(const RunRequest& request) {
     }
     result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return result;
-}
-
-Expected<void> make_caller_subreaper() {
-    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-        return fail(ErrorKind::unavailable, errno_message("prctl(PR_SET_CHILD_SUBREAPER)"));
-    return {};
 }
 
 int RunResult::exit_status() const {

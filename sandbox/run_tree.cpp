@@ -1,0 +1,115 @@
+#include "sandbox/run_tree.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sandbox/reaper.hpp"
+
+namespace sandbox {
+namespace {
+
+// Reaper::caller, once the main child is reaped: SIGKILLs every descendant of this process
+// and reaps whatever died (__WALL: clone children with another exit signal too). True once no
+// child is left. The kill comes before each wait, so a fork racing the sweep is caught by the
+// next one (the new process is re-parented to us, its killed parent forks no more).
+bool sweep_caller_tree() {
+    const pid_t self = ::getpid();
+    for (;;) {
+        signal_descendants(self, SIGKILL, Resume::no);
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
+        if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
+        return pid < 0 && errno == ECHILD;
+    }
+}
+
+bool caller_is_subreaper() {
+    int flag = 0;
+    return ::prctl(PR_GET_CHILD_SUBREAPER, &flag) == 0 && flag != 0;
+}
+
+}  // namespace
+
+void RunTree::terminate(const Child& child) const {
+    if (supervision() == Supervision::subreaper) return child.signal(k_reaper_terminate);
+    if (m_cgroup) {
+        m_cgroup->signal_all(SIGTERM);
+        m_cgroup->signal_all(SIGCONT);
+        return;
+    }
+    ::kill(-child.pid(), SIGTERM);  // pid namespace: the wrapper's group and the wrapper
+    ::kill(-child.pid(), SIGCONT);
+    child.signal(SIGTERM);
+    if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGTERM, Resume::yes);
+}
+
+void RunTree::kill(const Child& child) const {
+    if (supervision() == Supervision::subreaper) return child.signal(k_reaper_kill);
+    if (m_cgroup) return m_cgroup->kill();
+    ::kill(-child.pid(), SIGKILL);
+    child.signal(SIGKILL);
+    if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
+}
+
+void RunTree::after_exit(const Child& child) const {
+    if (supervision() == Supervision::subreaper) return;  // the reaper already swept the tree
+    // The exited child has left the leaf already (cgroup_exit comes before the exit
+    // notification); an empty leaf cannot gain a process, nothing inside is left to fork.
+    if (m_cgroup) {
+        if (m_cgroup->populated()) m_cgroup->kill();
+        return;
+    }
+    ::kill(-child.pid(), SIGKILL);
+    if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
+}
+
+bool RunTree::dead() const {
+    if (m_cgroup && m_cgroup->populated()) return false;
+    return m_holder == Holder::caller ? sweep_caller_tree() : true;
+}
+
+// Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides
+// (a pid namespace), else the caller as the subreaper (Reaper::caller), else a per-run one.
+RunTree choose_tree(const RunRequest& request, const WrapPlan* plan) {
+    // Never trusted blindly: without the attribute, orphans would escape to init.
+    const auto holder = request.reaper == Reaper::caller && caller_is_subreaper()
+                            ? RunTree::Holder::caller
+                            : RunTree::Holder::own;
+    if (request.cgroup == CgroupUse::automatic) {
+        if (auto cgroup = Cgroup::create()) return RunTree(TreeKill::cgroup, std::move(*cgroup), holder);
+    }
+    if (plan != nullptr && plan->tree_kill == TreeKill::pidns) return RunTree(TreeKill::pidns, {}, holder);
+    return RunTree(TreeKill::subreaper, {}, holder);
+}
+
+// Writes the wrap's cgroup2 limits (pids.max, memory.max) into the run's leaf before anything
+// starts in it. memory.swap.max is best effort: swap accounting may be off.
+Expected<void> write_leaf_limits(const RunTree& tree, const WrapPlan& plan) {
+    if (plan.cgroup2_limits.empty()) return {};
+    if (!tree.cgroup())
+        return fail(ErrorKind::unavailable,
+                    "the pids/memory limits need the run's own cgroup, and none could be created");
+    for (const auto& [file, value] : plan.cgroup2_limits) {
+        Fd fd(::openat(tree.cgroup()->dir_fd(), file.c_str(), O_WRONLY | O_CLOEXEC));
+        const bool written =
+            fd && ::write(fd.get(), value.data(), value.size()) == static_cast<ssize_t>(value.size());
+        if (!written && file != "memory.swap.max")
+            return fail(ErrorKind::unavailable, errno_message("cannot set " +
+                                                              (tree.cgroup()->path() / file).string() +
+                                                              " to " + value));
+    }
+    return {};
+}
+
+Expected<void> make_caller_subreaper() {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        return fail(ErrorKind::unavailable, errno_message("prctl(PR_SET_CHILD_SUBREAPER)"));
+    return {};
+}
+
+}  // namespace sandbox
