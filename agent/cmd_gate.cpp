@@ -15,7 +15,9 @@
 // the job's workspace (the sandbox's writable root) and every step is an exec request to the
 // job's broker: no wrap per step, and a refused exec fails the step, never runs on the host.
 // The mirror stays in the state directory, fetched here (outside the sandbox, with the
-// network); the agent binds the mirrors read-only into the sandbox for the alternates.
+// network); the agent binds the repository's mirror scope (its mirror and its submodules',
+// jobs/git_mirror_layout.hpp) read-only into the sandbox for the alternates, and nothing of
+// the other repositories it serves.
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -241,8 +243,9 @@ jobs::RunSettings base_settings(const Gate& gate, const std::filesystem::path& r
     settings.labels = jobs::default_runner_labels();
     settings.job_filter = gate.flags.jobs;
     settings.policy = gate.policy;
-    // git in a step reads objects through the worktree's alternates: the mirror, read-only.
-    settings.policy.read_only.push_back(mirror.gitdir);
+    // git in a step reads objects through the worktree's alternates: the repository's mirror
+    // scope, read-only (its submodules' mirrors included, also those fetched later).
+    settings.policy.read_only.push_back(mirror.scope);
     settings.host = sandbox::current_environment();
     // No credential of the gate's reaches a step, allowlist or not.
     std::erase_if(settings.host, [](const auto& pair) {
@@ -380,7 +383,7 @@ int run_gate(Gate& gate) {
     auto control = area.create("gate");
     if (!control) return say(k_exit_local, control.error().message);
     jobs::GitCheckoutRequest request;
-    request.source = jobs::MirrorRequest{gate.flags.repo, gate.flags.sha, gate.flags.ref, gate.token};
+    request.source = jobs::MirrorRequest{gate.flags.repo, gate.flags.sha, gate.flags.ref, gate.token, ""};
     request.path = control->path();
     request.depth = 1;
     auto checked_out = jobs::checkout_commit(cache, request);
@@ -389,7 +392,7 @@ int run_gate(Gate& gate) {
     if (mirror.presence == jobs::CommitPresence::missing)
         return say(k_exit_unknown_sha, "commit " + gate.flags.sha + " is not in " + mirror.remote.fetch_url);
     gate.repository = jobs::repository_from_url(mirror.remote.fetch_url);
-    if (gate.repository.empty()) gate.repository = "local/" + mirror.gitdir.stem().string();
+    if (gate.repository.empty()) gate.repository = "local/" + mirror.scope.filename().string();
 
     jobs::RunSettings settings = base_settings(gate, control->path(), mirror);
     std::vector<jobs::Workflow> workflows;

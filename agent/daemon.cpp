@@ -17,6 +17,7 @@
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
 #include "agent/sandbox_manager.hpp"
+#include "jobs/git_mirror.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace agent {
@@ -171,12 +172,12 @@ private:
         options.policy.network = m_config.network;
         options.worktree = workspace;
         // `sandgate gate` checks out in the workspace, its objects read through alternates
-        // from the mirrors it fetches outside (later mirrors show through the live bind).
-        auto mirrors = m_config.state_dir / "mirrors";
-        std::filesystem::create_directories(mirrors, ec);
-        if (!ec) mirrors = std::filesystem::canonical(mirrors, ec);  // the wrap binds physical paths
-        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, mirrors.string() + ": " + ec.message());
-        options.policy.read_only.push_back(mirrors);
+        // from the mirrors it fetches outside: only this repository's scope (its submodules'
+        // mirrors, found after the fetch, show through the live bind), never another's.
+        auto scope = jobs::MirrorCache(m_config.state_dir).scope_dir(repository_url(m_config, job.spec.key.repository));
+        // A remote no mirror can be made of binds nothing (the gate refuses such a --repo).
+        if (scope) options.policy.read_only.push_back(*scope);
+        else if (scope.error().kind != sandbox::ErrorKind::invalid_input) return std::unexpected(scope.error());
         options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) + k_kill_grace * 6;
         options.job = job.id;
         for (const auto& [name, value] : env) options.env_names.push_back(name);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/sandbox_manager.hpp"
+#include "jobs/git_mirror.hpp"
 
 namespace {
 
@@ -80,7 +81,12 @@ double job_sandbox(const std::filesystem::path& repo, const std::string& sha, co
     agent::SandboxManager manager({state, SANDGATE_BINARY, nullptr, std::chrono::seconds(30)});
     agent::SandboxIdentity identity{"bench/gate", sha, round, 1, "gate"};
     agent::SandboxOptions options;
-    options.policy.read_only.push_back(state / "mirrors");
+    auto scope = jobs::MirrorCache(state).scope_dir(repo.string());  // as the daemon binds it
+    if (!scope) {
+        std::fprintf(stderr, "mirror scope: %s\n", scope.error().message.c_str());
+        return -1;
+    }
+    options.policy.read_only.push_back(*scope);
     options.worktree = workspace;
     auto box = manager.create(identity, options);
     if (!box) {

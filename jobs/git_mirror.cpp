@@ -9,6 +9,7 @@
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_lock.hpp"
+#include "jobs/git_mirror_layout.hpp"
 #include "jobs/git_remove.hpp"
 #include "sandbox/fd.hpp"
 
@@ -148,6 +149,20 @@ sandbox::Expected<void> make_private_dir(const fs::path& dir) {
     return {};
 }
 
+// The mirror's paths, its directories made, the old flat layout adopted: under the lock it
+// returns, which the caller holds for as long as it touches the mirror.
+sandbox::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir, const MirrorLayout& layout) {
+    if (auto made = make_private_dir(mirrors_dir); !made) return std::unexpected(made.error());
+    ::chmod(state_dir.c_str(), 0700);  // mirrors may hold private code
+    for (const fs::path& dir : {layout.gitdir.parent_path(), layout.lock.parent_path()})
+        if (auto made = make_private_dir(dir); !made) return std::unexpected(made.error());
+    auto lock = FileLock::acquire(layout.lock, LockMode::exclusive);
+    if (!lock) return lock;
+    if (auto adopted = adopt_legacy_mirror(layout); !adopted)
+        spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(), adopted.error().message);
+    return lock;
+}
+
 }  // namespace
 
 MirrorCache::MirrorCache(fs::path state_dir) : m_state_dir(std::move(state_dir)) {}
@@ -167,23 +182,38 @@ sandbox::Expected<Mirror> MirrorCache::reclone(const MirrorRequest& request) con
     return ensure(request, Trust::distrust);
 }
 
+sandbox::Expected<fs::path> MirrorCache::scope_dir(std::string_view text) const {
+    auto remote = parse_remote(text);
+    if (!remote) return std::unexpected(remote.error());
+    const fs::path scope = mirror_layout(mirrors_dir(), *remote, *remote).scope;
+    if (auto made = make_private_dir(scope); !made) return std::unexpected(made.error());
+    ::chmod(m_state_dir.c_str(), 0700);
+    std::error_code ec;
+    fs::path real = fs::canonical(scope, ec);
+    if (ec) return sandbox::fail(ErrorKind::permanent, scope.string() + ": " + ec.message());
+    return real;
+}
+
 sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust trust) const {
     ensure_libgit2();
     auto remote = parse_remote(request.remote);
     if (!remote) return std::unexpected(remote.error());
+    auto scope = request.scope.empty() ? remote : parse_remote(request.scope);
+    if (!scope) return std::unexpected(scope.error());
+    if (!request.scope.empty())
+        if (auto allowed = check_module_remote(m_state_dir, *scope, *remote); !allowed) return std::unexpected(allowed.error());
     auto oid = parse_sha(request.sha);
     if (!oid) return std::unexpected(oid.error());
-    if (auto made = make_private_dir(mirrors_dir()); !made) return std::unexpected(made.error());
-    ::chmod(m_state_dir.c_str(), 0700);  // mirrors may hold private code
+    const MirrorLayout layout = mirror_layout(mirrors_dir(), *scope, *remote);
+    auto lock = prepare(m_state_dir, mirrors_dir(), layout);
+    if (!lock) return std::unexpected(lock.error());
 
     Mirror mirror;
     mirror.remote = *remote;
+    mirror.scope_remote = *scope;
     mirror.commit = *oid;
-    const std::string name = mirror_dir_name(*remote);
-    mirror.gitdir = mirrors_dir() / (name + ".git");
-    auto lock = FileLock::acquire(mirrors_dir() / (name + ".lock"), LockMode::exclusive);
-    if (!lock) return std::unexpected(lock.error());
-
+    mirror.gitdir = layout.gitdir;
+    mirror.scope = layout.scope;
     GitRepository repository = trust == Trust::verify ? open_trusted(mirror.gitdir) : nullptr;
     auto recreate = [&]() -> sandbox::Expected<void> {
         repository.reset();

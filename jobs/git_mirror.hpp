@@ -1,10 +1,9 @@
 #pragma once
-// The repository cache: one bare mirror per remote under <state-dir>/mirrors/.
-//
-//   <state>/mirrors/<name>-<hash>.git    the bare mirror (jobs only ever read it)
-//   <state>/mirrors/<name>-<hash>.lock   flock: held exclusively while the mirror is checked,
-//                                        created, fetched into or replaced
-//   <state>/mirrors/<name>-<hash>.tmp-*  a mirror being created (renamed into place when whole)
+// The repository cache: bare mirrors under <state-dir>/mirrors/, one directory (scope) per
+// repository jobs are run for, holding its mirror and its submodules' mirrors (the layout, its
+// locks and the adoption of the old flat layout: jobs/git_mirror_layout.hpp). Jobs only ever
+// read mirrors; a mirror's lock is held exclusively while it is checked, created, fetched into
+// or replaced, and a mirror being created is renamed into place when whole.
 //
 // A mirror is trusted only when its completion marker (written last, before the rename into
 // place) is present, libgit2 opens it as a bare repository, every ref's object exists, and the
@@ -29,6 +28,9 @@ struct MirrorRequest {
     std::string sha;     // a full 40-hex commit SHA
     std::string ref;     // optional: a ref to fetch besides the mirror's refspecs
     std::optional<GitToken> token;  // http(s) only; kept in memory
+    // The repository the job is for, as given, when `remote` is one of its submodules: the
+    // mirror then lives in that repository's scope. Empty: `remote` is the job's repository.
+    std::string scope;
 };
 
 enum class CommitPresence { present, missing };
@@ -36,7 +38,9 @@ enum class MirrorEvent { none, fetched, cloned, recloned };
 
 struct Mirror {
     std::filesystem::path gitdir;  // the bare mirror
+    std::filesystem::path scope;   // the directory holding it: what a job's sandbox binds
     RemoteUrl remote;
+    RemoteUrl scope_remote;        // the job's repository (== remote unless a submodule)
     git_oid commit{};
     CommitPresence presence = CommitPresence::missing;  // missing: the remote lacks the SHA
     MirrorEvent event = MirrorEvent::none;              // what ensure_commit had to do
@@ -54,12 +58,19 @@ public:
     // is missing; creates or re-clones the mirror when absent or untrustworthy. Holds the
     // mirror's lock throughout, so concurrent callers serialise per mirror. A SHA the remote
     // does not have is not an error: presence == missing. Errors: invalid_input (bad SHA or
-    // remote), unavailable (remote unreachable or credentials refused), permanent (local I/O).
+    // remote, or a submodule remote refused by check_module_remote), unavailable (remote
+    // unreachable or credentials refused), permanent (local I/O).
     sandbox::Expected<Mirror> ensure_commit(const MirrorRequest& request) const;
 
     // Re-clones the mirror of `request.remote` unconditionally (after a checkout found an
     // object unreadable), then ensures the commit as above.
     sandbox::Expected<Mirror> reclone(const MirrorRequest& request) const;
+
+    // The scope directory of the repository `remote` (as a job is given it), created when
+    // missing, as a physical path (the wrap binds physical paths): every mirror a checkout of
+    // that repository reads, its submodules' included, lies below it, now or once fetched.
+    // invalid_input for a remote parse_remote refuses; permanent on I/O errors.
+    sandbox::Expected<std::filesystem::path> scope_dir(std::string_view remote) const;
 
     const std::filesystem::path& state_dir() const { return m_state_dir; }
     std::filesystem::path mirrors_dir() const { return m_state_dir / "mirrors"; }

@@ -74,7 +74,7 @@ std::vector<fs::path> GitWorkspace::mirrors_used() const {
 sandbox::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref) const {
     if (ref.empty()) return m_source.sha;
     if (is_full_sha(ref)) return ref;
-    MirrorRequest request{m_source.remote, m_source.sha, m_source.ref, m_source.token};
+    MirrorRequest request{m_source.remote, m_source.sha, m_source.ref, m_source.token, ""};
     auto mirror = m_cache.ensure_commit(request);
     if (!mirror) return std::unexpected(mirror.error());
     git_repository* raw = nullptr;
@@ -111,7 +111,7 @@ sandbox::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
     if (!sha) return std::unexpected(sha.error());
     if (auto fresh = fresh_dir(*target); !fresh) return std::unexpected(fresh.error());
     GitCheckoutRequest git;
-    git.source = MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token};
+    git.source = MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token, ""};
     git.path = *target;
     git.depth = *depth;
     git.submodules = *submodules;

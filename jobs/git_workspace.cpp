@@ -59,6 +59,7 @@ sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitC
         sub.source.remote = entry.url;
         sub.source.sha = oid_hex(entry.commit);
         sub.source.token = request.source.token;  // offered to the same host only
+        sub.source.scope = request.source.scope.empty() ? request.source.remote : request.source.scope;
         sub.path = request.path / entry.path;
         sub.depth = request.depth;
         sub.submodules = request.submodules == SubmoduleMode::recursive ? SubmoduleMode::recursive
@@ -142,7 +143,7 @@ void collect_submodule_mirrors(const MirrorCache& cache, const Mirror& mirror, c
         std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>> link(link_raw);
         if (git_tree_entry_type(link.get()) != GIT_OBJECT_COMMIT) continue;
         MirrorRequest request{resolve_submodule_url(mirror.remote.fetch_url, entry.url),
-                              oid_hex(*git_tree_entry_id(link.get())), "", token};
+                              oid_hex(*git_tree_entry_id(link.get())), "", token, mirror.scope_remote.fetch_url};
         auto sub = cache.ensure_commit(request);
         if (!sub || sub->presence == CommitPresence::missing) {
             spdlog::warn("submodule {}: {}", name, sub ? "commit " + request.sha + " is not in " + sub->remote.fetch_url : sub.error().message);

@@ -21,12 +21,13 @@ struct GitCheckoutRequest {
 
 struct GitCheckoutResult {
     Mirror mirror;  // presence == missing: the remote lacks the SHA and nothing was written
-    // Every mirror the worktree's alternates read (the superproject's and the submodules'):
-    // a wrap must bind these read-only for git to work inside.
+    // Every mirror the worktree's alternates read (the superproject's and the submodules'),
+    // all below mirror.scope: a wrap binds that (or these) read-only for git to work inside.
     std::vector<std::filesystem::path> mirror_gitdirs;
 };
 
-// Materialises request.source.sha at request.path. Errors as MirrorCache::ensure_commit, plus
+// Materialises request.source.sha at request.path; the submodules' mirrors live in the scope
+// of request.source.scope (request.source.remote when empty). Errors as MirrorCache::ensure_commit, plus
 // permanent when the checkout fails even after a re-clone, and unavailable/invalid_input for a
 // submodule's remote (the message names the submodule). On error request.path may hold a
 // partial checkout: the caller removes it (JobWorktree does).
@@ -34,9 +35,9 @@ sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, c
 
 // The mirrors of `mirror.commit`'s submodules, recursively, each made to hold its gitlinked
 // commit (read from the commit's own .gitmodules; relative URLs resolved against the mirror's
-// remote). A caller that wraps steps binds these read-only before any checkout asks for
-// submodules, so git inside a submodule's worktree can read its objects. Best effort: a
-// submodule whose remote fails is logged and left out (its checkout will then fail).
+// remote), in the scope of `mirror.scope_remote`. Fetching them ahead is optional: a wrap that
+// binds mirror.scope sees them whenever they are made. Best effort: a submodule whose remote
+// fails or is refused is logged and left out (its checkout will then fail).
 std::vector<std::filesystem::path> submodule_mirrors(const MirrorCache& cache, const Mirror& mirror,
                                                      const std::optional<GitToken>& token);
 

@@ -17,8 +17,11 @@
 #include "agent/agent_config.hpp"
 #include "agent/daemon.hpp"
 #include "agent/job_store.hpp"
+#include "jobs/git_url.hpp"
 #include "tests/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/helpers/git_fixture.hpp"
+#include "tests/helpers/mirror_attack.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -224,3 +227,77 @@ TEST_CASE("SIGTERM drains: running jobs finish, or are cancelled at the deadline
     }
 }
 
+
+namespace {
+
+constexpr const char* k_trivial_gate = "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
+                                       "    steps:\n      - run: echo checked\n";
+
+// A bare copy of the repository at `work` as REMOTES/octo/<name>.git.
+void publish(const std::filesystem::path& work, const std::filesystem::path& remotes, const std::string& name) {
+    tests::sh("git clone -q --bare " + work.string() + " " + (remotes / "octo" / (name + ".git")).string());
+}
+
+// octo/app: its workflow runs git in its worktree and its submodule's (octo/lib, by the
+// relative URL ../lib.git), then every read of octo/secret's mirror (tests/helpers/mirror_attack.hpp).
+std::string make_app(const std::filesystem::path& root, const std::filesystem::path& state, const std::string& secret_sha) {
+    const auto remotes = root / "remotes";
+    tests::make_repo(root / "lib", {{"lib.txt", "lib\n"}});
+    publish(root / "lib", remotes, "lib");
+    const auto secret_url = "file://" + (remotes / "octo/secret.git").string();
+    const auto scope = state / "mirrors" / jobs::mirror_dir_name(*jobs::parse_remote(secret_url));
+    REQUIRE(std::filesystem::is_directory(scope / "repo.git"));  // the secret job made it
+    const std::string workflow =
+        "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n        with:\n          submodules: true\n"
+        "      - run: git log --oneline | grep -q initial && test -z \"$(git status --porcelain)\" && echo \"own\"\"-ok\"\n"
+        "      - run: cd lib && git log --oneline | grep -q initial && test -z \"$(git status --porcelain)\" && echo \"sub\"\"-ok\"\n"
+        "      - run: |\n" +
+        tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", scope, scope / "repo.git", secret_sha), 10);
+    tests::make_repo(root / "app", {{".github/workflows/gate.yml", workflow}});
+    tests::sh("cd " + (root / "app").string() + " && git -c protocol.file.allow=always submodule -q add " +
+              (remotes / "octo/lib.git").string() + " lib && git config -f .gitmodules submodule.lib.url ../lib.git && "
+              "git add .gitmodules && git commit -qm lib");
+    publish(root / "app", remotes, "app");
+    return tests::sh("git -C " + (root / "app").string() + " rev-parse HEAD");
+}
+
+}  // namespace
+
+TEST_CASE("threat row 3: a job's sandbox binds its repository's mirrors, never another repository's") {
+    SKIP_UNDER_WRAP("a nested bwrap cannot run inside the wrap: the job sandbox is off there");
+    const auto root = tests::make_temp_dir("mirror-scope");
+    std::filesystem::create_directories(root / "remotes/octo");
+    Agent agent("github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+                Agent::JobCommand::gate);
+    const auto state = std::filesystem::canonical(agent.dir) / "state";
+    const std::string secret_sha = tests::make_repo(root / "secret", {{".github/workflows/gate.yml", k_trivial_gate},
+                                                                      {"s.txt", "the secret repository\n"}});
+    publish(root / "secret", root / "remotes", "secret");
+    auto daemon = agent.start();
+    agent.wait_ready();
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/secret", "--sha", secret_sha, "--event", "merge_group"}) == 0);
+    const auto secret_job = (*agent.queue()->list({})).at(0);
+    REQUIRE(agent.wait_terminal(secret_job.id) == agent::JobState::succeeded);
+
+    const std::string app_sha = make_app(root, state, secret_sha);
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/app", "--sha", app_sha, "--event", "merge_group"}) == 0);
+    agent::JobFilter filter;
+    filter.sha = app_sha;
+    const auto app_job = (*agent.queue()->list(filter)).at(0);
+    const auto state_of_app = agent.wait_terminal(app_job.id);
+    const auto log = tests::read_file(state / "agent" / "logs" / (std::to_string(app_job.id) + ".log"));
+    INFO(log);
+    CHECK(state_of_app == agent::JobState::succeeded);
+    CHECK_THAT(log, Catch::Contains("own-ok") && Catch::Contains("sub-ok") && Catch::Contains("attack-done"));
+    CHECK_THAT(log, !Catch::Contains("LEAK"));
+    // The policy on the job's record binds app's scope, and nothing of the mirrors beside it.
+    const auto app_scope = jobs::mirror_dir_name(*jobs::parse_remote("file://" + (root / "remotes/octo/app.git").string()));
+    const std::string policy = (*agent.queue()->get(app_job.id))->policy_json;
+    INFO(policy);
+    CHECK_THAT(policy, Catch::Contains((state / "mirrors" / app_scope).string()));
+    CHECK_THAT(policy, !Catch::Contains((state / "mirrors").string() + "\""));
+    CHECK_THAT(policy, !Catch::Contains("secret-"));
+    ::kill(daemon.pid, SIGTERM);
+    CHECK(daemon.wait() == 0);
+}

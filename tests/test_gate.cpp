@@ -182,9 +182,13 @@ TEST_CASE("concurrent gates share one mirror") {
         CHECK(result.code == (i % 2 == 0 ? 0 : 1));
     }
     CHECK(worktree_dirs(dir / "state") == 0);
+    int mirrors = 0;  // one repository: one scope (beside the locks), its mirror whole
     for (const auto& entry : fs::directory_iterator(dir / "state/mirrors"))
-        if (entry.path().extension() == ".git")
-            CHECK(tests::shell("git --git-dir=" + entry.path().string() + " fsck --no-dangling").code == 0);
+        if (entry.path().filename() != "locks") {
+            CHECK(tests::shell("git --git-dir=" + (entry.path() / "repo.git").string() + " fsck --no-dangling").code == 0);
+            ++mirrors;
+        }
+    CHECK(mirrors == 1);
 }
 
 TEST_CASE("cleanup does not follow a symlink a step planted, and reaps a crashed run's worktrees") {

@@ -15,8 +15,10 @@
 
 #include "agent/job_store.hpp"
 #include "agent/sandbox_manager.hpp"
+#include "jobs/git_mirror.hpp"
 #include "sandbox/broker.hpp"
 #include "tests/helpers/git_fixture.hpp"
+#include "tests/helpers/mirror_attack.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -126,10 +128,11 @@ struct JobSandbox {
     std::unique_ptr<agent::SandboxManager> manager;
     agent::SandboxInfo box;
 
-    JobSandbox(const fs::path& dir, const std::string& sha,
+    // `remote`: the repository the job is for, whose mirror scope is bound as the daemon does.
+    JobSandbox(const fs::path& dir, const std::string& sha, const std::string& remote,
                sandbox::NetworkMode network = sandbox::NetworkMode::none)
         : state(dir / "state") {
-        fs::create_directories(state / "mirrors");
+        fs::create_directories(state);
         state = fs::canonical(state);
         workspace = state / "agent" / "work" / "1";
         fs::create_directories(workspace / "tmp");
@@ -143,7 +146,9 @@ struct JobSandbox {
         agent::SandboxOptions options;
         options.policy.mode = mode();
         options.policy.network = network;
-        options.policy.read_only.push_back(state / "mirrors");
+        auto scope = jobs::MirrorCache(state).scope_dir(remote);
+        REQUIRE(scope);
+        options.policy.read_only.push_back(*scope);
         options.worktree = workspace;
         options.ttl = 600s;
         options.job = job;
@@ -216,7 +221,7 @@ TEST_CASE("under a job sandbox the gate checks out in the workspace, sends every
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const Repo repo = make_repo(dir);
     for (const auto& [sha, verdict] : {std::pair{repo.good, 0}, std::pair{repo.bad, 1}}) {
-        JobSandbox job(dir / sha.substr(0, 8), sha);
+        JobSandbox job(dir / sha.substr(0, 8), sha, repo.path.string());
         const std::string args = "--repo file://" + repo.path.string() + " --sha " + sha +
                                  " --state-dir " + job.state.string() + " --report ";
         auto direct = gate("env -u SANDGATE_GIT_TOKEN ", args + (dir / "direct.json").string());
@@ -256,7 +261,7 @@ TEST_CASE("under a job sandbox the gate checks out in the workspace, sends every
 TEST_CASE("the steps of a gate in a job sandbox share the broker's namespaces") {
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const Repo repo = make_repo(dir);
-    JobSandbox job(dir, repo.good);
+    JobSandbox job(dir, repo.good, repo.path.string());
     sandbox::BrokerRequest ping;
     ping.op = sandbox::BrokerOp::ping;
     auto status = sandbox::broker_call(job.box.socket, ping);
@@ -280,7 +285,7 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
     tests::make_repo(origin, {{".github/workflows/gate.yml", "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n"
                                                              "    steps:\n      - run: touch " + marker.string() + "\n"}});
     const std::string sha = tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
-    JobSandbox job(dir, sha);
+    JobSandbox job(dir, sha, origin.string());
     const std::string args = "--repo " + origin.string() + " --sha " + sha + " --state-dir " + job.state.string();
 
     auto wrong = gate(job.env("octo/other@" + sha + "/1/1/gate"), args);
@@ -314,7 +319,7 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
 
     // A job sandbox weaker than the gate's flags ask for (the host's network where none was
     // asked) runs nothing.
-    JobSandbox open(dir / "open", sha, sandbox::NetworkMode::host);
+    JobSandbox open(dir / "open", sha, origin.string(), sandbox::NetworkMode::host);
     auto weaker = gate(open.env(open.identity.canonical()), args + " --network none");
     INFO(weaker.out);
     CHECK(weaker.code == 2);
@@ -326,7 +331,7 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
 TEST_CASE("parallel legs of a gate in a job sandbox take turns at the broker, none refused busy") {
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const Repo repo = make_repo(dir);
-    JobSandbox job(dir, repo.good);
+    JobSandbox job(dir, repo.good, repo.path.string());
     auto run = gate(job.env(job.identity.canonical()), "-W .github/parallel --repo " + repo.path.string() +
                                                            " --sha " + repo.good + " --state-dir " + job.state.string());
     INFO(run.out);
@@ -336,4 +341,90 @@ TEST_CASE("parallel legs of a gate in a job sandbox take turns at the broker, no
     const auto steps = job.steps();
     CHECK(steps.size() == 7);
     for (const auto& step : steps) CHECK_THAT(step, Catch::Contains("\"exit\":0,"));
+}
+
+namespace {
+
+// Repository `app` (submodule `lib`, which has `leaf`) and repository `secret`, mirrored in
+// the same state directory first. app's workflow checks git in its worktree and in both
+// submodules' worktrees, then tries every read of secret's mirror it can think of, printing
+// "LEAK <how>" for each that works (the word is split in the script, so only a read that
+// worked prints it).
+struct TwoRepositories {
+    fs::path app;
+    std::string app_sha;
+    fs::path secret_scope;
+};
+
+TwoRepositories make_two_repositories(const fs::path& dir, const fs::path& state) {
+    tests::make_repo(dir / "secret", {{"s.txt", "the secret repository\n"}});
+    const std::string secret_sha = tests::sh("git -C " + (dir / "secret").string() + " rev-parse HEAD");
+    auto secret = jobs::MirrorCache(state).ensure_commit(
+        jobs::MirrorRequest{(dir / "secret").string(), secret_sha, "", std::nullopt, ""});
+    REQUIRE(secret);
+    const std::string allow = "git -c protocol.file.allow=always ";
+    tests::make_repo(dir / "leaf", {{"leaf.txt", "leaf\n"}});
+    tests::make_repo(dir / "lib", {{"lib.txt", "lib\n"}});
+    tests::sh("cd " + (dir / "lib").string() + " && " + allow + "submodule -q add ../leaf deps/leaf && git commit -qm leaf");
+    const std::string workflow = R"YAML(name: gate
+on: merge_group
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          submodules: recursive
+      - name: git in the repository
+        run: git log --oneline | grep -q initial && test -z "$(git status --porcelain)" && echo "own""-ok"
+      - name: git in the submodules
+        run: |
+          cd lib && git log --oneline | grep -q leaf && test -z "$(git status --porcelain)" && grep -q lib lib.txt
+          cd deps/leaf && git log --oneline | grep -q initial && test -z "$(git status --porcelain)" && echo "sub""-ok"
+      - name: another repository's mirror
+        run: |
+)YAML" + tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", secret->scope, secret->gitdir, secret_sha), 10);
+    TwoRepositories two;
+    two.app = dir / "app";
+    two.secret_scope = secret->scope;
+    tests::make_repo(two.app, {{".github/workflows/gate.yml", workflow}});
+    tests::sh("cd " + two.app.string() + " && " + allow + "submodule -q add ../lib lib && git commit -qm lib");
+    two.app_sha = tests::sh("git -C " + two.app.string() + " rev-parse HEAD");
+    return two;
+}
+
+// The app's gate, on the direct path (a wrap per step) and in its job sandbox.
+std::pair<tests::ShellResult, tests::ShellResult> gate_app(const fs::path& dir) {
+    const fs::path state = fs::canonical(dir) / "state";  // JobSandbox's
+    const TwoRepositories two = make_two_repositories(dir, state);
+    JobSandbox job(dir, two.app_sha, two.app.string());
+    REQUIRE(job.state == state);
+    const std::string args = "--repo " + two.app.string() + " --sha " + two.app_sha + " --state-dir " + state.string();
+    auto direct = gate("env -u SANDGATE_GIT_TOKEN ", args);
+    auto brokered = gate(job.env(job.identity.canonical()), args);
+    return {direct, brokered};
+}
+
+}  // namespace
+
+TEST_CASE("in a job sandbox git works in the repository and in its submodules' worktrees") {
+    const auto dir = tests::make_temp_dir("gate-sandbox");
+    const auto [direct, brokered] = gate_app(dir);
+    for (const auto* run : {&direct, &brokered}) {
+        INFO(run->out);
+        CHECK(run->code == 0);
+        CHECK_THAT(run->out, Catch::Contains("own-ok") && Catch::Contains("sub-ok") && Catch::Contains("attack-done"));
+    }
+}
+
+TEST_CASE("threat row 3: a step cannot read another repository's mirror, on either path") {
+    SKIP_UNDER_WRAP("a nested bwrap cannot run inside the wrap: the steps run unwrapped there");
+    const auto dir = tests::make_temp_dir("gate-sandbox");
+    const auto [direct, brokered] = gate_app(dir);
+    for (const auto* run : {&direct, &brokered}) {
+        INFO(run->out);
+        CHECK(run->code == 0);
+        CHECK_THAT(run->out, Catch::Contains("attack-done"));
+        CHECK_THAT(run->out, !Catch::Contains("LEAK"));
+    }
 }

@@ -43,7 +43,10 @@ TEST_CASE("a mirror is cloned once and fetched only when the SHA is missing") {
     REQUIRE(mirror);
     CHECK(mirror->event == jobs::MirrorEvent::cloned);
     CHECK(mirror->presence == jobs::CommitPresence::present);
-    CHECK(mirror->gitdir.parent_path() == dir / "state/mirrors");
+    const auto scope = dir / "state/mirrors" / jobs::mirror_dir_name(*jobs::parse_remote(url));
+    CHECK(mirror->gitdir == scope / "repo.git");
+    CHECK(mirror->scope == scope);
+    CHECK(fs::is_regular_file(dir / "state/mirrors/locks" / (scope.filename().string() + ".lock")));
     CHECK(fs::is_regular_file(mirror->gitdir / jobs::k_mirror_marker));
     CHECK(sh("git --git-dir=" + mirror->gitdir.string() + " cat-file -t " + first) == "commit");
 
@@ -111,9 +114,12 @@ TEST_CASE("unknown SHAs, unreachable remotes and bad input are told apart") {
     REQUIRE_FALSE(unreachable);
     CHECK(unreachable.error().kind == sandbox::ErrorKind::unavailable);
     CHECK_THAT(unreachable.error().message, Catch::Contains((dir / "nowhere").string()));
-    // Nothing half-made is left behind for the failed remote.
-    for (const auto& entry : fs::directory_iterator(dir / "state/mirrors"))
-        CHECK_THAT(entry.path().filename().string(), !Catch::Contains("nowhere") || Catch::EndsWith(".lock"));
+    // Nothing half-made is left behind for the failed remote: its lock, an empty scope.
+    for (const auto& entry : fs::recursive_directory_iterator(dir / "state/mirrors")) {
+        INFO(entry.path());
+        if (entry.path().filename().string().find("nowhere") != std::string::npos)
+            CHECK((entry.path().extension() == ".lock" || fs::is_empty(entry.path())));
+    }
 
     auto refused_port = cache.ensure_commit(request_for("https://127.0.0.1:1/x/y.git", unknown));
     REQUIRE_FALSE(refused_port);
@@ -206,8 +212,8 @@ TEST_CASE("a damaged mirror is re-cloned, never trusted") {
     CHECK(tests::shell("git --git-dir=" + gitdir.string() + " fsck --no-dangling").code == 0);
     // No leftovers of the swap.
     int entries = 0;
-    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir / "state/mirrors")) ++entries;
-    CHECK(entries == 2);  // the mirror and its lock file
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(gitdir.parent_path())) ++entries;
+    CHECK(entries == 1);  // the mirror alone in its scope (its lock lies outside)
 }
 
 TEST_CASE("https: the token goes through the credential callback only") {

@@ -163,6 +163,9 @@ TEST_CASE("submodules are checked out on request, recursively if asked") {
     CHECK(git_in(dir / "all/middle/deps/leaf", "rev-parse HEAD") == leaf);
     CHECK(git_in(dir / "all", "status --porcelain").empty());
     CHECK(git_in(dir / "all/middle", "status --porcelain").empty());
+    // Every mirror the checkout reads, the submodule's submodule's too, lies in top's scope.
+    for (const auto& gitdir : all_done->mirror_gitdirs)
+        CHECK((gitdir == all_done->mirror.scope / "repo.git" || gitdir.parent_path() == all_done->mirror.scope / "modules"));
 
     // What a wrap must bind read-only for git inside those submodules: found from the
     // commit's own .gitmodules, before any checkout.
@@ -262,7 +265,7 @@ TEST_CASE("a mirror whose blob is corrupt under a checkout is re-cloned and the 
     const std::string sha = tests::make_repo(origin, {{"big.txt", big}, {"small.txt", "s\n"}});
     const jobs::MirrorCache cache(dir / "state");
     REQUIRE(jobs::checkout_commit(cache, checkout_request(origin.string(), sha, dir / "first")));
-    const fs::path gitdir = cache.mirrors_dir() / (jobs::mirror_dir_name(*jobs::parse_remote(origin.string())) + ".git");
+    const fs::path gitdir = cache.mirrors_dir() / jobs::mirror_dir_name(*jobs::parse_remote(origin.string())) / "repo.git";
     // Overwrite bytes in the middle of big.txt's compressed data: the index still lists it.
     const std::string blob = git_in(origin, "rev-parse HEAD:big.txt");
     fs::path pack;
@@ -300,10 +303,10 @@ TEST_CASE("under sandgate's own wrap, git works in the worktree and the mirror i
     auto done = jobs::checkout_commit(cache, checkout_request(origin.string(), tip, worktree->path()));
     REQUIRE(done);
     tests::commit_file(origin, "c.txt", "c\n");
-    auto other = cache.ensure_commit(jobs::MirrorRequest{origin.string(), git_in(origin, "rev-parse HEAD"), "", std::nullopt});
+    auto other = cache.ensure_commit(jobs::MirrorRequest{origin.string(), git_in(origin, "rev-parse HEAD"), "", std::nullopt, ""});
     REQUIRE(other);
     tests::make_repo(dir / "secret", {{"s.txt", "private\n"}});
-    auto secret = cache.ensure_commit(jobs::MirrorRequest{(dir / "secret").string(), git_in(dir / "secret", "rev-parse HEAD"), "", std::nullopt});
+    auto secret = cache.ensure_commit(jobs::MirrorRequest{(dir / "secret").string(), git_in(dir / "secret", "rev-parse HEAD"), "", std::nullopt, ""});
     REQUIRE(secret);
 
     sandbox::RunRequest request;
@@ -315,7 +318,7 @@ TEST_CASE("under sandgate's own wrap, git works in the worktree and the mirror i
     request.cwd = worktree->path();
     request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
     request.policy.mode = sandbox::SandboxMode::bwrap;
-    request.policy.read_only = done->mirror_gitdirs;
+    request.policy.read_only = {done->mirror.scope};  // as the gate binds it
     request.timeout = std::chrono::minutes(5);
     const auto result = sandbox::run(request);
     INFO(result.out.head + result.err.head + (result.error ? result.error->message : ""));
