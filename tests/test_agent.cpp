@@ -250,7 +250,7 @@ std::string make_app(const std::filesystem::path& root, const std::filesystem::p
     const std::string workflow =
         "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n    steps:\n"
         "      - uses: actions/checkout@v4\n        with:\n          submodules: true\n"
-        "      - run: git log --oneline | grep -q initial && test -z \"$(git status --porcelain)\" && echo \"own\"\"-ok\"\n"
+        "      - run: git log --oneline | grep -q ' lib$' && test -z \"$(git status --porcelain)\" && echo \"own\"\"-ok\"\n"
         "      - run: cd lib && git log --oneline | grep -q initial && test -z \"$(git status --porcelain)\" && echo \"sub\"\"-ok\"\n"
         "      - run: |\n" +
         tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", scope, scope / "repo.git", secret_sha), 10);

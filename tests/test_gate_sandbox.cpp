@@ -376,7 +376,7 @@ jobs:
         with:
           submodules: recursive
       - name: git in the repository
-        run: git log --oneline | grep -q initial && test -z "$(git status --porcelain)" && echo "own""-ok"
+        run: git log --oneline | grep -q " lib$" && test -z "$(git status --porcelain)" && echo "own""-ok"
       - name: git in the submodules
         run: |
           cd lib && git log --oneline | grep -q leaf && test -z "$(git status --porcelain)" && grep -q lib lib.txt
