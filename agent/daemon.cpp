@@ -17,7 +17,7 @@
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
 #include "agent/sandbox_manager.hpp"
-#include "jobs/git_mirror.hpp"
+#include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace agent {
@@ -174,7 +174,7 @@ private:
         // `sandgate gate` checks out in the workspace, its objects read through alternates
         // from the mirrors it fetches outside: only this repository's scope (its submodules'
         // mirrors, found after the fetch, show through the live bind), never another's.
-        auto scope = jobs::MirrorCache(m_config.state_dir).scope_dir(repository_url(m_config, job.spec.key.repository));
+        auto scope = jobs::make_mirror_scope(m_config.state_dir, repository_url(m_config, job.spec.key.repository));
         // A remote no mirror can be made of binds nothing (the gate refuses such a --repo).
         if (scope) options.policy.read_only.push_back(*scope);
         else if (scope.error().kind != sandbox::ErrorKind::invalid_input) return std::unexpected(scope.error());

@@ -183,15 +183,7 @@ sandbox::Expected<Mirror> MirrorCache::reclone(const MirrorRequest& request) con
 }
 
 sandbox::Expected<fs::path> MirrorCache::scope_dir(std::string_view text) const {
-    auto remote = parse_remote(text);
-    if (!remote) return std::unexpected(remote.error());
-    const fs::path scope = mirror_layout(mirrors_dir(), *remote, *remote).scope;
-    if (auto made = make_private_dir(scope); !made) return std::unexpected(made.error());
-    ::chmod(m_state_dir.c_str(), 0700);
-    std::error_code ec;
-    fs::path real = fs::canonical(scope, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, scope.string() + ": " + ec.message());
-    return real;
+    return make_mirror_scope(m_state_dir, text);
 }
 
 sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust trust) const {

@@ -66,10 +66,7 @@ public:
     // object unreadable), then ensures the commit as above.
     sandbox::Expected<Mirror> reclone(const MirrorRequest& request) const;
 
-    // The scope directory of the repository `remote` (as a job is given it), created when
-    // missing, as a physical path (the wrap binds physical paths): every mirror a checkout of
-    // that repository reads, its submodules' included, lies below it, now or once fetched.
-    // invalid_input for a remote parse_remote refuses; permanent on I/O errors.
+    // make_mirror_scope(state_dir(), remote): the directory a job of that repository binds.
     sandbox::Expected<std::filesystem::path> scope_dir(std::string_view remote) const;
 
     const std::filesystem::path& state_dir() const { return m_state_dir; }

@@ -53,6 +53,19 @@ MirrorLayout mirror_layout(const fs::path& mirrors_dir, const RemoteUrl& scope, 
     return layout;
 }
 
+sandbox::Expected<fs::path> make_mirror_scope(const fs::path& state_dir, std::string_view text) {
+    auto remote = parse_remote(text);
+    if (!remote) return std::unexpected(remote.error());
+    const fs::path mirrors = state_dir / "mirrors";
+    const fs::path scope = mirror_layout(mirrors, *remote, *remote).scope;
+    std::error_code ec;
+    fs::create_directories(scope, ec);
+    if (!ec) fs::permissions(mirrors, fs::perms::owner_all, ec);  // mirrors may hold private code
+    fs::path real = ec ? fs::path() : fs::canonical(scope, ec);
+    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + scope.string() + ": " + ec.message());
+    return real;
+}
+
 sandbox::Expected<void> check_module_remote(const fs::path& state_dir, const RemoteUrl& scope, const RemoteUrl& remote) {
     if (remote.kind != RemoteKind::local) return {};
     if (scope.kind != RemoteKind::local)

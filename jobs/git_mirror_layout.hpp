@@ -29,6 +29,7 @@
 // wanting the same remote later clones its own.
 
 #include <filesystem>
+#include <string_view>
 
 #include "jobs/git_url.hpp"
 #include "sandbox/error.hpp"
@@ -47,6 +48,14 @@ struct MirrorLayout {
 // itself when its keys match). Pure: nothing is created.
 MirrorLayout mirror_layout(const std::filesystem::path& mirrors_dir, const RemoteUrl& scope,
                            const RemoteUrl& remote);
+
+// The scope directory of the repository `remote` (as a job is given it) under `state_dir`,
+// created when missing (the mirrors directory 0700), as a physical path (the wrap binds
+// physical paths): every mirror a checkout of that repository reads lies below it, now or once
+// fetched. invalid_input for a remote parse_remote refuses; permanent on I/O errors. Needs
+// neither libgit2 nor OpenSSL: the agent daemon calls it before creating a job's sandbox.
+sandbox::Expected<std::filesystem::path> make_mirror_scope(const std::filesystem::path& state_dir,
+                                                           std::string_view remote);
 
 // invalid_input (naming the remote) when a submodule `remote` may not be mirrored in the
 // scope of `scope` (see above). `state_dir` need not be canonical.

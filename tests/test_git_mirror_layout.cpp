@@ -4,6 +4,8 @@
 // repositories made with the git CLI, local-path and file:// remotes.
 #include <catch2/catch.hpp>
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 
 #include "jobs/git_mirror.hpp"
@@ -163,4 +165,18 @@ TEST_CASE("mirrors of the flat layout of earlier versions are moved into the fir
     CHECK(module->event == jobs::MirrorEvent::cloned);
     CHECK(module->scope == mirrors / name_of((dir / "other").string()));
     (void)other;
+}
+
+TEST_CASE("mirror names keep the flat layout's hash (OpenSSL's SHA-256 of the key then), so old mirrors are found") {
+    for (const char* text : {"https://github.com/octo/app.git", "file:///srv/git/lib", "http://host:8080/a/b/"}) {
+        auto remote = jobs::parse_remote(text);
+        REQUIRE(remote);
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int size = 0;
+        REQUIRE(EVP_Digest(remote->key.data(), remote->key.size(), digest, &size, EVP_sha256(), nullptr) == 1);
+        std::string hex;
+        for (unsigned int i = 0; i < 8; ++i) hex += "0123456789abcdef"[digest[i] >> 4], hex += "0123456789abcdef"[digest[i] & 15];
+        const std::string name = jobs::mirror_dir_name(*remote);
+        CHECK(name.substr(name.size() - 17) == "-" + hex);
+    }
 }
