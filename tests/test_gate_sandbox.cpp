@@ -16,6 +16,7 @@
 #include "agent/job_store.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "jobs/git_mirror.hpp"
+#include "jobs/git_mirror_layout.hpp"
 #include "sandbox/broker.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/helpers/mirror_attack.hpp"
@@ -427,4 +428,26 @@ TEST_CASE("threat row 3: a step cannot read another repository's mirror, on eith
         CHECK_THAT(run->out, Catch::Contains("attack-done"));
         CHECK_THAT(run->out, !Catch::Contains("LEAK"));
     }
+}
+
+TEST_CASE("threat row 3: a submodule whose URL points into the state directory is refused, nothing of it fetched") {
+    const auto dir = tests::make_temp_dir("gate-sandbox");
+    const fs::path state = fs::canonical(dir) / "state";
+    const TwoRepositories two = make_two_repositories(dir, state);
+    // The pull request's next commit points a submodule at secret's mirror by its path.
+    tests::sh("cd " + two.app.string() + " && git -c protocol.file.allow=always submodule -q add " +
+              (dir / "secret").string() + " sec && git config -f .gitmodules submodule.sec.url " +
+              (two.secret_scope / "repo.git").string() + " && git add .gitmodules && git commit -qm sec");
+    const std::string sha = tests::sh("git -C " + two.app.string() + " rev-parse HEAD");
+    auto run = gate("env -u SANDGATE_GIT_TOKEN ",
+                    "--repo " + two.app.string() + " --sha " + sha + " --state-dir " + state.string());
+    INFO(run.out);
+    CHECK(run.code == 1);
+    CHECK_THAT(run.out, Catch::Contains("lies inside the state directory; refused"));
+    CHECK_THAT(run.out, !Catch::Contains("attack-done"));  // no step after the checkout ran
+    // app's scope holds its own mirror and its two submodules' (lib, leaf), nothing of secret's.
+    auto scope = jobs::make_mirror_scope(state, two.app.string());
+    REQUIRE(scope);
+    CHECK(entries(*scope / "modules") == 2);
+    CHECK_FALSE(fs::exists(*scope / "modules" / (jobs::mirror_dir_name(*jobs::parse_remote((two.secret_scope / "repo.git").string())) + ".git")));
 }
