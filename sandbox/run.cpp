@@ -24,9 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int k_pipe_size = 1024 * 1024;
-// While a stream flows, the loop waits this long before polling the pipes again (see
-// Session::pace). At a few GiB/s the 1 MiB pipe holds several times what arrives meanwhile.
-constexpr std::chrono::microseconds k_pace{100};
 // How long a killed cgroup may take to empty before the run stops waiting for it.
 constexpr std::chrono::seconds k_cgroup_empty_deadline{10};
 
@@ -121,7 +118,6 @@ private:
         int out = -1, err = -1, in = -1, child = -1, cancel = -1;
     };
     int gather(pollfd* fds, Slots& at, bool with_output) const;
-    void pace(Clock::time_point now);
     void stop_tree(Clock::time_point now);
     void read_from(Fd& fd, Stream stream);
     void on_output_ready(short revents, Fd& fd, Stream stream);
@@ -159,7 +155,6 @@ private:
     Clock::time_point m_recheck_at;
     bool m_timed_out = false;
     bool m_cancelled = false;
-    bool m_flowing = false;  // the last wake-up read output
 };
 
 void Session::read_from(Fd& fd, Stream stream) {
@@ -177,7 +172,6 @@ void Session::read_from(Fd& fd, Stream stream) {
             return;
         }
         const std::string_view chunk = capture.commit(static_cast<std::size_t>(n));
-        m_flowing = true;
         if (m_request.observer != nullptr) m_request.observer->on_output(stream, chunk);
         if (static_cast<std::size_t>(n) < buffer.size()) return;  // the pipe is empty
     }
@@ -299,34 +293,11 @@ int wait_ready(pollfd* fds, int count, std::optional<Clock::duration> wait) {
     return ::ppoll(fds, static_cast<nfds_t>(count), wait ? &wait_spec : nullptr, nullptr);
 }
 
-// A writer wakes a reader sleeping on its pipe with every write that finds the pipe empty,
-// and on a VM that wake-up (an IPI) costs the writer more than copying the bytes: a reader
-// that drains each write as it comes makes a fast writer slow. So after reading output the
-// loop sleeps up to k_pace watching everything but the pipes (the main child's exit, stdin,
-// the cancel token, the clock), and the writer fills the pipe without waking anyone; the next
-// poll finds a large batch. Output is delayed by at most k_pace; nothing is lost or reordered
-// within a stream, and a burst on either stream is read after the same pause.
-void Session::pace(Clock::time_point now) {
-    m_flowing = false;
-    if (m_exited_at) return;  // the tree is dead: drain as fast as possible
-    pollfd fds[6];
-    Slots at;
-    const int count = gather(fds, at, false);
-    auto wait = poll_timeout(now).value_or(k_pace);
-    wait = std::min<Clock::duration>(wait, k_pace);
-    (void)wait_ready(fds, count, wait);  // whatever woke it is handled by the next poll
-}
-
 void Session::loop(RunResult& result) {
     for (;;) {
         auto now = Clock::now();
         on_clock(now);
         if (finished(now)) break;
-        if (m_flowing) {
-            pace(now);
-            now = Clock::now();
-            on_clock(now);
-        }
         pollfd fds[6];
         Slots at;
         const int count = gather(fds, at, true);

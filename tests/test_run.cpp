@@ -225,9 +225,8 @@ TEST_CASE("skip markers are counted on both streams, across reads and beyond the
     CHECK(pieces.skip_markers == 3);
 }
 
-// The loop pauses between polls while output flows (Session::pace): both streams at once,
-// one flooding and one sparse, must still arrive whole, in order, with every marker, live
-// and captured.
+// Both streams at once, one flooding and one sparse: each arrives whole, in order, with every
+// marker, live and captured (POLLHUP on one pipe while the other still flows included).
 TEST_CASE("two streams flowing at once: every byte in order, live and captured, every marker") {
     struct Recorder : sandbox::OutputObserver {
         std::string out;
