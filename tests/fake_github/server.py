@@ -164,6 +164,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if counted and state.rate_remaining > 0:
                 state.rate_remaining -= 1
             remaining = state.rate_remaining
+        # Recorded before the answer leaves: a client that reads /_control/requests as soon as
+        # it has the answer must find the status there (it raced the write before).
+        self.record["status"] = status
         self.send_response(status)
         self.send_header("Content-Type", "text/html" if raw is not None
                          else "application/json; charset=utf-8")
@@ -176,7 +179,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
-        self.record["status"] = status
 
     def error(self, status, message, docs=DOCS, errors=None, headers=None):
         document = {"message": message, "documentation_url": docs, "status": str(status)}
