@@ -46,7 +46,10 @@ std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<i
     if (status.find("\"exit-code\"") != std::string::npos) return std::nullopt;
     if (auto ok = check_user_namespaces(); !ok) return ok.error().message;
     if (auto ok = check_seccomp(); !ok) return ok.error().message;
-    return std::nullopt;
+    // Something else stopped bwrap before the payload (a bind source gone since the plan, a
+    // kernel refusing a mount): still a wrapper failure, never the payload's exit 1.
+    return "bwrap could not build the sandbox and ran nothing (its own message is on stderr); "
+           "`sandgate doctor` says what this machine allows";
 }
 
 Expected<WrapPlan> plan_wrap(const RunRequest& request) {

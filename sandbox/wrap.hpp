@@ -60,9 +60,11 @@ Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::st
 
 // After a wrapped run that ended with `exit_code`: when the wrapper failed before starting
 // the payload because this machine refuses what the wrap needs (user namespaces, seccomp),
-// the cause and what to do. nullopt otherwise: the payload ran, or the failure was something
-// else (bwrap's own message on stderr says what), and the run's result stands. The probes run
-// here, after a failure, rather than before every run: bwrap fails closed by itself.
+// the cause and what to do; when the probes find nothing refused, a message saying bwrap
+// failed before the payload (bwrap's own message on stderr says why). nullopt when the
+// payload ran (bwrap's status channel carries its exit code) or the exit was not 1: the run's
+// result stands. The probes run here, after a failure, rather than before every run: bwrap
+// fails closed by itself.
 std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<int> exit_code);
 
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing or any

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
@@ -158,6 +160,32 @@ TEST_CASE("a machine that refuses user namespaces gets sandbox_unavailable and w
         CHECK_FALSE(result.exit_code);
         CHECK(result.out.bytes == 0);
     }
+}
+
+TEST_CASE("a bwrap that fails before the payload is a sandbox failure, never the payload's exit 1") {
+    // A stand-in bwrap first on PATH fails the way bwrap does when a bind source vanished:
+    // a message on stderr, exit 1, no {"exit-code"} on its status channel.
+    const auto dir = tests::make_temp_dir("wrap");
+    const auto bin = dir / "bin";
+    std::filesystem::create_directories(bin);
+    {
+        std::ofstream script(bin / "bwrap");
+        script << "#!/bin/sh\necho 'bwrap: Can'\\''t find source path /gone: No such file or directory' >&2\nexit 1\n";
+    }
+    std::filesystem::permissions(bin / "bwrap", std::filesystem::perms::owner_all);
+    const char* old_path = std::getenv("PATH");
+    tests::ScopedEnv path("PATH", bin.string() + ":" + (old_path ? old_path : "/usr/bin:/bin"));
+    const auto cwd = sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
+    const auto result = sandbox::run(request_in(cwd, {"/bin/sh", "-c", "echo ran; exit 1"}));
+    INFO(result.err.head);
+    REQUIRE(result.error);
+    CHECK(result.error->kind == sandbox::RunErrorKind::sandbox_unavailable);
+    if (sandbox::check_user_namespaces())
+        CHECK(result.error->message.find("bwrap could not build the sandbox") != std::string::npos);
+    CHECK(result.exit_status() == 125);
+    CHECK_FALSE(result.exit_code);
+    CHECK(result.out.bytes == 0);
+    CHECK(result.err.head.find("find source path") != std::string::npos);  // bwrap's own word
 }
 
 TEST_CASE("an option-looking payload is a command, never a bwrap option") {
