@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -206,11 +207,13 @@ void polling_agent(const std::filesystem::path& dir) {
 
 }  // namespace
 
-int main() {
+// `bench_broker --steps-only`: the step figures alone (for profiling the broker).
+int main(int argc, char** argv) {
+    const bool steps_only = argc > 1 && std::string_view(argv[1]) == "--steps-only";
     char pattern[] = "/tmp/sandgate-bench-broker-XXXXXX";
     const std::filesystem::path dir = ::mkdtemp(pattern);
     const auto figures = steps(dir / "b");
-    const double bwrap = fresh_bwrap();
+    const double bwrap = steps_only ? -1 : fresh_bwrap();
     std::printf("step `true`: fork/exec %.0f us, broker %.0f us (medians of %d interleaved "
                 "rounds), fresh bwrap %.0f us\n",
                 figures.plain_us, figures.broker_us, k_rounds, bwrap);
@@ -219,6 +222,11 @@ int main() {
     std::printf("of a brokered step: transport (ping round trip) %.0f us; steps reaped by %s\n",
                 g_ping_us, g_reaper.empty() ? "?" : g_reaper.c_str());
     std::fflush(stdout);
+    std::error_code ec;
+    if (steps_only) {
+        std::filesystem::remove_all(dir, ec);
+        return 0;
+    }
 
     for (const bool persistent : {false, true}) {
         const auto agent_dir = dir / (persistent ? "a-sandbox" : "a-plain");
@@ -253,7 +261,6 @@ int main() {
         ::waitpid(agent_pid, nullptr, 0);
     }
     polling_agent(dir / "a-polling");
-    std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return 0;
 }

@@ -33,14 +33,14 @@ void send_refusal(int fd, Refusal refusal, std::string message) {
     (void)write_frame(fd, encode_reply(reply));  // the peer may be gone; nothing to do then
 }
 
-// cwd inside root, with symlinks resolved as far as they exist: a cwd (or a symlink in it)
-// that leads out of the root is a refusal.
-Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& root,
+// cwd inside root (`base`, the root made canonical once per broker), with symlinks resolved
+// as far as they exist: a cwd (or a symlink in it) that leads out of the root is a refusal.
+// The root itself (an empty cwd, the common step) costs no system call.
+Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
                                             const std::string& cwd) {
+    if (cwd.empty() || cwd == ".") return base;
     std::error_code ec;
-    const auto base = std::filesystem::weakly_canonical(root, ec);
-    if (ec) return fail(ErrorKind::invalid_input, root.string() + ": " + ec.message());
-    const auto resolved = std::filesystem::weakly_canonical(root / cwd, ec);
+    const auto resolved = std::filesystem::weakly_canonical(base / cwd, ec);
     if (ec) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "': " + ec.message());
     const auto relative = resolved.lexically_relative(base);
     if (relative.empty() || *relative.begin() == "..")
@@ -84,6 +84,9 @@ public:
     }
 
     Expected<void> serve() {
+        std::error_code ec;
+        m_root = std::filesystem::weakly_canonical(m_config.root, ec);
+        if (ec) return fail(ErrorKind::invalid_input, m_config.root.string() + ": " + ec.message());
         auto listener = listen_unix(m_config.socket);
         if (!listener) return std::unexpected(listener.error());
         // Non-blocking: should both threads wake for one connection, the one that loses the
@@ -182,7 +185,7 @@ private:
         if (!m_busy.compare_exchange_strong(idle, true))
             return send_refusal(connection.get(), Refusal::busy,
                                 "another command is running in this sandbox");
-        auto cwd = resolve_cwd(m_config.root, request.cwd);
+        auto cwd = resolve_cwd(m_root, request.cwd);
         if (!cwd) {
             m_busy = false;
             return send_refusal(connection.get(), Refusal::invalid, cwd.error().message);
@@ -206,16 +209,19 @@ private:
         BrokerReply reply;
         reply.result = m_config.runner ? m_config.runner(run) : sandbox::run(run);
         const auto& result = *reply.result;
-        spdlog::info("broker {}: {} exited {} in {} ms, out {} B, err {} B", m_config.identity,
-                     run.argv.empty() ? "" : run.argv.front(), result.exit_status(),
-                     result.duration.count(), result.out.bytes, result.err.bytes);
         // Busy ends before the reply goes out, so the next step the client sends after reading
         // it is never refused for a step that has finished.
         m_busy = false;
         (void)write_frame(connection.get(), encode_reply(reply));
+        // Logged after the reply: the line wakes whoever reads our log (the agent), which then
+        // runs beside the client rather than ahead of it.
+        spdlog::info("broker {}: {} exited {} in {} ms, out {} B, err {} B", m_config.identity,
+                     run.argv.empty() ? "" : run.argv.front(), result.exit_status(),
+                     result.duration.count(), result.out.bytes, result.err.bytes);
     }
 
     const BrokerConfig& m_config;
+    std::filesystem::path m_root;  // the root, canonical (symlinks resolved) at start-up
     Reaper m_reaper = Reaper::per_run;
     std::atomic<bool> m_busy{false};  // a step is running (on one of the two threads)
     std::optional<CancelToken> m_shutdown;  // fired by a shutdown; watched by steps and loops

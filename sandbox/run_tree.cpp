@@ -13,18 +13,23 @@
 namespace sandbox {
 namespace {
 
-// Reaper::caller, once the main child is reaped: SIGKILLs every descendant of this process
-// and reaps whatever died (__WALL: clone children with another exit signal too). True once no
-// child is left. The kill comes before each wait, so a fork racing the sweep is caught by the
-// next one (the new process is re-parented to us, its killed parent forks no more).
+// Reaper::caller, once the main child is reaped: reaps what died and, while any child is
+// left, SIGKILLs every descendant of this process (__WALL: clone children with another exit
+// signal too). True once no child is left. No child at all (ECHILD) means no descendant
+// either: orphans are re-parented to us before their parent's exit shows, so the common step
+// that leaves nothing behind costs one waitpid and no walk of /proc. The kill comes before the
+// next wait, so a fork racing the sweep is caught by the next call (the new process is
+// re-parented to us, its killed parent forks no more).
 bool sweep_caller_tree() {
-    const pid_t self = ::getpid();
+    bool killed = false;
     for (;;) {
-        signal_descendants(self, SIGKILL, Resume::no);
         int status = 0;
         const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
         if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
-        return pid < 0 && errno == ECHILD;
+        if (pid < 0) return errno == ECHILD;
+        if (killed) return false;  // killed ones are reaped on a later call
+        signal_descendants(::getpid(), SIGKILL, Resume::no);
+        killed = true;
     }
 }
 
@@ -64,8 +69,8 @@ void RunTree::after_exit(const Child& child) const {
         if (m_cgroup->populated()) m_cgroup->kill();
         return;
     }
+    // With the caller as the subreaper the rest of the tree is killed by dead()'s sweep.
     ::kill(-child.pid(), SIGKILL);
-    if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGKILL, Resume::no);
 }
 
 bool RunTree::dead() const {

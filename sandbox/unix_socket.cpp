@@ -54,14 +54,17 @@ Expected<void> wait_for(int fd, short events,
 
 Expected<void> read_exact(int fd, char* data, std::size_t size,
                           std::optional<std::chrono::steady_clock::time_point> deadline) {
+    // recv first and poll only when nothing is there: a frame's body usually arrives with its
+    // header, and a poll per read is a system call per read.
     std::size_t done = 0;
     while (done < size) {
-        if (auto ready = wait_for(fd, POLLIN, deadline); !ready) return ready;
         const ssize_t got = ::recv(fd, data + done, size - done, MSG_DONTWAIT);
         if (got == 0) return fail(ErrorKind::permanent, "socket: peer closed the connection");
         if (got < 0) {
-            if (errno == EINTR || errno == EAGAIN) continue;
-            return fail(ErrorKind::permanent, errno_message("recv"));
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN) return fail(ErrorKind::permanent, errno_message("recv"));
+            if (auto ready = wait_for(fd, POLLIN, deadline); !ready) return ready;
+            continue;
         }
         done += static_cast<std::size_t>(got);
     }
