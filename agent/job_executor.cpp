@@ -107,8 +107,8 @@ BrokerStepExecutor::BrokerStepExecutor(std::filesystem::path socket, std::string
 
 sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     if (request.argv.empty()) return refused("job sandbox: the step has no argv");
-    // A cancel before the step starts runs nothing; one that fires mid-step is seen by the
-    // agent, which stops the whole job (process group and sandbox).
+    // A cancel before the step starts runs nothing; one that fires mid-step hangs up on the
+    // broker, which stops the step's tree (SIGTERM, SIGKILL after the kill grace) and answers.
     std::lock_guard turn(m_turn);  // after another leg's step, never beside it
     if (request.cancel != nullptr && request.cancel->cancelled()) {
         sandbox::RunResult result;
@@ -123,9 +123,10 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     exec.env = request.env;
     exec.cwd = request.cwd.string();
     exec.timeout = request.timeout;
+    exec.kill_grace = std::min(request.kill_grace, sandbox::k_max_kill_grace);
     exec.output_limit = std::min(request.output_limit, sandbox::k_max_broker_output_limit);
     exec.stdin_text = request.stdin_text;
-    auto reply = sandbox::broker_call(m_socket, call);
+    auto reply = sandbox::broker_call(m_socket, call, std::nullopt, nullptr, request.cancel);
     nlohmann::ordered_json evidence;
     evidence["identity"] = m_identity;
     evidence["posture"] = sandbox::to_ordered_json_or_null(m_posture);
@@ -151,6 +152,7 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
         evidence["truncated"] = result.out.truncated || result.err.truncated;
         evidence["skip_markers"] = result.skip_markers;
         evidence["timed_out"] = result.timed_out;
+        if (result.error) evidence["error"] = sandbox::to_string(result.error->kind);
     }
     if (m_evidence != nullptr && m_job_id > 0)
         if (auto ok = m_evidence->append_event(m_job_id, "step", evidence.dump()); !ok)

@@ -62,6 +62,21 @@ Environment merged_env(const Environment& base, const Environment& set) {
     return env;
 }
 
+// A step's token: fired by a shutdown of the broker (`shutdown`, its parent) or when the
+// client hangs up. A linked token's fd() is an epoll set (cancel.hpp), so the connection joins
+// it with EPOLLRDHUP alone: the peer's shutdown(SHUT_WR) or close shows there (EPOLLHUP and
+// EPOLLERR always do), a byte it sends does not.
+Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) {
+    auto token = CancelToken::create_linked(shutdown);
+    if (!token) return token;
+    epoll_event event{};
+    event.events = EPOLLRDHUP;
+    event.data.fd = connection;
+    if (::epoll_ctl(token->fd(), EPOLL_CTL_ADD, connection, &event) != 0)
+        return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
+    return token;
+}
+
 // Two threads accept on the listening socket and each runs what it accepted itself: while
 // one runs a step, the other is free to answer a ping or refuse a concurrent exec as busy, and
 // a step needs no hand-over between threads (each one costs a wake-up on a loaded machine).
@@ -200,8 +215,15 @@ private:
         if (request.timeout && *request.timeout < *run.timeout) run.timeout = request.timeout;
         run.output_limit = request.output_limit;
         run.policy.mode = SandboxMode::off;  // already inside the wrap
+        if (request.kill_grace) run.kill_grace = *request.kill_grace;
         run.reaper = m_reaper;
-        run.cancel = &*m_shutdown;
+        // The step stops on a shutdown of the broker or when its client hangs up.
+        auto watch = hangup_token(*m_shutdown, connection.get());
+        if (!watch) {
+            m_busy = false;
+            return send_refusal(connection.get(), Refusal::invalid, watch.error().message);
+        }
+        run.cancel = &*watch;
         execute(std::move(connection), run);
     }
 
@@ -227,6 +249,33 @@ private:
     std::optional<CancelToken> m_shutdown;  // fired by a shutdown; watched by steps and loops
 };
 
+// Waits for the reply to start. When `cancel` fires first, the sending side is shut down (the
+// broker takes that as a cancel of the step, stops its tree and still answers) and the
+// deadline becomes the step's kill grace plus a margin from now.
+Expected<void> await_reply(int fd, const CancelToken& cancel, std::chrono::milliseconds grace,
+                           std::optional<std::chrono::steady_clock::time_point>& deadline) {
+    for (;;) {
+        int timeout_ms = -1;
+        if (deadline) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                *deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return fail(ErrorKind::timeout, "broker: no reply in time");
+            timeout_ms = static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30));
+        }
+        pollfd fds[2] = {{fd, POLLIN, 0}, {cancel.fd(), POLLIN, 0}};
+        const int ready = ::poll(fds, 2, timeout_ms);
+        if (ready < 0 && errno != EINTR) return fail(ErrorKind::permanent, errno_message("poll"));
+        if (ready <= 0) continue;
+        if (fds[0].revents != 0) return {};
+        if (fds[1].revents != 0) {
+            if (::shutdown(fd, SHUT_WR) != 0)
+                return fail(ErrorKind::permanent, errno_message("shutdown"));
+            deadline = std::chrono::steady_clock::now() + grace + k_reply_margin;
+            return {};
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> shell_argv(const std::string& script) {
@@ -244,7 +293,7 @@ Expected<void> serve_broker(const BrokerConfig& config) {
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
                                   const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait,
-                                  PeerCredentials* peer) {
+                                  PeerCredentials* peer, const CancelToken* cancel) {
     auto connection = connect_unix(socket);
     if (!connection) return std::unexpected(connection.error());
     auto credentials = peer_credentials(connection->get());
@@ -260,6 +309,11 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
         deadline = std::chrono::steady_clock::now() + k_request_read_timeout;
     else if (request.exec.timeout)
         deadline = std::chrono::steady_clock::now() + *request.exec.timeout + k_reply_margin;
+    if (cancel != nullptr && request.op == BrokerOp::exec) {
+        const auto grace = request.exec.kill_grace.value_or(k_default_kill_grace);
+        if (auto ok = await_reply(connection->get(), *cancel, grace, deadline); !ok)
+            return std::unexpected(ok.error());
+    }
     auto frame = read_frame(connection->get(), k_max_reply_frame, deadline);
     if (!frame) return std::unexpected(frame.error());
     return parse_reply(*frame);

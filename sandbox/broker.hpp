@@ -15,6 +15,9 @@
 // - each step's process tree is gone when its reply is sent (run()'s tree kill): what carries
 //   over between steps is the filesystem (/tmp, the root) and the namespaces, not processes;
 // - stdin_text is never logged nor echoed; logs carry the identity, argv[0], exit and sizes.
+// - a client that shuts its connection down (shutdown(SHUT_WR), or closes it) while its step
+//   runs cancels the step: SIGTERM to its tree, SIGKILL after the request's kill grace, and
+//   the answer (to a half-closed connection) is a RunResult with RunErrorKind::cancelled;
 // - two threads accept: one runs a step while the other answers pings and refuses `busy`;
 // - returns on `shutdown` (same identity) or when the listening socket fails; a step still
 //   running then is stopped as on a timeout (SIGTERM, SIGKILL after the grace) and answered
@@ -28,6 +31,7 @@
 #include <string>
 
 #include "sandbox/broker_protocol.hpp"
+#include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/unix_socket.hpp"
 
@@ -55,11 +59,15 @@ Expected<void> serve_broker(const BrokerConfig& config);
 
 // Client side. Each call is one connection. The peer is checked to run as our uid, and its
 // credentials are stored in *peer when asked. `wait` bounds the wait for the reply (nullopt:
-// the request's timeout plus a margin; no bound for an exec without a timeout).
+// the request's timeout plus a margin; no bound for an exec without a timeout). `cancel`
+// (not owned; may be null): when it fires before the reply starts, the connection's sending
+// side is shut down, which cancels the step, and the call still waits (for the kill grace
+// plus a margin) for the broker's answer, a result with RunErrorKind::cancelled.
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
                                   const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait = std::nullopt,
-                                  PeerCredentials* peer = nullptr);
+                                  PeerCredentials* peer = nullptr,
+                                  const CancelToken* cancel = nullptr);
 
 // The argv a shell request runs: bash --noprofile --norc -eo pipefail -c SCRIPT.
 std::vector<std::string> shell_argv(const std::string& script);

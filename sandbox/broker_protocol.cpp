@@ -83,6 +83,13 @@ Expected<void> parse_exec_fields(object obj, ExecRequest& exec) {
     auto timeout = optional_uint(obj, "timeout_ms");
     if (!timeout) return std::unexpected(timeout.error());
     if (*timeout) exec.timeout = std::chrono::milliseconds(**timeout);
+    auto grace = optional_uint(obj, "kill_grace_ms");
+    if (!grace) return std::unexpected(grace.error());
+    if (*grace) {
+        if (**grace > static_cast<std::uint64_t>(k_max_kill_grace.count()))
+            return bad("kill_grace_ms", "is more than " + std::to_string(k_max_kill_grace.count()));
+        exec.kill_grace = std::chrono::milliseconds(**grace);
+    }
     auto limit = optional_uint(obj, "output_limit");
     if (!limit) return std::unexpected(limit.error());
     if (*limit) {
@@ -213,6 +220,7 @@ std::string encode_request(const BrokerRequest& request) {
     json["env"] = std::move(env);
     json["cwd"] = exec.cwd;
     if (exec.timeout) json["timeout_ms"] = exec.timeout->count();
+    if (exec.kill_grace) json["kill_grace_ms"] = exec.kill_grace->count();
     json["output_limit"] = exec.output_limit;
     if (exec.stdin_text) json["stdin_text"] = *exec.stdin_text;
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -4,11 +4,12 @@
 // nlohmann::ordered_json; output bytes travel base64-encoded so that non-UTF-8 output survives.
 //
 // Request:  {"op":"exec","identity":ID,"argv":[..] | "shell":SCRIPT,"env":{NAME:VALUE},
-//            "cwd":PATH,"timeout_ms":N,"output_limit":N,"stdin_text":TEXT}
+//            "cwd":PATH,"timeout_ms":N,"kill_grace_ms":N,"output_limit":N,"stdin_text":TEXT}
 //           {"op":"ping"} | {"op":"shutdown","identity":ID}
 // Reply:    {"ok":true,"result":{...RunResult...}} | {"ok":true,"status":{...}}
 //           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid","message":TEXT}
-// stdin_text is never echoed in a reply or a message.
+// stdin_text is never echoed in a reply or a message. kill_grace_ms: SIGTERM to SIGKILL when
+// the step is stopped (timeout, cancel); absent: sandbox::k_default_kill_grace.
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@ namespace sandbox {
 inline constexpr std::size_t k_max_request_frame = 8 * 1024 * 1024;
 inline constexpr std::size_t k_max_reply_frame = 128 * 1024 * 1024;
 inline constexpr std::size_t k_max_broker_output_limit = 16 * 1024 * 1024;
+inline constexpr std::chrono::milliseconds k_max_kill_grace{std::chrono::minutes(10)};
 
 enum class BrokerOp { exec, ping, shutdown };
 
@@ -37,6 +39,7 @@ struct ExecRequest {
     Environment env;                   // set on top of the broker's allowlisted environment
     std::string cwd;                   // inside the sandbox root; empty: the root
     std::optional<std::chrono::milliseconds> timeout;
+    std::optional<std::chrono::milliseconds> kill_grace;  // at most k_max_kill_grace
     std::size_t output_limit = k_default_output_limit;
     std::optional<std::string> stdin_text;  // at most k_max_stdin_bytes
 };
@@ -73,7 +76,7 @@ std::string encode_request(const BrokerRequest& request);
 // stdin_text over the limit, ...).
 Expected<BrokerRequest> parse_request(std::string_view json);
 
-// The exec fields (argv|shell, env, cwd, timeout_ms, output_limit, stdin_text) of a JSON
+// The exec fields (argv|shell, env, cwd, timeout_ms, kill_grace_ms, output_limit, stdin_text) of a JSON
 // object, ignoring any others (identity is left empty): for APIs that carry them.
 Expected<ExecRequest> parse_exec_object(std::string_view json);
 

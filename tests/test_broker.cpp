@@ -14,8 +14,10 @@
 #include "jobs/step_runner.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker.hpp"
+#include "sandbox/cancel.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/unix_socket.hpp"
+#include "tests/helpers/broker_process.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -26,62 +28,8 @@ namespace {
 
 std::int64_t now_ms() { return agent::system_now_ms(); }
 
-// A `sandgate broker` started directly (no wrap), killed when the test ends.
-class BrokerProcess {
-public:
-    BrokerProcess(const std::filesystem::path& dir, std::string identity, std::int64_t expires,
-                  sandbox::StepReaper reaper = sandbox::StepReaper::per_step)
-        : m_socket(dir / "sock" / "broker.sock"), m_identity(std::move(identity)) {
-        std::filesystem::create_directories(dir / "sock");
-        ::chmod((dir / "sock").c_str(), 0700);
-        std::filesystem::create_directories(dir / "root" / "sub");
-        const std::string root = (dir / "root").string(), socket = m_socket.string();
-        const std::string expiry = std::to_string(expires);
-        m_pid = ::fork();
-        if (m_pid == 0) {
-            const char* reap = reaper == sandbox::StepReaper::broker ? "--reap-steps" : nullptr;
-            ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "broker", "--socket", socket.c_str(),
-                    "--identity", m_identity.c_str(), "--expires-at", expiry.c_str(), "--root",
-                    root.c_str(), reap, static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        sandbox::BrokerRequest ping;
-        ping.op = sandbox::BrokerOp::ping;
-        for (int i = 0; i < 3000; ++i) {  // until it answers (a hang, not a timing assertion)
-            if (sandbox::broker_call(m_socket, ping)) return;
-            std::this_thread::sleep_for(10ms);
-        }
-    }
-    ~BrokerProcess() {
-        if (m_pid < 0) return;
-        ::kill(m_pid, SIGKILL);
-        ::waitpid(m_pid, nullptr, 0);
-    }
-    // Waits for the broker to exit on its own; its exit status (-1: killed by a signal).
-    int wait_exit() {
-        int status = 0;
-        ::waitpid(m_pid, &status, 0);
-        m_pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    const std::filesystem::path& socket() const { return m_socket; }
-
-    sandbox::Expected<sandbox::BrokerReply> exec(sandbox::ExecRequest request) const {
-        if (request.identity.empty()) request.identity = m_identity;
-        return sandbox::broker_call(m_socket, {sandbox::BrokerOp::exec, std::move(request)});
-    }
-
-private:
-    std::filesystem::path m_socket;
-    std::string m_identity;
-    pid_t m_pid = -1;
-};
-
-sandbox::ExecRequest shell(std::string script) {
-    sandbox::ExecRequest request;
-    request.shell = std::move(script);
-    return request;
-}
+using tests::BrokerProcess;
+using tests::shell;
 
 std::string out_of(const sandbox::BrokerReply& reply) {
     REQUIRE(reply.result);
@@ -233,6 +181,65 @@ TEST_CASE("a shutdown stops the step still running, answers it cancelled and end
     CHECK(reply->result->error->kind == sandbox::RunErrorKind::cancelled);
     CHECK(tests::processes_with(marker).empty());
     CHECK(broker.wait_exit() == 0);
+}
+
+TEST_CASE("a client that hangs up mid-step cancels it: TERM, KILL after the grace, answered cancelled") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    const auto marker = tests::unique_marker();
+    auto token = sandbox::CancelToken::create();
+    REQUIRE(token);
+    // Every process of the step ignores SIGTERM: only the SIGKILL after the grace ends it. The
+    // step would otherwise run for 600 s: a cancel that does not work hangs the test.
+    auto request = shell("trap '' TERM; bash -c 'exec -a " + marker +
+                         " sleep 600' & touch started; wait");
+    request.identity = "job";
+    request.timeout = 600s;
+    request.kill_grace = 200ms;
+    std::thread canceller([&] {
+        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+            std::this_thread::sleep_for(10ms);
+        token->cancel();
+    });
+    auto reply = sandbox::broker_call(broker.socket(), {sandbox::BrokerOp::exec, request},
+                                      std::nullopt, nullptr, &*token);
+    canceller.join();
+    REQUIRE(reply);
+    REQUIRE(reply->result);
+    REQUIRE(reply->result->error);
+    CHECK(reply->result->error->kind == sandbox::RunErrorKind::cancelled);
+    CHECK(reply->result->signal == SIGKILL);  // the TERM was ignored: the grace ran out
+    CHECK(reply->result->exit_status() == sandbox::k_cancelled_exit_status);
+    CHECK(tests::processes_with(marker).empty());
+    CHECK(out_of(*broker.exec(shell("echo free again"))) == "free again\n");
+}
+
+TEST_CASE("a client that dies mid-step (its connection closed) leaves no step running") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    const auto marker = tests::unique_marker();
+    sandbox::BrokerRequest request{sandbox::BrokerOp::exec,
+                                   shell("touch started; exec -a " + marker + " sleep 600")};
+    request.exec.identity = "job";
+    request.exec.timeout = 600s;
+    {
+        auto connection = sandbox::connect_unix(broker.socket());
+        REQUIRE(connection);
+        REQUIRE(sandbox::write_frame(connection->get(), sandbox::encode_request(request)));
+        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+            std::this_thread::sleep_for(10ms);
+    }  // closed without reading the reply
+    sandbox::BrokerRequest ping;
+    ping.op = sandbox::BrokerOp::ping;
+    for (;;) {  // until the broker is free (a hang, not a timing assertion, if it never is)
+        auto status = sandbox::broker_call(broker.socket(), ping);
+        REQUIRE(status);
+        REQUIRE(status->status);
+        if (!status->status->busy) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    CHECK(tests::processes_with(marker).empty());
+    CHECK(out_of(*broker.exec(shell("echo next"))) == "next\n");
 }
 
 TEST_CASE("the broker's socket is owner-only and refuses a shared directory") {
@@ -511,4 +518,44 @@ TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecuto
     events = *(*queue)->events(job);
     REQUIRE(events.size() == 2);
     CHECK(events[1].body_json.find(R"("refusal":"identity")") != std::string::npos);
+}
+
+TEST_CASE("the BrokerStepExecutor stops a step mid-way when its CancelToken fires") {
+    auto dir = tests::make_temp_dir("executor");
+    const std::string identity = "octo/repo@0123/7/1/gate";
+    BrokerProcess broker(dir, identity, now_ms() + 600'000);
+    auto queue = agent::open_sqlite_queue(dir / "q.db");
+    REQUIRE(queue);
+    agent::JobSpec job_spec;
+    job_spec.key = {"octo/repo", "0123456789abcdef0123456789abcdef01234567", "", 1};
+    const auto job = (*queue)->submit(job_spec)->job.id;
+    agent::BrokerStepExecutor executor(broker.socket(), identity, queue->get(), job);
+    auto token = sandbox::CancelToken::create();
+    REQUIRE(token);
+    const auto marker = tests::unique_marker();
+    sandbox::RunRequest request;
+    request.argv = sandbox::shell_argv("trap '' TERM; touch started; echo before; exec -a " +
+                                       marker + " sleep 600");
+    request.cwd = dir / "root";
+    request.timeout = 600s;  // a cancel that does not work hangs the test
+    request.kill_grace = 200ms;
+    request.cancel = &*token;
+    std::thread canceller([&] {
+        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+            std::this_thread::sleep_for(10ms);
+        token->cancel();
+    });
+    auto result = executor.run(request);
+    canceller.join();
+    REQUIRE(result.error);
+    CHECK(result.error->kind == sandbox::RunErrorKind::cancelled);
+    CHECK(result.out.head == "before\n");
+    CHECK(tests::processes_with(marker).empty());
+    auto events = *(*queue)->events(job);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].body_json.find(R"("error":"cancelled")") != std::string::npos);
+    // A token that fired before the step: nothing runs.
+    request.argv = sandbox::shell_argv("touch ran");
+    CHECK(executor.run(request).error->kind == sandbox::RunErrorKind::cancelled);
+    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
 }

@@ -7,10 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <simdjson.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/job_store.hpp"
@@ -20,6 +24,7 @@
 #include "sandbox/broker.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/helpers/mirror_attack.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -450,4 +455,41 @@ TEST_CASE("threat row 3: a submodule whose URL points into the state directory i
     REQUIRE(scope);
     CHECK(entries(*scope / "modules") == 2);
     CHECK_FALSE(fs::exists(*scope / "modules" / (jobs::mirror_dir_name(*jobs::parse_remote((two.secret_scope / "repo.git").string())) + ".git")));
+}
+
+TEST_CASE("SIGTERM to a gate in a job sandbox stops its brokered step mid-way; always() still runs") {
+    const auto dir = tests::make_temp_dir("gate-sandbox");
+    const std::string marker = tests::unique_marker();
+    const auto origin = dir / "origin";
+    // The step ignores SIGTERM and would sleep 600 s: a cancel that does not reach the broker
+    // hangs the test (the broker stays busy, the marked process alive).
+    tests::make_repo(origin, {{".github/workflows/gate.yml",
+                               "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+                               "      - run: trap '' TERM; exec -a " + marker + " sleep 600\n"
+                               "      - if: always()\n        run: echo cleaned-up\n"}});
+    const std::string sha = tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
+    JobSandbox job(dir, sha, origin.string());
+    const std::string command = "exec " + job.env(job.identity.canonical()) + SANDGATE_BINARY +
+                                " gate --sandbox " + mode_name() + " --repo " + origin.string() +
+                                " --sha " + sha + " --state-dir " + job.state.string() + " > '" +
+                                (dir / "out.txt").string() + "' 2>&1";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    REQUIRE(pid > 0);
+    while (tests::processes_with(marker).empty()) std::this_thread::sleep_for(20ms);
+    REQUIRE(::kill(pid, SIGTERM) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO(tests::read_file(dir / "out.txt"));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    CHECK(tests::processes_with(marker).empty());
+    const auto steps = job.steps();
+    REQUIRE(steps.size() == 2);
+    CHECK_THAT(steps[0], Catch::Contains("\"error\":\"cancelled\""));
+    CHECK_THAT(steps[1], Catch::Contains("\"exit\":0,"));
+    CHECK_THAT(tests::read_file(dir / "out.txt"), Catch::Contains("cleaned-up"));
 }
