@@ -9,9 +9,7 @@
 #include <future>
 #include <thread>
 
-#include "agent/job_executor.hpp"
 #include "agent/job_store.hpp"
-#include "jobs/step_runner.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/cancel.hpp"
@@ -454,108 +452,4 @@ TEST_CASE("Reaper::caller: the calling subreaper kills and reaps every orphan of
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);  // else the number says which check failed
     CHECK(tests::processes_with(marker).empty());
-}
-
-TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecutor") {
-    auto dir = tests::make_temp_dir("executor");
-    const std::string identity = "octo/repo@0123/7/1/gate";
-    BrokerProcess broker(dir, identity, now_ms() + 600'000);
-    auto queue = agent::open_sqlite_queue(dir / "q.db");
-    REQUIRE(queue);
-    agent::JobSpec job_spec;
-    job_spec.key = {"octo/repo", "0123456789abcdef0123456789abcdef01234567", "", 1};
-    const auto job = (*queue)->submit(job_spec)->job.id;
-    agent::BrokerStepExecutor executor(broker.socket(), identity, queue->get(), job);
-
-    jobs::Masker masker;
-    jobs::MemoryLog log;
-    jobs::JobState state;
-    jobs::StepContext context;
-    context.label = {"build", "step"};
-    context.policy.mode = sandbox::SandboxMode::off;
-    context.temp_dir = dir / "root" / "temp";  // inside the sandbox root, as the agent arranges
-    context.masker = &masker;
-    context.log = &log;
-    context.host = sandbox::current_environment();
-    context.executor = &executor;
-    jobs::StepSpec spec;
-    spec.shell = "bash";
-    spec.working_directory = dir / "root";
-    spec.env = {{"STEP_SECRET", "v4lue-never-recorded"}};
-    spec.script = "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
-                  "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
-    auto result = jobs::run_step(spec, context, state);
-    CHECK(result.outcome == jobs::Outcome::failure);
-    CHECK(result.exit_code == 3);
-    const auto* answer = jobs::find_named(result.outputs, "answer");
-    REQUIRE(answer != nullptr);
-    CHECK(*answer == "42");
-    CHECK(log.joined().find("output:ran in " + (dir / "root").string()) != std::string::npos);
-    CHECK(log.joined().find("output:oops") != std::string::npos);
-    // The evidence: one value-free event per exec.
-    auto events = *(*queue)->events(job);
-    REQUIRE(events.size() == 1);
-    CHECK(events[0].kind == "step");
-    CHECK(events[0].body_json.find(R"("exit":3)") != std::string::npos);
-    CHECK(events[0].body_json.find("v4lue") == std::string::npos);
-    CHECK(events[0].body_json.find("answer") == std::string::npos);
-
-    // A wrong identity: refused, nothing runs (on the host either).
-    agent::BrokerStepExecutor impostor(broker.socket(), "octo/repo@0123/8/1/gate", queue->get(), job);
-    context.executor = &impostor;
-    spec.script = "touch '" + (dir / "root" / "ran").string() + "'";
-    auto refused = jobs::run_step(spec, context, state);
-    CHECK(refused.outcome == jobs::Outcome::failure);
-    CHECK(refused.error.find("refused the step (identity)") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
-    // No broker at all: an error, never a fallback to the host.
-    agent::BrokerStepExecutor gone(dir / "nowhere.sock", identity);
-    context.executor = &gone;
-    auto unreachable = jobs::run_step(spec, context, state);
-    CHECK(unreachable.outcome == jobs::Outcome::failure);
-    CHECK(unreachable.error.find("unreachable") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
-    events = *(*queue)->events(job);
-    REQUIRE(events.size() == 2);
-    CHECK(events[1].body_json.find(R"("refusal":"identity")") != std::string::npos);
-}
-
-TEST_CASE("the BrokerStepExecutor stops a step mid-way when its CancelToken fires") {
-    auto dir = tests::make_temp_dir("executor");
-    const std::string identity = "octo/repo@0123/7/1/gate";
-    BrokerProcess broker(dir, identity, now_ms() + 600'000);
-    auto queue = agent::open_sqlite_queue(dir / "q.db");
-    REQUIRE(queue);
-    agent::JobSpec job_spec;
-    job_spec.key = {"octo/repo", "0123456789abcdef0123456789abcdef01234567", "", 1};
-    const auto job = (*queue)->submit(job_spec)->job.id;
-    agent::BrokerStepExecutor executor(broker.socket(), identity, queue->get(), job);
-    auto token = sandbox::CancelToken::create();
-    REQUIRE(token);
-    const auto marker = tests::unique_marker();
-    sandbox::RunRequest request;
-    request.argv = sandbox::shell_argv("trap '' TERM; touch started; echo before; exec -a " +
-                                       marker + " sleep 600");
-    request.cwd = dir / "root";
-    request.timeout = 600s;  // a cancel that does not work hangs the test
-    request.kill_grace = 200ms;
-    request.cancel = &*token;
-    std::thread canceller([&] {
-        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
-            std::this_thread::sleep_for(10ms);
-        token->cancel();
-    });
-    auto result = executor.run(request);
-    canceller.join();
-    REQUIRE(result.error);
-    CHECK(result.error->kind == sandbox::RunErrorKind::cancelled);
-    CHECK(result.out.head == "before\n");
-    CHECK(tests::processes_with(marker).empty());
-    auto events = *(*queue)->events(job);
-    REQUIRE(events.size() == 1);
-    CHECK(events[0].body_json.find(R"("error":"cancelled")") != std::string::npos);
-    // A token that fired before the step: nothing runs.
-    request.argv = sandbox::shell_argv("touch ran");
-    CHECK(executor.run(request).error->kind == sandbox::RunErrorKind::cancelled);
-    CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
 }

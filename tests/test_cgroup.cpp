@@ -21,6 +21,20 @@
 #include "tests/support/processes.hpp"
 #include "tests/support/wrap_detect.hpp"
 
+namespace {
+
+// A pid that is certainly gone: a child we forked and reaped (its reuse within a test is
+// unlikely), to name the leaves of a sandgate process that died.
+pid_t reaped_pid() {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(0);
+    REQUIRE(::waitpid(pid, nullptr, 0) == pid);
+    return pid;
+}
+
+}  // namespace
+
 TEST_CASE("a leaf holds a spawned tree, kills it whole and is removed") {
     SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
     auto cgroup = sandbox::Cgroup::create();
@@ -57,11 +71,7 @@ TEST_CASE("leaves of sandgate processes that are gone are swept; live, young and
     SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
     auto base = sandbox::Cgroup::base();
     REQUIRE(base);
-    // A pid that is certainly gone: a child we reaped (reuse within the test is unlikely).
-    const pid_t gone = ::fork();
-    REQUIRE(gone >= 0);
-    if (gone == 0) ::_exit(0);
-    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const pid_t gone = reaped_pid();
     const auto stale = *base / ("sandgate-" + std::to_string(gone) + "-1");
     const auto busy = *base / ("sandgate-" + std::to_string(gone) + "-2");
     const auto mine = *base / ("sandgate-" + std::to_string(::getpid()) + "-999");
@@ -101,10 +111,7 @@ TEST_CASE("v1 cgroups left by sandgate processes that are gone are swept like th
     REQUIRE(plan->pids_by == sandbox::LimitMechanism::cgroup1);
     REQUIRE(plan->cgroups.size() == 1);
     const auto parent = plan->cgroups.front().first.parent_path();
-    const pid_t gone = ::fork();
-    REQUIRE(gone >= 0);
-    if (gone == 0) ::_exit(0);
-    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const pid_t gone = reaped_pid();
     const auto stale = parent / ("sandgate-" + std::to_string(gone) + "-1");
     const auto old_stale = parent / ("sandgate-" + std::to_string(gone) + "-2");
     const auto busy = parent / ("sandgate-" + std::to_string(gone) + "-3");
@@ -177,10 +184,7 @@ TEST_CASE("a `sandgate exec` that finds leaves besides its own sweeps the stale 
     SKIP_UNDER_WRAP("no writable cgroup2 inside the wrap");
     auto base = sandbox::Cgroup::base();
     REQUIRE(base);
-    const pid_t gone = ::fork();
-    REQUIRE(gone >= 0);
-    if (gone == 0) ::_exit(0);
-    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    const pid_t gone = reaped_pid();
     const auto stale = *base / ("sandgate-" + std::to_string(gone) + "-7");
     REQUIRE(std::filesystem::create_directory(stale));
     const timeval old[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};

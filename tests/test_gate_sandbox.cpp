@@ -480,12 +480,10 @@ TEST_CASE("SIGTERM to a gate in a job sandbox stops its brokered step mid-way; a
     }
     REQUIRE(pid > 0);
     while (tests::processes_with(marker).empty()) std::this_thread::sleep_for(20ms);
-    REQUIRE(::kill(pid, SIGTERM) == 0);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const int status = tests::signal_and_wait(pid, SIGTERM);
     INFO(tests::read_file(dir / "out.txt"));
     REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 143);
+    CHECK(WEXITSTATUS(status) == 143);  // the cancelled run's 128 + SIGTERM
     CHECK(tests::processes_with(marker).empty());
     const auto steps = job.steps();
     REQUIRE(steps.size() == 2);

@@ -166,12 +166,10 @@ TEST_CASE("SIGTERM to sandgate run stops the running step, concludes the run can
     // No time limit: if the step never starts, the test hangs (ctest's timeout) rather than pass.
     while (!std::filesystem::exists(dir / "started") || tests::processes_with(marker).empty())
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    REQUIRE(::kill(pid, SIGTERM) == 0);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const int status = tests::signal_and_wait(pid, SIGTERM);
     INFO(tests::read_file(dir / "out.txt"));
     REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 143);
+    CHECK(WEXITSTATUS(status) == 143);  // the cancelled run's 128 + SIGTERM
     CHECK(tests::processes_with(marker).empty());
     CHECK_FALSE(std::filesystem::exists(dir / "finished"));
     auto report = tests::read_report(dir / "r.json");

@@ -3,9 +3,12 @@
 // lines, and a scan of /proc for processes still carrying one (a survivor).
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -39,6 +42,16 @@ inline std::vector<int> processes_with(const std::string& marker) {
         if (cmdline.find(marker) != std::string::npos) found.push_back(std::stoi(name));
     }
     return found;
+}
+
+// Sends `signal` to `pid` and waits for it; returns its wait status (-1 when either call
+// failed). For tests that interrupt a sandgate command and check how it ended.
+inline int signal_and_wait(pid_t pid, int signal) {
+    if (::kill(pid, signal) != 0) return -1;
+    int status = 0;
+    while (::waitpid(pid, &status, 0) != pid)
+        if (errno != EINTR) return -1;
+    return status;
 }
 
 }  // namespace tests
