@@ -1,13 +1,13 @@
 #include "agent/github_rounds.hpp"
 
 #include <signal.h>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <thread>
 
 #include "github/journal.hpp"  // journal_directory only (inline): no GitHub code is linked
+#include "sandbox/run.hpp"
 
 namespace agent {
 
@@ -94,13 +94,7 @@ void GitHubRounds::start(PollNow poll) {
     if (spdlog::get_level() <= spdlog::level::debug) argv.emplace_back("-v");
     // The daemon's whole environment, as when the round ran in one of its threads (proxies,
     // CA bundles, XDG_STATE_HOME).
-    sandbox::Environment env;
-    for (char** entry = environ; *entry; ++entry) {
-        const std::string_view text(*entry);
-        const auto equals = text.find('=');
-        if (equals != std::string_view::npos)
-            env.emplace_back(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
-    }
+    const auto env = sandbox::current_environment();
     const auto now = Clock::now();
     if (poll == PollNow::yes) m_next_poll = now + m_config.poll_interval;
     m_next_journal = now + k_journal_retry;  // every round replays the journal
