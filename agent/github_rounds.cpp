@@ -55,11 +55,17 @@ bool GitHubRounds::reap() {
     return true;
 }
 
-bool GitHubRounds::reports_due() {
+// Whether to look at the queue's owed reports now: once a second, or at once after a wake-up.
+bool GitHubRounds::report_check_due() {
     const auto now = Clock::now();
     if (!m_woken && now < m_next_report_check) return false;
     m_woken = false;
     m_next_report_check = now + k_report_check;
+    return true;
+}
+
+bool GitHubRounds::reports_due() {
+    if (!report_check_due()) return false;
     auto due = m_queue.due_reports(1);
     if (!due) spdlog::warn("reports: {}", due.error().message);
     return due && !due->empty();
@@ -75,9 +81,7 @@ bool GitHubRounds::journal_due() {
 }
 
 void GitHubRounds::drop_reports() {
-    if (!m_woken && Clock::now() < m_next_report_check) return;
-    m_woken = false;
-    m_next_report_check = Clock::now() + k_report_check;
+    if (!report_check_due()) return;
     auto due = m_queue.due_reports(100);
     if (!due) return;
     for (const auto& report : *due) {

@@ -58,6 +58,7 @@ private:
     using Clock = std::chrono::steady_clock;
 
     bool reap();
+    bool report_check_due();
     bool reports_due();
     bool journal_due();
     void drop_reports();
