@@ -83,11 +83,16 @@ bool GitHubRounds::journal_due() {
 void GitHubRounds::drop_reports() {
     if (!report_check_due()) return;
     auto due = m_queue.due_reports(100);
-    if (!due) return;
+    if (!due) {
+        spdlog::warn("reports: {}", due.error().message);
+        return;
+    }
     for (const auto& report : *due) {
         spdlog::debug("job {}: {} report not sent (no GitHub to report to)", report.job_id,
                       report.kind);
-        (void)m_queue.report_delivered(report.id);
+        if (auto ok = m_queue.report_delivered(report.id); !ok)
+            spdlog::warn("job {}: {} report not removed: {}", report.job_id, report.kind,
+                         ok.error().message);
     }
 }
 
