@@ -57,11 +57,24 @@ std::optional<Cgroup2Mount> find_cgroup2_mount() {
     return std::nullopt;
 }
 
-// Our cgroup2 path from /proc/self/cgroup's "0::/path" line.
-std::string read_small_file(int dir_fd, const char* name);
+// A small procfs or cgroupfs file, read whole; empty when it cannot be opened.
+std::string read_small_file(int dir_fd, const char* name) {
+    Fd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC));
+    std::string text;
+    if (!fd) return text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    return text;
+}
 
-// Read whole with plain read(2): an ifstream (its buffer, its locale) costs twice as much in
-// the once-per-`sandgate exec` path.
+// Our cgroup2 path from /proc/self/cgroup's "0::/path" line, the file read whole with plain
+// read(2): an ifstream (its buffer, its locale) costs twice as much in the
+// once-per-`sandgate exec` path.
 std::optional<std::string> own_cgroup2_path() {
     const std::string text = read_small_file(AT_FDCWD, "/proc/self/cgroup");
     std::string_view rest = text;
@@ -110,20 +123,6 @@ Expected<std::filesystem::path> find_base() {
     if (::access(base.c_str(), W_OK) != 0 || ::access((base / "cgroup.procs").c_str(), W_OK) != 0)
         return fail(ErrorKind::unavailable, base.string() + " is not writable");
     return base;
-}
-
-std::string read_small_file(int dir_fd, const char* name) {
-    Fd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC));
-    std::string text;
-    if (!fd) return text;
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    return text;
 }
 
 // The pid in a leaf name "sandgate-<pid>-<n>", or 0 when the name is not one of ours.
