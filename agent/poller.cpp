@@ -87,10 +87,9 @@ PollStats Poller::poll_once() {
 }
 
 Expected<std::optional<github::Response>> Poller::fetch(const std::string& path,
+                                                         const std::optional<PolledPage>& known,
                                                          PollStats& stats) {
-    const auto known = m_state->page(path);
-    if (!known) return std::unexpected(known.error());
-    auto response = m_client.get_if_none_match(path, *known ? (*known)->etag : "");
+    auto response = m_client.get_if_none_match(path, known ? known->etag : "");
     ++stats.requests;
     if (!response) return std::unexpected(response.error());
     if (response->status == 304) {
@@ -115,7 +114,9 @@ Expected<void> Poller::submit(const JobSpec& spec, PollStats& stats) {
 
 Expected<void> Poller::poll_queue_branches(const std::string& repository, PollStats& stats) {
     const std::string path = "/repos/" + repository + "/git/matching-refs/heads/gh-readonly-queue/";
-    auto response = fetch(path, stats);
+    const auto known = m_state->page(path);
+    if (!known) return std::unexpected(known.error());
+    auto response = fetch(path, *known, stats);
     if (!response) return std::unexpected(response.error());
     if (!*response) return {};
     simdjson::dom::parser parser;
@@ -150,12 +151,12 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
 Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stats) {
     std::optional<std::string> path = "/repos/" + repository + "/pulls?state=open&per_page=100";
     for (int page = 0; path && page < k_poll_max_pages; ++page) {
-        auto response = fetch(*path, stats);
+        const auto known = m_state->page(*path);
+        if (!known) return std::unexpected(known.error());
+        auto response = fetch(*path, *known, stats);
         if (!response) return std::unexpected(response.error());
         if (!*response) {
-            auto known = m_state->page(*path);  // a 304 answers a page we know
-            if (!known) return std::unexpected(known.error());
-            path = *known ? (*known)->next : std::nullopt;
+            path = *known ? (*known)->next : std::nullopt;  // a 304 answers a page we know
             continue;
         }
         simdjson::dom::parser parser;

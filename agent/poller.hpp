@@ -69,8 +69,10 @@ public:
 private:
     sandbox::Expected<void> poll_queue_branches(const std::string& repository, PollStats& stats);
     sandbox::Expected<void> poll_pulls(const std::string& repository, PollStats& stats);
-    // GETs `path` conditionally; nullopt on 304 (the cached page says where `next` is).
+    // GETs `path` conditionally on `known`'s ETag (m_state's page for it); nullopt on 304
+    // (`known` then says where `next` is).
     sandbox::Expected<std::optional<github::Response>> fetch(const std::string& path,
+                                                             const std::optional<PolledPage>& known,
                                                              PollStats& stats);
     sandbox::Expected<void> submit(const JobSpec& spec, PollStats& stats);
 
