@@ -287,9 +287,11 @@ Expected<StatusChannel> status_channel() {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
         return fail(ErrorKind::unavailable, errno_message("pipe2"));
+    StatusChannel channel{Fd(fds[0]), Fd(fds[1])};
     // Only our end is non-blocking: bwrap's writes must not fail with EAGAIN.
-    ::fcntl(fds[1], F_SETFL, 0);
-    return StatusChannel{Fd(fds[0]), Fd(fds[1])};
+    if (::fcntl(channel.write.get(), F_SETFL, 0) != 0)
+        return fail(ErrorKind::unavailable, errno_message("fcntl(F_SETFL) on the status pipe"));
+    return channel;
 }
 
 nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
