@@ -51,7 +51,11 @@ bool GitHubRounds::reap() {
                      exit->exit_code ? "exited " + std::to_string(*exit->exit_code)
                                      : "died of signal " + std::to_string(exit->signal.value_or(0)));
     m_worker.reset();
-    m_woken = true;  // a round may leave reports (a poll's cancellations)
+    // A round that ran may leave reports (a poll's cancellations): look at once. One that
+    // failed is retried at the once-a-second check, not at once: a worker failing at start
+    // (an unreadable token, a broken configuration) would otherwise be started again on every
+    // SIGCHLD-woken tick, as fast as it fails.
+    if (exit->exit_code == 0) m_woken = true;
     return true;
 }
 
