@@ -73,9 +73,14 @@ TEST_CASE("github rounds: a poll round when due, a report round when a report is
     rounds.tick(agent::Draining::no);
     REQUIRE(rounds.running());
     until_round_ends(rounds);
+    // The stand-in never delivers the owed report, so the round that ended with exit 0 may
+    // already have been followed by another (a real round marks what it sent): only the first
+    // two rounds are certain.
     const auto args = tests::read_file(setup.dir / "args");
-    CHECK(args == "agent-github --config " + setup.config.source.string() + " --poll\n" +
-                      "agent-github --config " + setup.config.source.string() + "\n");
+    const std::string first_two = "agent-github --config " + setup.config.source.string() +
+                                  " --poll\n" + "agent-github --config " +
+                                  setup.config.source.string() + "\n";
+    CHECK(args.substr(0, first_two.size()) == first_two);
 }
 
 TEST_CASE("github rounds: a round past its deadline is killed; none starts a poll while draining") {
