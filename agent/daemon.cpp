@@ -326,13 +326,17 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
 }
 
 // sandgate-full beside this binary (jobs run `sandgate-full gate`, GitHub rounds
-// `sandgate-full agent-github`); this binary itself when it is sandgate-full or has none
-// beside it.
-std::filesystem::path full_binary() {
+// `sandgate-full agent-github`), or this binary itself when it is sandgate-full. The lean
+// sandgate-agent can run neither, so without sandgate-full beside it the agent cannot start.
+sandbox::Expected<std::filesystem::path> full_binary() {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (self.filename() == k_full_binary_name) return self;
     const auto full = self.parent_path() / k_full_binary_name;
-    return std::filesystem::exists(full, ec) ? full : self;
+    if (std::filesystem::exists(full, ec)) return full;
+    return sandbox::fail(sandbox::ErrorKind::unavailable,
+                         full.string() + " is missing: jobs and GitHub rounds run in it; install "
+                                         "sandgate-full beside " + self.filename().string());
 }
 
 }  // namespace
@@ -392,6 +396,11 @@ void block_stop_signals() {
 }
 
 int run_daemon(const AgentConfig& config) {
+    const auto full = full_binary();
+    if (!full) {
+        spdlog::error("{}", full.error().message);
+        return 1;
+    }
     auto queue = open_sqlite_queue(default_queue_path(config.state_dir));
     if (!queue) {
         spdlog::error("job queue: {}", queue.error().message);
@@ -446,9 +455,8 @@ int run_daemon(const AgentConfig& config) {
             spdlog::error("github: {}", token.error().message);
             return 1;
         }
-    const auto full = full_binary();
-    GitHubRounds github(config, **queue, full);
-    Loop loop(config, **queue, sandboxes, github, full);
+    GitHubRounds github(config, **queue, *full);
+    Loop loop(config, **queue, sandboxes, github, *full);
     const int status = loop.run();
     spdlog::info("agent {} stopped", config.id);
     return status;

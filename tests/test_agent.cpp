@@ -18,6 +18,7 @@
 #include "agent/daemon.hpp"
 #include "agent/job_store.hpp"
 #include "jobs/git_url.hpp"
+#include "sandbox/run.hpp"
 #include "tests/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
@@ -86,6 +87,24 @@ TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto or l
     for (const auto& name : needed)
         for (const char* heavy : {"libcurl", "libgit2", "libcrypto", "libssl"})
             CHECK_FALSE(name.starts_with(heavy));
+}
+
+TEST_CASE("sandgate-agent without sandgate-full beside it refuses to start, touching nothing") {
+    // Jobs and GitHub rounds run in sandgate-full; the daemon alone could run neither.
+    const auto dir = tests::make_temp_dir("lone-agent");
+    const auto lone = dir / "sandgate-agent";
+    std::filesystem::copy_file(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-agent", lone);
+    tests::write_file(dir / "agent.yaml", "agent:\n  state_dir: " + (dir / "state").string() + "\n");
+    sandbox::RunRequest request;
+    request.argv = {lone.string(), "agent", "--config", (dir / "agent.yaml").string()};
+    request.cwd = dir;
+    request.policy.mode = sandbox::SandboxMode::off;
+    const auto result = sandbox::run(request);
+    const std::string log = result.out.head + result.err.head;  // spdlog's sink: either stream
+    INFO(log);
+    CHECK(result.exit_code == 1);
+    CHECK(log.find((dir / "sandgate-full").string() + " is missing") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "state"));  // no queue, no sandbox dir, no socket
 }
 
 TEST_CASE("the agent configuration: defaults, init, and errors naming file:line") {
