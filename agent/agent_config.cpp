@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -215,6 +216,12 @@ job:
                                # false: a fresh wrap per step
   # command: [sandgate, gate]  # the program run per job (default: this sandgate's gate)
 )";
+}
+
+void use_agent_log_format(std::string_view source, LogDetail detail) {
+    const std::string tag = source.empty() ? "" : "source=" + std::string(source) + " ";
+    spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%eZ level=%l " + tag + "%v", spdlog::pattern_time_type::utc);
+    spdlog::set_level(detail == LogDetail::debug ? spdlog::level::debug : spdlog::level::info);
 }
 
 }  // namespace agent

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/job_store.hpp"
@@ -67,5 +68,12 @@ std::filesystem::path default_state_dir();
 // Reads a secret file: it must be a regular file not readable by group or others (0600 or
 // stricter); trailing newlines are dropped. The value never appears in an error.
 sandbox::Expected<std::string> read_secret_file(const std::filesystem::path& path);
+
+enum class LogDetail { info, debug };
+
+// The agent's log format, shared by the daemon and its GitHub rounds (which write to the
+// daemon's stderr): structured, one event a line, `ts=... level=... [source=S] message`
+// (`source` empty: the daemon itself).
+void use_agent_log_format(std::string_view source, LogDetail detail);
 
 }  // namespace agent

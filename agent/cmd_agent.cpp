@@ -3,7 +3,6 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -69,8 +68,7 @@ int agent_command(CommandArgs args) {
         return k_exit_config;
     }
     // Structured, one event a line: ts=... level=... msg (key=value details inside).
-    spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%eZ level=%l %v", spdlog::pattern_time_type::utc);
-    spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+    use_agent_log_format("", verbose ? LogDetail::debug : LogDetail::info);
     block_stop_signals();  // before any thread exists
     return run_daemon(*config);
 }

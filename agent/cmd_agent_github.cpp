@@ -38,9 +38,7 @@ int agent_github_command(CommandArgs args) {
         return k_exit_config;
     }
     // The daemon's log format: this process writes to the daemon's stderr.
-    spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%eZ level=%l source=agent-github %v",
-                        spdlog::pattern_time_type::utc);
-    spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+    use_agent_log_format("agent-github", verbose ? LogDetail::debug : LogDetail::info);
     auto round = run_github_round(*config, poll ? PollNow::yes : PollNow::no);
     if (!round) {
         spdlog::error("{}", round.error().message);
