@@ -78,10 +78,10 @@ bool GitHubRounds::reports_due() {
 bool GitHubRounds::journal_due() {
     if (Clock::now() < m_next_journal) return false;
     m_next_journal = Clock::now() + k_journal_retry;
+    if (m_config.repositories.empty()) return false;  // nothing to replay towards
     std::error_code ec;
     const auto directory = github::journal_directory(m_config.state_dir);
-    return !m_config.repositories.empty() && std::filesystem::exists(directory, ec) &&
-           !std::filesystem::is_empty(directory, ec) && !ec;
+    return std::filesystem::exists(directory, ec) && !std::filesystem::is_empty(directory, ec) && !ec;
 }
 
 void GitHubRounds::drop_reports() {
