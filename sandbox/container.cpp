@@ -62,13 +62,80 @@ Expected<std::filesystem::path> find_container_runtime(const Policy& policy) {
                 "--container-runtime PATH, or use --sandbox bwrap");
 }
 
-Expected<WrapPlan> plan_container(const RunRequest& request) {
-    const Policy& policy = request.policy;
-    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
+namespace {
+
+// The run's scratch on the host: --scratch DIR (kept), else a per-run root that `resources`
+// removes after the run.
+Expected<std::filesystem::path> container_scratch(const Policy& policy, ContainerResources& resources) {
+    if (policy.scratch) {
+        std::error_code ec;
+        std::filesystem::create_directories(*policy.scratch, ec);
+        return checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
+    }
+    auto made = owned_scratch_root();
+    if (made) resources.owned_scratch = *made;
+    return made;
+}
+
+// The policy's extra binds as --volume options: read-only, writable, the toolchain cache.
+Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>& argv) {
+    const auto add = [&](const std::filesystem::path& path, std::string_view flag,
+                         const char* mode) -> Expected<void> {
+        auto checked = checked_bind_path(path, flag, MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        volume(argv, *checked, mode);
+        return {};
+    };
+    for (const auto& path : policy.read_only)
+        if (auto ok = add(path, "--read-only", "ro"); !ok) return ok;
+    for (const auto& path : policy.writable)
+        if (auto ok = add(path, "--writable", "rw"); !ok) return ok;
+    if (policy.toolchain_cache)
+        if (auto ok = add(*policy.toolchain_cache, "--toolchain-cache", "ro"); !ok) return ok;
+    return {};
+}
+
+// `run --rm -i --read-only --network ... --cap-drop ALL ... --name NAME` and the limits.
+std::vector<std::string> run_options(const std::filesystem::path& runtime, const Policy& policy,
+                                     const std::string& name, std::uint64_t tmp_size) {
+    std::vector<std::string> argv = {
+        runtime.string(), "run", "--rm", "-i", "--read-only", "--network",
+        policy.network == NetworkMode::host ? "host" : "none", "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges", "--name", name, "--pids-limit",
+        std::to_string(policy.pids.value_or(4096)), "--tmpfs",
+        "/tmp:rw,nosuid,nodev,size=" + std::to_string(tmp_size) + ",mode=1777"};
+    if (policy.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(*policy.memory_bytes)});
+    return argv;
+}
+
+nlohmann::ordered_json describe_container(const std::filesystem::path& runtime, const Policy& policy,
+                                          const std::string& name, OfflineEnv offline,
+                                          const std::filesystem::path& scratch_root) {
+    nlohmann::ordered_json doc;
+    doc["mode"] = "container";
+    doc["runtime"] = runtime.string();
+    doc["image"] = policy.image;
+    doc["name"] = name;
+    doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
+    doc["offline"] = offline == OfflineEnv::on;
+    doc["scratch"] = scratch_root.string();
+    return doc;
+}
+
+Expected<void> check_image(const Policy& policy) {
     if (policy.image.empty())
         return fail(ErrorKind::invalid_input, "--sandbox container needs --image IMAGE");
     if (policy.image.starts_with("-"))
         return fail(ErrorKind::invalid_input, "--image " + policy.image + ": not an image name");
+    return {};
+}
+
+}  // namespace
+
+Expected<WrapPlan> plan_container(const RunRequest& request) {
+    const Policy& policy = request.policy;
+    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
+    if (auto ok = check_image(policy); !ok) return std::unexpected(ok.error());
     auto runtime = find_container_runtime(policy);
     if (!runtime) return std::unexpected(runtime.error());
     std::error_code ec;
@@ -79,19 +146,9 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     if (!limits) return std::unexpected(limits.error());
 
     auto resources = std::make_unique<ContainerResources>();
-    std::filesystem::path scratch_root;
-    if (policy.scratch) {
-        std::filesystem::create_directories(*policy.scratch, ec);
-        auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        scratch_root = *checked;
-    } else {
-        auto made = owned_scratch_root();
-        if (!made) return std::unexpected(made.error());
-        scratch_root = *made;
-        resources->owned_scratch = scratch_root;
-    }
-    const ScratchLayout layout = scratch_layout(scratch_root);
+    auto scratch_root = container_scratch(policy, *resources);
+    if (!scratch_root) return std::unexpected(scratch_root.error());
+    const ScratchLayout layout = scratch_layout(*scratch_root);
     if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
     const OfflineEnv offline = offline_enabled(policy) ? OfflineEnv::on : OfflineEnv::off;
     if (auto ok = seed_toolchain_home(layout, offline, policy.toolchain_cache); !ok)
@@ -100,46 +157,17 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     const std::string name = unique_name();
     WrapPlan plan;
     plan.env = wrapped_environment(request.env, layout, offline, policy.toolchain_cache);
-    auto& argv = plan.argv;
-    argv = {runtime->string(), "run", "--rm", "-i", "--read-only", "--network",
-            policy.network == NetworkMode::host ? "host" : "none", "--cap-drop", "ALL",
-            "--security-opt", "no-new-privileges", "--name", name, "--pids-limit",
-            std::to_string(policy.pids.value_or(4096)), "--tmpfs",
-            "/tmp:rw,nosuid,nodev,size=" +
-                std::to_string(policy.tmp_size_bytes.value_or(limits->tmp_size)) + ",mode=1777"};
-    if (policy.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(*policy.memory_bytes)});
-    volume(argv, *cwd, "rw");
-    volume(argv, scratch_root, "rw");
-    for (const auto& path : policy.read_only) {
-        auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        volume(argv, *checked, "ro");
-    }
-    for (const auto& path : policy.writable) {
-        auto checked = checked_bind_path(path, "--writable", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        volume(argv, *checked, "rw");
-    }
-    if (policy.toolchain_cache) {
-        auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        volume(argv, *checked, "ro");
-    }
-    argv.insert(argv.end(), {"-w", cwd->string()});
-    for (const auto& [key, value] : plan.env) argv.insert(argv.end(), {"-e", key});
-    argv.push_back(policy.image);
-    argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    plan.argv = run_options(*runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
+    volume(plan.argv, *cwd, "rw");
+    volume(plan.argv, *scratch_root, "rw");
+    if (auto ok = add_policy_volumes(policy, plan.argv); !ok) return std::unexpected(ok.error());
+    plan.argv.insert(plan.argv.end(), {"-w", cwd->string()});
+    for (const auto& [key, value] : plan.env) plan.argv.insert(plan.argv.end(), {"-e", key});
+    plan.argv.push_back(policy.image);
+    plan.argv.insert(plan.argv.end(), request.argv.begin(), request.argv.end());
     plan.on_timeout_argv = {runtime->string(), "rm", "-f", name};
     plan.tree_kill = TreeKill::subreaper;
-    nlohmann::ordered_json doc;
-    doc["mode"] = "container";
-    doc["runtime"] = runtime->string();
-    doc["image"] = policy.image;
-    doc["name"] = name;
-    doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
-    doc["offline"] = offline == OfflineEnv::on;
-    doc["scratch"] = scratch_root.string();
-    plan.description = std::move(doc);
+    plan.description = describe_container(*runtime, policy, name, offline, *scratch_root);
     plan.resources = std::move(resources);
     return plan;
 }

@@ -11,6 +11,7 @@
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
 #include "sandbox/offline.hpp"
+#include "sandbox/payload.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
 #include "sandbox/wrap_files.hpp"
@@ -221,60 +222,6 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
     return {};
 }
 
-std::string env_value(const Environment& env, std::string_view name) {
-    for (const auto& [key, value] : env) {
-        if (key == name) return value;
-    }
-    return {};
-}
-
-// execvp's verdict inside the wrap, decided here because bwrap reports an exec failure as a
-// plain exit 1: 0 found, 127 not found, 126 found but not executable.
-int resolve_payload(const std::string& name, const Environment& env,
-                    const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
-    auto verdict = [&](const std::filesystem::path& candidate) {
-        // Most PATH entries do not hold the name: one stat says so without canonical()'s
-        // readlink of every component.
-        struct stat exists {};
-        if (::stat(candidate.c_str(), &exists) != 0) return 127;
-        std::error_code ec;
-        auto real = std::filesystem::canonical(candidate, ec);
-        if (ec || !visible_inside(ordered, real)) return 127;
-        struct stat st {};
-        if (::stat(real.c_str(), &st) != 0) return 127;
-        if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
-        return 0;
-    };
-    if (name.find('/') != std::string::npos) {
-        std::filesystem::path path(name);
-        return verdict(path.is_absolute() ? path : cwd / path);
-    }
-    const std::string path_list = env_value(env, "PATH");
-    int best = 127;
-    std::size_t start = 0;
-    while (start <= path_list.size()) {
-        std::size_t end = path_list.find(':', start);
-        if (end == std::string::npos) end = path_list.size();
-        std::filesystem::path dir = path_list.substr(start, end - start);
-        if (dir.empty()) dir = cwd;
-        if (dir.is_relative()) dir = cwd / dir;
-        const int result = verdict(dir / name);
-        if (result == 0) return 0;
-        if (result == 126) best = 126;  // execvp: EACCES is remembered, the search goes on
-        start = end + 1;
-    }
-    return best;
-}
-
-// A payload that reports execvp's verdict with the exact status, inside the wrap.
-std::vector<std::string> failing_payload(int status, const std::string& name) {
-    const std::string message = "sandgate: " + name +
-                                (status == 127 ? ": command not found inside the sandbox"
-                                               : ": permission denied (not executable)");
-    return {"/bin/sh", "-c", "printf '%s\\n' \"$1\" >&2; exit " + std::to_string(status),
-            "sandgate", message};
-}
-
 struct StatusChannel {
     Fd read;
     Fd write;
@@ -323,15 +270,23 @@ Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::st
                     "(the worktree)");
 }
 
-Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
-    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
-    const Policy& policy = request.policy;
-    auto bwrap = find_bwrap();
-    if (!bwrap) return std::unexpected(bwrap.error());
-    // No probe of user namespaces or seccomp here: bwrap refuses to start without them, and
-    // run() asks the probes why only then (diagnose_wrap_failure), sparing every run a
-    // throwaway namespace.
+namespace {
 
+// What the plan decides before any fd is made: the working directory, the scratch, the
+// limits, the mounts in bwrap's order and the payload's environment.
+struct BwrapLayout {
+    std::filesystem::path cwd;
+    Scratch scratch;
+    LimitPlan limits;
+    bool offline = false;
+    std::vector<MountEntry> entries;
+    Environment env;
+};
+
+// Checks the request's paths and makes the host side of the scratch (a host scratch root is
+// handed to `resources`, which removes it after the run).
+Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapResources& resources) {
+    const Policy& policy = request.policy;
     std::error_code ec;
     const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
                                                              : request.cwd;
@@ -340,50 +295,60 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     if (!cwd) return std::unexpected(cwd.error());
     auto limits = plan_limits(policy, request.cgroup);
     if (!limits) return std::unexpected(limits.error());
-
     auto scratch = make_scratch(policy);
     if (!scratch) return std::unexpected(scratch.error());
-    auto resources = std::make_unique<BwrapResources>();
-    if (scratch->place == ScratchPlace::host) resources->owned_scratch = scratch->root;
-    const ScratchLayout layout = scratch_layout(scratch->root);
-    const bool offline = offline_enabled(policy);
-    const OfflineEnv offline_env = offline ? OfflineEnv::on : OfflineEnv::off;
+    if (scratch->place == ScratchPlace::host) resources.owned_scratch = scratch->root;
+
+    BwrapLayout layout{*cwd, *scratch, std::move(*limits), offline_enabled(policy), {}, {}};
+    const ScratchLayout dirs = scratch_layout(scratch->root);
+    const OfflineEnv offline = layout.offline ? OfflineEnv::on : OfflineEnv::off;
     if (scratch->place != ScratchPlace::in_wrap) {
-        if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
-        if (auto ok = seed_toolchain_home(layout, offline_env, policy.toolchain_cache); !ok)
+        if (auto ok = create_scratch(dirs); !ok) return std::unexpected(ok.error());
+        if (auto ok = seed_toolchain_home(dirs, offline, policy.toolchain_cache); !ok)
             return std::unexpected(ok.error());
     }
-
-    std::vector<MountEntry> entries =
-        system_mounts(k_sandbox_uid, k_sandbox_gid, layout.home,
-                      policy.network == NetworkMode::host ? WithResolv::yes : WithResolv::no);
+    auto& entries = layout.entries;
+    entries = system_mounts(k_sandbox_uid, k_sandbox_gid, dirs.home,
+                            policy.network == NetworkMode::host ? WithResolv::yes : WithResolv::no);
     entries.push_back({MountKind::proc, "/proc", {}, {}, 0});
     entries.push_back({MountKind::dev, "/dev", {}, {}, 0});
-    entries.push_back({MountKind::tmpfs, "/tmp", {}, {}, 0, limits->tmp_size});
+    entries.push_back({MountKind::tmpfs, "/tmp", {}, {}, 0, layout.limits.tmp_size});
     if (scratch->place == ScratchPlace::in_wrap)
-        add_in_wrap_scratch(layout, offline_env, policy.toolchain_cache, entries);
+        add_in_wrap_scratch(dirs, offline, policy.toolchain_cache, entries);
     if (auto ok = add_policy_mounts(request, *cwd, *scratch, entries); !ok)
         return std::unexpected(ok.error());
     order_mounts(entries);
+    layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
+    return layout;
+}
 
-    const Environment env = wrapped_environment(request.env, layout, offline_env,
-                                                policy.toolchain_cache);
-    std::vector<std::string> args;
-    WrapPlan plan;
-    auto filter = seccomp_filter_fd();
-    if (!filter) return std::unexpected(filter.error());
-    std::vector<Fd> data_fds;
-    if (auto ok = mount_options(entries, args, data_fds); !ok) return std::unexpected(ok.error());
+// bwrap's options after the mounts: namespaces, identity, privileges, the environment.
+void add_process_options(const Policy& policy, const BwrapLayout& layout,
+                         std::vector<std::string>& args) {
     args.insert(args.end(), {"--remount-ro", "/", "--unshare-all"});
     if (policy.network == NetworkMode::host) args.push_back("--share-net");
     args.insert(args.end(), {"--unshare-user", "--uid", std::to_string(k_sandbox_uid), "--gid",
                              std::to_string(k_sandbox_gid), "--disable-userns", "--hostname",
                              "sandgate", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                             "--seccomp", std::to_string(k_seccomp_fd), "--chdir", cwd->string(),
-                             "--clearenv"});
-    for (const auto& [name, value] : env) args.insert(args.end(), {"--setenv", name, value});
+                             "--seccomp", std::to_string(k_seccomp_fd), "--chdir",
+                             layout.cwd.string(), "--clearenv"});
+    for (const auto& [name, value] : layout.env) args.insert(args.end(), {"--setenv", name, value});
+}
 
-    // The status pipe's write end follows the files: fd 5 + their count.
+// The fds bwrap inherits, in order: the seccomp program (3), the packed options (4), the data
+// files (5, ...), the status pipe's write end (last); and the status pipe's read end for us.
+struct BwrapFds {
+    std::vector<Fd> inherited;
+    Fd status;
+};
+
+Expected<BwrapFds> bwrap_fds(const Policy& policy, const BwrapLayout& layout) {
+    auto filter = seccomp_filter_fd();
+    if (!filter) return std::unexpected(filter.error());
+    std::vector<std::string> args;
+    std::vector<Fd> data_fds;
+    if (auto ok = mount_options(layout.entries, args, data_fds); !ok) return std::unexpected(ok.error());
+    add_process_options(policy, layout, args);
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
     args.insert(args.end(), {"--json-status-fd",
@@ -395,24 +360,52 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
     }
     auto args_fd = sealed_memfd("sandgate-bwrap-args", packed);
     if (!args_fd) return std::unexpected(args_fd.error());
+    BwrapFds fds;
+    fds.inherited.push_back(std::move(*filter));
+    fds.inherited.push_back(std::move(*args_fd));
+    for (auto& fd : data_fds) fds.inherited.push_back(std::move(fd));
+    fds.inherited.push_back(std::move(status->write));
+    fds.status = std::move(status->read);
+    return fds;
+}
 
-    plan.argv = {bwrap->string(), "--args", std::to_string(k_args_fd), "--"};
-    const int verdict = resolve_payload(request.argv[0], env, *cwd, entries);
-    const auto payload = verdict == 0 ? request.argv : failing_payload(verdict, request.argv[0]);
-    plan.argv.insert(plan.argv.end(), payload.begin(), payload.end());
-    plan.inherited_fds.push_back(std::move(*filter));
-    plan.inherited_fds.push_back(std::move(*args_fd));
-    for (auto& fd : data_fds) plan.inherited_fds.push_back(std::move(fd));
-    plan.inherited_fds.push_back(std::move(status->write));  // the last one, after the files
-    plan.status = std::move(status->read);
-    auto limit_resources = apply_limits(*limits);
+// Creates what the limits need on the host (v1 cgroups) and records the rest for the spawn.
+Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResources& resources) {
+    auto limit_resources = apply_limits(limits);
     if (!limit_resources) return std::unexpected(limit_resources.error());
     plan.join_cgroups = (*limit_resources)->take_procs();
-    plan.rlimits = rlimits_of(*limits);
-    plan.cgroup2_limits = limits->cgroup2_files;
-    resources->limits = std::move(*limit_resources);
+    plan.rlimits = rlimits_of(limits);
+    plan.cgroup2_limits = limits.cgroup2_files;
+    resources.limits = std::move(*limit_resources);
+    return {};
+}
+
+}  // namespace
+
+Expected<WrapPlan> plan_bwrap(const RunRequest& request) {
+    if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
+    auto bwrap = find_bwrap();
+    if (!bwrap) return std::unexpected(bwrap.error());
+    // No probe of user namespaces or seccomp here: bwrap refuses to start without them, and
+    // run() asks the probes why only then (diagnose_wrap_failure), sparing every run a
+    // throwaway namespace.
+    auto resources = std::make_unique<BwrapResources>();
+    auto layout = plan_layout(request, *resources);
+    if (!layout) return std::unexpected(layout.error());
+    auto fds = bwrap_fds(request.policy, *layout);
+    if (!fds) return std::unexpected(fds.error());
+
+    WrapPlan plan;
+    plan.argv = {bwrap->string(), "--args", std::to_string(k_args_fd), "--"};
+    const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
+    const auto payload = verdict == 0 ? request.argv : failing_payload(verdict, request.argv[0]);
+    plan.argv.insert(plan.argv.end(), payload.begin(), payload.end());
+    plan.inherited_fds = std::move(fds->inherited);
+    plan.status = std::move(fds->status);
+    if (auto ok = attach_limits(layout->limits, plan, *resources); !ok)
+        return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;
-    plan.description = describe(*bwrap, policy, *scratch, offline, *limits);
+    plan.description = describe(*bwrap, request.policy, layout->scratch, layout->offline, layout->limits);
     plan.resources = std::move(resources);
     return plan;
 }

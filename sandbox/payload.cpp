@@ -1,0 +1,63 @@
+// Where the payload's program is, seen from inside the wrap (see payload.hpp).
+#include "sandbox/payload.hpp"
+
+#include <sys/stat.h>
+
+namespace sandbox {
+
+namespace {
+
+std::string env_value(const Environment& env, std::string_view name) {
+    for (const auto& [key, value] : env) {
+        if (key == name) return value;
+    }
+    return {};
+}
+
+}  // namespace
+
+int resolve_payload(const std::string& name, const Environment& env,
+                    const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
+    auto verdict = [&](const std::filesystem::path& candidate) {
+        // Most PATH entries do not hold the name: one stat says so without canonical()'s
+        // readlink of every component.
+        struct stat exists {};
+        if (::stat(candidate.c_str(), &exists) != 0) return 127;
+        std::error_code ec;
+        auto real = std::filesystem::canonical(candidate, ec);
+        if (ec || !visible_inside(ordered, real)) return 127;
+        struct stat st {};
+        if (::stat(real.c_str(), &st) != 0) return 127;
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
+        return 0;
+    };
+    if (name.find('/') != std::string::npos) {
+        std::filesystem::path path(name);
+        return verdict(path.is_absolute() ? path : cwd / path);
+    }
+    const std::string path_list = env_value(env, "PATH");
+    int best = 127;
+    std::size_t start = 0;
+    while (start <= path_list.size()) {
+        std::size_t end = path_list.find(':', start);
+        if (end == std::string::npos) end = path_list.size();
+        std::filesystem::path dir = path_list.substr(start, end - start);
+        if (dir.empty()) dir = cwd;
+        if (dir.is_relative()) dir = cwd / dir;
+        const int result = verdict(dir / name);
+        if (result == 0) return 0;
+        if (result == 126) best = 126;  // execvp: EACCES is remembered, the search goes on
+        start = end + 1;
+    }
+    return best;
+}
+
+std::vector<std::string> failing_payload(int status, const std::string& name) {
+    const std::string message = "sandgate: " + name +
+                                (status == 127 ? ": command not found inside the sandbox"
+                                               : ": permission denied (not executable)");
+    return {"/bin/sh", "-c", "printf '%s\\n' \"$1\" >&2; exit " + std::to_string(status),
+            "sandgate", message};
+}
+
+}  // namespace sandbox
