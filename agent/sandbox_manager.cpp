@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "agent/launcher.hpp"
+#include "agent/sandbox_dirs.hpp"
+#include "agent/sandbox_records.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/fd.hpp"
 #include "sandbox/json_convert.hpp"
@@ -50,64 +52,8 @@ std::string random_id() {
     return id;
 }
 
-Expected<void> make_private_dir(const std::filesystem::path& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return fail(ErrorKind::permanent, dir.string() + ": " + ec.message());
-    if (::chmod(dir.c_str(), 0700) != 0)
-        return fail(ErrorKind::permanent, sandbox::errno_message("chmod " + dir.string()));
-    return {};
-}
-
-// Removes a tree without following symlinks (remove_all unlinks a symlink, never its
-// target); read-only directories left by steps are made writable first.
-void remove_tree(const std::filesystem::path& dir) {
-    std::error_code ec;
-    for (auto it = std::filesystem::recursive_directory_iterator(
-             dir, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->symlink_status(ec).type() == std::filesystem::file_type::directory)
-            ::chmod(it->path().c_str(), 0700);
-    }
-    std::filesystem::remove_all(dir, ec);
-    if (ec) spdlog::warn("sandbox: cannot remove {}: {}", dir.string(), ec.message());
-}
-
-std::string read_small_file(const std::filesystem::path& path) {
-    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    std::string text;
-    char buffer[4096];
-    ssize_t got = 0;
-    while (fd && (got = ::read(fd.get(), buffer, sizeof(buffer))) > 0 && text.size() < 65536)
-        text.append(buffer, static_cast<std::size_t>(got));
-    return text;
-}
-
-// A socket path must fit sockaddr_un; a deep state directory (a test's, a nested TMPDIR) does
-// not leave room, so the socket then lives in a private directory of its own under /tmp.
-constexpr std::size_t k_max_socket_path = sizeof(sockaddr_un::sun_path) - 1;
-constexpr std::string_view k_short_socket_prefix = "/tmp/sandgate-sb-";
-
-Expected<std::filesystem::path> socket_dir_for(const std::filesystem::path& box_dir) {
-    auto dir = box_dir / "sock";
-    if ((dir / "broker.sock").native().size() <= k_max_socket_path) return dir;
-    std::string pattern = std::string(k_short_socket_prefix) + "XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)  // mode 0700
-        return fail(ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
-    return std::filesystem::path(pattern);
-}
-
 bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
-Json identity_json(const SandboxIdentity& identity) {
-    Json json;
-    json["repository"] = identity.repository;
-    json["sha"] = identity.sha;
-    json["run_id"] = identity.run_id;
-    json["attempt"] = identity.attempt;
-    json["job_id"] = identity.job_id;
-    return json;
-}
 
 }  // namespace
 
@@ -158,28 +104,6 @@ SandboxManager::~SandboxManager() {
     for (const auto& info : list()) (void)destroy(info.id);
 }
 
-std::string SandboxManager::policy_json(const sandbox::Policy& policy,
-                                        const SandboxOptions& options) {
-    Json json;
-    json["mode"] = sandbox::to_string(policy.mode);
-    json["network"] = sandbox::to_string(policy.network);
-    auto paths = [](const std::vector<std::filesystem::path>& list) {
-        Json out = Json::array();
-        for (const auto& path : list) out.push_back(path.string());
-        return out;
-    };
-    json["read_only"] = paths(policy.read_only);
-    json["writable"] = paths(policy.writable);
-    json["hide"] = paths(policy.hide);
-    Json limits;
-    limits["memory_bytes"] = policy.memory_bytes ? Json(*policy.memory_bytes) : Json(nullptr);
-    limits["pids"] = policy.pids ? Json(*policy.pids) : Json(nullptr);
-    limits["tmp_size_bytes"] = policy.tmp_size_bytes ? Json(*policy.tmp_size_bytes) : Json(nullptr);
-    limits["ttl_s"] = options.ttl.count();
-    json["limits"] = std::move(limits);
-    json["env_names"] = options.env_names;
-    return json.dump();
-}
 
 void SandboxManager::record(const Sandbox& box, std::string_view kind, const std::string& body) {
     if (!m_config.journal || !box.job) return;
@@ -222,6 +146,43 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
     return box->info;
 }
 
+// The broker's wrap: the caller's policy, plus its socket directory and the steps' root
+// writable, plus (wrapped) the binaries it is started from, read-only.
+sandbox::Policy SandboxManager::broker_policy(sandbox::Policy policy,
+                                              const std::filesystem::path& socket_dir,
+                                              const std::filesystem::path& root) const {
+    policy.writable.push_back(socket_dir);
+    policy.writable.push_back(root);
+    if (policy.mode == sandbox::SandboxMode::off) return policy;
+    policy.read_only.push_back(m_config.sandgate_binary);
+    // `sandgate broker` is execv'd into sandgate-broker beside the launcher (sandgate-full
+    // where that is what runs): show them too.
+    for (const char* name : {k_broker_binary_name, k_full_binary_name}) {
+        const auto other = m_config.sandgate_binary.parent_path() / name;
+        std::error_code ec;
+        if (other != m_config.sandgate_binary && std::filesystem::exists(other, ec))
+            policy.read_only.push_back(other);
+    }
+    return policy;
+}
+
+// `sandgate broker ...` for `box`, wrapped by `policy`, bounded by the TTL and a grace.
+sandbox::RunRequest SandboxManager::broker_run(const Sandbox& box, sandbox::Policy policy,
+                                               std::chrono::seconds ttl) const {
+    sandbox::RunRequest run;
+    run.argv = {m_config.sandgate_binary.string(), "broker", "--socket", box.socket.string(),
+                "--identity", box.info.identity.canonical(), "--expires-at",
+                std::to_string(box.info.expires_at_ms), "--root", box.info.root.string()};
+    // bwrap unshares the pid namespace and its init exits with the broker: nothing a step
+    // leaves can outlive it, so the broker reaps its steps itself (no reaper fork per step).
+    if (policy.mode == sandbox::SandboxMode::bwrap) run.argv.push_back("--reap-steps");
+    run.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
+    run.policy = std::move(policy);
+    run.cwd = box.info.root;  // never the agent's own cwd, which the wrap would bind writable
+    run.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ttl + k_run_grace);
+    return run;
+}
+
 Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options) {
     box.dir = m_config.state_dir / "sandboxes" / box.info.id;
     auto made = socket_dir_for(box.dir);
@@ -243,38 +204,15 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     if (options.worktree.empty())
         if (auto ok = make_private_dir(box.info.root); !ok) return ok;
 
-    sandbox::Policy policy = options.policy;
-    policy.writable.push_back(socket_dir);
-    policy.writable.push_back(box.info.root);
-    if (policy.mode != sandbox::SandboxMode::off) {
-        policy.read_only.push_back(m_config.sandgate_binary);
-        // `sandgate broker` is execv'd into sandgate-broker beside the launcher (sandgate-full
-        // where that is what runs): show them too.
-        for (const char* name : {k_broker_binary_name, k_full_binary_name}) {
-            const auto other = m_config.sandgate_binary.parent_path() / name;
-            std::error_code ec;
-            if (other != m_config.sandgate_binary && std::filesystem::exists(other, ec))
-                policy.read_only.push_back(other);
-        }
-    }
-    box.info.policy_json = policy_json(policy, options);
+    sandbox::Policy policy = broker_policy(options.policy, socket_dir, box.info.root);
+    box.info.policy_json = sandbox_policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.
     if (m_config.journal && box.job)
         if (auto ok = m_config.journal->record_policy(*box.job, box.info.policy_json); !ok)
             return std::unexpected(ok.error());
     write_meta(box);
 
-    sandbox::RunRequest run;
-    run.argv = {m_config.sandgate_binary.string(), "broker", "--socket", box.socket.string(),
-                "--identity", box.info.identity.canonical(), "--expires-at",
-                std::to_string(box.info.expires_at_ms), "--root", box.info.root.string()};
-    // bwrap unshares the pid namespace and its init exits with the broker: nothing a step
-    // leaves can outlive it, so the broker reaps its steps itself (no reaper fork per step).
-    if (policy.mode == sandbox::SandboxMode::bwrap) run.argv.push_back("--reap-steps");
-    run.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
-    run.policy = std::move(policy);
-    run.cwd = box.info.root;  // never the agent's own cwd, which the wrap would bind writable
-    run.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.ttl + k_run_grace);
+    sandbox::RunRequest run = broker_run(box, std::move(policy), options.ttl);
     box.runner = std::thread([&box, run = std::move(run)] {
         auto result = sandbox::run(run);
         std::lock_guard lock(box.result_mutex);
@@ -353,36 +291,49 @@ void SandboxManager::stop(Sandbox& box) {
     box.runner.join();
 }
 
+
+std::optional<sandbox::BrokerReply> SandboxManager::claim(Sandbox& box,
+                                                          const SandboxIdentity& identity) {
+    const std::string& id = box.info.id;
+    auto refuse = [&](sandbox::Refusal refusal, std::string message) {
+        record(box, "exec", refusal_evidence(id, identity, refusal, message).dump());
+        sandbox::BrokerReply reply;
+        reply.refusal = refusal;
+        reply.message = std::move(message);
+        return std::optional(std::move(reply));
+    };
+    std::lock_guard lock(m_mutex);
+    if (!(box.info.identity == identity))
+        return refuse(sandbox::Refusal::identity, "identity does not match sandbox " + id);
+    if (box.info.state == SandboxState::active)
+        return refuse(sandbox::Refusal::busy, "another command is running in " + id);
+    if (box.info.state != SandboxState::ready)
+        return refuse(sandbox::Refusal::not_ready,
+                      "sandbox " + id + " is " + std::string(to_string(box.info.state)));
+    if (system_now_ms() >= box.info.expires_at_ms)
+        return refuse(sandbox::Refusal::expired, "sandbox " + id + " expired");
+    box.info.state = SandboxState::active;
+    return std::nullopt;
+}
+
+void SandboxManager::release(Sandbox& box, const Expected<sandbox::BrokerReply>& reply) {
+    std::lock_guard lock(m_mutex);
+    if (box.info.state == SandboxState::active) box.info.state = SandboxState::ready;
+    if (!reply || !reply->result) return;
+    ++box.info.execs;
+    const double seconds = static_cast<double>(reply->result->duration.count()) / 1000.0;
+    ++m_stats.count;
+    m_stats.seconds_sum += seconds;
+    for (std::size_t i = 0; i < std::size(k_step_buckets); ++i)
+        if (seconds <= k_step_buckets[i]) ++m_stats.buckets[i];
+}
+
 Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
                                                     const SandboxIdentity& identity,
                                                     sandbox::ExecRequest request) {
     auto box = find(id);
     if (!box) return fail(ErrorKind::invalid_input, "no sandbox " + id);
-    auto refuse = [&](sandbox::Refusal refusal, std::string message) {
-        Json evidence;
-        evidence["sandbox"] = id;
-        evidence["identity"] = identity_json(identity);
-        evidence["refused"] = sandbox::to_string(refusal);
-        evidence["message"] = message;
-        record(*box, "exec", evidence.dump());
-        sandbox::BrokerReply reply;
-        reply.refusal = refusal;
-        reply.message = std::move(message);
-        return reply;
-    };
-    {
-        std::lock_guard lock(m_mutex);
-        if (!(box->info.identity == identity))
-            return refuse(sandbox::Refusal::identity, "identity does not match sandbox " + id);
-        if (box->info.state == SandboxState::active)
-            return refuse(sandbox::Refusal::busy, "another command is running in " + id);
-        if (box->info.state != SandboxState::ready)
-            return refuse(sandbox::Refusal::not_ready,
-                          "sandbox " + id + " is " + std::string(to_string(box->info.state)));
-        if (system_now_ms() >= box->info.expires_at_ms)
-            return refuse(sandbox::Refusal::expired, "sandbox " + id + " expired");
-        box->info.state = SandboxState::active;
-    }
+    if (auto refusal = claim(*box, identity)) return std::move(*refusal);
     request.identity = identity.canonical();
     const bool shell = request.shell.has_value();
     const auto wait = request.timeout
@@ -392,45 +343,14 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
     sandbox::BrokerRequest call{sandbox::BrokerOp::exec, std::move(request)};
     auto reply = sandbox::broker_call(box->socket, call, wait);
     call.exec.stdin_text.reset();
-    {
-        std::lock_guard lock(m_mutex);
-        if (box->info.state == SandboxState::active) box->info.state = SandboxState::ready;
-        if (reply && reply->result) {
-            ++box->info.execs;
-            const double seconds = static_cast<double>(reply->result->duration.count()) / 1000.0;
-            ++m_stats.count;
-            m_stats.seconds_sum += seconds;
-            for (std::size_t i = 0; i < std::size(k_step_buckets); ++i)
-                if (seconds <= k_step_buckets[i]) ++m_stats.buckets[i];
-        }
-    }
+    release(*box, reply);
     if (!reply) {
         auto err = reply.error();
         err.message = "sandbox " + id + ": broker unreachable (nothing ran on the host): " + err.message;
         return std::unexpected(err);
     }
     if (!m_config.journal || !box->job) return reply;  // no record to write the evidence to
-    Json evidence;
-    evidence["sandbox"] = id;
-    evidence["identity"] = identity_json(identity);
-    evidence["kind"] = shell ? "shell" : "argv";
-    if (reply->refusal) {
-        evidence["refused"] = sandbox::to_string(*reply->refusal);
-    } else if (reply->result) {
-        const auto& result = *reply->result;
-        evidence["posture"] = sandbox::to_ordered_json_or_null(result.sandbox_json);
-        evidence["duration_ms"] = result.duration.count();
-        evidence["exit_code"] = result.exit_code ? Json(*result.exit_code) : Json(nullptr);
-        evidence["signal"] = result.signal ? Json(*result.signal) : Json(nullptr);
-        evidence["timed_out"] = result.timed_out;
-        evidence["out_bytes"] = result.out.bytes;
-        evidence["err_bytes"] = result.err.bytes;
-        evidence["out_truncated"] = result.out.truncated;
-        evidence["err_truncated"] = result.err.truncated;
-        evidence["skip_markers"] = result.skip_markers;
-        if (result.error) evidence["error"] = sandbox::to_string(result.error->kind);
-    }
-    record(*box, "exec", evidence.dump());
+    record(*box, "exec", exec_evidence(id, identity, shell, *reply).dump());
     return reply;
 }
 

@@ -108,18 +108,24 @@ public:
     std::size_t alive();
     StepStats step_stats();
 
-    // The JSON of a policy as recorded (env names only).
-    static std::string policy_json(const sandbox::Policy& policy, const SandboxOptions& options);
-
 private:
     struct Sandbox;
     std::shared_ptr<Sandbox> find(const std::string& id);
     void record(const Sandbox& box, std::string_view kind, const std::string& body);
     sandbox::Expected<void> start(Sandbox& box, const SandboxOptions& options);
+    sandbox::Policy broker_policy(sandbox::Policy policy, const std::filesystem::path& socket_dir,
+                                  const std::filesystem::path& root) const;
+    sandbox::RunRequest broker_run(const Sandbox& box, sandbox::Policy policy,
+                                   std::chrono::seconds ttl) const;
     sandbox::Expected<void> wait_ready(Sandbox& box);
     void write_meta(const Sandbox& box);
     static void remove_socket_dir(const Sandbox& box);
     void stop(Sandbox& box);
+    // Claims `box` for one command (ready -> active), or the refusal to answer with (recorded
+    // as evidence) when it cannot be: wrong identity, busy, not ready, expired.
+    std::optional<sandbox::BrokerReply> claim(Sandbox& box, const SandboxIdentity& identity);
+    // After the command: back to ready, and a finished command counted in the step statistics.
+    void release(Sandbox& box, const sandbox::Expected<sandbox::BrokerReply>& reply);
     static void kill_stale_broker(const std::filesystem::path& socket);
 
     ManagerConfig m_config;

@@ -1,0 +1,62 @@
+// Directories of the persistent job sandboxes (see sandbox_dirs.hpp).
+#include "agent/sandbox_dirs.hpp"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "sandbox/fd.hpp"
+
+namespace agent {
+
+sandbox::Expected<void> make_private_dir(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, dir.string() + ": " + ec.message());
+    if (::chmod(dir.c_str(), 0700) != 0)
+        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("chmod " + dir.string()));
+    return {};
+}
+
+// Removes a tree without following symlinks (remove_all unlinks a symlink, never its
+// target); read-only directories left by steps are made writable first.
+void remove_tree(const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             dir, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->symlink_status(ec).type() == std::filesystem::file_type::directory)
+            ::chmod(it->path().c_str(), 0700);
+    }
+    std::filesystem::remove_all(dir, ec);
+    if (ec) spdlog::warn("sandbox: cannot remove {}: {}", dir.string(), ec.message());
+}
+
+std::string read_small_file(const std::filesystem::path& path) {
+    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    std::string text;
+    char buffer[4096];
+    ssize_t got = 0;
+    while (fd && (got = ::read(fd.get(), buffer, sizeof(buffer))) > 0 && text.size() < 65536)
+        text.append(buffer, static_cast<std::size_t>(got));
+    return text;
+}
+
+// A socket path must fit sockaddr_un; a deep state directory (a test's, a nested TMPDIR) does
+// not leave room, so the socket then lives in a private directory of its own under /tmp.
+constexpr std::size_t k_max_socket_path = sizeof(sockaddr_un::sun_path) - 1;
+
+sandbox::Expected<std::filesystem::path> socket_dir_for(const std::filesystem::path& box_dir) {
+    auto dir = box_dir / "sock";
+    if ((dir / "broker.sock").native().size() <= k_max_socket_path) return dir;
+    std::string pattern = std::string(k_short_socket_prefix) + "XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)  // mode 0700
+        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+    return std::filesystem::path(pattern);
+}
+
+}  // namespace agent

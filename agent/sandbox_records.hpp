@@ -1,0 +1,30 @@
+#pragma once
+// The records a job sandbox leaves on its job (and in its meta.json): value-free by contract,
+// identity, posture, limits, env NAMES, durations, exit, byte counts, truncation, skip markers;
+// never env values, argv or stdin.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/sandbox_manager.hpp"
+#include "sandbox/broker_protocol.hpp"
+#include "sandbox/run.hpp"
+
+namespace agent {
+
+nlohmann::ordered_json identity_json(const SandboxIdentity& identity);
+
+// The sandbox's policy as recorded before the sandbox exists: mode, network, paths, limits,
+// TTL and the env names the steps will get.
+std::string sandbox_policy_json(const sandbox::Policy& policy, const SandboxOptions& options);
+
+// One exec's evidence: its kind (argv or shell), and the refusal or the result's facts.
+nlohmann::ordered_json exec_evidence(const std::string& id, const SandboxIdentity& identity,
+                                     bool shell, const sandbox::BrokerReply& reply);
+
+// An exec refused before it reached the broker (identity, busy, not ready, expired).
+nlohmann::ordered_json refusal_evidence(const std::string& id, const SandboxIdentity& identity,
+                                        sandbox::Refusal refusal, const std::string& message);
+
+}  // namespace agent
