@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -148,4 +149,40 @@ TEST_CASE("exec failures checked at reap: same errno and step, exit status other
     REQUIRE(exit);
     CHECK_FALSE(exit->not_started);
     CHECK(exit->exit_code == 3);
+}
+
+TEST_CASE("spawn sets the requested rlimits between fork and exec, the caller keeps its own") {
+    rlimit before{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
+    sandbox::SpawnSpec spec;
+    spec.argv = {"/bin/sh", "-c", "ulimit -n; ulimit -v"};
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    int out[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    sandbox::Fd read_end(out[0]);
+    sandbox::Fd write_end(out[1]);
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    spec.stdin_fd = null.get();
+    spec.stdout_fd = write_end.get();
+    spec.stderr_fd = null.get();
+    spec.rlimits = {{RLIMIT_NOFILE, 77}, {RLIMIT_AS, 512ull << 20}};
+    auto child = sandbox::spawn(spec);
+    REQUIRE(child);
+    write_end.reset();
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(read_end.get(), buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    auto exit = child->reap();
+    REQUIRE(exit);
+    CHECK(exit->exit_code == 0);
+    CHECK(text == "77\n524288\n");
+    rlimit after{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &after) == 0);
+    CHECK(after.rlim_cur == before.rlim_cur);
+    // A limit the kernel refuses fails the spawn: nothing runs unbounded.
+    spec.rlimits = {{RLIMIT_NOFILE, ~0ull}};
+    rlimit hard{};
+    ::getrlimit(RLIMIT_NOFILE, &hard);
+    if (::geteuid() != 0 && hard.rlim_max != RLIM_INFINITY) CHECK_FALSE(sandbox::spawn(spec));
 }

@@ -1,5 +1,6 @@
-// The bwrap arm's plan (sandbox/wrap_bwrap.cpp, mounts.cpp, offline.cpp, limits.cpp), checked
-// on its output and by running it under the real bwrap.
+// The bwrap arm's plan (sandbox/wrap_bwrap.cpp, with the mounts and offline layouts it uses),
+// checked on its output and by running it under the real bwrap. The limits' own tests are in
+// test_limits.cpp, the mount helpers' in test_mounts.cpp.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -259,15 +260,6 @@ TEST_CASE("a working directory in the private scratch is refused, even where it 
     CHECK_FALSE(sandbox::refuse_private_scratch("/tmp/./sandgate-run/", "--cwd"));
 }
 
-TEST_CASE("checked_bind_path normalises and refuses missing paths when asked") {
-    const auto dir = tests::make_temp_dir("wrap");
-    auto ok = sandbox::checked_bind_path(dir / "." / "", "--x", sandbox::MustExist::yes);
-    REQUIRE(ok);
-    CHECK(*ok == dir);
-    CHECK_FALSE(sandbox::checked_bind_path(dir / "nope", "--x", sandbox::MustExist::yes));
-    CHECK(sandbox::checked_bind_path(dir / "nope", "--x", sandbox::MustExist::no));
-}
-
 TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --read-only holds") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
     const auto dir = tests::make_temp_dir("wrap");
@@ -413,23 +405,6 @@ TEST_CASE("a warm toolchain cache seeds a per-run home by allowlist and stays re
     CHECK(tests::read_file(cache / "cargo/registry/index/entry") == "index");
 }
 
-TEST_CASE("limits: explicit values are planned and zero is refused") {
-    sandbox::Policy policy;
-    policy.tmp_size_bytes = 1 << 20;
-    policy.pids = 64;
-    policy.memory_bytes = 256ull << 20;
-    auto limits = sandbox::plan_limits(policy);
-    REQUIRE(limits);
-    CHECK(limits->tmp_size == (1u << 20));
-    CHECK(limits->pids == 64u);
-    CHECK(limits->memory == (256ull << 20));
-    CHECK(limits->memory_by != sandbox::LimitMechanism::none);
-    policy.tmp_size_bytes = 0;
-    auto zero = sandbox::plan_limits(policy);
-    REQUIRE_FALSE(zero);
-    CHECK(zero.error().kind == sandbox::ErrorKind::invalid_input);
-}
-
 TEST_CASE("no bwrap on PATH fails closed with what to do") {
     const auto empty = tests::make_temp_dir("wrap-path");
     ScopedEnv path("PATH", empty.string());
@@ -459,77 +434,6 @@ TEST_CASE("the host's /tmp, /run, HOME and the root are never bound, whatever th
     ro.policy.read_only = {};
     ro.policy.writable = {"/var/tmp"};
     CHECK_FALSE(sandbox::plan_wrap(ro));
-}
-
-TEST_CASE("limits reach the wrapper through the process core: no launcher, the plan carries them") {
-    SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
-    const auto dir = tests::make_temp_dir("wrap");
-    auto request = request_in(dir, {"true"});
-    request.policy.pids = 64;
-    auto limits = sandbox::plan_limits(request.policy);
-    if (!limits) {  // root without any pids cgroup: refused, and the plan fails closed the same way
-        CHECK(limits.error().kind == sandbox::ErrorKind::unavailable);
-        CHECK_FALSE(sandbox::plan_wrap(request));
-        return;
-    }
-    auto plan = sandbox::plan_wrap(request);
-    REQUIRE(plan);
-    // bwrap itself is what gets spawned: no shell, no second exec hop.
-    CHECK(std::filesystem::path(plan->argv.front()).filename() == "bwrap");
-    CHECK(std::find(plan->argv.begin(), plan->argv.end(), "/bin/sh") == plan->argv.end());
-    switch (limits->pids_by) {
-        case sandbox::LimitMechanism::rlimit:
-            REQUIRE(plan->rlimits.size() == 1);
-            CHECK(plan->rlimits.front().resource == static_cast<int>(RLIMIT_NPROC));
-            CHECK(plan->rlimits.front().value == 64u);
-            break;
-        case sandbox::LimitMechanism::cgroup1:
-            CHECK(plan->join_cgroups.size() == 1);
-            CHECK(plan->rlimits.empty());
-            break;
-        case sandbox::LimitMechanism::cgroup2:
-            CHECK(std::find(plan->cgroup2_limits.begin(), plan->cgroup2_limits.end(),
-                            std::pair<std::string, std::string>{"pids.max", "64"}) !=
-                  plan->cgroup2_limits.end());
-            break;
-        case sandbox::LimitMechanism::none: FAIL("an explicit --pids was planned unenforced");
-    }
-}
-
-TEST_CASE("spawn sets the requested rlimits between fork and exec, the caller keeps its own") {
-    rlimit before{};
-    REQUIRE(::getrlimit(RLIMIT_NOFILE, &before) == 0);
-    sandbox::SpawnSpec spec;
-    spec.argv = {"/bin/sh", "-c", "ulimit -n; ulimit -v"};
-    spec.env = {{"PATH", "/usr/bin:/bin"}};
-    int out[2];
-    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    sandbox::Fd read_end(out[0]);
-    sandbox::Fd write_end(out[1]);
-    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
-    spec.stdin_fd = null.get();
-    spec.stdout_fd = write_end.get();
-    spec.stderr_fd = null.get();
-    spec.rlimits = {{RLIMIT_NOFILE, 77}, {RLIMIT_AS, 512ull << 20}};
-    auto child = sandbox::spawn(spec);
-    REQUIRE(child);
-    write_end.reset();
-    std::string text;
-    char buffer[256];
-    for (ssize_t n; (n = ::read(read_end.get(), buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
-    auto exit = child->reap();
-    REQUIRE(exit);
-    CHECK(exit->exit_code == 0);
-    CHECK(text == "77\n524288\n");
-    rlimit after{};
-    REQUIRE(::getrlimit(RLIMIT_NOFILE, &after) == 0);
-    CHECK(after.rlim_cur == before.rlim_cur);
-    // A limit the kernel refuses fails the spawn: nothing runs unbounded.
-    spec.rlimits = {{RLIMIT_NOFILE, ~0ull}};
-    rlimit hard{};
-    ::getrlimit(RLIMIT_NOFILE, &hard);
-    if (::geteuid() != 0 && hard.rlim_max != RLIM_INFINITY) CHECK_FALSE(sandbox::spawn(spec));
 }
 
 TEST_CASE("an egress allowlist is refused by every arm, naming the flag; nothing runs") {
