@@ -11,28 +11,19 @@ using sandbox::ErrorKind;
 
 struct CredentialState {
     const RemoteUrl* remote = nullptr;
-    const GitToken* token = nullptr;
+    const RemoteUrl* gated = nullptr;
+    const GitToken* token = nullptr;  // null: anonymous
     int calls = 0;
 };
 
-// The host[:port] of an http(s) URL, lowercased, for comparing with the remote's own host.
-std::string url_host(const char* url) {
-    std::string text = url ? url : "";
-    const auto scheme = text.find("://");
-    if (scheme == std::string::npos) return {};
-    std::string authority = text.substr(scheme + 3);
-    authority = authority.substr(0, authority.find('/'));
-    authority = authority.substr(authority.rfind('@') + 1);
-    for (char& c : authority) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return authority;
-}
-
+// `url` is the remote's own URL (libgit2 passes it even after a redirect); checked again here
+// so that no path to the token bypasses the decision.
 int credential_callback(git_credential** out, const char* url, const char*,
                         unsigned int allowed_types, void* payload) {
     auto* state = static_cast<CredentialState*>(payload);
     if (state->token == nullptr) return GIT_PASSTHROUGH;  // anonymous: libgit2 reports the 401
     if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) == 0) return GIT_PASSTHROUGH;
-    if (url_host(url) != state->remote->host) return GIT_PASSTHROUGH;  // never to another host
+    if (url == nullptr || token_decision(*state->gated, url) != TokenDecision::send) return GIT_PASSTHROUGH;
     if (++state->calls > 1) {
         git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
         return GIT_EUSER;
@@ -64,7 +55,7 @@ std::vector<std::string> mirror_refspecs(const std::string& ref) {
 
 sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
                                        const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token) {
+                                       const std::optional<GitToken>& token, const RemoteUrl& gated) {
     ensure_libgit2();
     if (remote.kind == RemoteKind::local && !std::filesystem::exists(remote.fetch_url))
         return sandbox::fail(ErrorKind::unavailable,
@@ -73,19 +64,22 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
     if (int rc = git_remote_create_anonymous(&raw, repository, remote.fetch_url.c_str()); rc != 0)
         return git_fail(ErrorKind::unavailable, "remote " + remote.fetch_url, rc);
     GitRemote handle(raw);
-    CredentialState state{&remote, token ? &*token : nullptr, 0};
+    const bool offered = token && token_decision(gated, remote) == TokenDecision::send;
+    CredentialState state{&remote, &gated, offered ? &*token : nullptr, 0};
     git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
     options.callbacks.credentials = credential_callback;
     options.callbacks.payload = &state;
     options.prune = GIT_FETCH_PRUNE;
     options.update_fetchhead = 0;
     options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-    options.follow_redirects = GIT_REMOTE_REDIRECT_INITIAL;
+    // Same-host redirects only, at every stage (GitHub's renamed repositories still work).
+    options.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
     std::vector<char*> specs;
     for (const auto& spec : refspecs) specs.push_back(const_cast<char*>(spec.c_str()));
     const git_strarray array{specs.data(), specs.size()};
     if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0)
-        return git_fail(ErrorKind::unavailable, "cannot fetch from " + remote.fetch_url, rc);
+        return sandbox::fail(ErrorKind::unavailable, git_error_text("cannot fetch from " + remote.fetch_url, rc) +
+                                                         (token && !offered ? withheld_note(gated) : ""));
     return {};
 }
 

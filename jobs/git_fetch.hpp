@@ -1,9 +1,12 @@
 #pragma once
 // One libgit2 fetch into a mirror. The remote is anonymous (nothing is written to the
 // mirror's config), and a token reaches libgit2 only through the credential callback: never
-// a URL, a config entry, a file or a log line. The callback answers only for the remote's own
-// host (a redirect elsewhere gets nothing) and only once (a rejected token fails the fetch
-// instead of looping).
+// a URL, a config entry, a file or a log line. The token is offered only when the remote
+// designates the gated repository (jobs/git_credentials.hpp): any other remote, such as a
+// submodule a pull request names, is fetched anonymously. The callback answers only once (a
+// rejected token fails the fetch instead of looping), and redirects to another host are not
+// followed at all: libgit2 hands the callback the remote's original URL even after a
+// redirect, so the callback alone could not tell where the token would go.
 
 #include <git2.h>
 
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/git_credentials.hpp"
 #include "jobs/git_url.hpp"
 #include "sandbox/error.hpp"
 
@@ -26,12 +30,13 @@ struct GitToken {
 // refs/pull/*/head, plus `ref` (a full ref, or a branch name, or pull/N/head) when given.
 std::vector<std::string> mirror_refspecs(const std::string& ref);
 
-// Fetches `refspecs` from `remote` into `repository`. ErrorKind::unavailable when the remote
-// cannot be reached, refuses the credentials or the path does not exist; the message names
-// the remote (its safe URL) and never the token.
+// Fetches `refspecs` from `remote` into `repository`, offering `token` only when
+// token_decision(gated, remote) says send. ErrorKind::unavailable when the remote cannot be
+// reached, refuses the credentials or the path does not exist; the message names the remote
+// (its safe URL) and never the token, and says so when a token was withheld from it.
 sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
                                        const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token);
+                                       const std::optional<GitToken>& token, const RemoteUrl& gated);
 
 // Trusts the CA certificates in `file` (PEM) for https remotes, in addition to none else:
 // libgit2's setting is process-wide. For tests and for agents behind a private CA.

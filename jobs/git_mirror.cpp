@@ -99,7 +99,7 @@ void remove_leftovers(const fs::path& dir, const std::string& name) {
 
 // Creates a whole mirror at `gitdir`: init and fetch in a temporary directory, marker last,
 // then swap it into place (the old, untrusted one is moved aside and removed).
-sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& remote,
+sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& remote, const RemoteUrl& gated,
                                       const MirrorRequest& request) {
     const fs::path dir = gitdir.parent_path();
     const std::string name = gitdir.filename().string();
@@ -111,7 +111,7 @@ sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& r
         if (int rc = git_repository_init(&raw, tmp.c_str(), 1); rc != 0)
             return git_fail(ErrorKind::permanent, "init mirror " + tmp, rc);
         GitRepository repository(raw);
-        auto fetched = fetch_refspecs(repository.get(), remote, mirror_refspecs(request.ref), request.token);
+        auto fetched = fetch_refspecs(repository.get(), remote, mirror_refspecs(request.ref), request.token, gated);
         if (!fetched) return fetched;
         write_marker(tmp, remote);
         return {};
@@ -136,9 +136,10 @@ sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& r
 }
 
 // Asks the remote for the commit itself (servers that allow reachable or any SHA in wants).
-void fetch_by_oid(git_repository* repository, const RemoteUrl& remote, const MirrorRequest& request) {
+void fetch_by_oid(git_repository* repository, const RemoteUrl& remote, const RemoteUrl& gated,
+                  const MirrorRequest& request) {
     const std::string spec = "+" + request.sha + ":refs/sandgate/wanted/" + request.sha;
-    if (auto fetched = fetch_refspecs(repository, remote, {spec}, request.token); !fetched)
+    if (auto fetched = fetch_refspecs(repository, remote, {spec}, request.token, gated); !fetched)
         spdlog::debug("fetch of {} by id from {}: {}", request.sha, remote.fetch_url, fetched.error().message);
 }
 
@@ -212,7 +213,7 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
         std::error_code ec;
         const bool existed = fs::exists(fs::symlink_status(mirror.gitdir, ec));
         if (existed) spdlog::warn("mirror {} is incomplete or damaged; re-cloning", mirror.gitdir.string());
-        if (auto created = create_mirror(mirror.gitdir, *remote, request); !created) return created;
+        if (auto created = create_mirror(mirror.gitdir, *remote, *scope, request); !created) return created;
         mirror.event = existed ? MirrorEvent::recloned : MirrorEvent::cloned;
         repository = open_trusted(mirror.gitdir);
         if (!repository)
@@ -224,7 +225,7 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
 
     CommitCheck check = check_commit(repository.get(), *oid);
     if (check == CommitCheck::missing && mirror.event == MirrorEvent::none) {
-        auto fetched = fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref), request.token);
+        auto fetched = fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref), request.token, *scope);
         if (!fetched) return std::unexpected(fetched.error());
         mirror.event = MirrorEvent::fetched;
         check = check_commit(repository.get(), *oid);
@@ -237,7 +238,7 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
         check = check_commit(repository.get(), *oid);
     }
     if (check == CommitCheck::missing) {
-        fetch_by_oid(repository.get(), *remote, request);
+        fetch_by_oid(repository.get(), *remote, *scope, request);
         check = check_commit(repository.get(), *oid);
     }
     if (check == CommitCheck::corrupt)

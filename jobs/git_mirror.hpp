@@ -27,7 +27,9 @@ struct MirrorRequest {
     std::string remote;  // a path, file:// or http(s):// URL, as the user gave it
     std::string sha;     // a full 40-hex commit SHA
     std::string ref;     // optional: a ref to fetch besides the mirror's refspecs
-    std::optional<GitToken> token;  // http(s) only; kept in memory
+    // http(s) only; kept in memory. Sent only to the gated repository (`scope`, or `remote`
+    // when scope is empty): a submodule on another path or host is fetched without it.
+    std::optional<GitToken> token;
     // The repository the job is for, as given, when `remote` is one of its submodules: the
     // mirror then lives in that repository's scope. Empty: `remote` is the job's repository.
     std::string scope;

@@ -58,7 +58,7 @@ sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitC
         GitCheckoutRequest sub;
         sub.source.remote = entry.url;
         sub.source.sha = oid_hex(entry.commit);
-        sub.source.token = request.source.token;  // offered to the same host only
+        sub.source.token = request.source.token;  // sent only if it is the gated repository itself
         sub.source.scope = request.source.scope.empty() ? request.source.remote : request.source.scope;
         sub.path = request.path / entry.path;
         sub.depth = request.depth;

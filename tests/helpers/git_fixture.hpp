@@ -74,11 +74,13 @@ inline std::string commit_file(const std::filesystem::path& dir, const std::stri
 }
 
 // git http-backend serving every repository under `root`, on 127.0.0.1 (TLS when cert/key
-// are given; basic auth with `token` as password when non-empty). Killed on destruction.
+// are given; basic auth with `token` as password when non-empty; `extra` are further options
+// of git_http_server.py, such as --auth-log FILE). Killed on destruction.
 class GitHttpServer {
 public:
     GitHttpServer(const std::filesystem::path& root, const std::string& token,
-                  const std::filesystem::path& cert = {}, const std::filesystem::path& key = {}) {
+                  const std::filesystem::path& cert = {}, const std::filesystem::path& key = {},
+                  const std::vector<std::string>& extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
         sandbox::Fd read_end(fds[0]), write_end(fds[1]);
@@ -86,6 +88,7 @@ public:
                                          std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/git_http_server.py",
                                          root.string()};
         if (!cert.empty()) args.insert(args.end(), {"--cert", cert.string(), "--key", key.string()});
+        args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& arg : args) argv.push_back(arg.data());
         argv.push_back(nullptr);
