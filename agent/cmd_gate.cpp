@@ -49,6 +49,7 @@
 #include "jobs/repo_info.hpp"
 #include "jobs/run_report.hpp"
 #include "jobs/runner_labels.hpp"
+#include "jobs/workflow_events.hpp"
 #include "jobs/workflow_runner.hpp"
 
 namespace agent {

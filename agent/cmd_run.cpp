@@ -29,6 +29,7 @@
 #include "jobs/masker.hpp"
 #include "jobs/run_report.hpp"
 #include "jobs/runner_labels.hpp"
+#include "jobs/workflow_events.hpp"
 #include "jobs/workflow_runner.hpp"
 
 namespace agent {

@@ -19,12 +19,6 @@ namespace jobs {
 
 inline constexpr int k_max_workflow_depth = 4;
 
-// True when `workflow` runs for `event_name` with this payload: the event is under `on:`
-// and its filters (types against payload.action; branches/tags against payload.ref for
-// push and pull_request base refs) admit it. Filters are not applied when the payload lacks
-// what they test.
-bool event_matches(const Workflow& workflow, std::string_view event_name, const Value& payload);
-
 // Runs one workflow. `inputs` and `secrets` are what its jobs see (for workflow_dispatch:
 // the resolved inputs; for a call: the caller's). `depth` is 0 for a top-level workflow.
 WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
