@@ -34,6 +34,14 @@ Object outputs_object(const NamedValues& outputs) {
     return out;
 }
 
+// needs.<id> and jobs.<id> (a called workflow's) in expressions.
+Value result_entry(Outcome result, const NamedValues& outputs) {
+    Object entry;
+    entry.set("result", std::string(to_string(result)));
+    entry.set("outputs", Value(outputs_object(outputs)));
+    return Value(std::move(entry));
+}
+
 Annotation notice(std::string message) {
     return Annotation{AnnotationLevel::notice, std::move(message), std::nullopt, std::nullopt,
                       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
@@ -120,10 +128,7 @@ private:
         need_skipped = false;
         for (const auto& id : job.needs) {
             const JobOutcome& outcome = m_outcomes.at(id);
-            Object entry;
-            entry.set("result", std::string(to_string(outcome.result)));
-            entry.set("outputs", Value(outputs_object(outcome.outputs)));
-            needs.set(id, Value(std::move(entry)));
+            needs.set(id, result_entry(outcome.result, outcome.outputs));
             if (outcome.result == Outcome::skipped) need_skipped = true;
         }
         for (const auto& id : ancestors(job)) {
@@ -208,45 +213,56 @@ private:
         Object strategy;
     };
 
-    sandbox::Expected<std::vector<Leg>> plan_legs(const Job& job, const EvalContext& context, std::size_t& max_parallel,
-                                                  bool& fail_fast) {
+    struct LegPlan {
         std::vector<Leg> legs;
-        max_parallel = 0;
-        fail_fast = true;
+        std::size_t max_parallel = 0;  // 0: no limit
+        bool fail_fast = true;
+    };
+
+    // The combinations the job's matrix expands to (after --matrix filters); one empty
+    // combination without a matrix.
+    sandbox::Expected<std::vector<Value>> matrix_combinations(const Job& job, const EvalContext& context) const {
         std::vector<Value> combinations;
-        if (job.strategy && !job.strategy->matrix.is_null()) {
-            auto matrix = evaluate_matrix(job.strategy->matrix, context);
-            if (!matrix) return sandbox::fail(sandbox::ErrorKind::invalid_input, matrix.error().message);
-            auto expanded = expand_matrix(*matrix);
-            if (!expanded) {
-                return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                     located(job.strategy->matrix.mark, expanded.error().message));
-            }
-            combinations = filter_matrix(std::move(*expanded), m_settings.matrix_filter);
-        } else {
+        if (!job.strategy || job.strategy->matrix.is_null()) {
             combinations.emplace_back();
+            return combinations;
         }
+        auto matrix = evaluate_matrix(job.strategy->matrix, context);
+        if (!matrix) return sandbox::fail(sandbox::ErrorKind::invalid_input, matrix.error().message);
+        auto expanded = expand_matrix(*matrix);
+        if (!expanded) {
+            return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                 located(job.strategy->matrix.mark, expanded.error().message));
+        }
+        return filter_matrix(std::move(*expanded), m_settings.matrix_filter);
+    }
+
+    sandbox::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context) const {
+        LegPlan plan;
+        auto combinations = matrix_combinations(job, context);
+        if (!combinations) return std::unexpected(combinations.error());
         if (job.strategy) {
             if (job.strategy->fail_fast) {
                 auto value = evaluate_yaml(*job.strategy->fail_fast, context);
                 if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                fail_fast = value->truthy();
+                plan.fail_fast = value->truthy();
             }
             if (job.strategy->max_parallel) {
                 auto value = evaluate_yaml(*job.strategy->max_parallel, context);
                 if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                max_parallel = static_cast<std::size_t>(std::max(1.0, value->to_number()));
+                plan.max_parallel = static_cast<std::size_t>(std::max(1.0, value->to_number()));
             }
         }
-        for (std::size_t i = 0; i < combinations.size(); ++i) {
+        const std::size_t total = combinations->size();
+        for (std::size_t i = 0; i < total; ++i) {
             Object strategy;
-            strategy.set("fail-fast", fail_fast);
+            strategy.set("fail-fast", plan.fail_fast);
             strategy.set("job-index", static_cast<double>(i));
-            strategy.set("job-total", static_cast<double>(combinations.size()));
-            strategy.set("max-parallel", static_cast<double>(max_parallel == 0 ? combinations.size() : max_parallel));
-            legs.push_back(Leg{combinations[i], std::move(strategy)});
+            strategy.set("job-total", static_cast<double>(total));
+            strategy.set("max-parallel", static_cast<double>(plan.max_parallel == 0 ? total : plan.max_parallel));
+            plan.legs.push_back(Leg{(*combinations)[i], std::move(strategy)});
         }
-        return legs;
+        return plan;
     }
 
     std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context) const {
@@ -305,51 +321,71 @@ private:
         return report;
     }
 
+    struct CallArguments {
+        Object inputs;   // the called workflow's resolved inputs
+        Object secrets;  // what the called workflow may see
+    };
+
+    // The `with:` inputs and `secrets:` a job passes to the workflow it calls, checked
+    // against what the called workflow declares. Errors are invalid_input with the message
+    // the leg fails with.
+    sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
+                                                    const EvalContext& context) const {
+        Object given;
+        for (const auto& [name, node] : job.with) {
+            auto value = evaluate_yaml(node, context);
+            if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+            given.set(name, *value);
+        }
+        auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
+        if (!inputs) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, inputs.error().message));
+        CallArguments arguments{std::move(*inputs), {}};
+        if (job.secrets_mode == SecretsMode::inherit) arguments.secrets = m_secrets;
+        for (const auto& [name, text] : job.secrets) {
+            auto value = interpolate_at(text.value, text.mark, context);
+            if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+            arguments.secrets.set(name, *value);
+        }
+        for (const auto& spec : called.on.call_secrets) {
+            if (spec.required && !arguments.secrets.contains(spec.name))
+                return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                     located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"));
+        }
+        return arguments;
+    }
+
     JobReport call_workflow(const Job& job, const LegInput& input, const EvalContext& context) {
         if (m_depth + 1 > k_max_workflow_depth)
             return leg_error(job, input, Outcome::failure, "reusable workflows nest deeper than 4 levels", AnnotationLevel::error);
         auto called = load_called_workflow(m_settings.repository, job);
         if (!called) return leg_error(job, input, Outcome::failure, called.error().message, AnnotationLevel::error);
-        Object given;
-        for (const auto& [name, node] : job.with) {
-            auto value = evaluate_yaml(node, context);
-            if (!value) return leg_error(job, input, Outcome::failure, value.error().message, AnnotationLevel::error);
-            given.set(name, *value);
-        }
-        auto inputs = resolve_inputs(called->on.call_inputs, given, context, true);
-        if (!inputs) return leg_error(job, input, Outcome::failure, located(job.uses->mark, inputs.error().message), AnnotationLevel::error);
-        Object secrets;
-        if (job.secrets_mode == SecretsMode::inherit) secrets = m_secrets;
-        for (const auto& [name, text] : job.secrets) {
-            auto value = interpolate_at(text.value, text.mark, context);
-            if (!value) return leg_error(job, input, Outcome::failure, value.error().message, AnnotationLevel::error);
-            secrets.set(name, *value);
-        }
-        for (const auto& spec : called->on.call_secrets) {
-            if (spec.required && !secrets.contains(spec.name))
-                return leg_error(job, input, Outcome::failure,
-                                 located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"), AnnotationLevel::error);
-        }
+        auto arguments = call_arguments(job, *called, context);
+        if (!arguments) return leg_error(job, input, Outcome::failure, arguments.error().message, AnnotationLevel::error);
         const auto started = std::chrono::steady_clock::now();
         m_services.log.status(StepLabel{input.name, ""}, StatusKind::start, "call " + job.uses->value);
-        WorkflowReport nested = run_workflow(m_settings, m_services, *called, *inputs, secrets, m_depth + 1);
+        WorkflowReport nested = run_workflow(m_settings, m_services, *called, arguments->inputs, arguments->secrets, m_depth + 1);
         JobReport report;
         report.id = job.id;
         report.name = m_services.masker.mask(input.name);
         report.matrix = input.matrix;
         report.workflow_call = job.uses->value;
         report.outcome = report.conclusion = nested.conclusion;
+        evaluate_call_outputs(*called, nested, arguments->inputs, context, report);
+        report.jobs = std::move(nested.jobs);
+        report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        return report;
+    }
+
+    // The called workflow's on.workflow_call.outputs, evaluated over its jobs' results; an
+    // output that fails to evaluate becomes a notice on the caller's report.
+    void evaluate_call_outputs(const Workflow& called, const WorkflowReport& nested, const Object& inputs,
+                               const EvalContext& context, JobReport& report) const {
         Object jobs;
-        for (const auto& inner : nested.jobs) {
-            Object entry;
-            entry.set("result", std::string(to_string(inner.conclusion)));
-            entry.set("outputs", Value(outputs_object(inner.outputs)));
-            jobs.set(inner.id, Value(std::move(entry)));
-        }
+        for (const auto& inner : nested.jobs) jobs.set(inner.id, result_entry(inner.conclusion, inner.outputs));
         EvalContext outputs_context = context;
         outputs_context.contexts.set("jobs", Value(std::move(jobs)));
-        outputs_context.contexts.set("inputs", Value(*inputs));
-        for (const auto& output : called->on.call_outputs) {
+        outputs_context.contexts.set("inputs", Value(inputs));
+        for (const auto& output : called.on.call_outputs) {
             auto value = interpolate_at(output.value.value, output.value.mark, outputs_context);
             if (!value) {
                 report.annotations.push_back(notice(m_services.masker.mask(value.error().message)));
@@ -357,65 +393,87 @@ private:
             }
             set_named(report.outputs, output.name, *value);
         }
-        report.jobs = std::move(nested.jobs);
-        report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-        return report;
+    }
+
+    // The tokens a job's legs run under.
+    struct LegTokens {
+        const sandbox::CancelToken* fail_fast = nullptr;  // fired by the first failed leg; never the run's own token
+        const sandbox::CancelToken* cancel = nullptr;     // what the legs' steps watch
+    };
+
+    // fail-fast: the first failed leg cancels the legs still running (their process trees
+    // are stopped through the sandbox) and the ones not started yet. Without an eventfd (fd
+    // limit) there is no token: only the legs not started yet are cancelled. The token is
+    // linked to the whole run's, so that either stops the leg's steps.
+    static std::optional<sandbox::CancelToken> make_fail_fast_token(const sandbox::CancelToken* run_token) {
+        auto made = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
+        if (!made) return std::nullopt;
+        return std::move(*made);
     }
 
     void run_legs(const Job& job, const Object& needs, const EvalContext& context) {
-        std::size_t max_parallel = 0;
-        bool fail_fast = true;
-        auto legs = plan_legs(job, context, max_parallel, fail_fast);
-        if (!legs) {
+        auto plan = plan_legs(job, context);
+        if (!plan) {
             return finish(job, {Outcome::failure, {}},
-                          {job_report(job, Outcome::failure, legs.error().message, AnnotationLevel::error)});
+                          {job_report(job, Outcome::failure, plan.error().message, AnnotationLevel::error)});
         }
-        std::vector<JobReport> reports(legs->size());
-        std::mutex mutex;
-        std::size_t next = 0;
-        bool failed = false;
-        // fail-fast: the first failed leg cancels the legs still running (their process
-        // trees are stopped through the sandbox) and the ones not started yet. Without an
-        // eventfd (fd limit) only the legs not started yet are cancelled. The leg's token is
-        // linked to the whole run's, so that either stops the leg's steps.
         // A job that starts once the run is cancelled (its if called always() or cancelled())
         // runs without the run's token, as such steps do.
         const sandbox::CancelToken* run_token = run_cancelled() ? nullptr : m_services.cancel;
-        std::optional<sandbox::CancelToken> fail_fast_token;  // only made when fail-fast is on
-        if (fail_fast) {
-            auto made = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
-            if (made) fail_fast_token = std::move(*made);
-        }
-        const sandbox::CancelToken* leg_token = fail_fast_token ? &*fail_fast_token : nullptr;
-        const sandbox::CancelToken* cancel = leg_token != nullptr ? leg_token : run_token;
+        std::optional<sandbox::CancelToken> fail_fast_token;
+        if (plan->fail_fast) fail_fast_token = make_fail_fast_token(run_token);
+        LegTokens tokens;
+        tokens.fail_fast = fail_fast_token ? &*fail_fast_token : nullptr;
+        tokens.cancel = tokens.fail_fast != nullptr ? tokens.fail_fast : run_token;
+        std::vector<JobReport> reports = run_leg_pool(job, *plan, needs, context, tokens);
+        JobOutcome outcome = combine_legs(reports);
+        finish(job, std::move(outcome), std::move(reports));
+    }
+
+    // Runs the legs on min(legs, max-parallel) workers, this thread being one of them. With
+    // fail-fast, once a leg failed the legs not started yet conclude cancelled.
+    std::vector<JobReport> run_leg_pool(const Job& job, const LegPlan& plan, const Object& needs,
+                                        const EvalContext& context, const LegTokens& tokens) {
+        const std::vector<Leg>& legs = plan.legs;
+        std::vector<JobReport> reports(legs.size());
+        std::mutex mutex;
+        std::size_t next = 0;
+        bool failed = false;
         auto worker = [&] {
             for (;;) {
                 std::size_t index = 0;
                 {
                     std::lock_guard lock(mutex);
-                    if (next >= legs->size()) return;
+                    if (next >= legs.size()) return;
                     index = next++;
-                    if (failed && fail_fast) {
+                    if (failed && plan.fail_fast) {
                         reports[index] = job_report(job, Outcome::cancelled, "cancelled: another leg of the matrix failed (fail-fast)",
                                                     AnnotationLevel::notice);
-                        reports[index].matrix = (*legs)[index].matrix;
+                        reports[index].matrix = legs[index].matrix;
                         continue;
                     }
                 }
-                JobReport report = run_leg(job, (*legs)[index], needs, context, cancel);
+                JobReport report = run_leg(job, legs[index], needs, context, tokens.cancel);
                 std::lock_guard lock(mutex);
                 if (report.conclusion == Outcome::failure) {
                     failed = true;
-                    if (leg_token != nullptr) leg_token->cancel();  // never the run's own token
+                    if (tokens.fail_fast != nullptr) tokens.fail_fast->cancel();
                 }
                 reports[index] = std::move(report);
             }
         };
-        const std::size_t workers = std::min(legs->size(), max_parallel == 0 ? legs->size() : max_parallel);
+        const std::size_t workers = std::min(legs.size(), plan.max_parallel == 0 ? legs.size() : plan.max_parallel);
         std::vector<std::thread> threads;
         for (std::size_t i = 1; i < workers; ++i) threads.emplace_back(worker);
         worker();
         for (auto& thread : threads) thread.join();
+        return reports;
+    }
+
+    // The job's result over its legs: failure if any failed, else cancelled if any was,
+    // else success if any succeeded, else skipped. Its outputs: per name, the last leg's
+    // non-empty value (an empty one only where no leg set the name before).
+    static JobOutcome combine_legs(const std::vector<JobReport>& reports) {
         JobOutcome outcome;
         bool any_success = false, any_failure = false, any_cancelled = false;
         for (const auto& report : reports) {
@@ -430,7 +488,7 @@ private:
                          : any_cancelled ? Outcome::cancelled
                          : any_success   ? Outcome::success
                                          : Outcome::skipped;
-        finish(job, std::move(outcome), std::move(reports));
+        return outcome;
     }
 
     bool run_cancelled() const { return m_services.cancel != nullptr && m_services.cancel->cancelled(); }
