@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "jobs/workflow_runner.hpp"
+#include "jobs/workflow_call.hpp"
 
 namespace agent {
 

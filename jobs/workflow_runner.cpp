@@ -10,6 +10,7 @@
 #include "jobs/job_runner.hpp"
 #include "jobs/matrix.hpp"
 #include "jobs/runner_labels.hpp"
+#include "jobs/workflow_call.hpp"
 #include "jobs/yaml_value.hpp"
 
 namespace jobs {
@@ -26,20 +27,6 @@ bool uses_status_function(std::string_view condition) {
         if (folded.find(name) != std::string::npos) return true;
     }
     return false;
-}
-
-Object outputs_object(const NamedValues& outputs) {
-    Object out;
-    for (const auto& [name, value] : outputs) out.set(name, value);
-    return out;
-}
-
-// needs.<id> and jobs.<id> (a called workflow's) in expressions.
-Value result_entry(Outcome result, const NamedValues& outputs) {
-    Object entry;
-    entry.set("result", std::string(to_string(result)));
-    entry.set("outputs", Value(outputs_object(outputs)));
-    return Value(std::move(entry));
 }
 
 Annotation notice(std::string message) {
@@ -128,7 +115,7 @@ private:
         need_skipped = false;
         for (const auto& id : job.needs) {
             const JobOutcome& outcome = m_outcomes.at(id);
-            needs.set(id, result_entry(outcome.result, outcome.outputs));
+            needs.set(id, job_result_entry(outcome.result, outcome.outputs));
             if (outcome.result == Outcome::skipped) need_skipped = true;
         }
         for (const auto& id : ancestors(job)) {
@@ -321,45 +308,12 @@ private:
         return report;
     }
 
-    struct CallArguments {
-        Object inputs;   // the called workflow's resolved inputs
-        Object secrets;  // what the called workflow may see
-    };
-
-    // The `with:` inputs and `secrets:` a job passes to the workflow it calls, checked
-    // against what the called workflow declares. Errors are invalid_input with the message
-    // the leg fails with.
-    sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
-                                                    const EvalContext& context) const {
-        Object given;
-        for (const auto& [name, node] : job.with) {
-            auto value = evaluate_yaml(node, context);
-            if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-            given.set(name, *value);
-        }
-        auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
-        if (!inputs) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, inputs.error().message));
-        CallArguments arguments{std::move(*inputs), {}};
-        if (job.secrets_mode == SecretsMode::inherit) arguments.secrets = m_secrets;
-        for (const auto& [name, text] : job.secrets) {
-            auto value = interpolate_at(text.value, text.mark, context);
-            if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-            arguments.secrets.set(name, *value);
-        }
-        for (const auto& spec : called.on.call_secrets) {
-            if (spec.required && !arguments.secrets.contains(spec.name))
-                return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                     located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"));
-        }
-        return arguments;
-    }
-
     JobReport call_workflow(const Job& job, const LegInput& input, const EvalContext& context) {
         if (m_depth + 1 > k_max_workflow_depth)
             return leg_error(job, input, Outcome::failure, "reusable workflows nest deeper than 4 levels", AnnotationLevel::error);
         auto called = load_called_workflow(m_settings.repository, job);
         if (!called) return leg_error(job, input, Outcome::failure, called.error().message, AnnotationLevel::error);
-        auto arguments = call_arguments(job, *called, context);
+        auto arguments = call_arguments(job, *called, context, m_secrets);
         if (!arguments) return leg_error(job, input, Outcome::failure, arguments.error().message, AnnotationLevel::error);
         const auto started = std::chrono::steady_clock::now();
         m_services.log.status(StepLabel{input.name, ""}, StatusKind::start, "call " + job.uses->value);
@@ -370,29 +324,12 @@ private:
         report.matrix = input.matrix;
         report.workflow_call = job.uses->value;
         report.outcome = report.conclusion = nested.conclusion;
-        evaluate_call_outputs(*called, nested, arguments->inputs, context, report);
+        CallOutputs outputs = evaluate_call_outputs(*called, nested.jobs, arguments->inputs, context);
+        report.outputs = std::move(outputs.values);
+        for (const auto& error : outputs.errors) report.annotations.push_back(notice(m_services.masker.mask(error)));
         report.jobs = std::move(nested.jobs);
         report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
         return report;
-    }
-
-    // The called workflow's on.workflow_call.outputs, evaluated over its jobs' results; an
-    // output that fails to evaluate becomes a notice on the caller's report.
-    void evaluate_call_outputs(const Workflow& called, const WorkflowReport& nested, const Object& inputs,
-                               const EvalContext& context, JobReport& report) const {
-        Object jobs;
-        for (const auto& inner : nested.jobs) jobs.set(inner.id, result_entry(inner.conclusion, inner.outputs));
-        EvalContext outputs_context = context;
-        outputs_context.contexts.set("jobs", Value(std::move(jobs)));
-        outputs_context.contexts.set("inputs", Value(inputs));
-        for (const auto& output : called.on.call_outputs) {
-            auto value = interpolate_at(output.value.value, output.value.mark, outputs_context);
-            if (!value) {
-                report.annotations.push_back(notice(m_services.masker.mask(value.error().message)));
-                continue;
-            }
-            set_named(report.outputs, output.name, *value);
-        }
     }
 
     // The tokens a job's legs run under.
@@ -511,26 +448,6 @@ WorkflowReport run_workflow(const RunSettings& settings, const RunServices& serv
                             const Object& inputs, const Object& secrets, int depth) {
     WorkflowRun run(settings, services, workflow, inputs, secrets, depth);
     return run.run();
-}
-
-sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job) {
-    const std::string& uses = job.uses->value;
-    if (!uses.starts_with("./"))
-        return sandbox::fail(sandbox::ErrorKind::unavailable,
-                             located(job.uses->mark, "the remote reusable workflow '" + uses +
-                                                         "' is not available: sandgate runs offline"));
-    const std::filesystem::path path = repository / uses.substr(2);
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             located(job.uses->mark, "the called workflow '" + uses + "' does not exist"));
-    auto workflow = load_workflow(path);
-    if (!workflow) return workflow;
-    workflow->file = uses.substr(2);
-    if (workflow->on.find("workflow_call") == nullptr)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             located(job.uses->mark, "the workflow '" + uses + "' is not callable: its 'on' lacks workflow_call"));
-    return workflow;
 }
 
 }  // namespace jobs

@@ -4,7 +4,7 @@
 // each job's `if` with the implicit success() over all its ancestors, its matrix legs
 // (fail-fast, max-parallel, --matrix filters), runs-on against the runner's labels (no match:
 // the leg is skipped with a notice), and jobs that call local reusable workflows (inputs,
-// secrets incl. inherit, outputs; nested up to k_max_workflow_depth).
+// secrets incl. inherit, outputs: see workflow_call.hpp; nested up to k_max_workflow_depth).
 //
 // Never throws; a problem found while running (an expression that fails, a missing called
 // workflow) fails the job, and the run goes on as GitHub's would.
@@ -23,9 +23,5 @@ inline constexpr int k_max_workflow_depth = 4;
 // the resolved inputs; for a call: the caller's). `depth` is 0 for a top-level workflow.
 WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
                             const Object& inputs, const Object& secrets, int depth = 0);
-
-// The workflow a job calls (`uses: ./path.yml`), loaded relative to `repository` and
-// checked to be callable (on: workflow_call). Errors are invalid_input with file:line:col.
-sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job);
 
 }  // namespace jobs

@@ -1,0 +1,84 @@
+#include "jobs/workflow_call.hpp"
+
+#include <system_error>
+#include <utility>
+
+#include "jobs/run_context.hpp"
+#include "jobs/yaml_value.hpp"
+
+namespace jobs {
+
+sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job) {
+    const std::string& uses = job.uses->value;
+    if (!uses.starts_with("./"))
+        return sandbox::fail(sandbox::ErrorKind::unavailable,
+                             located(job.uses->mark, "the remote reusable workflow '" + uses +
+                                                         "' is not available: sandgate runs offline"));
+    const std::filesystem::path path = repository / uses.substr(2);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, "the called workflow '" + uses + "' does not exist"));
+    auto workflow = load_workflow(path);
+    if (!workflow) return workflow;
+    workflow->file = uses.substr(2);
+    if (workflow->on.find("workflow_call") == nullptr)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, "the workflow '" + uses + "' is not callable: its 'on' lacks workflow_call"));
+    return workflow;
+}
+
+Value job_result_entry(Outcome result, const NamedValues& outputs) {
+    Object values;
+    for (const auto& [name, value] : outputs) values.set(name, value);
+    Object entry;
+    entry.set("result", std::string(to_string(result)));
+    entry.set("outputs", Value(std::move(values)));
+    return Value(std::move(entry));
+}
+
+sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called, const EvalContext& context,
+                                                const Object& caller_secrets) {
+    Object given;
+    for (const auto& [name, node] : job.with) {
+        auto value = evaluate_yaml(node, context);
+        if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+        given.set(name, *value);
+    }
+    auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
+    if (!inputs) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, inputs.error().message));
+    CallArguments arguments{std::move(*inputs), {}};
+    if (job.secrets_mode == SecretsMode::inherit) arguments.secrets = caller_secrets;
+    for (const auto& [name, text] : job.secrets) {
+        auto value = interpolate_at(text.value, text.mark, context);
+        if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+        arguments.secrets.set(name, *value);
+    }
+    for (const auto& spec : called.on.call_secrets) {
+        if (spec.required && !arguments.secrets.contains(spec.name))
+            return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                 located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"));
+    }
+    return arguments;
+}
+
+CallOutputs evaluate_call_outputs(const Workflow& called, const std::vector<JobReport>& jobs, const Object& inputs,
+                                  const EvalContext& context) {
+    Object results;
+    for (const auto& job : jobs) results.set(job.id, job_result_entry(job.conclusion, job.outputs));
+    EvalContext outputs_context = context;
+    outputs_context.contexts.set("jobs", Value(std::move(results)));
+    outputs_context.contexts.set("inputs", Value(inputs));
+    CallOutputs out;
+    for (const auto& output : called.on.call_outputs) {
+        auto value = interpolate_at(output.value.value, output.value.mark, outputs_context);
+        if (!value) {
+            out.errors.push_back(value.error().message);
+            continue;
+        }
+        set_named(out.values, output.name, *value);
+    }
+    return out;
+}
+
+}  // namespace jobs
