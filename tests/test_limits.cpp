@@ -10,18 +10,9 @@
 #include "sandbox/wrap.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
+#include "tests/wrap_spawn.hpp"
 
-namespace {
-
-sandbox::RunRequest request_in(const std::filesystem::path& cwd, std::vector<std::string> argv) {
-    sandbox::RunRequest request;
-    request.argv = std::move(argv);
-    request.cwd = cwd;
-    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
-    return request;
-}
-
-}  // namespace
+using tests::request_in;
 
 TEST_CASE("limits: explicit values are planned and zero is refused") {
     sandbox::Policy policy;

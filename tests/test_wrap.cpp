@@ -24,14 +24,6 @@
 
 namespace {
 
-sandbox::RunRequest request_in(const std::filesystem::path& cwd, std::vector<std::string> argv) {
-    sandbox::RunRequest request;
-    request.argv = std::move(argv);
-    request.cwd = cwd;
-    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
-    return request;
-}
-
 std::vector<std::string> options_of(const sandbox::WrapPlan& plan) {
     auto options = sandbox::read_bwrap_options(plan);
     REQUIRE(options);
@@ -49,6 +41,7 @@ tests::Spawned run_plan(const sandbox::RunRequest& request) {
 }
 
 using tests::ScopedEnv;
+using tests::request_in;
 
 }  // namespace
 

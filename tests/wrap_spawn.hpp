@@ -8,12 +8,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "sandbox/wrap.hpp"
 
 namespace tests {
+
+// A request for `argv` in `cwd` with a small fixed environment (PATH, LANG): the wrap's
+// default posture, as the wrap's tests start from.
+inline sandbox::RunRequest request_in(const std::filesystem::path& cwd, std::vector<std::string> argv) {
+    sandbox::RunRequest request;
+    request.argv = std::move(argv);
+    request.cwd = cwd;
+    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+    return request;
+}
 
 struct Spawned {
     int status = -1;  // exit code, or 128+signal
