@@ -37,6 +37,53 @@ bool all_digits(std::string_view text) {
            std::ranges::all_of(text, [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
+bool scoped(const InstallationTokenScope& scope) {
+    return !scope.repositories.empty() || !scope.permissions.empty();
+}
+
+// apps/create-installation-access-token's body for `scope`.
+std::string scope_body(const InstallationTokenScope& scope) {
+    nlohmann::ordered_json body = nlohmann::ordered_json::object();
+    if (!scope.repositories.empty()) body["repositories"] = scope.repositories;
+    if (!scope.permissions.empty()) {
+        nlohmann::ordered_json permissions = nlohmann::ordered_json::object();
+        for (const auto& [name, level] : scope.permissions) permissions[name] = level;
+        body["permissions"] = std::move(permissions);
+    }
+    return body.dump();
+}
+
+// Whether the answer grants no more than was asked: GitHub adds metadata:read to every token;
+// anything else beyond the request means the scope was not applied.
+std::optional<std::string> scope_violation(const InstallationTokenScope& scope,
+                                           simdjson::dom::element document) {
+    if (!scope.repositories.empty()) {
+        std::string_view selection;
+        if (document["repository_selection"].get_string().get(selection) != simdjson::SUCCESS ||
+            selection != "selected") {
+            return "the token is not limited to the repositories asked for "
+                   "(repository_selection is not \"selected\")";
+        }
+    }
+    if (scope.permissions.empty()) return std::nullopt;
+    simdjson::dom::object granted;
+    if (document["permissions"].get_object().get(granted) != simdjson::SUCCESS) {
+        return "the answer lacks `permissions`";
+    }
+    for (auto [key, value] : granted) {
+        std::string_view level;
+        if (value.get_string().get(level) != simdjson::SUCCESS) return "a permission is not a string";
+        const bool asked = std::ranges::any_of(scope.permissions, [&](const auto& permission) {
+            return permission.first == key && permission.second == level;
+        });
+        if (!asked && !(key == "metadata" && level == "read")) {
+            return "the token was granted " + std::string(key) + ":" + std::string(level) +
+                   ", which was not asked for";
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 sandbox::Expected<std::string> read_token_file(const std::filesystem::path& path) {
@@ -155,8 +202,12 @@ sandbox::Expected<std::string> AppJwtSource::bearer_token() {
     return m_jwt;
 }
 
+InstallationTokenScope git_read_scope(std::string_view repository) {
+    return {{std::string(repository)}, {{"contents", "read"}}};
+}
+
 sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSource::create(
-    const ClientOptions& options, const AppCredentials& credentials) {
+    const ClientOptions& options, const AppCredentials& credentials, InstallationTokenScope scope) {
     if (!all_digits(credentials.installation_id)) {
         return sandbox::fail(ErrorKind::invalid_input, "--installation-id must be a number, got '" +
                                                            credentials.installation_id + "'");
@@ -168,7 +219,7 @@ sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSou
     auto client = HttpClient::create(options, jwt);
     if (!client) return std::unexpected(client.error());
     return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
-        std::move(*client), credentials.installation_id, options.clock));
+        std::move(*client), credentials.installation_id, options.clock, std::move(scope)));
 }
 
 sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
@@ -176,7 +227,8 @@ sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
     const auto now = m_clock.now();
     if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
     auto response = m_app_client.request(
-        Method::post, "/app/installations/" + m_installation_id + "/access_tokens");
+        Method::post, "/app/installations/" + m_installation_id + "/access_tokens",
+        scoped(m_scope) ? std::optional<std::string>(scope_body(m_scope)) : std::nullopt);
     if (!response) {
         return sandbox::fail(response.error().kind, "installation token for installation " +
                                                         m_installation_id + ": " +
@@ -191,6 +243,10 @@ sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
         document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS || token.empty()) {
         return sandbox::fail(ErrorKind::permanent,
                              "installation token answer lacks `token` or `expires_at`");
+    }
+    if (auto violation = scope_violation(m_scope, document)) {
+        return sandbox::fail(ErrorKind::permanent, "installation token for installation " +
+                                                       m_installation_id + ": " + *violation);
     }
     auto expiry = parse_github_time(expires_at);
     if (!expiry) {

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"  // parse_github_time
@@ -74,26 +76,45 @@ class AppJwtSource final : public TokenSource {
     std::chrono::system_clock::time_point m_made{};
 };
 
+// What an installation token may reach, as apps/create-installation-access-token's body
+// takes it: repository names (without the owner) and permission -> level ("read", "write").
+// Empty: the installation's every repository and the App's every permission.
+struct InstallationTokenScope {
+    std::vector<std::string> repositories;
+    std::vector<std::pair<std::string, std::string>> permissions;
+};
+
+// The narrowest token that can fetch `repository` (a name, without the owner): that one
+// repository, contents:read. For git fetches; REST reporting needs an unscoped source.
+InstallationTokenScope git_read_scope(std::string_view repository);
+
 // Installation tokens: POST /app/installations/{id}/access_tokens with a JWT, the answer
 // cached until k_token_refresh_margin before its expires_at. Thread-safe: concurrent callers
 // wait for one exchange rather than starting several.
 class InstallationTokenSource final : public TokenSource {
   public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
+    // With a non-empty `scope` every token is asked for with it (the JSON body), and an answer
+    // granting a permission beyond it (GitHub's implicit metadata:read aside) or another
+    // repository selection than "selected" is refused (permanent): the source fails closed.
     static sandbox::Expected<std::shared_ptr<InstallationTokenSource>> create(
-        const ClientOptions& options, const AppCredentials& credentials);
+        const ClientOptions& options, const AppCredentials& credentials,
+        InstallationTokenScope scope = {});
 
     sandbox::Expected<std::string> bearer_token() override;
 
   private:
-    InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock)
+    InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock,
+                            InstallationTokenScope scope)
         : m_app_client(std::move(app_client)),
           m_installation_id(std::move(installation_id)),
-          m_clock(std::move(clock)) {}
+          m_clock(std::move(clock)),
+          m_scope(std::move(scope)) {}
 
     HttpClient m_app_client;
     std::string m_installation_id;
     Clock m_clock;
+    InstallationTokenScope m_scope;
     std::mutex m_mutex;
     std::string m_token;
     std::chrono::system_clock::time_point m_expires_at{};

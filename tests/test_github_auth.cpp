@@ -258,3 +258,86 @@ TEST_CASE("GitHub timestamps parse") {
               github::parse_github_time("2016-07-11T23:14:10.123+01:00").value()) == 1468275250);
     CHECK_FALSE(github::parse_github_time("yesterday").has_value());
 }
+
+TEST_CASE("a git token is asked for one repository and contents:read, and held to it") {
+    const KeyPair pair = make_key_pair();
+    auto dir = tests::make_temp_dir("app");
+    tests::write_file(dir / "app.pem", pair.private_pem);
+    tests::FakeGitHub server(std::vector<std::string>{});
+    github::ClientOptions options;
+    options.api_url = server.url();
+    auto git = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"},
+                                                        github::git_read_scope("gated"));
+    REQUIRE(git.has_value());
+    auto token = (*git)->bearer_token();
+    REQUIRE(token.has_value());
+
+    // The body sent is the one the OpenAPI description defines (the fake validates it).
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    auto issued = parser.parse(state)["issued_tokens"].at(0);
+    CHECK(simdjson::to_string(issued["request"]) ==
+          R"({"repositories":["gated"],"permissions":{"contents":"read"}})");
+
+    // The git token cannot report, nor reach another repository.
+    auto client = github::HttpClient::create(options, *git);
+    REQUIRE(client.has_value());
+    auto check = client->request(github::Method::post, "/repos/o/gated/check-runs",
+                                 R"({"name":"gate","head_sha":"abc"})");
+    REQUIRE_FALSE(check.has_value());
+    CHECK_THAT(check.error().message, Catch::Contains("403"));
+    auto other = client->request(github::Method::post, "/repos/o/other/statuses/abc",
+                                 R"({"state":"success","context":"gate"})");
+    REQUIRE_FALSE(other.has_value());
+    CHECK_THAT(other.error().message, Catch::Contains("404"));
+
+    // The reporting source of the same App is unscoped, and still creates check runs.
+    auto rest = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"});
+    REQUIRE(rest.has_value());
+    auto rest_client = github::HttpClient::create(options, *rest);
+    REQUIRE(rest_client.has_value());
+    CHECK(rest_client
+              ->request(github::Method::post, "/repos/o/gated/check-runs",
+                        R"({"name":"gate","head_sha":"abc"})")
+              .has_value());
+    CHECK(rest_client->request(github::Method::post, "/repos/o/other/statuses/abc",
+                               R"({"state":"success","context":"gate"})")
+              .has_value());
+}
+
+TEST_CASE("a token scope the server refuses or ignores is an error, never a broader token") {
+    const KeyPair pair = make_key_pair();
+    auto dir = tests::make_temp_dir("app");
+    tests::write_file(dir / "app.pem", pair.private_pem);
+    tests::FakeGitHub server(std::vector<std::string>{});
+    github::ClientOptions options;
+    options.api_url = server.url();
+    const github::AppCredentials app{"1", dir / "app.pem", "9"};
+    auto make = [&](github::InstallationTokenScope scope) {
+        auto source = github::InstallationTokenSource::create(options, app, std::move(scope));
+        REQUIRE(source.has_value());
+        return (*source)->bearer_token();
+    };
+    // Against the schema: a level outside read|write.
+    auto bad_level = make({{"gated"}, {{"contents", "admin"}}});
+    REQUIRE_FALSE(bad_level.has_value());
+    CHECK(bad_level.error().kind == sandbox::ErrorKind::invalid_input);
+    CHECK_THAT(bad_level.error().message, Catch::Contains("installation 9") && Catch::Contains("422"));
+    // Beyond what the App was granted.
+    auto beyond = make({{"gated"}, {{"contents", "write"}}});
+    REQUIRE_FALSE(beyond.has_value());
+    CHECK_THAT(beyond.error().message, Catch::Contains("not granted"));
+    // Over the 500 repositories GitHub takes.
+    auto many = make({std::vector<std::string>(501, "r"), {{"contents", "read"}}});
+    REQUIRE_FALSE(many.has_value());
+    CHECK_THAT(many.error().message, Catch::Contains("500"));
+    CHECK(issued_count(server) == 0);
+
+    // A server that ignores the body hands out a broad token: refused, not used.
+    server.post("/_control/config", R"({"ignore_token_scope": true})");
+    auto ignored = make(github::git_read_scope("gated"));
+    REQUIRE_FALSE(ignored.has_value());
+    CHECK(ignored.error().kind == sandbox::ErrorKind::permanent);
+    CHECK_THAT(ignored.error().message, Catch::Contains("not limited to the repositories"));
+    CHECK_THAT(ignored.error().message, !Catch::Contains("ghs_"));
+}

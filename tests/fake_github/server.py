@@ -11,7 +11,10 @@ What it does, like api.github.com (API version 2022-11-28):
   characters, message and raw_details <= 64 KB);
 - checks the headers (Accept, X-GitHub-Api-Version, User-Agent, Content-Type on bodies) and the
   token (401 "Bad credentials"); /app/ endpoints take a JWT, the rest a configured token or an
-  installation token it issued;
+  installation token it issued. An installation token asked for with `repositories` or
+  `permissions` (apps/create-installation-access-token's body) is held to them: another
+  repository's endpoints answer 404, a write it lacks the permission for 403; permissions the
+  App was not granted (APP_PERMISSIONS) or more than 500 repositories are refused with 422;
 - keeps check runs (annotations appended across PATCHes), commit statuses and issued tokens in
   memory and answers GETs from that state (filter=latest|all, check_name, paging + Link);
 - serves the same API under /api/v3 (Enterprise Server's base path);
@@ -26,7 +29,8 @@ Control endpoints for the tests (no auth), under /_control/:
            primary (403, x-ratelimit-remaining 0, reset_in seconds) | slow (delay seconds,
            then answered normally) | reset (the connection is reset) | 401 | 404 | 422
         {"replace": true} drops the faults still queued first.
-  POST /_control/config    {"token_ttl": seconds, "tokens": [...]}
+  POST /_control/config    {"token_ttl": seconds, "tokens": [...], "ignore_token_scope": bool}
+        ignore_token_scope: issue installation tokens as if no body was sent (a broken server)
   POST /_control/repo      {"repo": "OWNER/NAME", "pulls": [...], "refs": [...],
                             "clone_url": URL} sets (replaces) what the listing endpoints
         serve for that repository; each key is optional. A pull:
@@ -57,6 +61,14 @@ API_PREFIXES = ("/api/v3", "")
 DOCS = "https://docs.github.com/rest"
 MAX_ANNOTATION_TITLE = 255
 MAX_ANNOTATION_BLOB = 64 * 1024
+MAX_TOKEN_REPOSITORIES = 500
+# What the fake App's installation was granted; an installation token gets all of it unless
+# its request narrows it.
+APP_PERMISSIONS = {"checks": "write", "statuses": "write", "contents": "read",
+                   "metadata": "read", "pull_requests": "read"}
+LEVELS = {"read": 1, "write": 2, "admin": 3}
+# The permission a write needs, by path template (what reporting uses).
+WRITE_PERMISSIONS = {"check_run": "checks", "check_runs": "checks", "statuses": "statuses"}
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -131,6 +143,7 @@ class State:
         self.lock = threading.Lock()
         self.tokens = set(tokens)
         self.token_ttl = 3600
+        self.ignore_token_scope = False
         self.clear()
 
     def clear(self):
@@ -293,6 +306,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             elif method == "POST" and path == "/_control/config":
                 if "token_ttl" in document:
                     state.token_ttl = int(document["token_ttl"])
+                state.ignore_token_scope = bool(document.get("ignore_token_scope", False))
                 state.tokens.update(document.get("tokens", []))
                 reply = {"ok": True}
             elif method == "POST" and path == "/_control/repo":
@@ -340,6 +354,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
         header = self.headers.get("Authorization", "")
         return header[len("Bearer "):] if header.startswith("Bearer ") else None
 
+    def issued_token(self):
+        token = self.bearer()
+        state = self.server.state
+        with state.lock:
+            for issued in state.issued:
+                if issued["token"] == token:
+                    return issued
+        return None
+
+    def scope_problem(self, method, path):
+        """(status, message) when an installation token's scope does not cover the request."""
+        issued = self.issued_token()
+        repo = re.match(r"^/repos/([^/]+)/([^/]+)", path)
+        if issued is None or repo is None:
+            return None
+        names = issued.get("repositories")
+        if names is not None and repo.group(2).lower() not in [n.lower() for n in names]:
+            return 404, "Not Found"
+        needed = WRITE_PERMISSIONS.get(self.template_of(path))
+        if method in ("POST", "PATCH", "PUT", "DELETE") and needed:
+            if LEVELS.get(issued["permissions"].get(needed), 0) < LEVELS["write"]:
+                return 403, "Resource not accessible by integration"
+        return None
+
+    def token_scope_problem(self, document):
+        """The 422 message for an access-token body GitHub refuses beyond its schema, or None."""
+        names = document.get("repositories") or []
+        ids = document.get("repository_ids") or []
+        if len(names) + len(ids) > MAX_TOKEN_REPOSITORIES:
+            return "repositories: more than %d repositories" % MAX_TOKEN_REPOSITORIES
+        for name, level in (document.get("permissions") or {}).items():
+            if LEVELS.get(level, 0) > LEVELS.get(APP_PERMISSIONS.get(name), 0):
+                return ("The permissions requested are not granted to this installation "
+                        "(%s: %s)" % (name, level))
+        return None
+
     def token_ok(self, path):
         token = self.bearer()
         if token is None:
@@ -361,6 +411,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.error(problem[0], problem[1])
         if not self.token_ok(path):
             return self.error(401, "Bad credentials")
+        scope = self.scope_problem(method, path)
+        if scope:
+            return self.error(scope[0], scope[1])
         refs = re.match(r"^/repos/([^/]+)/([^/]+)/git/matching-refs/(.+)$", path)
         if method == "GET" and refs:  # the git refs API: outside the subset, no body
             return self.op_get_matching_refs(refs.group(1) + "/" + refs.group(2),
@@ -443,18 +496,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return view
 
     def op_post_access_tokens(self, params, query, document):
+        problem = self.token_scope_problem(document)
+        if problem:
+            return self.error(422, problem, DOCS + "/apps/apps#create-an-installation-access-token-for-an-app")
+        requested = document
+        if self.server.state.ignore_token_scope:
+            document = {}
+        permissions = dict(document.get("permissions") or APP_PERMISSIONS)
+        permissions.setdefault("metadata", "read")  # GitHub adds it to every token
+        names = document.get("repositories")
         state = self.server.state
         with state.lock:
             state.next_id += 1
             token = "ghs_fake%dinstallation%s" % (state.next_id, params["installation_id"])
             expires = time.time() + state.token_ttl
             state.issued.append({"token": token, "installation_id": params["installation_id"],
-                                 "expires_epoch": expires, "jwt": self.bearer()})
+                                 "expires_epoch": expires, "jwt": self.bearer(),
+                                 "permissions": permissions, "repositories": names,
+                                 "request": requested})
         expires_at = datetime.datetime.fromtimestamp(expires, datetime.timezone.utc)
-        self.answer(201, {"token": token,
-                          "expires_at": expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                          "permissions": {"checks": "write", "statuses": "write"},
-                          "repository_selection": "all"})
+        answer = {"token": token, "expires_at": expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "permissions": permissions,
+                  "repository_selection": "selected" if names is not None or
+                  document.get("repository_ids") is not None else "all"}
+        if names is not None:
+            answer["repositories"] = [{"name": name} for name in names]
+        self.answer(201, answer)
 
     def op_post_check_runs(self, params, query, document):
         state = self.server.state
