@@ -93,7 +93,9 @@ void add_flags(CLI::App& app, GateFlags& f) {
                "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file);\n"
                "128+N when signal N (SIGINT, SIGTERM, SIGHUP) cancelled the run: steps stopped, jobs\n"
                "concluded and reported cancelled.\n"
-               "An https token is read from SANDGATE_GIT_TOKEN (never from the command line). With\n"
+               "An https token is read from SANDGATE_GIT_TOKEN (never from the command line); without it,\n"
+               "the App flags mint one for the --github-repo repository alone, contents:read. It is sent\n"
+               "only to --repo itself: submodules are fetched without credentials. With\n"
                "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
                "cannot take are kept in STATE_DIR/github-journal and never change the exit status.\n"
                "Under `sandgate agent` with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY,\n"
@@ -284,6 +286,20 @@ std::optional<int> prepare_reporter(Gate& gate) {
     return std::nullopt;
 }
 
+// With the App flags and no SANDGATE_GIT_TOKEN, an https --repo is fetched with an installation
+// token of its own, for the --github-repo repository alone with contents:read (the reporter's
+// token, which needs checks:write, is another).
+std::optional<int> prepare_git_token(Gate& gate, const jobs::RemoteUrl& remote) {
+    if (gate.token || remote.kind != jobs::RemoteKind::https || gate.flags.github.repo.empty()) return std::nullopt;
+    auto token = mint_git_token(gate.flags.github);
+    if (!token) {
+        const bool bad_flags = token.error().kind == sandbox::ErrorKind::invalid_input;
+        return say(bad_flags ? k_exit_invalid : k_exit_unreachable, "git token: " + token.error().message);
+    }
+    if (*token) gate.token = jobs::GitToken{**token};
+    return std::nullopt;
+}
+
 // How long a cancelled run may take to unwind (its steps stopped, always() steps run, its
 // jobs concluded and reported) before the gate gives up on it. A step in the agent's job
 // sandbox cannot be stopped mid-way, so it may outlast this.
@@ -432,6 +448,7 @@ int gate_command(CommandArgs args) {
     gate.job_sandbox = std::move(*job_sandbox);
     if (auto code = prepare_state(gate)) return *code;
     if (auto code = prepare_reporter(gate)) return *code;
+    if (auto code = prepare_git_token(gate, *remote)) return *code;
     if (gate.job_sandbox) {
         auto executor = broker_executor(*gate.job_sandbox, &gate.policy);
         if (!executor) return say(k_exit_invalid, executor.error().message);

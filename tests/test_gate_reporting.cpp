@@ -387,3 +387,44 @@ jobs:
     CHECK(std::string_view(runs.at(0)["external_id"].get_string()) == "ci.yml#build");
     CHECK(std::string_view(runs.at(0)["conclusion"].get_string()) == "success");
 }
+
+TEST_CASE("the gate's git token: minted apart, for the gated repository alone, contents:read") {
+    auto dir = tests::make_temp_dir("git-token");
+    const std::string key = (dir / "app.pem").string();
+    REQUIRE(std::system(("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null").c_str()) == 0);
+    tests::FakeGitHub server(std::vector<std::string>{});
+    agent::GitHubFlags flags = flags_for(server.url(), dir);
+    CHECK(agent::mint_git_token(flags).value() == std::nullopt);  // a token file: nothing to mint
+
+    flags.token_file.clear();
+    flags.app_id = "42";
+    flags.app_key = key;
+    flags.installation_id = "7";
+    auto minted = agent::mint_git_token(flags);
+    REQUIRE(minted.has_value());
+    REQUIRE(minted->has_value());
+    CHECK((*minted)->starts_with("ghs_fake"));
+
+    // The gate mints it before fetching an https --repo, and says nothing of it.
+    Ran ran = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
+                            "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url",
+                            server.url(), "--app-id", "42", "--app-key-file", key, "--installation-id", "7"});
+    INFO(ran.err);
+    CHECK(ran.status == 4);  // the remote is unreachable
+    CHECK_THAT(ran.err, Catch::Contains("127.0.0.1:1") && !Catch::Contains("ghs_"));
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    int scoped = 0;
+    for (auto issued : parser.parse(state)["issued_tokens"].get_array()) {
+        CHECK(simdjson::to_string(issued["request"]) == R"({"repositories":["demo"],"permissions":{"contents":"read"}})");
+        ++scoped;
+    }
+    CHECK(scoped == 2);  // mint_git_token's above and the gate's (the gate reported nothing)
+
+    // A bad installation id is a flag error, before anything is fetched.
+    auto bad = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
+                             "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url",
+                             server.url(), "--app-id", "42", "--app-key-file", key, "--installation-id", "x"});
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--installation-id"));
+}
