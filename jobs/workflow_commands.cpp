@@ -259,92 +259,101 @@ std::string CommandProcessor::relative_to_workspace(const std::string& file) con
 
 void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
     const auto name = lowercase(command.name);
+    if (name == "stop-commands") return stop_commands(command, raw);
     const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
                            name == "warning" || name == "notice";
-    if (name == "stop-commands") {
-        output(raw);
-        if (command.data.empty() || is_registered(command.data) ||
-            iequals(command.data, "pause-logging")) {
-            fail(raw, "Invalid stop-commands token '" + command.data +
-                          "': it must not be empty, 'pause-logging' or a workflow command.");
-            return;
-        }
-        m_stop_token = command.data;
-        m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data +
-                                           "::' is received"));
-        return;
-    }
     if (m_echo == Echo::on && !omit_echo) output(raw);
-    if (name == "add-mask") {
-        if (trim(command.data).empty()) {
-            warn("Can't add secret mask for empty string in ##[add-mask] command.");
-        } else {
-            if (m_echo == Echo::on) output("::add-mask::***");
-            m_masker.add_secret(command.data);
-        }
-    } else if (name == "group") {
-        // Groups do not nest in GitHub's log: a new group ends the open one.
-        if (m_group_open) m_log.group_end(m_label);
-        m_group_open = true;
-        m_log.group_start(m_label, m_masker.mask(command.data));
-    } else if (name == "endgroup") {
-        if (m_group_open) m_log.group_end(m_label);
-        m_group_open = false;
-    } else if (name == "error") {
-        issue(command, AnnotationLevel::error);
-    } else if (name == "warning") {
-        issue(command, AnnotationLevel::warning);
-    } else if (name == "notice") {
-        issue(command, AnnotationLevel::notice);
-    } else if (name == "debug") {
-        m_log.debug(m_label, m_masker.mask(command.data));
-    } else if (name == "echo") {
-        const auto value = lowercase(trim(command.data));
-        if (value == "on") {
-            m_echo = Echo::on;
-        } else if (value == "off") {
-            m_echo = Echo::off;
-        } else {
-            fail(raw, "Invalid echo command value. Possible values can be: 'on', 'off'. Current "
-                      "value is: '" + command.data + "'.");
-        }
-    } else if (name == "set-output" || name == "save-state") {
-        const auto* key = command.property("name");
-        if (key == nullptr || key->empty()) {
-            fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
-            return;
-        }
-        warn(with_name(k_deprecated_message, name));
-        set_named(name == "set-output" ? m_effects.outputs : m_effects.state, *key, command.data);
-    } else if (name == "set-env" || name == "add-path") {
-        if (m_unsecure == UnsecureCommands::disabled) {
-            fail(raw, with_name(k_unsecure_message, name));
-            return;
-        }
-        if (name == "add-path") {
-            if (command.data.empty()) {
-                fail(raw, "Argument cannot be null or empty: path");
-            } else {
-                std::erase(m_effects.path, command.data);
-                m_effects.path.push_back(command.data);
-            }
-            return;
-        }
-        const auto* key = command.property("name");
-        if (key == nullptr || key->empty()) {
-            fail(raw, "Required field 'name' is missing in ##[set-env] command.");
-        } else if (iequals(*key, "NODE_OPTIONS")) {
-            add_annotation({AnnotationLevel::error,
-                            "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
-                            {}, {}, {}, {}, {}, {}, {}});
-        } else {
-            set_named(m_effects.env, *key, command.data);
-        }
-    } else if (name == "add-matcher") {
-        add_matcher(command, raw);
-    } else if (name == "remove-matcher") {
-        remove_matcher(command, raw);
+    if (name == "add-mask") add_mask(command);
+    else if (name == "group") start_group(command);
+    else if (name == "endgroup") end_group();
+    else if (name == "error") issue(command, AnnotationLevel::error);
+    else if (name == "warning") issue(command, AnnotationLevel::warning);
+    else if (name == "notice") issue(command, AnnotationLevel::notice);
+    else if (name == "debug") m_log.debug(m_label, m_masker.mask(command.data));
+    else if (name == "echo") set_echo(command, raw);
+    else if (name == "set-output" || name == "save-state") save_value(name, command, raw);
+    else if (name == "set-env") set_env(command, raw);
+    else if (name == "add-path") add_path(command, raw);
+    else if (name == "add-matcher") add_matcher(command, raw);
+    else if (name == "remove-matcher") remove_matcher(command, raw);
+}
+
+// stop-commands is always echoed; its token must not be a command itself.
+void CommandProcessor::stop_commands(const ParsedCommand& command, std::string_view raw) {
+    output(raw);
+    if (command.data.empty() || is_registered(command.data) || iequals(command.data, "pause-logging")) {
+        return fail(raw, "Invalid stop-commands token '" + command.data +
+                             "': it must not be empty, 'pause-logging' or a workflow command.");
     }
+    m_stop_token = command.data;
+    m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data + "::' is received"));
+}
+
+void CommandProcessor::add_mask(const ParsedCommand& command) {
+    if (trim(command.data).empty()) return warn("Can't add secret mask for empty string in ##[add-mask] command.");
+    if (m_echo == Echo::on) output("::add-mask::***");
+    m_masker.add_secret(command.data);
+}
+
+// Groups do not nest in GitHub's log: a new group ends the open one.
+void CommandProcessor::start_group(const ParsedCommand& command) {
+    end_group();
+    m_group_open = true;
+    m_log.group_start(m_label, m_masker.mask(command.data));
+}
+
+void CommandProcessor::end_group() {
+    if (m_group_open) m_log.group_end(m_label);
+    m_group_open = false;
+}
+
+void CommandProcessor::set_echo(const ParsedCommand& command, std::string_view raw) {
+    const auto value = lowercase(trim(command.data));
+    if (value == "on") {
+        m_echo = Echo::on;
+    } else if (value == "off") {
+        m_echo = Echo::off;
+    } else {
+        fail(raw, "Invalid echo command value. Possible values can be: 'on', 'off'. Current "
+                  "value is: '" + command.data + "'.");
+    }
+}
+
+// set-output and save-state (`name`: the command, lower case): deprecated, still honoured.
+void CommandProcessor::save_value(const std::string& name, const ParsedCommand& command, std::string_view raw) {
+    const auto* key = command.property("name");
+    if (key == nullptr || key->empty()) return fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
+    warn(with_name(k_deprecated_message, name));
+    set_named(name == "set-output" ? m_effects.outputs : m_effects.state, *key, command.data);
+}
+
+// set-env and add-path run only with ACTIONS_ALLOW_UNSECURE_COMMANDS; otherwise they fail
+// the step.
+bool CommandProcessor::unsecure_allowed(std::string_view name, std::string_view raw) {
+    if (m_unsecure == UnsecureCommands::enabled) return true;
+    fail(raw, with_name(k_unsecure_message, name));
+    return false;
+}
+
+void CommandProcessor::set_env(const ParsedCommand& command, std::string_view raw) {
+    if (!unsecure_allowed("set-env", raw)) return;
+    const auto* key = command.property("name");
+    if (key == nullptr || key->empty()) {
+        fail(raw, "Required field 'name' is missing in ##[set-env] command.");
+    } else if (iequals(*key, "NODE_OPTIONS")) {
+        add_annotation({AnnotationLevel::error,
+                        "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
+                        {}, {}, {}, {}, {}, {}, {}});
+    } else {
+        set_named(m_effects.env, *key, command.data);
+    }
+}
+
+void CommandProcessor::add_path(const ParsedCommand& command, std::string_view raw) {
+    if (!unsecure_allowed("add-path", raw)) return;
+    if (command.data.empty()) return fail(raw, "Argument cannot be null or empty: path");
+    std::erase(m_effects.path, command.data);
+    m_effects.path.push_back(command.data);
 }
 
 std::filesystem::path CommandProcessor::rooted(const std::string& file) const {
@@ -458,9 +467,6 @@ void CommandProcessor::fail(std::string_view raw, std::string message) {
     m_effects.failures.push_back(m_masker.mask(message));
 }
 
-void CommandProcessor::finish() {
-    if (m_group_open) m_log.group_end(m_label);
-    m_group_open = false;
-}
+void CommandProcessor::finish() { end_group(); }
 
 }  // namespace jobs

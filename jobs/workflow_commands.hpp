@@ -116,7 +116,17 @@ public:
 
 private:
     void output(std::string_view line);
+    // One function per command; `raw` is the command's line, named when it fails.
     void handle(const ParsedCommand& command, std::string_view raw);
+    void stop_commands(const ParsedCommand& command, std::string_view raw);
+    void add_mask(const ParsedCommand& command);
+    void start_group(const ParsedCommand& command);
+    void end_group();
+    void set_echo(const ParsedCommand& command, std::string_view raw);
+    void save_value(const std::string& name, const ParsedCommand& command, std::string_view raw);
+    bool unsecure_allowed(std::string_view name, std::string_view raw);
+    void set_env(const ParsedCommand& command, std::string_view raw);
+    void add_path(const ParsedCommand& command, std::string_view raw);
     void issue(const ParsedCommand& command, AnnotationLevel level);
     void fail(std::string_view raw, std::string message);
     void add_annotation(Annotation annotation);
