@@ -118,6 +118,52 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
     if (run.exit_code || run.signal || run.timed_out) result.exit_code = run.exit_status();
 }
 
+// The step's command line: its own argv, or the shell's argv for its script, which is
+// written under temp_dir and removed with the scratch files.
+sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec, const StepContext& context,
+                                                      const sandbox::Environment& env, ScratchFiles& scratch) {
+    if (!spec.argv.empty()) return spec.argv;
+    const auto* path = lookup(env, "PATH");
+    auto command = prepare_script(spec.shell, spec.script, context.temp_dir,
+                                  path ? std::string_view(*path) : std::string_view());
+    if (!command) return std::unexpected(command.error());
+    scratch.set_script(command->script);
+    return std::move(command->argv);
+}
+
+// The runner's switches in the step's environment: ACTIONS_ALLOW_UNSECURE_COMMANDS allows
+// set-env and add-path, ACTIONS_STEP_DEBUG echoes commands.
+UnsecureCommands unsecure_commands(const sandbox::Environment& env) {
+    const auto* unsecure = lookup(env, "ACTIONS_ALLOW_UNSECURE_COMMANDS");
+    return unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled : UnsecureCommands::disabled;
+}
+
+Echo command_echo(const sandbox::Environment& env) {
+    const auto* step_debug = lookup(env, "ACTIONS_STEP_DEBUG");
+    return step_debug && parse_bool_true(*step_debug) ? Echo::on : Echo::off;
+}
+
+// What the sandbox runs; a wrapped step may also write the step's temp dir (its script
+// and file commands live there).
+sandbox::RunRequest step_request(const StepSpec& spec, const StepContext& context, std::vector<std::string> argv,
+                                 const sandbox::Environment& env, StepObserver& observer) {
+    sandbox::RunRequest request;
+    request.argv = std::move(argv);
+    request.cwd = spec.working_directory;
+    request.env = env;
+    request.timeout = spec.timeout;
+    request.output_limit = context.output_limit;
+    request.policy = context.policy;
+    if (request.policy.mode != sandbox::SandboxMode::off &&
+        std::find(request.policy.writable.begin(), request.policy.writable.end(), context.temp_dir) ==
+            request.policy.writable.end()) {
+        request.policy.writable.push_back(context.temp_dir);
+    }
+    request.observer = &observer;
+    request.cancel = context.cancel;
+    return request;
+}
+
 // Folds the live command effects and the file commands into the result and the job.
 void apply_effects(CommandEffects& effects, FileCommandResults& files, const StepContext& context,
                    StepResult& result, JobState& job, std::vector<std::string>& failures) {
@@ -233,15 +279,8 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
     scratch.set_files(*files);
 
     const auto env = step_environment(context.host, job, spec.env, file_command_environment(*files));
-    std::vector<std::string> argv = spec.argv;
-    if (argv.empty()) {
-        const auto* path = lookup(env, "PATH");
-        auto command = prepare_script(spec.shell, spec.script, context.temp_dir,
-                                      path ? std::string_view(*path) : std::string_view());
-        if (!command) return not_started(spec, context, command.error().message);
-        scratch.set_script(command->script);
-        argv = std::move(command->argv);
-    }
+    auto argv = step_argv(spec, context, env, scratch);
+    if (!argv) return not_started(spec, context, argv.error().message);
     std::error_code ec;
     if (!spec.working_directory.empty() && !std::filesystem::is_directory(spec.working_directory, ec)) {
         return not_started(spec, context,
@@ -249,30 +288,11 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
                                "' does not exist or is not a directory");
     }
 
-    const auto* unsecure = lookup(env, "ACTIONS_ALLOW_UNSECURE_COMMANDS");
-    const auto* step_debug = lookup(env, "ACTIONS_STEP_DEBUG");
-    CommandProcessor processor(
-        *context.masker, *context.log, context.label,
-        unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled : UnsecureCommands::disabled,
-        step_debug && parse_bool_true(*step_debug) ? Echo::on : Echo::off);
+    CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env), command_echo(env));
     processor.set_workspace(context.workspace.string());
     processor.set_matchers(job.matchers);
     StepObserver observer(processor);
-
-    sandbox::RunRequest request;
-    request.argv = std::move(argv);
-    request.cwd = spec.working_directory;
-    request.env = env;
-    request.timeout = spec.timeout;
-    request.output_limit = context.output_limit;
-    request.policy = context.policy;
-    if (request.policy.mode != sandbox::SandboxMode::off &&
-        std::find(request.policy.writable.begin(), request.policy.writable.end(), context.temp_dir) ==
-            request.policy.writable.end()) {
-        request.policy.writable.push_back(context.temp_dir);
-    }
-    request.observer = &observer;
-    request.cancel = context.cancel;
+    const auto request = step_request(spec, context, std::move(*argv), env, observer);
     const auto run = context.executor ? context.executor->run(request) : sandbox::run(request);
     observer.flush();
     processor.finish();
