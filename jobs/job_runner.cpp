@@ -367,52 +367,78 @@ void JobRun::evaluate_outputs() {
     }
 }
 
-JobReport JobRun::run() {
-    const auto started = std::chrono::steady_clock::now();
-    const StepLabel label{m_label, ""};
-    m_services.log.status(label, StatusKind::start, "job " + m_report.name);
-    if (m_services.observer != nullptr) m_services.observer->job_started(*m_leg.workflow, m_report);
-    Scope scope;
+RunDefaults JobRun::job_defaults() const {
     RunDefaults defaults = m_leg.job->defaults;
     if (!defaults.shell) defaults.shell = m_leg.workflow->defaults.shell;
     if (!defaults.working_directory) defaults.working_directory = m_leg.workflow->defaults.working_directory;
-    scope.defaults = &defaults;
-    std::string error;
-    auto finish = [&](Outcome outcome) {
-        m_report.outcome = outcome;
-        m_report.conclusion = outcome;
-        if (outcome == Outcome::failure && evaluate_flag(m_leg.job->continue_on_error, context(scope), error))
-            m_report.conclusion = Outcome::success;
-        m_report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-        m_services.log.status(label, m_report.conclusion == Outcome::success     ? StatusKind::success
-                                     : m_report.conclusion == Outcome::cancelled ? StatusKind::cancelled
-                                                                                 : StatusKind::failure,
-                              "job " + m_report.name + " " + std::string(to_string(m_report.outcome)));
-        return m_report;
-    };
-    auto job_error = [&](const std::string& message) {
-        m_report.message = m_services.masker.mask(message);
-        Annotation annotation{AnnotationLevel::error, m_report.message, std::nullopt, std::nullopt,
-                              std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-        m_report.annotations.push_back(annotation);
-        m_services.log.annotation(label, annotation);
-        return finish(Outcome::failure);
-    };
+    return defaults;
+}
+
+std::optional<std::string> JobRun::set_up(const Scope& scope) {
     for (const auto& [name, value] : m_settings.env) set_env(m_state.env, name, value);
     // The workflow env sees no env of its own; the job env sees the workflow's.
     auto workflow_env = evaluate_env(m_leg.workflow->env, context(scope));
-    if (!workflow_env) return job_error(workflow_env.error().message);
+    if (!workflow_env) return workflow_env.error().message;
     for (const auto& [name, value] : *workflow_env) set_env(m_state.env, name, value);
     auto job_env = evaluate_env(m_leg.job->env, context(scope));
-    if (!job_env) return job_error(job_env.error().message);
+    if (!job_env) return job_env.error().message;
     for (const auto& [name, value] : *job_env) set_env(m_state.env, name, value);
+    std::string error;
     const auto timeout = evaluate_number(m_leg.job->timeout_minutes, context(scope), error);
-    if (!error.empty()) return job_error(error);
-    if (timeout) m_deadline = started + minutes(*timeout);
-    if (m_leg.job->steps.empty()) return job_error("the job has no steps");
+    if (!error.empty()) return error;
+    if (timeout) m_deadline = m_started + minutes(*timeout);
+    if (m_leg.job->steps.empty()) return "the job has no steps";
+    return std::nullopt;
+}
+
+Outcome JobRun::steps_outcome() {
+    const bool failed = std::ranges::any_of(m_report.steps, [](const StepReport& s) { return s.conclusion == Outcome::failure; });
+    if (m_timed_out) {
+        m_report.message = "the job exceeded its timeout-minutes";
+        return Outcome::failure;
+    }
     if (cancelled()) {
         m_report.message = cancel_message();
-        return finish(Outcome::cancelled);
+        return failed ? Outcome::failure : Outcome::cancelled;
+    }
+    return failed ? Outcome::failure : Outcome::success;
+}
+
+JobReport JobRun::finish(Outcome outcome, const Scope& scope) {
+    m_report.outcome = outcome;
+    m_report.conclusion = outcome;
+    std::string error;  // a continue-on-error that fails to evaluate counts as false
+    if (outcome == Outcome::failure && evaluate_flag(m_leg.job->continue_on_error, context(scope), error))
+        m_report.conclusion = Outcome::success;
+    m_report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - m_started);
+    m_services.log.status(StepLabel{m_label, ""},
+                          m_report.conclusion == Outcome::success     ? StatusKind::success
+                          : m_report.conclusion == Outcome::cancelled ? StatusKind::cancelled
+                                                                      : StatusKind::failure,
+                          "job " + m_report.name + " " + std::string(to_string(m_report.outcome)));
+    return m_report;
+}
+
+JobReport JobRun::fail_job(const std::string& message, const Scope& scope) {
+    m_report.message = m_services.masker.mask(message);
+    Annotation annotation{AnnotationLevel::error, m_report.message, std::nullopt, std::nullopt,
+                          std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    m_report.annotations.push_back(annotation);
+    m_services.log.annotation(StepLabel{m_label, ""}, annotation);
+    return finish(Outcome::failure, scope);
+}
+
+JobReport JobRun::run() {
+    m_started = std::chrono::steady_clock::now();
+    m_services.log.status(StepLabel{m_label, ""}, StatusKind::start, "job " + m_report.name);
+    if (m_services.observer != nullptr) m_services.observer->job_started(*m_leg.workflow, m_report);
+    Scope scope;
+    const RunDefaults defaults = job_defaults();
+    scope.defaults = &defaults;
+    if (auto error = set_up(scope)) return fail_job(*error, scope);
+    if (cancelled()) {
+        m_report.message = cancel_message();
+        return finish(Outcome::cancelled, scope);
     }
     std::error_code ec;
     std::filesystem::create_directories(m_settings.temp_root / "temp", ec);
@@ -420,16 +446,7 @@ JobReport JobRun::run() {
     m_job_steps = scope.steps;
     run_posts();
     evaluate_outputs();
-    const bool failed = std::ranges::any_of(m_report.steps, [](const StepReport& s) { return s.conclusion == Outcome::failure; });
-    if (m_timed_out) {
-        m_report.message = "the job exceeded its timeout-minutes";
-        return finish(Outcome::failure);
-    }
-    if (cancelled()) {
-        m_report.message = cancel_message();
-        return finish(failed ? Outcome::failure : Outcome::cancelled);
-    }
-    return finish(failed ? Outcome::failure : Outcome::success);
+    return finish(steps_outcome(), scope);
 }
 
 }  // namespace detail

@@ -42,6 +42,19 @@ public:
     JobRun(const RunSettings& settings, const RunServices& services, const LegInput& leg);
     JobReport run();
 
+    // run()'s parts. The job's defaults.run over the workflow's.
+    RunDefaults job_defaults() const;
+    // The job's env (--env, the workflow's, the job's) and timeout-minutes; the error the
+    // job fails with, if any.
+    std::optional<std::string> set_up(const Scope& scope);
+    // The job's outcome once its steps ran; sets the report's message when it timed out or
+    // was cancelled.
+    Outcome steps_outcome();
+    // Concludes the report (continue-on-error, duration) and logs the job's end.
+    JobReport finish(Outcome outcome, const Scope& scope);
+    // Fails the job before its steps ran, with an error annotation.
+    JobReport fail_job(const std::string& message, const Scope& scope);
+
     // Runs `steps` in `scope`, appending their reports.
     void run_steps(const std::vector<Step>& steps, Scope& scope, std::vector<StepReport>& out);
 
@@ -92,6 +105,7 @@ public:
     Object m_job_context;
     sandbox::Environment m_github_env;
     JobState m_state;
+    std::chrono::steady_clock::time_point m_started;  // run() began
     std::chrono::steady_clock::time_point m_deadline;
     bool m_timed_out = false;
     ContinueOnError m_continue = ContinueOnError::no;  // of the step running
