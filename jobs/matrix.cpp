@@ -56,6 +56,50 @@ sandbox::Expected<std::vector<Object>> object_list(const Value& value, const std
     return out;
 }
 
+std::unexpected<sandbox::Error> too_many_combinations() {
+    return fail(ErrorKind::invalid_input,
+                "the matrix has more than " + std::to_string(k_max_matrix_combinations) + " combinations");
+}
+
+// The cross product of the combinations so far (none before the first vector) with the
+// vector `key`'s values.
+sandbox::Expected<std::vector<Object>> multiply_by_vector(std::vector<Object> combinations, const std::string& key,
+                                                          const Value& vector) {
+    if (!vector.is_array())
+        return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' must be an array, not " +
+                                                  std::string(to_string(vector.kind())));
+    if (vector.as_array().empty())
+        return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' has no values");
+    if (combinations.empty()) combinations.emplace_back();
+    std::vector<Object> next;
+    for (const auto& base : combinations) {
+        for (const auto& item : vector.as_array()) {
+            Object combination = base;
+            combination.set(key, item);
+            next.push_back(std::move(combination));
+            if (next.size() > k_max_matrix_combinations) return too_many_combinations();
+        }
+    }
+    return next;
+}
+
+// GitHub's include: an entry extends every original combination whose vector values it
+// matches (its other keys are added, replacing those an earlier include added); one that
+// extends none is added as a combination of its own.
+void apply_includes(std::vector<Object>& combinations, const std::vector<Object>& includes,
+                    const std::set<std::string>& vector_keys) {
+    const std::size_t original = combinations.size();
+    for (const auto& include : includes) {
+        bool extended = false;
+        for (std::size_t i = 0; i < original; ++i) {
+            if (!matches(combinations[i], include, &vector_keys)) continue;
+            for (const auto& [key, value] : include) combinations[i].set(key, value);
+            extended = true;
+        }
+        if (!extended) combinations.push_back(include);
+    }
+}
+
 }  // namespace
 
 ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& context) {
@@ -76,7 +120,6 @@ sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
     std::vector<Object> combinations;
     std::set<std::string> vector_keys;  // folded
     std::vector<Object> includes, excludes;
-    bool any_vector = false;
     for (const auto& [key, value] : matrix.as_object()) {
         if (equals_ignore_case(key, "include") || equals_ignore_case(key, "exclude")) {
             auto list = object_list(value, key);
@@ -84,44 +127,16 @@ sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
             (equals_ignore_case(key, "include") ? includes : excludes) = std::move(*list);
             continue;
         }
-        if (!value.is_array())
-            return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' must be an array, not " +
-                                                      std::string(to_string(value.kind())));
-        if (value.as_array().empty())
-            return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' has no values");
+        auto multiplied = multiply_by_vector(std::move(combinations), key, value);
+        if (!multiplied) return std::unexpected(multiplied.error());
+        combinations = std::move(*multiplied);
         vector_keys.insert(fold_case(key));
-        if (!any_vector) combinations.emplace_back();
-        any_vector = true;
-        std::vector<Object> next;
-        for (const auto& base : combinations) {
-            for (const auto& item : value.as_array()) {
-                Object combination = base;
-                combination.set(key, item);
-                next.push_back(std::move(combination));
-                if (next.size() > k_max_matrix_combinations)
-                    return fail(ErrorKind::invalid_input, "the matrix has more than " +
-                                                              std::to_string(k_max_matrix_combinations) +
-                                                              " combinations");
-            }
-        }
-        combinations = std::move(next);
     }
     std::erase_if(combinations, [&](const Object& combination) {
         return std::ranges::any_of(excludes, [&](const Object& ex) { return matches(combination, ex, nullptr); });
     });
-    const std::size_t original = combinations.size();
-    for (const auto& include : includes) {
-        bool extended = false;
-        for (std::size_t i = 0; i < original; ++i) {
-            if (!matches(combinations[i], include, &vector_keys)) continue;
-            for (const auto& [key, value] : include) combinations[i].set(key, value);
-            extended = true;
-        }
-        if (!extended) combinations.push_back(include);
-    }
-    if (combinations.size() > k_max_matrix_combinations)
-        return fail(ErrorKind::invalid_input, "the matrix has more than " +
-                                                  std::to_string(k_max_matrix_combinations) + " combinations");
+    apply_includes(combinations, includes, vector_keys);
+    if (combinations.size() > k_max_matrix_combinations) return too_many_combinations();
     if (combinations.empty())
         return fail(ErrorKind::invalid_input, "the matrix has no combinations left after 'exclude'");
     std::vector<Value> out;
