@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 
 #include "github/journal.hpp"  // journal_directory only (inline): no GitHub code is linked
@@ -12,14 +14,28 @@
 namespace agent {
 
 namespace {
+
 constexpr std::chrono::seconds k_report_check{1};
+
+std::string describe(const JobExit& exit) {
+    return exit.exit_code ? "the worker exited " + std::to_string(*exit.exit_code)
+                          : "the worker died of signal " + std::to_string(exit.signal.value_or(0));
+}
+
+// k_round_backoff_first doubled per failure after the first, at most k_round_backoff_cap.
+std::chrono::seconds backoff_after(int failures) {
+    auto delay = k_round_backoff_first;
+    for (int i = 1; i < failures && delay < k_round_backoff_cap; ++i) delay *= 2;
+    return std::min(delay, k_round_backoff_cap);
+}
+
 }  // namespace
 
 GitHubRounds::GitHubRounds(const AgentConfig& config, JobQueue& queue,
                            std::filesystem::path worker_binary, std::chrono::milliseconds deadline)
     : m_config(config), m_queue(queue), m_binary(std::move(worker_binary)), m_round_deadline(deadline) {
     const auto now = Clock::now();
-    m_next_poll = m_next_report_check = m_next_journal = now;
+    m_next_poll = m_next_report_check = m_next_journal = m_not_before = now;
 }
 
 bool GitHubRounds::tick(Draining draining) {
@@ -36,6 +52,8 @@ bool GitHubRounds::tick(Draining draining) {
         drop_reports();
         return ended;
     }
+    // Backing off: nothing starts, not even for a wake-up (it stays pending).
+    if (Clock::now() < m_not_before) return ended;
     const bool poll = draining == Draining::no && m_config.poll_interval.count() > 0 &&
                       !m_config.repositories.empty() && Clock::now() >= m_next_poll;
     if (poll || reports_due() || journal_due()) start(poll ? PollNow::yes : PollNow::no);
@@ -46,17 +64,38 @@ bool GitHubRounds::reap() {
     if (!m_worker) return false;
     const auto exit = m_worker->poll();
     if (!exit) return false;
-    if (exit->exit_code != 0)
-        spdlog::warn("github round: the worker {}",
-                     exit->exit_code ? "exited " + std::to_string(*exit->exit_code)
-                                     : "died of signal " + std::to_string(exit->signal.value_or(0)));
     m_worker.reset();
     // A round that ran may leave reports (a poll's cancellations): look at once. One that
-    // failed is retried at the once-a-second check, not at once: a worker failing at start
-    // (an unreadable token, a broken configuration) would otherwise be started again on every
-    // SIGCHLD-woken tick, as fast as it fails.
-    if (exit->exit_code == 0) m_woken = true;
+    // failed backs off: a worker failing at start would otherwise be started again on every
+    // tick that finds something due, as fast as it fails.
+    if (exit->exit_code == 0) {
+        round_succeeded();
+        m_woken = true;
+    } else {
+        round_failed(describe(*exit));
+    }
     return true;
+}
+
+void GitHubRounds::round_failed(const std::string& why) {
+    ++m_failures;
+    const auto delay = backoff_after(m_failures);
+    m_not_before = Clock::now() + delay;
+    if (delay == m_backoff) {
+        spdlog::debug("github round: {}; next round in {} s", why, delay.count());
+        return;
+    }
+    m_backoff = delay;
+    spdlog::warn("github round: {}; {} failed round(s) in a row, next round in {} s", why,
+                 m_failures, delay.count());
+}
+
+void GitHubRounds::round_succeeded() {
+    if (m_failures > 0)
+        spdlog::info("github round: succeeded after {} failed round(s); no more backoff",
+                     m_failures);
+    m_failures = 0;
+    m_backoff = std::chrono::seconds(0);
 }
 
 // Whether to look at the queue's owed reports now: once a second, or at once after a wake-up.
@@ -113,7 +152,7 @@ void GitHubRounds::start(PollNow poll) {
     m_next_journal = now + k_journal_retry;  // every round replays the journal
     auto worker = JobProcess::start(argv, env, {});
     if (!worker) {
-        spdlog::warn("github round: cannot start {}: {}", m_binary.string(), worker.error().message);
+        round_failed("cannot start " + m_binary.string() + ": " + worker.error().message);
         return;
     }
     spdlog::debug("github round: worker {} started{}", worker->pid(),

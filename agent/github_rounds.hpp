@@ -10,7 +10,15 @@
 //   - the report journal (STATE_DIR/github-journal) is not empty, at most every
 //     k_journal_retry.
 // A worker still running after k_github_round_deadline is killed (its group, SIGKILL); the
-// queue's transactions make that safe. Its exit is seen by tick(), which tells the loop to
+// queue's transactions make that safe.
+//
+// A round that fails (exits non-zero, dies of a signal, cannot be started: an unreadable
+// token, a broken configuration, sandgate-full missing, GitHub answers unusable) backs off:
+// after N failed rounds in a row no round of any kind starts for
+// min(k_round_backoff_first * 2^(N-1), k_round_backoff_cap), whatever is due meanwhile
+// (wake() from a webhook's job or a queued report, the poll timer, the journal) waits for it.
+// A round that exits 0 ends the backoff. Each change of delay is logged once (warn), with the
+// failure's exit status. Its exit is seen by tick(), which tells the loop to
 // look at the queue again (a poll may have queued or cancelled jobs); the loop's
 // sigtimedwait also takes SIGCHLD, so it wakes at once.
 //
@@ -29,6 +37,8 @@ namespace agent {
 
 inline constexpr std::chrono::minutes k_github_round_deadline{5};
 inline constexpr std::chrono::seconds k_journal_retry{30};
+inline constexpr std::chrono::seconds k_round_backoff_first{1};
+inline constexpr std::chrono::seconds k_round_backoff_cap{std::chrono::minutes(5)};
 
 enum class Draining { no, yes };
 enum class PollNow { no, yes };  // whether a round polls (it always sends what is owed)
@@ -42,7 +52,7 @@ public:
     GitHubRounds(const GitHubRounds&) = delete;
     GitHubRounds& operator=(const GitHubRounds&) = delete;
 
-    // A report was queued: look for due reports at the next tick.
+    // A report was queued: look for due reports at the next tick (or when a backoff ends).
     void wake() { m_woken = true; }
 
     // Reaps a finished worker, kills one past its deadline, starts one when a round is due
@@ -53,6 +63,8 @@ public:
     void finish(std::chrono::seconds grace);
 
     bool running() const { return m_worker.has_value(); }
+    // The delay the last failed rounds imposed; zero when the last round succeeded.
+    std::chrono::seconds backoff() const { return m_backoff; }
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -63,6 +75,8 @@ private:
     bool journal_due();
     void drop_reports();
     void start(PollNow poll);
+    void round_failed(const std::string& why);
+    void round_succeeded();
 
     const AgentConfig& m_config;
     JobQueue& m_queue;
@@ -73,6 +87,9 @@ private:
     Clock::time_point m_next_poll;
     Clock::time_point m_next_report_check;
     Clock::time_point m_next_journal;
+    Clock::time_point m_not_before;  // no round starts before (the backoff)
+    std::chrono::seconds m_backoff{0};
+    int m_failures = 0;  // failed rounds in a row
     bool m_woken = true;
 };
 

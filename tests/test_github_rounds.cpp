@@ -1,10 +1,12 @@
 // The daemon's side of its GitHub traffic (agent/github_rounds.hpp) with a stand-in worker
 // program: when rounds start and with what arguments, that one outliving its deadline is
-// killed, that nothing is started while draining or without a GitHub token.
+// killed, that nothing is started while draining or without a GitHub token, that failing
+// rounds back off.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -107,4 +109,50 @@ TEST_CASE("github rounds: without a GitHub token, owed reports are dropped and n
     REQUIRE(due.has_value());
     CHECK(due->empty());
     CHECK_FALSE(std::filesystem::exists(setup.dir / "args"));
+}
+
+namespace {
+
+std::size_t rounds_started(const Setup& setup) {
+    const auto args = tests::read_file(setup.dir / "args");
+    return static_cast<std::size_t>(std::count(args.begin(), args.end(), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("github rounds: a worker that keeps failing backs off; wake-ups and owed reports do "
+          "not start it again meanwhile") {
+    Setup setup;
+    setup.owe_report();  // always due: the stand-in never delivers it
+    agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exit 3"));
+    // A webhook's job or a queued report wakes the rounds at every tick for 4 s. Backing off
+    // 1 s, 2 s, 4 s allows at most 3 starts; without a backoff a round started after each
+    // failure (hundreds).
+    const auto until = std::chrono::steady_clock::now() + 4s;
+    while (std::chrono::steady_clock::now() < until) {
+        rounds.wake();
+        rounds.tick(agent::Draining::no);
+        std::this_thread::sleep_for(10ms);
+    }
+    CHECK(rounds_started(setup) >= 1);
+    CHECK(rounds_started(setup) <= 6);
+    CHECK(rounds.backoff() >= agent::k_round_backoff_first);
+}
+
+TEST_CASE("github rounds: a round that exits 0 ends the backoff") {
+    Setup setup;
+    const auto ok = setup.dir / "ok";
+    agent::GitHubRounds rounds(setup.config, *setup.queue,
+                               setup.worker("test -e " + ok.string() + " || exit 3"));
+    rounds.tick(agent::Draining::no);  // the poll round
+    REQUIRE(rounds.running());
+    until_round_ends(rounds);
+    CHECK(rounds.backoff() == agent::k_round_backoff_first);
+    std::ofstream(ok) << "";
+    setup.owe_report();
+    rounds.wake();
+    // The next round waits out the backoff, then succeeds (a bug that never starts it hangs).
+    until_round_ends(rounds);
+    CHECK(rounds.backoff() == std::chrono::seconds(0));
+    CHECK(rounds_started(setup) >= 2);
 }
