@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <string>
-#include <thread>
 
 #include "github/journal.hpp"  // journal_directory only (inline): no GitHub code is linked
 #include "sandbox/run.hpp"
@@ -162,10 +161,14 @@ void GitHubRounds::start(PollNow poll) {
 }
 
 void GitHubRounds::finish(std::chrono::seconds grace) {
-    const auto until = Clock::now() + grace;
-    while (m_worker && Clock::now() < until) {
-        if (reap()) return;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (m_worker) {
+        // Woken by the worker's pidfd the moment it exits, not by a timer.
+        if (auto exit = m_worker->wait_for(grace)) {
+            if (exit->exit_code != 0) spdlog::warn("github round: {}", describe(*exit));
+            m_worker.reset();
+            return;
+        }
+        spdlog::warn("github round: still running {} s into shutdown, killed", grace.count());
     }
     m_worker.reset();  // kills its group and reaps it
 }

@@ -1,13 +1,17 @@
 #include "agent/job_process.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <thread>
 
 namespace agent {
 
@@ -91,6 +95,23 @@ std::optional<JobExit> JobProcess::poll() {
     if (done == m_pid && WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
     if (done == m_pid && WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
     return exit;
+}
+
+std::optional<JobExit> JobProcess::wait_for(std::chrono::milliseconds timeout) {
+    using std::chrono::steady_clock;
+    const auto until = steady_clock::now() + timeout;
+    while (true) {
+        if (auto exit = poll()) return exit;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - steady_clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        const auto slice = std::min<std::chrono::milliseconds::rep>(left.count(), INT_MAX);
+        // A pidfd turns readable when its process exits. Without one (pidfd_open failed, a
+        // kernel before 5.3) or when poll fails for anything but EINTR, look again shortly
+        // rather than spin.
+        pollfd exited{m_pidfd.get(), POLLIN, 0};
+        if (!m_pidfd || (::poll(&exited, 1, static_cast<int>(slice)) < 0 && errno != EINTR))
+            std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+    }
 }
 
 void JobProcess::signal_group(int sig) const {

@@ -38,6 +38,9 @@ public:
     pid_t pid() const { return m_pid; }
     // Non-blocking: the exit once the process has ended (reaping it), nullopt while it runs.
     std::optional<JobExit> poll();
+    // Blocks until the process has ended (waiting on its pidfd) or `timeout` has passed: the
+    // exit once ended (reaping it), nullopt on timeout. A signal does not cut the wait short.
+    std::optional<JobExit> wait_for(std::chrono::milliseconds timeout);
     // Signals the whole process group (ignored once reaped).
     void signal_group(int sig) const;
 

@@ -156,3 +156,21 @@ TEST_CASE("github rounds: a round that exits 0 ends the backoff") {
     CHECK(rounds.backoff() == std::chrono::seconds(0));
     CHECK(rounds_started(setup) >= 2);
 }
+
+TEST_CASE("github rounds: finish waits for a worker that ends within the grace, kills one that "
+          "outlives it") {
+    Setup setup;
+    // Ends by itself: finish returns once it has exited (waiting out the grace would hang
+    // the test for ten minutes).
+    agent::GitHubRounds ending(setup.config, *setup.queue, setup.worker("sleep 0.2; exit 0"));
+    ending.tick(agent::Draining::no);
+    REQUIRE(ending.running());
+    ending.finish(std::chrono::seconds(600));
+    CHECK_FALSE(ending.running());
+
+    agent::GitHubRounds stuck(setup.config, *setup.queue, setup.worker("exec sleep 1000"));
+    stuck.tick(agent::Draining::no);
+    REQUIRE(stuck.running());
+    stuck.finish(std::chrono::seconds(1));
+    CHECK_FALSE(stuck.running());
+}
