@@ -89,7 +89,8 @@ std::string conclude_body(JobState state, std::string_view reason) {
 
 class SqliteQueue final : public JobQueue {
 public:
-    SqliteQueue(sqlite::Database db, Clock clock) : m_db(std::move(db)), m_clock(std::move(clock)) {}
+    SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock clock)
+        : m_connection(std::move(db)), m_db(*m_connection), m_clock(std::move(clock)) {}
 
     Expected<void> migrate() {
         auto tx = sqlite::Transaction::begin(m_db);
@@ -489,7 +490,8 @@ private:
     }
 
     std::mutex m_mutex;  // one connection: calls from several threads are serialised
-    sqlite::Database m_db;
+    std::shared_ptr<sqlite::Database> m_connection;  // shared with open_sqlite_store's stores
+    sqlite::Database& m_db;
     Clock m_clock;
 };
 
@@ -528,20 +530,32 @@ std::filesystem::path default_queue_path(const std::filesystem::path& state_dir)
     return state_dir / "agent" / "jobs.sqlite3";
 }
 
-Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
-                                                      SqliteOptions options) {
+Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(const std::filesystem::path& path,
+                                                               std::chrono::milliseconds busy_timeout) {
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) return fail(ErrorKind::permanent, path.parent_path().string() + ": " + ec.message());
-    auto db = sqlite::Database::open(path, options.busy_timeout);
+    auto db = sqlite::Database::open(path, busy_timeout);
     if (!db) return std::unexpected(db.error());
-    auto queue = std::make_unique<SqliteQueue>(std::move(*db), std::move(options.clock));
+    return std::make_shared<sqlite::Database>(std::move(*db));
+}
+
+Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
+                                                    const std::filesystem::path& path, Clock clock) {
+    auto queue = std::make_unique<SqliteQueue>(std::move(db), std::move(clock));
     if (auto ok = queue->migrate(); !ok) {
         auto err = ok.error();
         err.message = path.string() + ": " + err.message;
         return std::unexpected(err);
     }
     return std::unique_ptr<JobQueue>(std::move(queue));
+}
+
+Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
+                                                      SqliteOptions options) {
+    auto db = open_sqlite_database(path, options.busy_timeout);
+    if (!db) return std::unexpected(db.error());
+    return sqlite_queue_on(std::move(*db), path, std::move(options.clock));
 }
 
 }  // namespace agent

@@ -45,6 +45,10 @@
 
 namespace agent {
 
+namespace sqlite {
+class Database;  // agent/sqlite.hpp
+}  // namespace sqlite
+
 enum class JobState { queued, running, succeeded, failed, cancelled, timed_out, skipped };
 inline constexpr int k_job_state_count = 7;
 
@@ -199,5 +203,16 @@ std::filesystem::path default_queue_path(const std::filesystem::path& state_dir)
 // the same file at once. Fails when the schema is newer than this build knows.
 sandbox::Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
                                                                SqliteOptions options = {});
+
+// For stores that share one connection to the queue's file (open_sqlite_store in
+// agent/poll_state.hpp). open_sqlite_database opens it (creating the file and its directory)
+// without migrating; sqlite_queue_on migrates the schema on it and keeps a share of it
+// (`path` names the file in messages). The connection closes with its last sharer. Its sharers
+// must not be used from two threads at once (the queue's own lock covers the queue only).
+sandbox::Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(
+    const std::filesystem::path& path, std::chrono::milliseconds busy_timeout);
+sandbox::Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
+                                                             const std::filesystem::path& path,
+                                                             Clock clock = system_now_ms);
 
 }  // namespace agent

@@ -34,7 +34,8 @@ namespace {
 
 class SqlitePollState final : public PollState {
 public:
-    explicit SqlitePollState(sqlite::Database db) : m_db(std::move(db)) {}
+    explicit SqlitePollState(std::shared_ptr<sqlite::Database> db)
+        : m_connection(std::move(db)), m_db(*m_connection) {}
 
     Expected<std::optional<PolledPage>> page(std::string_view path) override {
         auto select = m_db.prepare("SELECT etag, next FROM poll_pages WHERE path = ?");
@@ -78,9 +79,10 @@ public:
         if (!clear) return std::unexpected(clear.error());
         clear->bind(1, repository);
         if (auto ok = clear->run(); !ok) return ok;
+        auto insert = m_db.prepare("INSERT INTO poll_branches (repository, sha) VALUES (?, ?)");
+        if (!insert) return std::unexpected(insert.error());
         for (const auto& sha : heads) {
-            auto insert = m_db.prepare("INSERT INTO poll_branches (repository, sha) VALUES (?, ?)");
-            if (!insert) return std::unexpected(insert.error());
+            insert->reset();
             insert->bind(1, repository).bind(2, sha);
             if (auto ok = insert->run(); !ok) return ok;
         }
@@ -88,18 +90,26 @@ public:
     }
 
 private:
-    sqlite::Database m_db;
+    std::shared_ptr<sqlite::Database> m_connection;  // shared with the queue (open_sqlite_store)
+    sqlite::Database& m_db;
 };
 
 }  // namespace
 
+Expected<SqliteStore> open_sqlite_store(const std::filesystem::path& path, SqliteOptions options) {
+    auto db = open_sqlite_database(path, options.busy_timeout);
+    if (!db) return std::unexpected(db.error());
+    // The queue owns the schema: it creates or migrates the file on the shared connection.
+    auto queue = sqlite_queue_on(*db, path, std::move(options.clock));
+    if (!queue) return std::unexpected(queue.error());
+    return SqliteStore{std::move(*queue), std::make_unique<SqlitePollState>(std::move(*db))};
+}
+
 Expected<std::unique_ptr<PollState>> open_sqlite_poll_state(const std::filesystem::path& path,
                                                             SqliteOptions options) {
-    // The queue owns the schema: opening it creates or migrates the file.
-    if (auto queue = open_sqlite_queue(path, options); !queue) return std::unexpected(queue.error());
-    auto db = sqlite::Database::open(path, options.busy_timeout);
-    if (!db) return std::unexpected(db.error());
-    return std::unique_ptr<PollState>(std::make_unique<SqlitePollState>(std::move(*db)));
+    auto store = open_sqlite_store(path, std::move(options));
+    if (!store) return std::unexpected(store.error());
+    return std::move(store->poll_state);
 }
 
 }  // namespace agent

@@ -58,4 +58,14 @@ private:
 sandbox::Expected<std::unique_ptr<PollState>> open_sqlite_poll_state(
     const std::filesystem::path& path, SqliteOptions options = {});
 
+// The queue and the poller's memory on one connection to the file at `path`, opened and
+// migrated once (a GitHub round needs both). The connection closes with the last of the two;
+// they must not be used from two threads at once. Fails like open_sqlite_queue.
+struct SqliteStore {
+    std::unique_ptr<JobQueue> queue;
+    std::unique_ptr<PollState> poll_state;
+};
+sandbox::Expected<SqliteStore> open_sqlite_store(const std::filesystem::path& path,
+                                                 SqliteOptions options = {});
+
 }  // namespace agent

@@ -108,6 +108,13 @@ Expected<void> Statement::run() {
     }
 }
 
+void Statement::reset() {
+    // sqlite3_reset repeats the last step's error, which run()/step() already reported.
+    (void)sqlite3_reset(m_stmt.get());
+    sqlite3_clear_bindings(m_stmt.get());
+    m_bind_error = SQLITE_OK;
+}
+
 std::int64_t Statement::column_int(int index) const {
     return sqlite3_column_int64(m_stmt.get(), index);
 }

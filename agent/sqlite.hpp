@@ -59,6 +59,8 @@ public:
     sandbox::Expected<bool> step();
     // Runs to completion, ignoring rows.
     sandbox::Expected<void> run();
+    // Ready to run again: rewound, its bindings cleared (a statement prepared once for many rows).
+    void reset();
 
     std::int64_t column_int(int index) const;
     std::string column_text(int index) const;

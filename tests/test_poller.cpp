@@ -6,8 +6,11 @@
 #include <simdjson.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <string>
 
+#include "agent/poll_state.hpp"
 #include "agent/poller.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -33,6 +36,17 @@ std::unique_ptr<agent::JobQueue> open_queue() {
     auto queue = agent::open_sqlite_queue(tests::make_temp_dir("poller") / "jobs.sqlite3");
     REQUIRE(queue.has_value());
     return std::move(*queue);
+}
+
+// How many of this process's descriptors are open on `file`.
+int descriptors_open_on(const std::filesystem::path& file) {
+    const auto target = std::filesystem::canonical(file);
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        if (std::filesystem::read_symlink(entry.path(), ec) == target) ++count;
+    }
+    return count;
 }
 
 std::vector<agent::Job> all_jobs(agent::JobQueue& queue) {
@@ -185,12 +199,11 @@ TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-M
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[)" + pulls + R"(],
         "refs":[{"ref":")" + branch + R"(","sha":")" + sha_of('e') + R"("}]})");
     const auto file = tests::make_temp_dir("poller-rounds") / "jobs.sqlite3";
-    auto round = [&] {
-        auto queue = agent::open_sqlite_queue(file);
-        REQUIRE(queue.has_value());
-        auto state = agent::open_sqlite_poll_state(file);
-        REQUIRE(state.has_value());
-        agent::Poller poller(client_for(server), **queue, **state, {{"octo/gate"}, std::nullopt});
+    auto round = [&] {  // as agent/github_worker.cpp opens the file
+        auto store = agent::open_sqlite_store(file);
+        REQUIRE(store.has_value());
+        agent::Poller poller(client_for(server), *store->queue, *store->poll_state,
+                             {{"octo/gate"}, std::nullopt});
         return poller.poll_once();
     };
     const auto first = round();
@@ -223,6 +236,27 @@ TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-M
     // And a branch seen gone is not cancelled twice.
     const auto fourth = round();
     CHECK(fourth.cancelled == 0);
+}
+
+TEST_CASE("poll state: a round's queue and poll state share one connection; set_branches "
+          "replaces a repository's set whole") {
+    const auto file = tests::make_temp_dir("poll-state") / "jobs.sqlite3";
+    auto store = agent::open_sqlite_store(file);
+    REQUIRE(store.has_value());
+    CHECK(descriptors_open_on(file) == 1);  // one connection (each one holds the file open)
+    auto& state = *store->poll_state;
+    const std::set<std::string> three = {sha_of('a'), sha_of('b'), sha_of('c')};
+    REQUIRE(state.set_branches("octo/gate", three).has_value());
+    REQUIRE(state.set_branches("octo/other", {sha_of('f')}).has_value());
+    CHECK(state.branches("octo/gate").value() == three);
+    REQUIRE(state.set_branches("octo/gate", {sha_of('b'), sha_of('d')}).has_value());
+    CHECK(state.branches("octo/gate").value() == std::set<std::string>{sha_of('b'), sha_of('d')});
+    CHECK(state.branches("octo/other").value() == std::set<std::string>{sha_of('f')});
+    // Committed to the file: a later round sees it.
+    auto reopened = agent::open_sqlite_poll_state(file);
+    REQUIRE(reopened.has_value());
+    CHECK((*reopened)->branches("octo/gate").value() ==
+          std::set<std::string>{sha_of('b'), sha_of('d')});
 }
 
 TEST_CASE("poller: a rate limit is waited out by the client; a missing repository is an error") {
