@@ -16,7 +16,8 @@
 //   GET    /v1/sandboxes, /v1/sandboxes/{id}
 //   POST   /v1/sandboxes/{id}/exec       {identity, argv|shell, env, cwd, timeout_ms,
 //                                        output_limit, stdin_text}: the RunResult (output
-//                                        base64) or 409 with the refusal
+//                                        base64) or 409 with the refusal (503 when
+//                                        it is `unavailable`: the broker lacked a resource)
 //   DELETE /v1/sandboxes/{id}
 //   POST   /webhook                      GitHub webhooks, verified by X-Hub-Signature-256
 //

@@ -121,8 +121,9 @@ HttpResponse Api::sandboxes(const HttpRequest& request, const std::vector<std::s
         auto reply = m_sandboxes.exec(id, *identity, std::move(*exec));
         if (!reply) return error_response(502, reply.error().message);
         if (reply->refusal)
-            return json_response(409, {{"refusal", sandbox::to_string(*reply->refusal)},
-                                       {"error", reply->message}});
+            return json_response(*reply->refusal == sandbox::Refusal::unavailable ? 503 : 409,
+                                 {{"refusal", sandbox::to_string(*reply->refusal)},
+                                  {"error", reply->message}});
         return json_response(200, {{"result", sandbox::run_result_to_json(*reply->result)}});
     }
     return error_response(404, "no route " + request.method + " " + request.path);

@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <optional>
+#include <utility>
 #include <thread>
 
 #include "sandbox/cancel.hpp"
@@ -61,6 +63,28 @@ Environment merged_env(const Environment& base, const Environment& set) {
     }
     return env;
 }
+
+// The broker's busy flag, held for one step: taken only when free, given back on destruction
+// (every return path) or by release() (before the reply goes out).
+class BusyGuard {
+public:
+    static std::optional<BusyGuard> try_take(std::atomic<bool>& busy) {
+        bool idle = false;
+        if (!busy.compare_exchange_strong(idle, true)) return std::nullopt;
+        return BusyGuard(busy);
+    }
+    BusyGuard(BusyGuard&& other) noexcept : m_busy(std::exchange(other.m_busy, nullptr)) {}
+    BusyGuard& operator=(BusyGuard&&) = delete;
+    BusyGuard(const BusyGuard&) = delete;
+    ~BusyGuard() { release(); }
+    void release() {
+        if (m_busy) std::exchange(m_busy, nullptr)->store(false);
+    }
+
+private:
+    explicit BusyGuard(std::atomic<bool>& busy) : m_busy(&busy) {}
+    std::atomic<bool>* m_busy;
+};
 
 // A step's token: fired by a shutdown of the broker (`shutdown`, its parent) or when the
 // client hangs up. A linked token's fd() is an epoll set (cancel.hpp), so the connection joins
@@ -196,15 +220,14 @@ private:
         const auto left = m_config.expires_at_ms - now_ms();
         if (left <= 0) return send_refusal(connection.get(), Refusal::expired, "sandbox expired");
 
-        bool idle = false;
-        if (!m_busy.compare_exchange_strong(idle, true))
+        auto busy = BusyGuard::try_take(m_busy);
+        if (!busy)
             return send_refusal(connection.get(), Refusal::busy,
                                 "another command is running in this sandbox");
         auto cwd = resolve_cwd(m_root, request.cwd);
-        if (!cwd) {
-            m_busy = false;
-            return send_refusal(connection.get(), Refusal::invalid, cwd.error().message);
-        }
+        if (!cwd)
+            return refuse_step(std::move(*busy), connection.get(), Refusal::invalid,
+                               cwd.error().message);
         RunRequest run;
         run.argv = request.shell ? shell_argv(*request.shell) : std::move(request.argv);
         run.cwd = *cwd;
@@ -218,22 +241,29 @@ private:
         if (request.kill_grace) run.kill_grace = *request.kill_grace;
         run.reaper = m_reaper;
         // The step stops on a shutdown of the broker or when its client hangs up.
+        // A failure here is the broker's (descriptors, memory), not the request's.
         auto watch = hangup_token(*m_shutdown, connection.get());
-        if (!watch) {
-            m_busy = false;
-            return send_refusal(connection.get(), Refusal::invalid, watch.error().message);
-        }
+        if (!watch)
+            return refuse_step(std::move(*busy), connection.get(), Refusal::unavailable,
+                               watch.error().message);
         run.cancel = &*watch;
-        execute(std::move(connection), run);
+        execute(std::move(connection), run, *busy);
     }
 
-    void execute(Fd connection, const RunRequest& run) {
+    // Gives the flag back before answering: a client that reads the refusal and sends its next
+    // step at once must not find the broker still busy.
+    void refuse_step(BusyGuard busy, int fd, Refusal refusal, const std::string& message) {
+        busy.release();
+        send_refusal(fd, refusal, message);
+    }
+
+    void execute(Fd connection, const RunRequest& run, BusyGuard& busy) {
         BrokerReply reply;
         reply.result = m_config.runner ? m_config.runner(run) : sandbox::run(run);
         const auto& result = *reply.result;
         // Busy ends before the reply goes out, so the next step the client sends after reading
         // it is never refused for a step that has finished.
-        m_busy = false;
+        busy.release();
         (void)write_frame(connection.get(), encode_reply(reply));
         // Logged after the reply: the line wakes whoever reads our log (the agent), which then
         // runs beside the client rather than ahead of it.

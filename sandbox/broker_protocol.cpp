@@ -201,6 +201,7 @@ std::string_view to_string(Refusal refusal) {
         case Refusal::expired: return "expired";
         case Refusal::not_ready: return "not_ready";
         case Refusal::invalid: return "invalid";
+        case Refusal::unavailable: return "unavailable";
     }
     return "invalid";
 }
@@ -316,7 +317,7 @@ Expected<BrokerReply> parse_reply(std::string_view json) {
             return fail(ErrorKind::permanent, "broker reply: malformed refusal");
         reply.refusal = enum_from(refusal, std::array{Refusal::busy, Refusal::identity,
                                                       Refusal::expired, Refusal::not_ready,
-                                                      Refusal::invalid})
+                                                      Refusal::invalid, Refusal::unavailable})
                             .value_or(Refusal::invalid);
         reply.message = std::string(message);
         return reply;

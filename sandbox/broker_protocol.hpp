@@ -7,7 +7,10 @@
 //            "cwd":PATH,"timeout_ms":N,"kill_grace_ms":N,"output_limit":N,"stdin_text":TEXT}
 //           {"op":"ping"} | {"op":"shutdown","identity":ID}
 // Reply:    {"ok":true,"result":{...RunResult...}} | {"ok":true,"status":{...}}
-//           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid","message":TEXT}
+//           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid|unavailable",
+//            "message":TEXT}
+// invalid: the request is at fault; unavailable: the broker lacked a resource for the step
+// (descriptors, memory), so the same request may succeed later.
 // stdin_text is never echoed in a reply or a message. kill_grace_ms: SIGTERM to SIGKILL when
 // the step is stopped (timeout, cancel); absent: sandbox::k_default_kill_grace.
 
@@ -49,7 +52,7 @@ struct BrokerRequest {
     ExecRequest exec;  // exec and shutdown (identity only)
 };
 
-enum class Refusal { busy, identity, expired, not_ready, invalid };
+enum class Refusal { busy, identity, expired, not_ready, invalid, unavailable };
 
 struct BrokerStatus {
     std::string identity;

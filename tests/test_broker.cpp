@@ -70,6 +70,18 @@ TEST_CASE("broker requests are parsed strictly and name the bad field") {
     CHECK(round->exec.timeout == 1500ms);
     CHECK(round->exec.stdin_text == "hello");
 
+    // Every refusal survives the wire, `unavailable` (a broker short of a resource) included.
+    for (auto refusal : {sandbox::Refusal::busy, sandbox::Refusal::identity,
+                         sandbox::Refusal::expired, sandbox::Refusal::not_ready,
+                         sandbox::Refusal::invalid, sandbox::Refusal::unavailable}) {
+        sandbox::BrokerReply refused;
+        refused.refusal = refusal;
+        refused.message = "no";
+        auto parsed_reply = sandbox::parse_reply(sandbox::encode_reply(refused));
+        REQUIRE(parsed_reply);
+        CHECK(parsed_reply->refusal == refusal);
+    }
+
     for (const std::string& bytes : std::vector<std::string>{"", "a", "ab", "abc", "abcd",
                                                              std::string("\0\xff\x80", 3)})
         CHECK(sandbox::base64_decode(sandbox::base64_encode(bytes)) == bytes);
@@ -123,6 +135,24 @@ TEST_CASE("the broker runs steps in its root and refuses a foreign identity or a
     shutdown.op = sandbox::BrokerOp::shutdown;
     shutdown.exec.identity = "another-job";
     CHECK(sandbox::broker_call(broker.socket(), shutdown)->refusal == sandbox::Refusal::identity);
+}
+
+TEST_CASE("a request refused after the broker took it (a bad cwd) leaves it free for the next") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    for (const char* cwd : {"..", "/etc", "sub/../../"}) {
+        auto bad = shell("echo never");
+        bad.cwd = cwd;
+        auto reply = broker.exec(bad);
+        REQUIRE(reply);
+        REQUIRE(reply->refusal);
+        CHECK(*reply->refusal == sandbox::Refusal::invalid);
+        auto next = broker.exec(shell("echo served"));  // not refused as busy
+        REQUIRE(next);
+        INFO(next->message);  // "busy": the flag was given back after the refusal went out
+        CHECK_FALSE(next->refusal);
+        CHECK(out_of(*next) == "served\n");
+    }
 }
 
 TEST_CASE("the broker refuses a concurrent command and anything after expiry") {
