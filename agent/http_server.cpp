@@ -4,7 +4,6 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <nettle/memops.h>
-#include <nettle/sha2.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -12,6 +11,8 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+
+#include "jobs/sha256.hpp"
 
 namespace agent {
 
@@ -176,22 +177,14 @@ Expected<sandbox::Fd> listen_loopback(std::uint16_t port, std::uint16_t* bound) 
     return fd;
 }
 
-namespace {
-void sha256_digest_of(std::string_view text, std::uint8_t (&digest)[SHA256_DIGEST_SIZE]) {
-    sha256_ctx context;
-    sha256_init(&context);
-    sha256_update(&context, text.size(), reinterpret_cast<const std::uint8_t*>(text.data()));
-    sha256_digest(&context, SHA256_DIGEST_SIZE, digest);
-}
-}  // namespace
-
 bool bearer_matches(std::string_view authorization, std::string_view token) {
     if (token.empty()) return false;
     const std::string expected = "Bearer " + std::string(token);
-    std::uint8_t want[SHA256_DIGEST_SIZE], got[SHA256_DIGEST_SIZE];
-    sha256_digest_of(expected, want);
-    sha256_digest_of(authorization, got);
-    return memeql_sec(want, got, sizeof(want)) != 0;
+    // Digests of equal length, compared in constant time: neither the token's length nor its
+    // first differing byte shows in the timing.
+    const auto want = jobs::sha256(expected);
+    const auto got = jobs::sha256(authorization);
+    return memeql_sec(want.data(), got.data(), want.size()) != 0;
 }
 
 }  // namespace agent

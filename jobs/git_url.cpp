@@ -1,11 +1,11 @@
 #include "jobs/git_url.hpp"
 
-#include <nettle/sha2.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
+
+#include "jobs/sha256.hpp"
 
 namespace jobs {
 namespace {
@@ -76,22 +76,6 @@ sandbox::Expected<RemoteUrl> parse_http(std::string_view text, RemoteKind kind) 
     return remote;
 }
 
-// Nettle, not OpenSSL: the agent daemon names mirror scopes too (make_mirror_scope) and must
-// not load libcrypto (tests/test_agent.cpp checks its DT_NEEDED).
-std::string sha256_hex(std::string_view text) {
-    sha256_ctx context;
-    sha256_init(&context);
-    sha256_update(&context, text.size(), reinterpret_cast<const std::uint8_t*>(text.data()));
-    std::uint8_t digest[SHA256_DIGEST_SIZE];
-    sha256_digest(&context, sizeof digest, digest);
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string out;
-    for (const std::uint8_t byte : digest) {
-        out += k_hex[byte >> 4];
-        out += k_hex[byte & 15];
-    }
-    return out;
-}
 
 }  // namespace
 
