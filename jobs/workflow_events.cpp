@@ -2,41 +2,167 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace jobs {
 namespace {
 
-// GitHub's filter globs: `*` within a path component, `**` across, `?` one character.
-bool glob_match(std::string_view pattern, std::string_view text) {
-    if (pattern.empty()) return text.empty();
-    if (pattern.starts_with("**")) {
+// One element of a filter pattern: a literal byte, a [class], `*` (anything but '/') or `**`
+// (anything), with the quantifier of a following `?` (zero or one) or `+` (one or more).
+struct PatternToken {
+    enum class Kind { literal, klass, star, globstar } kind = Kind::literal;
+    char literal = 0;
+    std::string klass;  // [..]: the bytes it admits, ranges expanded
+    bool negated_class = false;
+    enum class Count { one, optional, one_or_more } count = Count::one;
+};
+
+std::string expand_class(std::string_view body) {
+    std::string out;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        if (i + 2 < body.size() && body[i + 1] == '-') {
+            for (int c = static_cast<unsigned char>(body[i]); c <= static_cast<unsigned char>(body[i + 2]); ++c)
+                out.push_back(static_cast<char>(c));
+            i += 2;
+        } else {
+            out.push_back(body[i]);
+        }
+    }
+    return out;
+}
+
+// GitHub's filter pattern cheat sheet: `*`, `**`, `?` and `+` after a character or class,
+// `[abc]`/`[a-z]`, `\` escaping the next character. An unclosed `[` is a literal.
+std::vector<PatternToken> tokenize(std::string_view pattern) {
+    std::vector<PatternToken> tokens;
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        PatternToken token;
+        if (c == '*') {
+            const bool double_star = i + 1 < pattern.size() && pattern[i + 1] == '*';
+            token.kind = double_star ? PatternToken::Kind::globstar : PatternToken::Kind::star;
+            if (double_star) ++i;
+        } else if ((c == '?' || c == '+') && !tokens.empty() &&
+                   (tokens.back().kind == PatternToken::Kind::literal ||
+                    tokens.back().kind == PatternToken::Kind::klass) &&
+                   tokens.back().count == PatternToken::Count::one) {
+            tokens.back().count = c == '?' ? PatternToken::Count::optional : PatternToken::Count::one_or_more;
+            continue;
+        } else if (c == '[' && pattern.find(']', i + 1) != std::string_view::npos) {
+            const std::size_t close = pattern.find(']', i + 1);
+            std::string_view body = pattern.substr(i + 1, close - i - 1);
+            token.kind = PatternToken::Kind::klass;
+            token.negated_class = body.starts_with('!') || body.starts_with('^');
+            token.klass = expand_class(token.negated_class ? body.substr(1) : body);
+            i = close;
+        } else if (c == '\\' && i + 1 < pattern.size()) {
+            token.literal = pattern[++i];
+        } else {
+            token.literal = c;
+        }
+        tokens.push_back(std::move(token));
+    }
+    return tokens;
+}
+
+bool admits_byte(const PatternToken& token, char c) {
+    if (token.kind == PatternToken::Kind::literal) return token.literal == c;
+    const bool listed = token.klass.find(c) != std::string::npos;
+    return token.negated_class ? !listed && c != '/' : listed;
+}
+
+bool match_from(const std::vector<PatternToken>& tokens, std::size_t t, std::string_view text) {
+    if (t == tokens.size()) return text.empty();
+    const PatternToken& token = tokens[t];
+    if (token.kind == PatternToken::Kind::star || token.kind == PatternToken::Kind::globstar) {
+        // `**/` also matches no directory at all: `**/*-post.md` matches my-post.md.
+        const bool slash_next = t + 1 < tokens.size() && tokens[t + 1].kind == PatternToken::Kind::literal &&
+                                tokens[t + 1].literal == '/' && tokens[t + 1].count == PatternToken::Count::one;
+        if (token.kind == PatternToken::Kind::globstar && slash_next && match_from(tokens, t + 2, text))
+            return true;
         for (std::size_t i = 0; i <= text.size(); ++i) {
-            if (glob_match(pattern.substr(2), text.substr(i))) return true;
+            if (match_from(tokens, t + 1, text.substr(i))) return true;
+            if (i < text.size() && text[i] == '/' && token.kind == PatternToken::Kind::star) return false;
         }
         return false;
     }
-    if (pattern[0] == '*') {
-        for (std::size_t i = 0; i <= text.size(); ++i) {
-            if (glob_match(pattern.substr(1), text.substr(i))) return true;
-            if (i < text.size() && text[i] == '/') return false;
-        }
-        return false;
+    switch (token.count) {
+        case PatternToken::Count::one:
+            return !text.empty() && admits_byte(token, text[0]) && match_from(tokens, t + 1, text.substr(1));
+        case PatternToken::Count::optional:
+            return match_from(tokens, t + 1, text) ||
+                   (!text.empty() && admits_byte(token, text[0]) && match_from(tokens, t + 1, text.substr(1)));
+        case PatternToken::Count::one_or_more:
+            for (std::size_t n = 0; n < text.size() && admits_byte(token, text[n]); ++n)
+                if (match_from(tokens, t + 1, text.substr(n + 1))) return true;
+            return false;
     }
-    if (text.empty()) return false;
-    if (pattern[0] == '?' || pattern[0] == text[0]) return glob_match(pattern.substr(1), text.substr(1));
     return false;
 }
 
+}  // namespace
+
+std::string merge_queue_base_ref(std::string_view head_ref) {
+    constexpr std::string_view prefix = "refs/heads/gh-readonly-queue/";
+    if (!head_ref.starts_with(prefix)) return {};
+    head_ref.remove_prefix(prefix.size());
+    const std::size_t pr = head_ref.rfind("/pr-");
+    if (pr == std::string_view::npos || pr == 0) return {};
+    return "refs/heads/" + std::string(head_ref.substr(0, pr));
+}
+
+bool glob_match(std::string_view pattern, std::string_view text) {
+    return match_from(tokenize(pattern), 0, text);
+}
+
+namespace {
+
+std::vector<const YamlNode*> pattern_list(const YamlNode& list) {
+    std::vector<const YamlNode*> out;
+    if (list.is_scalar()) out.push_back(&list);
+    for (const auto& item : list.items) out.push_back(&item);
+    return out;
+}
+
+// `include` (branches/tags): the last pattern that matches decides, `!pattern` excluding; so
+// [main, 'releases/**', '!releases/**-alpha'] admits releases/1 but not releases/1-alpha.
+// `exclude` (branches-ignore/tags-ignore): any match excludes.
 bool filter_admits(const YamlNode& filters, std::string_view include, std::string_view exclude,
                    std::string_view value) {
-    auto any = [&](const YamlNode* list) {
-        if (list == nullptr) return false;
-        if (list->is_scalar()) return glob_match(list->text, value);
-        return std::ranges::any_of(list->items, [&](const YamlNode& item) { return glob_match(item.text, value); });
-    };
-    if (const YamlNode* list = filters.find(include)) return any(list);
-    if (const YamlNode* list = filters.find(exclude)) return !any(list);
+    if (const YamlNode* list = filters.find(include)) {
+        bool admitted = false;
+        for (const YamlNode* item : pattern_list(*list)) {
+            const std::string_view text = item->text;
+            const bool negative = text.starts_with('!');
+            if (glob_match(negative ? text.substr(1) : text, value)) admitted = !negative;
+        }
+        return admitted;
+    }
+    if (const YamlNode* list = filters.find(exclude)) {
+        for (const YamlNode* item : pattern_list(*list))
+            if (glob_match(item->text, value)) return false;
+    }
     return true;
+}
+
+// The ref a trigger's branches/tags filters test: the base branch for pull requests and merge
+// queues, the pushed ref otherwise.
+std::string filtered_ref(std::string_view event_name, const Value& payload) {
+    const auto text_at = [](const Value* value, std::string_view key) -> std::string {
+        const Value* field = value ? value->get(key) : nullptr;
+        return field && field->is_string() ? field->as_string() : std::string();
+    };
+    if (event_name.starts_with("pull_request")) {
+        const Value* pr = payload.get("pull_request");
+        const std::string base = text_at(pr ? pr->get("base") : nullptr, "ref");
+        return base.empty() ? base : "refs/heads/" + base;
+    }
+    if (event_name == "merge_group") {
+        const Value* group = payload.get("merge_group");
+        const std::string base = text_at(group, "base_ref");
+        return base.empty() ? merge_queue_base_ref(text_at(group, "head_ref")) : base;
+    }
+    return text_at(&payload, "ref");
 }
 
 }  // namespace
@@ -53,16 +179,7 @@ bool event_matches(const Workflow& workflow, std::string_view event_name, const 
             if (!listed) return false;
         }
     }
-    std::string ref;
-    if (event_name.starts_with("pull_request")) {
-        if (const Value* pr = payload.get("pull_request")) {
-            if (const Value* base = pr->get("base")) {
-                if (const Value* r = base->get("ref"); r && r->is_string()) ref = "refs/heads/" + r->as_string();
-            }
-        }
-    } else if (const Value* r = payload.get("ref"); r && r->is_string()) {
-        ref = r->as_string();
-    }
+    const std::string ref = filtered_ref(event_name, payload);
     if (ref.starts_with("refs/heads/")) {
         const bool has_tag_filter = filters.find("tags") || filters.find("tags-ignore");
         const bool has_branch_filter = filters.find("branches") || filters.find("branches-ignore");

@@ -131,8 +131,15 @@ void parse_event(ParseContext& ctx, const std::string& event, const SourceMark& 
                         ctx.fail(config->mark, where + ": '" + a + "' and '" + b +
                                                    "' cannot be used together");
                 }
-            } else if (event == "workflow_run") {
-                ctx.check_keys(*config, {"workflows", "types", "branches", "branches-ignore"}, where);
+            } else if (event == "workflow_run" || event == "merge_group") {
+                // merge_group filters on the queue's target branch (GitHub's changelog example
+                // `merge_group: branches: [main]`), workflow_run on the triggering run's branch.
+                if (event == "workflow_run")
+                    ctx.check_keys(*config, {"workflows", "types", "branches", "branches-ignore"}, where);
+                else
+                    ctx.check_keys(*config, {"types", "branches", "branches-ignore"}, where);
+                if (config->find("branches") && config->find("branches-ignore"))
+                    ctx.fail(config->mark, where + ": 'branches' and 'branches-ignore' cannot be used together");
             } else {
                 ctx.check_keys(*config, {"types"}, where);
             }

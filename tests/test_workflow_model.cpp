@@ -189,6 +189,13 @@ TEST_CASE("invalid workflows are rejected with file:line:col") {
     CHECK(parse_error("on: push\njobs:\n  a:\n    runs-on: x\n    steps: [\n") .starts_with("w.yml:"));
     CHECK(parse_error("on:\n  push:\n    branches: [a]\n    branches-ignore: [b]\n" + k_jobs) ==
           "w.yml:3:5: on.push: 'branches' and 'branches-ignore' cannot be used together");
+    // A merge queue filters on its target branch; an unknown key there is still refused.
+    CHECK(jobs::parse_workflow("on:\n  merge_group:\n    types: [checks_requested]\n    branches: [main]\n" +
+                                   k_jobs, "w.yml"));
+    CHECK(parse_error("on:\n  merge_group:\n    branches: [a]\n    branches-ignore: [b]\n" + k_jobs) ==
+          "w.yml:3:5: on.merge_group: 'branches' and 'branches-ignore' cannot be used together");
+    CHECK(parse_error("on:\n  merge_group:\n    paths: [a]\n" + k_jobs) ==
+          "w.yml:3:5: unknown key 'paths' in on.merge_group");
     CHECK(parse_error("on:\n  workflow_dispatch:\n    inputs:\n      x:\n        type: text\n" + k_jobs) ==
           "w.yml:5:15: on.workflow_dispatch.inputs.x: unknown input type 'text'");
 }
