@@ -116,6 +116,19 @@ int issued_count(const tests::FakeGitHub& server) {
     return static_cast<int>(parser.parse(state)["issued_tokens"].get_array().size());
 }
 
+// A GitHub App with its key on disk and a fake GitHub serving it: what the installation-token
+// tests start from.
+struct AppFixture {
+    KeyPair pair = make_key_pair();
+    std::filesystem::path dir = tests::make_temp_dir("app");
+    tests::FakeGitHub server{std::vector<std::string>{}};
+    github::ClientOptions options;
+    AppFixture() {
+        tests::write_file(dir / "app.pem", pair.private_pem);
+        options.api_url = server.url();
+    }
+};
+
 }  // namespace
 
 TEST_CASE("a token comes from a file or a variable, trimmed, and errors name the source") {
@@ -217,12 +230,10 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
 }
 
 TEST_CASE("concurrent callers share one installation-token exchange") {
-    const KeyPair pair = make_key_pair();
-    auto dir = tests::make_temp_dir("app");
-    tests::write_file(dir / "app.pem", pair.private_pem);
-    tests::FakeGitHub server(std::vector<std::string>{});
-    github::ClientOptions options;
-    options.api_url = server.url();
+    AppFixture fixture;
+    const auto& dir = fixture.dir;
+    tests::FakeGitHub& server = fixture.server;
+    const github::ClientOptions& options = fixture.options;
     auto source = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"});
     REQUIRE(source.has_value());
     std::vector<std::string> tokens(8);
@@ -260,12 +271,10 @@ TEST_CASE("GitHub timestamps parse") {
 }
 
 TEST_CASE("a git token is asked for one repository and contents:read, and held to it") {
-    const KeyPair pair = make_key_pair();
-    auto dir = tests::make_temp_dir("app");
-    tests::write_file(dir / "app.pem", pair.private_pem);
-    tests::FakeGitHub server(std::vector<std::string>{});
-    github::ClientOptions options;
-    options.api_url = server.url();
+    AppFixture fixture;
+    const auto& dir = fixture.dir;
+    tests::FakeGitHub& server = fixture.server;
+    const github::ClientOptions& options = fixture.options;
     auto git = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"},
                                                         github::git_read_scope("gated"));
     REQUIRE(git.has_value());
@@ -306,12 +315,10 @@ TEST_CASE("a git token is asked for one repository and contents:read, and held t
 }
 
 TEST_CASE("a token scope the server refuses or ignores is an error, never a broader token") {
-    const KeyPair pair = make_key_pair();
-    auto dir = tests::make_temp_dir("app");
-    tests::write_file(dir / "app.pem", pair.private_pem);
-    tests::FakeGitHub server(std::vector<std::string>{});
-    github::ClientOptions options;
-    options.api_url = server.url();
+    AppFixture fixture;
+    const auto& dir = fixture.dir;
+    tests::FakeGitHub& server = fixture.server;
+    const github::ClientOptions& options = fixture.options;
     const github::AppCredentials app{"1", dir / "app.pem", "9"};
     auto make = [&](github::InstallationTokenScope scope) {
         auto source = github::InstallationTokenSource::create(options, app, std::move(scope));
