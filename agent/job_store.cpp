@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <mutex>
 
+#include "agent/job_store_schema.hpp"
 #include "agent/sqlite.hpp"
 
 namespace agent {
@@ -17,68 +17,6 @@ using sandbox::Expected;
 using sandbox::fail;
 
 namespace {
-
-// Schema migrations, applied in order; PRAGMA user_version holds how many were applied.
-constexpr std::array k_migrations = {
-    R"sql(
-CREATE TABLE jobs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  repository TEXT NOT NULL, sha TEXT NOT NULL, workflow_job TEXT NOT NULL,
-  attempt INTEGER NOT NULL, ref TEXT NOT NULL, event TEXT NOT NULL, source TEXT NOT NULL,
-  payload TEXT NOT NULL, state TEXT NOT NULL,
-  lease_owner TEXT NOT NULL DEFAULT '', lease_expires INTEGER NOT NULL DEFAULT 0,
-  claims INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,
-  reason TEXT NOT NULL DEFAULT '', created INTEGER NOT NULL,
-  started INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0,
-  result TEXT NOT NULL DEFAULT '{}', policy TEXT NOT NULL DEFAULT '',
-  UNIQUE (repository, sha, workflow_job, attempt));
-CREATE INDEX jobs_by_state ON jobs (state, id);
-CREATE INDEX jobs_by_owner ON jobs (lease_owner, state);
-CREATE TABLE job_events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-  at INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL);
-CREATE INDEX job_events_by_job ON job_events (job_id, id);
-CREATE TABLE reports (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-  kind TEXT NOT NULL, body TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL DEFAULT 0);
-)sql",
-    // The poller's memory between rounds (agent/poll_state.hpp).
-    R"sql(
-CREATE TABLE poll_pages (path TEXT PRIMARY KEY, etag TEXT NOT NULL, next TEXT);
-CREATE TABLE poll_branches (repository TEXT NOT NULL, sha TEXT NOT NULL,
-  PRIMARY KEY (repository, sha));
-)sql",
-};
-
-constexpr std::string_view k_job_columns =
-    "id, repository, sha, workflow_job, attempt, ref, event, source, payload, state, "
-    "lease_owner, lease_expires, claims, cancel_requested, reason, created, started, "
-    "finished, result, policy";
-
-Job read_job(const sqlite::Statement& row) {
-    Job job;
-    job.id = row.column_int(0);
-    job.spec.key = {row.column_text(1), row.column_text(2), row.column_text(3), row.column_int(4)};
-    job.spec.ref = row.column_text(5);
-    job.spec.event = row.column_text(6);
-    job.spec.source = row.column_text(7);
-    job.spec.payload_json = row.column_text(8);
-    job.state = parse_job_state(row.column_text(9)).value_or(JobState::failed);
-    job.lease_owner = row.column_text(10);
-    job.lease_expires_ms = row.column_int(11);
-    job.claims = row.column_int(12);
-    job.cancel_requested = row.column_int(13) != 0;
-    job.reason = row.column_text(14);
-    job.created_ms = row.column_int(15);
-    job.started_ms = row.column_int(16);
-    job.finished_ms = row.column_int(17);
-    job.result_json = row.column_text(18);
-    job.policy_json = row.column_text(19);
-    return job;
-}
 
 std::string conclude_body(JobState state, std::string_view reason) {
     nlohmann::ordered_json body;
@@ -91,24 +29,6 @@ class SqliteQueue final : public JobQueue {
 public:
     SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock clock)
         : m_connection(std::move(db)), m_db(*m_connection), m_clock(std::move(clock)) {}
-
-    Expected<void> migrate() {
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto version = scalar("PRAGMA user_version");
-        if (!version) return std::unexpected(version.error());
-        if (*version > static_cast<std::int64_t>(k_migrations.size()))
-            return fail(ErrorKind::permanent,
-                        "job queue schema version " + std::to_string(*version) +
-                            " is newer than this sandgate knows (" +
-                            std::to_string(k_migrations.size()) + "); upgrade sandgate");
-        for (auto i = static_cast<std::size_t>(*version); i < k_migrations.size(); ++i)
-            if (auto ok = m_db.exec(k_migrations[i]); !ok) return ok;
-        if (auto ok = m_db.exec("PRAGMA user_version = " + std::to_string(k_migrations.size()));
-            !ok)
-            return ok;
-        return tx->commit();
-    }
 
     Expected<Submitted> submit(const JobSpec& spec) override {
         std::lock_guard lock(m_mutex);
@@ -362,14 +282,6 @@ public:
     }
 
 private:
-    Expected<std::int64_t> scalar(std::string_view sql) {
-        auto statement = m_db.prepare(sql);
-        if (!statement) return std::unexpected(statement.error());
-        auto row = statement->step();
-        if (!row) return std::unexpected(row.error());
-        return statement->column_int(0);
-    }
-
     Expected<std::optional<Job>> get_locked(std::int64_t id) {
         auto jobs = select_jobs("id=?1", std::to_string(id), "");
         if (!jobs) return std::unexpected(jobs.error());
@@ -542,13 +454,13 @@ Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(const std::file
 
 Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
                                                     const std::filesystem::path& path, Clock clock) {
-    auto queue = std::make_unique<SqliteQueue>(std::move(db), std::move(clock));
-    if (auto ok = queue->migrate(); !ok) {
+    if (auto ok = migrate_job_store(*db); !ok) {
         auto err = ok.error();
         err.message = path.string() + ": " + err.message;
         return std::unexpected(err);
     }
-    return std::unique_ptr<JobQueue>(std::move(queue));
+    return std::unique_ptr<JobQueue>(
+        std::make_unique<SqliteQueue>(std::move(db), std::move(clock)));
 }
 
 Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
