@@ -295,25 +295,30 @@ void SandboxManager::stop(Sandbox& box) {
 std::optional<sandbox::BrokerReply> SandboxManager::claim(Sandbox& box,
                                                           const SandboxIdentity& identity) {
     const std::string& id = box.info.id;
-    auto refuse = [&](sandbox::Refusal refusal, std::string message) {
-        record(box, "exec", refusal_evidence(id, identity, refusal, message).dump());
-        sandbox::BrokerReply reply;
-        reply.refusal = refusal;
-        reply.message = std::move(message);
-        return std::optional(std::move(reply));
-    };
-    std::lock_guard lock(m_mutex);
-    if (!(box.info.identity == identity))
-        return refuse(sandbox::Refusal::identity, "identity does not match sandbox " + id);
-    if (box.info.state == SandboxState::active)
-        return refuse(sandbox::Refusal::busy, "another command is running in " + id);
-    if (box.info.state != SandboxState::ready)
-        return refuse(sandbox::Refusal::not_ready,
-                      "sandbox " + id + " is " + std::string(to_string(box.info.state)));
-    if (system_now_ms() >= box.info.expires_at_ms)
-        return refuse(sandbox::Refusal::expired, "sandbox " + id + " expired");
-    box.info.state = SandboxState::active;
-    return std::nullopt;
+    sandbox::BrokerReply reply;
+    {
+        std::lock_guard lock(m_mutex);
+        if (!(box.info.identity == identity)) {
+            reply.refusal = sandbox::Refusal::identity;
+            reply.message = "identity does not match sandbox " + id;
+        } else if (box.info.state == SandboxState::active) {
+            reply.refusal = sandbox::Refusal::busy;
+            reply.message = "another command is running in " + id;
+        } else if (box.info.state != SandboxState::ready) {
+            reply.refusal = sandbox::Refusal::not_ready;
+            reply.message = "sandbox " + id + " is " + std::string(to_string(box.info.state));
+        } else if (system_now_ms() >= box.info.expires_at_ms) {
+            reply.refusal = sandbox::Refusal::expired;
+            reply.message = "sandbox " + id + " expired";
+        } else {
+            box.info.state = SandboxState::active;
+            return std::nullopt;
+        }
+    }
+    // The evidence is written outside the lock: a journal write must not stall every other
+    // sandbox's exec, get or list.
+    record(box, "exec", refusal_evidence(id, identity, *reply.refusal, reply.message).dump());
+    return reply;
 }
 
 void SandboxManager::release(Sandbox& box, const Expected<sandbox::BrokerReply>& reply) {
