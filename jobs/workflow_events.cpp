@@ -180,18 +180,14 @@ bool event_matches(const Workflow& workflow, std::string_view event_name, const 
         }
     }
     const std::string ref = filtered_ref(event_name, payload);
-    if (ref.starts_with("refs/heads/")) {
-        const bool has_tag_filter = filters.find("tags") || filters.find("tags-ignore");
-        const bool has_branch_filter = filters.find("branches") || filters.find("branches-ignore");
-        if (!has_branch_filter && has_tag_filter) return false;
-        return filter_admits(filters, "branches", "branches-ignore", ref.substr(11));
-    }
-    if (ref.starts_with("refs/tags/")) {
-        const bool has_tag_filter = filters.find("tags") || filters.find("tags-ignore");
-        const bool has_branch_filter = filters.find("branches") || filters.find("branches-ignore");
-        if (!has_tag_filter && has_branch_filter) return false;
-        return filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
-    }
+    const bool branch_filter = filters.find("branches") || filters.find("branches-ignore");
+    const bool tag_filter = filters.find("tags") || filters.find("tags-ignore");
+    // A trigger that filters only tags does not run for a branch, and the other way round.
+    if (ref.starts_with("refs/heads/"))
+        return (branch_filter || !tag_filter) &&
+               filter_admits(filters, "branches", "branches-ignore", ref.substr(11));
+    if (ref.starts_with("refs/tags/"))
+        return (tag_filter || !branch_filter) && filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
     return true;
 }
 
