@@ -41,6 +41,7 @@
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
+#include "jobs/changed_paths.hpp"
 #include "jobs/git_handles.hpp"
 #include "jobs/git_provider.hpp"
 #include "jobs/git_remove.hpp"
@@ -66,6 +67,8 @@ struct GateFlags {
     std::string repo;
     std::string sha;
     std::string ref;
+    std::string base_sha;  // push: `before`; pull_request: the base branch's SHA
+    std::string base_ref;  // pull_request: the base branch
     std::string event = "merge_group";
     std::string workflows = ".github/workflows";
     std::vector<std::string> jobs;
@@ -79,6 +82,10 @@ void add_flags(CLI::App& app, GateFlags& f) {
     app.add_option("--repo", f.repo, "the repository: a path, file:// or https:// URL")->required();
     app.add_option("--sha", f.sha, "the full 40-hex SHA of the commit to check")->required();
     app.add_option("--ref", f.ref, "the ref the commit is on (fetched too; github.ref)");
+    app.add_option("--base-sha", f.base_sha,
+                   "push: the SHA the ref had before (40 zeros: a new branch); pull_request: the base "
+                   "branch's SHA. For paths/paths-ignore filters");
+    app.add_option("--base-ref", f.base_ref, "pull_request: the base branch (branches filters; github.base_ref)");
     app.add_option("--event", f.event, "merge_group (the default), pull_request or push")
         ->check(CLI::IsMember({"merge_group", "pull_request", "push"}));
     app.add_option("-W,--workflows", f.workflows, "workflows in the commit: a file or directory (.github/workflows)");
@@ -127,6 +134,7 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
     payload.set("repository", jobs::Value(repo));
     if (f.event == "push") {
         if (!f.ref.empty()) payload.set("ref", f.ref);
+        if (!f.base_sha.empty()) payload.set("before", f.base_sha);
         payload.set("after", f.sha);
         jobs::Object head;
         head.set("id", f.sha);
@@ -138,6 +146,12 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
         if (!f.ref.empty()) head.set("ref", f.ref);
         jobs::Object pull;
         pull.set("head", jobs::Value(head));
+        if (!f.base_sha.empty() || !f.base_ref.empty()) {
+            jobs::Object base;
+            if (!f.base_sha.empty()) base.set("sha", f.base_sha);
+            if (!f.base_ref.empty()) base.set("ref", f.base_ref.starts_with("refs/heads/") ? f.base_ref.substr(11) : f.base_ref);
+            pull.set("base", jobs::Value(base));
+        }
         payload.set("pull_request", jobs::Value(pull));
     } else {
         payload.set("action", "checks_requested");
@@ -205,15 +219,17 @@ struct Refusal {
     bool commit;
 };
 
-// Selects the workflows of the commit (materialised at `root`) that run on the event.
-std::optional<Refusal> select_workflows(const Gate& gate, const std::filesystem::path& root,
+// Selects the workflows of the commit (materialised at `root`) that run on the event; paths
+// filters diff the commits in `mirror` (a diff it cannot make runs the workflow, warned).
+std::optional<Refusal> select_workflows(const Gate& gate, const std::filesystem::path& root, const jobs::Mirror& mirror,
                                         const jobs::RunSettings& settings, std::vector<jobs::Workflow>& out) {
     auto files = workflow_files(root, gate.flags.workflows);
     if (!files) return Refusal{k_exit_invalid, files.error().message, true};
     auto workflows = load_workflows(root, *files);
     if (!workflows) return Refusal{k_exit_invalid, workflows.error().message, true};
-    for (auto& workflow : *workflows)
-        if (jobs::event_matches(workflow, settings.event_name, settings.event)) out.push_back(std::move(workflow));
+    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, mirror.gitdir);
+    for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate gate: warning: %s\n", warning.c_str());
+    out = std::move(selection.workflows);
     for (const auto& id : gate.flags.jobs) {
         const bool known = std::ranges::any_of(out, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
         if (!known)
@@ -411,9 +427,13 @@ int run_gate(Gate& gate) {
     gate.repository = jobs::repository_from_url(mirror.remote.fetch_url);
     if (gate.repository.empty()) gate.repository = "local/" + mirror.scope.filename().string();
 
+    // The base of a paths filter's diff, fetched when the mirror lacks it (a base the remote
+    // does not have leaves the paths filters unapplied, with a warning: select_workflows).
+    if (!gate.flags.base_sha.empty() && gate.flags.base_sha.find_first_not_of('0') != std::string::npos)
+        (void)cache.ensure_commit(jobs::MirrorRequest{gate.flags.repo, gate.flags.base_sha, "", gate.token, ""});
     jobs::RunSettings settings = base_settings(gate, control->path(), mirror);
     std::vector<jobs::Workflow> workflows;
-    if (auto refusal = select_workflows(gate, control->path(), settings, workflows)) {
+    if (auto refusal = select_workflows(gate, control->path(), mirror, settings, workflows)) {
         const int code = say(refusal->code, refusal->message);
         if (gate.reporter && refusal->commit)
             (void)report_gate_refusal(*gate.reporter, gate.flags.sha, gate.flags.workflows, refusal->message,
@@ -440,6 +460,8 @@ int gate_command(CommandArgs args) {
     if (!policy) return say(k_exit_invalid, policy.error().message);
     gate.policy = std::move(*policy);
     if (auto sha = jobs::parse_sha(gate.flags.sha); !sha) return say(k_exit_invalid, "--sha: " + sha.error().message);
+    if (auto base = jobs::parse_sha(gate.flags.base_sha); !gate.flags.base_sha.empty() && !base)
+        return say(k_exit_invalid, "--base-sha: " + base.error().message);
     auto remote = jobs::parse_remote(gate.flags.repo);
     if (!remote) return say(k_exit_invalid, "--repo: " + remote.error().message);
     if (const char* token = std::getenv(k_token_variable); token && *token) gate.token = jobs::GitToken{token};

@@ -23,6 +23,7 @@
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
 #include "agent/run_setup.hpp"
+#include "jobs/changed_paths.hpp"
 #include "jobs/checkout.hpp"
 #include "jobs/dotenv.hpp"
 #include "jobs/log.hpp"
@@ -181,9 +182,11 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     if (!files) return invalid(files.error().message);
     auto workflows = load_workflows(settings.repository, *files);
     if (!workflows) return invalid(workflows.error().message);
-    for (auto& workflow : *workflows) {
-        if (jobs::event_matches(workflow, settings.event_name, settings.event)) out.workflows.push_back(std::move(workflow));
-    }
+    // paths filters diff the commits the payload names in the repository (-C); a diff that
+    // cannot be made leaves them unapplied (the workflow runs) with a warning.
+    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, settings.repository);
+    for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate run: warning: %s\n", warning.c_str());
+    out.workflows = std::move(selection.workflows);
     for (const auto& id : f.jobs) {
         const bool known = std::ranges::any_of(out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
         if (!known) return invalid("-j " + id + ": no job with that id in the workflows '" + f.event + "' selects");

@@ -34,6 +34,7 @@ using GitConfig = GitPtr<git_config, git_config_free>;
 using GitRevwalk = GitPtr<git_revwalk, git_revwalk_free>;
 using GitSubmodule = GitPtr<git_submodule, git_submodule_free>;
 using GitReference = GitPtr<git_reference, git_reference_free>;
+using GitDiff = GitPtr<git_diff, git_diff_free>;
 
 // A git_buf that is disposed of on destruction.
 class GitBuf {

@@ -126,10 +126,11 @@ std::vector<const YamlNode*> pattern_list(const YamlNode& list) {
 
 // `include` (branches/tags): the last pattern that matches decides, `!pattern` excluding; so
 // [main, 'releases/**', '!releases/**-alpha'] admits releases/1 but not releases/1-alpha.
-// `exclude` (branches-ignore/tags-ignore): any match excludes.
+// `exclude` (branches-ignore/tags-ignore): any match excludes. The same for paths/paths-ignore
+// applied to one file. An empty name is no list.
 bool filter_admits(const YamlNode& filters, std::string_view include, std::string_view exclude,
                    std::string_view value) {
-    if (const YamlNode* list = filters.find(include)) {
+    if (const YamlNode* list = include.empty() ? nullptr : filters.find(include)) {
         bool admitted = false;
         for (const YamlNode* item : pattern_list(*list)) {
             const std::string_view text = item->text;
@@ -138,7 +139,7 @@ bool filter_admits(const YamlNode& filters, std::string_view include, std::strin
         }
         return admitted;
     }
-    if (const YamlNode* list = filters.find(exclude)) {
+    if (const YamlNode* list = exclude.empty() ? nullptr : filters.find(exclude)) {
         for (const YamlNode* item : pattern_list(*list))
             if (glob_match(item->text, value)) return false;
     }
@@ -167,7 +168,28 @@ std::string filtered_ref(std::string_view event_name, const Value& payload) {
 
 }  // namespace
 
-bool event_matches(const Workflow& workflow, std::string_view event_name, const Value& payload) {
+bool has_paths_filter(const Workflow& workflow, std::string_view event_name) {
+    const EventTrigger* trigger = workflow.on.find(event_name);
+    return trigger != nullptr && trigger->filters.is_mapping() &&
+           (trigger->filters.find("paths") || trigger->filters.find("paths-ignore"));
+}
+
+bool paths_filter_admits(const YamlNode& filters, std::span<const std::string> changed) {
+    if (!filters.is_mapping()) return true;
+    const YamlNode* paths = filters.find("paths");
+    const YamlNode* ignore = filters.find("paths-ignore");
+    if (paths == nullptr && ignore == nullptr) return true;
+    for (const std::string& path : changed) {
+        // `paths` and `paths-ignore` together are refused by the model; `paths` wins if not.
+        if (paths != nullptr ? filter_admits(filters, "paths", "", path)
+                             : filter_admits(filters, "", "paths-ignore", path))
+            return true;
+    }
+    return false;
+}
+
+bool event_matches(const Workflow& workflow, std::string_view event_name, const Value& payload,
+                   const ChangedFiles* changed) {
     const EventTrigger* trigger = workflow.on.find(event_name);
     if (trigger == nullptr) return false;
     const YamlNode& filters = trigger->filters;
@@ -183,12 +205,12 @@ bool event_matches(const Workflow& workflow, std::string_view event_name, const 
     const bool branch_filter = filters.find("branches") || filters.find("branches-ignore");
     const bool tag_filter = filters.find("tags") || filters.find("tags-ignore");
     // A trigger that filters only tags does not run for a branch, and the other way round.
-    if (ref.starts_with("refs/heads/"))
-        return (branch_filter || !tag_filter) &&
-               filter_admits(filters, "branches", "branches-ignore", ref.substr(11));
-    if (ref.starts_with("refs/tags/"))
+    if (ref.starts_with("refs/tags/"))  // paths filters are not evaluated for tag pushes
         return (tag_filter || !branch_filter) && filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
-    return true;
+    if (ref.starts_with("refs/heads/") &&
+        !((branch_filter || !tag_filter) && filter_admits(filters, "branches", "branches-ignore", ref.substr(11))))
+        return false;
+    return changed == nullptr || paths_filter_admits(filters, changed->paths);
 }
 
 }  // namespace jobs

@@ -126,6 +126,68 @@ TEST_CASE("the event selects the workflows, -j the jobs") {
     CHECK(push.code == 0);
 }
 
+// Two workflows: one on every push/pull request, one only when src/ changed.
+const char* k_always_workflow = "on: [push, pull_request]\njobs:\n  always_job:\n    runs-on: ubuntu-latest\n"
+                                "    steps:\n      - run: true\n";
+const char* k_src_workflow = "on:\n  push:\n    paths: ['src/**', '!src/**.md']\n  pull_request:\n"
+                             "    paths: ['src/**']\njobs:\n  paths_job:\n    runs-on: ubuntu-latest\n"
+                             "    steps:\n      - run: true\n";
+
+TEST_CASE("paths filters: a workflow runs only when the push or pull request changed a matching file") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path origin = dir / "origin";
+    const std::string first = tests::make_repo(origin, {{".github/workflows/always.yml", k_always_workflow},
+                                                        {".github/workflows/src.yml", k_src_workflow},
+                                                        {"README.md", "hello\n"}});
+    const std::string docs = tests::commit_file(origin, "docs/guide.md", "docs\n");
+    const std::string src_md = tests::commit_file(origin, "src/notes.md", "notes\n");
+    const std::string src = tests::commit_file(origin, "src/main.c", "int main;\n");
+    const std::string common = "--repo file://" + origin.string() + " --state-dir " + (dir / "state").string() +
+                               " --event push --ref main";
+    const auto ran = [&](const std::string& report) {
+        const std::string text = tests::read_file(dir / report);
+        return std::pair{text.find("\"always_job\"") != std::string::npos, text.find("\"paths_job\"") != std::string::npos};
+    };
+
+    auto skipped = gate(common + " --sha " + docs + " --base-sha " + first + " --report " + (dir / "docs.json").string());
+    INFO(skipped.out);
+    CHECK(skipped.code == 0);
+    CHECK(ran("docs.json") == std::pair{true, false});
+    CHECK_THAT(skipped.out, !Catch::Contains("warning"));
+
+    auto excluded = gate(common + " --sha " + src_md + " --base-sha " + docs + " --report " + (dir / "md.json").string());
+    INFO(excluded.out);
+    CHECK(excluded.code == 0);
+    CHECK(ran("md.json") == std::pair{true, false});  // `!src/**.md` excludes the only change
+
+    auto runs = gate(common + " --sha " + src + " --base-sha " + src_md + " --report " + (dir / "src.json").string());
+    INFO(runs.out);
+    CHECK(runs.code == 0);
+    CHECK(ran("src.json") == std::pair{true, true});
+
+    // A base the repository does not have: the filter is not applied (it runs), with a warning.
+    const std::string unknown(40, 'e');
+    auto open = gate(common + " --sha " + docs + " --base-sha " + unknown + " --report " + (dir / "open.json").string());
+    INFO(open.out);
+    CHECK(open.code == 0);
+    CHECK(ran("open.json") == std::pair{true, true});
+    CHECK_THAT(open.out, Catch::Contains("warning") && Catch::Contains("push") && Catch::Contains(unknown) &&
+                             Catch::Contains(docs));
+
+    // A pull request whose base moved on after it branched: the three-dot diff sees only its own files.
+    sh("git -C " + origin.string() + " checkout -q -b feature " + docs);
+    const std::string feature = tests::commit_file(origin, "docs/more.md", "more\n");
+    sh("git -C " + origin.string() + " checkout -q main");
+    const std::string pr = common.substr(0, common.find(" --event")) + " --event pull_request --ref feature --base-ref main";
+    auto pr_docs = gate(pr + " --sha " + feature + " --base-sha " + src + " --report " + (dir / "pr.json").string());
+    INFO(pr_docs.out);
+    CHECK(pr_docs.code == 0);
+    CHECK(ran("pr.json") == std::pair{true, false});
+    auto bad = gate(pr + " --sha " + feature + " --base-sha nope");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains("--base-sha"));
+}
+
 TEST_CASE("unknown SHAs, unreachable remotes and bad arguments have their own exit codes") {
     const auto dir = tests::make_temp_dir("gate");
     const Repo repo = make_gate_repo(dir);

@@ -3,6 +3,7 @@
 // branch filters test (push: the ref; pull_request and merge_group: the base branch).
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "jobs/workflow_events.hpp"
 
@@ -112,4 +113,77 @@ TEST_CASE("events: a merge queue payload without base_ref filters on the branch 
     };
     CHECK(jobs::event_matches(wf, "merge_group", group("refs/heads/gh-readonly-queue/release/1.x/pr-42-ff00")));
     CHECK_FALSE(jobs::event_matches(wf, "merge_group", group("refs/heads/gh-readonly-queue/main/pr-7-0123")));
+}
+
+namespace {
+
+jobs::ChangedFiles changed(std::vector<std::string> paths) {
+    jobs::ChangedFiles files;
+    files.files = paths.size();
+    files.paths = std::move(paths);
+    return files;
+}
+
+}  // namespace
+
+TEST_CASE("events: paths runs when one changed file's last matching pattern is not a !pattern") {
+    const auto wf = workflow("  push:\n    paths:\n      - 'src/**'\n      - '!src/**/*.md'\n"
+                             "      - 'src/keep/README.md'\n      - '**.c'\n");
+    const auto pushed = push_to("refs/heads/main");
+    const auto runs = [&](std::vector<std::string> paths) {
+        const auto files = changed(std::move(paths));
+        return jobs::event_matches(wf, "push", pushed, &files);
+    };
+    CHECK(runs({"src/a/b/main.cpp"}));
+    CHECK_FALSE(runs({"src/docs/guide.md"}));               // excluded by the later !pattern
+    CHECK(runs({"src/keep/README.md"}));                    // re-admitted by a still later one
+    CHECK(runs({"docs/x.md", "src/docs/y.md", "tools/gen.c"}));  // one admitted file is enough
+    CHECK_FALSE(runs({"docs/x.md", "src/y.md"}));
+    CHECK(runs({"deep/down/file.c"}));  // `**.c` crosses directories
+    CHECK_FALSE(runs({}));              // nothing changed: the workflow does not run
+    // Without the diff (unknown), paths filters are not applied.
+    CHECK(jobs::event_matches(wf, "push", pushed));
+    CHECK(jobs::has_paths_filter(wf, "push"));
+    CHECK_FALSE(jobs::has_paths_filter(workflow("  push:\n    branches: [main]\n"), "push"));
+}
+
+TEST_CASE("events: paths-ignore skips only when every changed file is ignored") {
+    const auto wf = workflow("  pull_request:\n    paths-ignore: ['docs/**', '**.md']\n");
+    const auto pr = payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\"}}}");
+    const auto runs = [&](std::vector<std::string> paths) {
+        const auto files = changed(std::move(paths));
+        return jobs::event_matches(wf, "pull_request", pr, &files);
+    };
+    CHECK_FALSE(runs({"docs/a.txt", "README.md", "sub/dir/notes.md"}));
+    CHECK(runs({"docs/a.txt", "src/main.c"}));
+    CHECK_FALSE(runs({}));
+    CHECK(jobs::paths_filter_admits(wf.on.find("pull_request")->filters, std::vector<std::string>{"x"}));
+}
+
+TEST_CASE("events: branches and paths filters must both pass; tag pushes ignore paths") {
+    const auto wf = workflow("  push:\n    branches: [main]\n    tags: ['v*']\n    paths: ['src/**']\n");
+    const auto src = changed({"src/a.c"});
+    const auto docs = changed({"docs/a.md"});
+    CHECK(jobs::event_matches(wf, "push", push_to("refs/heads/main"), &src));
+    CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/main"), &docs));
+    CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/dev"), &src));
+    CHECK(jobs::event_matches(wf, "push", push_to("refs/tags/v1"), &docs));  // GitHub: not evaluated for tags
+    const auto pr = workflow("  pull_request_target:\n    branches: [main]\n    paths: ['src/**']\n");
+    const auto base = [](const std::string& ref) {
+        return payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"" + ref + "\"}}}");
+    };
+    CHECK(jobs::event_matches(pr, "pull_request_target", base("main"), &src));
+    CHECK_FALSE(jobs::event_matches(pr, "pull_request_target", base("main"), &docs));
+    CHECK_FALSE(jobs::event_matches(pr, "pull_request_target", base("dev"), &src));
+}
+
+TEST_CASE("events: paths with paths-ignore is a workflow error; merge_group has no paths filter") {
+    auto both = jobs::parse_workflow("on:\n  push:\n    paths: [a]\n    paths-ignore: [b]\njobs:\n  a:\n"
+                                     "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
+    REQUIRE_FALSE(both);
+    CHECK(both.error().message == "w.yml:3:5: on.push: 'paths' and 'paths-ignore' cannot be used together");
+    auto queue = jobs::parse_workflow("on:\n  merge_group:\n    paths: [a]\njobs:\n  a:\n"
+                                      "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
+    REQUIRE_FALSE(queue);
+    CHECK_THAT(queue.error().message, Catch::Contains("w.yml:3:") && Catch::Contains("paths"));
 }
