@@ -224,3 +224,33 @@ TEST_CASE("changed paths: GitHub looks at the first 300 files of the diff only")
     CHECK(files_of(selection) == std::vector<std::string>{"a.yml"});
     CHECK(selection.warnings.empty());
 }
+
+TEST_CASE("changed paths: a push of more than 1,000 commits is not diffed (GitHub runs the workflow)") {
+    const auto dir = tests::make_temp_dir("changed");
+    const auto repo = dir / "repo";
+    const std::string first = tests::make_repo(repo, {{"README.md", "hello\n"}});
+    // 1001 commits on top of `first`, each touching docs/n.txt, in one fast-import stream.
+    std::string stream;
+    for (int i = 0; i < 1001; ++i) {
+        const std::string content = std::to_string(i) + "\n";
+        stream += "commit refs/heads/main\ncommitter t <t@example.com> 1767225600 +0000\ndata 1\nc\n";
+        if (i == 0) stream += "from " + first + "\n";
+        stream += "M 100644 inline docs/n.txt\ndata " + std::to_string(content.size()) + "\n" + content + "\n";
+    }
+    tests::write_file(dir / "stream", stream);
+    sh("git -C " + repo.string() + " fast-import --quiet < " + (dir / "stream").string());
+    const std::string last = sh("git -C " + repo.string() + " rev-parse main");
+    const std::string thousandth = sh("git -C " + repo.string() + " rev-parse main~1000");
+
+    auto too_many = jobs::event_changed_files(repo, "push", push(first, last));
+    REQUIRE_FALSE(too_many);
+    CHECK_THAT(too_many.error().message, Catch::Contains("1000") && Catch::Contains(first) && Catch::Contains(last));
+    const std::vector<jobs::Workflow> workflows = {workflow("src.yml", "  push:\n    paths: ['src/**']\n")};
+    auto selection = jobs::select_for_event(workflows, "push", push(first, last), repo);
+    CHECK(files_of(selection) == std::vector<std::string>{"src.yml"});
+    CHECK(selection.warnings.size() == 1);
+    // Exactly 1,000 commits are diffed: only docs/ changed, so it is skipped.
+    auto thousand = jobs::select_for_event(workflows, "push", push(thousandth, last), repo);
+    CHECK(thousand.workflows.empty());
+    CHECK(thousand.warnings.empty());
+}

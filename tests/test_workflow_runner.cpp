@@ -441,3 +441,49 @@ jobs:
     CHECK(push.exit_code == 0);
     CHECK(push.output.find("no workflow runs on 'push'") != std::string::npos);
 }
+
+TEST_CASE("sandgate run applies paths filters to the commits the event payload names") {
+    auto dir = tests::make_temp_dir("run");
+    const auto git = [&](const std::string& args) {
+        const std::string command = "cd " + tests::shell_quote(dir.string()) +
+                                    " && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c user.name=t "
+                                    "-c user.email=t@example.com " + args + " 2>&1";
+        FILE* pipe = ::popen(command.c_str(), "r");
+        REQUIRE(pipe != nullptr);
+        std::string out;
+        char buffer[256];
+        while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+        REQUIRE(::pclose(pipe) == 0);
+        while (!out.empty() && out.back() == '\n') out.pop_back();
+        return out;
+    };
+    tests::write_file(dir / ".github/workflows/always.yml",
+                      "on: pull_request\njobs:\n  always_job:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n");
+    tests::write_file(dir / ".github/workflows/src.yml",
+                      "on:\n  pull_request:\n    paths-ignore: ['docs/**']\njobs:\n  paths_job:\n"
+                      "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n");
+    git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@example.com commit -q -m one");
+    const std::string base = git("rev-parse HEAD");
+    tests::write_file(dir / "docs/a.md", "a\n");
+    git("add -A && git -c user.name=t -c user.email=t@example.com commit -q -m docs");
+    const std::string docs = git("rev-parse HEAD");
+    tests::write_file(dir / "src/a.c", "a\n");
+    git("add -A && git -c user.name=t -c user.email=t@example.com commit -q -m src");
+    const std::string src = git("rev-parse HEAD");
+    const auto event = [&](const std::string& head) {
+        tests::write_file(dir / "event.json", "{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\",\"sha\":\"" +
+                                                  base + "\"},\"head\":{\"sha\":\"" + head + "\"}}}");
+        return tests::run_workflows(dir, {"pull_request", "-e", "event.json", "-l"});
+    };
+    auto only_docs = event(docs);
+    CHECK(only_docs.exit_code == 0);
+    CHECK(only_docs.output.find("always_job") != std::string::npos);
+    CHECK(only_docs.output.find("paths_job") == std::string::npos);
+    auto with_src = event(src);
+    CHECK(with_src.exit_code == 0);
+    CHECK(with_src.output.find("paths_job") != std::string::npos);
+    auto unknown = event(std::string(40, 'f'));
+    CHECK(unknown.output.find("paths_job") != std::string::npos);  // fails open
+    CHECK(unknown.output.find("warning") != std::string::npos);
+    CHECK(unknown.output.find(std::string(40, 'f')) != std::string::npos);
+}
