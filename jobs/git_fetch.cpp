@@ -39,6 +39,19 @@ std::string full_ref(const std::string& ref) {
     return "refs/heads/" + ref;
 }
 
+// Points the repository's HEAD at the remote's default branch, as `git clone --mirror` does
+// (paths filters diff a new branch from its merge base with it: jobs/changed_paths.hpp). The
+// remote's HEAD stays known after git_remote_fetch disconnects. Best effort: a remote without
+// one (empty, detached) leaves HEAD as it was.
+void adopt_remote_head(git_repository* repository, git_remote* remote) {
+    GitBuf branch;
+    if (git_remote_default_branch(branch.get(), remote) != 0 || !branch.view().starts_with("refs/heads/")) return;
+    const std::string target(branch.view());
+    git_reference* raw = nullptr;
+    const int rc = git_reference_symbolic_create(&raw, repository, "HEAD", target.c_str(), 1, "sandgate: the remote's HEAD");
+    const GitReference owned(rc == 0 ? raw : nullptr);
+}
+
 }  // namespace
 
 std::vector<std::string> mirror_refspecs(const std::string& ref) {
@@ -80,6 +93,7 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
     if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0)
         return sandbox::fail(ErrorKind::unavailable, git_error_text("cannot fetch from " + remote.fetch_url, rc) +
                                                          (token && !offered ? withheld_note(gated) : ""));
+    adopt_remote_head(repository, handle.get());
     return {};
 }
 

@@ -183,6 +183,21 @@ TEST_CASE("paths filters: a workflow runs only when the push or pull request cha
     INFO(pr_docs.out);
     CHECK(pr_docs.code == 0);
     CHECK(ran("pr.json") == std::pair{true, false});
+    // A new branch (--base-sha all zeros): diffed from its merge base with the remote's default
+    // branch (the mirror's HEAD), so only docs/more.md; with src/ changed on it, it runs.
+    const std::string branch = common.substr(0, common.find(" --ref")) + " --ref feature --base-sha " + std::string(40, '0');
+    auto created = gate(branch + " --sha " + feature + " --report " + (dir / "new.json").string());
+    INFO(created.out);
+    CHECK(created.code == 0);
+    CHECK(ran("new.json") == std::pair{true, false});
+    sh("git -C " + origin.string() + " checkout -q feature");
+    const std::string feature_src = tests::commit_file(origin, "src/feature.c", "int f;\n");
+    sh("git -C " + origin.string() + " checkout -q main");
+    auto created_src = gate(branch + " --sha " + feature_src + " --report " + (dir / "new-src.json").string());
+    INFO(created_src.out);
+    CHECK(created_src.code == 0);
+    CHECK(ran("new-src.json") == std::pair{true, true});
+
     auto bad = gate(pr + " --sha " + feature + " --base-sha nope");
     CHECK(bad.code == 2);
     CHECK_THAT(bad.out, Catch::Contains("--base-sha"));
