@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -356,6 +357,24 @@ std::filesystem::path api_socket_path(const AgentConfig& config) {
     return agent_dir(config) / "run" / "api.sock";
 }
 
+namespace {
+
+// A pull request's base SHA as the webhook or the poller recorded it (payload_json base_sha),
+// for the gate's paths filters; empty when absent or not a full SHA. (The daemon links no
+// libgit2, so no jobs::parse_sha here.)
+std::string recorded_base_sha(const JobSpec& spec) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view sha;
+    if (parser.parse(simdjson::padded_string(spec.payload_json)).get(doc) != simdjson::SUCCESS ||
+        doc["base_sha"].get(sha) != simdjson::SUCCESS || sha.size() != 40 ||
+        sha.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+        return {};
+    return std::string(sha);
+}
+
+}  // namespace
+
 std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                   const std::filesystem::path& self) {
     if (!config.job_command.empty()) return config.job_command;
@@ -369,6 +388,8 @@ std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                      "--report", job_report_path(config, job.id).string()};
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
     if (!job.spec.key.workflow_job.empty()) argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
+    if (job.spec.event == "pull_request")
+        if (auto base = recorded_base_sha(job.spec); !base.empty()) argv.insert(argv.end(), {"--base-sha", base});
     return argv;
 }
 

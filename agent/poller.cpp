@@ -175,6 +175,7 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             nlohmann::ordered_json payload;
             payload["pull_request"] = number;
             payload["base_ref"] = text_at(pull, "/base/ref");
+            if (auto base = text_at(pull, "/base/sha"); !base.empty()) payload["base_sha"] = base;  // paths filters
             spec.payload_json = payload.dump();
             if (auto ok = submit(spec, stats); !ok) return ok;
         }

@@ -47,6 +47,9 @@ Expected<WebhookAction> pull_request(element doc, std::string_view action,
     spec.event = "pull_request";
     nlohmann::ordered_json payload;
     payload["pull_request"] = number;
+    // The base's SHA, for the gate's paths filters (--base-sha: agent/daemon.cpp job_argv).
+    if (std::string_view base; doc.at_pointer("/pull_request/base/sha").get(base) == simdjson::SUCCESS)
+        payload["base_sha"] = std::string(base);
     spec.payload_json = payload.dump();
     return WebhookAction{WebhookVerb::submit, std::move(spec), ""};
 }

@@ -8,6 +8,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -155,6 +156,19 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
                                            "--report", "/state/agent/reports/0.json", "--ref",
                                            "refs/heads/gh-readonly-queue/main/pr-1", "-j",
                                            "ci.yml/build"});
+    // A pull request's recorded base SHA becomes --base-sha (paths filters); a bad one is dropped.
+    job.spec.event = "pull_request";
+    job.spec.ref = "refs/pull/1/head";
+    job.spec.key.workflow_job.clear();
+    const std::string base(40, 'b');
+    job.spec.payload_json = R"({"pull_request":1,"base_sha":")" + base + R"("})";
+    const auto pr_argv = agent::job_argv(config, job, "/usr/bin/sandgate");
+    REQUIRE(pr_argv.size() >= 2);
+    CHECK(pr_argv[pr_argv.size() - 2] == "--base-sha");
+    CHECK(pr_argv.back() == base);
+    job.spec.payload_json = R"({"pull_request":1,"base_sha":"nope"})";
+    const auto no_base = agent::job_argv(config, job, "/usr/bin/sandgate");
+    CHECK(std::ranges::find(no_base, "--base-sha") == no_base.end());
 }
 
 TEST_CASE("the agent runs at most max_jobs at once, logs each, and concludes them") {

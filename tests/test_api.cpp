@@ -181,7 +181,8 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     const std::string sha = k_sha;
     const std::string pr = R"({"action":"opened","number":7,"repository":{"full_name":"octo/repo"},)"
                            R"("pull_request":{"number":7,"labels":[{"name":"gate"}],)"
-                           R"("head":{"sha":")" + sha + R"(","ref":"feature"}}})";
+                           R"("head":{"sha":")" + sha + R"(","ref":"feature"},)"
+                           R"("base":{"sha":")" + std::string(40, 'b') + R"(","ref":"main"}}})";
     auto unsigned_reply = f.call("POST", "/webhook", pr, {"X-GitHub-Event: pull_request"});
     CHECK(unsigned_reply.status == 401);
     auto forged = f.call("POST", "/webhook", pr,
@@ -199,6 +200,7 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     REQUIRE(jobs.size() == 1);
     CHECK(jobs[0].spec.ref == "refs/pull/7/head");
     CHECK(jobs[0].spec.event == "pull_request");
+    CHECK(jobs[0].spec.payload_json.find("\"base_sha\":\"" + std::string(40, 'b') + "\"") != std::string::npos);
 
     std::string unlabeled = pr;
     unlabeled.replace(unlabeled.find("\"gate\""), 6, "\"wip\"");
