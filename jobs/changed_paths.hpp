@@ -8,7 +8,8 @@
 //   push: a two-dot diff, before..after. A new branch (`before` all zeros): GitHub diffs
 //     "against the parent of the ancestor of the deepest commit pushed"; sandgate diffs
 //     against the merge base of `after` and the default branch (payload
-//     repository.default_branch, else refs/remotes/origin/HEAD, else a bare repository's HEAD),
+//     repository.default_branch, else refs/remotes/origin/HEAD, else a bare repository's HEAD:
+//     a mirror's HEAD follows the remote's, jobs/git_fetch.cpp),
 //     which is the same commit when the branch was made from the default branch; without a
 //     default branch or a common ancestor, every file of `after` counts as changed. A branch
 //     created at a commit already on the default branch changed nothing. A deleted branch
