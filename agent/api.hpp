@@ -18,6 +18,14 @@
 //                                        output_limit, stdin_text}: the RunResult (output
 //                                        base64) or 409 with the refusal (503 when
 //                                        it is `unavailable`: the broker lacked a resource)
+//                                        exec_id? names the exec (else "ex-..." is
+//                                        chosen); the answer carries exec_id, and when the
+//                                        step was stopped, cancelled_by. A client that hangs up
+//                                        cancels its exec.
+//   POST   /v1/sandboxes/{id}/execs/{exec_id}/cancel   (also DELETE .../execs/{exec_id})
+//                                        200 cancel_requested (the exec answers cancelled:
+//                                        TERM, KILL after its kill grace); 404 unknown exec;
+//                                        409 finished
 //   DELETE /v1/sandboxes/{id}
 //   POST   /webhook                      GitHub webhooks, verified by X-Hub-Signature-256
 //
@@ -32,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/exec_registry.hpp"
 #include "agent/http_server.hpp"
 #include "agent/job_store.hpp"
 #include "agent/sandbox_manager.hpp"
@@ -58,6 +67,9 @@ public:
 private:
     HttpResponse jobs(const HttpRequest& request, const std::vector<std::string>& parts);
     HttpResponse sandboxes(const HttpRequest& request, const std::vector<std::string>& parts);
+    HttpResponse create_sandbox(const HttpRequest& request);
+    HttpResponse sandbox_exec(const HttpRequest& request, const std::string& id);
+    HttpResponse cancel_exec(const std::string& id, const std::string& exec_id);
     HttpResponse webhook(const HttpRequest& request);
     HttpResponse metrics();
     HttpResponse submit(const HttpRequest& request);
@@ -67,6 +79,7 @@ private:
     ApiConfig m_config;
     JobQueue& m_queue;
     SandboxManager& m_sandboxes;
+    ExecRegistry m_execs;  // the sandbox execs in flight, for their cancel
 };
 
 std::filesystem::path job_log_path(const std::filesystem::path& log_dir, std::int64_t id);

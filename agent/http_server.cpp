@@ -108,6 +108,9 @@ MHD_Result access(void* cls, MHD_Connection* connection, const char* url, const 
         pending->request.path = url;
         MHD_get_connection_values(connection, MHD_HEADER_KIND, collect, &pending->request);
         MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect, &pending->request);
+        // One thread per connection: while the handler runs, nothing else reads this socket.
+        if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+            pending->request.connection_fd = info->connect_fd;
         *con_cls = pending;
         return MHD_YES;
     }

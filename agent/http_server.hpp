@@ -24,6 +24,10 @@ struct HttpRequest {
     std::map<std::string, std::string> query;   // decoded
     std::map<std::string, std::string> headers; // names lower-cased
     std::string body;                           // raw bytes
+    // The client's connection, not owned, valid while the handler runs: only to notice the
+    // client hanging up (sandbox::CancelToken::fire_on_hangup); never read, written or closed.
+    // -1 when unknown.
+    int connection_fd = -1;
 };
 
 // A producer of streamed body chunks: returns a chunk (may be empty when nothing is ready

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -51,8 +50,6 @@ std::string random_id() {
     }
     return id;
 }
-
-bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 
 }  // namespace
@@ -335,7 +332,8 @@ void SandboxManager::release(Sandbox& box, const Expected<sandbox::BrokerReply>&
 
 Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
                                                     const SandboxIdentity& identity,
-                                                    sandbox::ExecRequest request) {
+                                                    sandbox::ExecRequest request,
+                                                    const ExecControl& control) {
     auto box = find(id);
     if (!box) return fail(ErrorKind::invalid_input, "no sandbox " + id);
     if (auto refusal = claim(*box, identity)) return std::move(*refusal);
@@ -346,7 +344,7 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
                           : std::optional(std::chrono::milliseconds(
                                 box->info.expires_at_ms - system_now_ms()) + k_reply_margin);
     sandbox::BrokerRequest call{sandbox::BrokerOp::exec, std::move(request)};
-    auto reply = sandbox::broker_call(box->socket, call, wait);
+    auto reply = sandbox::broker_call(box->socket, call, wait, nullptr, control.cancel);
     call.exec.stdin_text.reset();
     release(*box, reply);
     if (!reply) {
@@ -355,8 +353,20 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
         return std::unexpected(err);
     }
     if (!m_config.journal || !box->job) return reply;  // no record to write the evidence to
-    record(*box, "exec", exec_evidence(id, identity, shell, *reply).dump());
+    auto evidence = exec_evidence(id, identity, shell, *reply);
+    if (!control.exec_id.empty()) evidence["exec_id"] = control.exec_id;
+    if (reply->result && reply->result->error &&
+        reply->result->error->kind == sandbox::RunErrorKind::cancelled) {
+        std::string by = control.cancelled_by ? control.cancelled_by() : "";
+        evidence["cancelled_by"] = by.empty() ? "sandbox" : by;
+    }
+    record(*box, "exec", evidence.dump());
     return reply;
+}
+
+void SandboxManager::record_event(const std::string& id, std::string_view kind,
+                                  const std::string& body) {
+    if (auto box = find(id)) record(*box, kind, body);
 }
 
 std::optional<SandboxInfo> SandboxManager::get(const std::string& id) {
@@ -415,49 +425,6 @@ std::size_t SandboxManager::reap_expired() {
     }
     for (const auto& id : expired) (void)destroy(id);
     return expired.size();
-}
-
-std::size_t SandboxManager::reap_stale() {
-    const auto root = m_config.state_dir / "sandboxes";
-    std::error_code ec;
-    std::size_t reaped = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-        const auto id = entry.path().filename().string();
-        if (find(id) || entry.symlink_status(ec).type() != std::filesystem::file_type::directory)
-            continue;
-        simdjson::dom::parser parser;
-        simdjson::dom::element meta;
-        std::int64_t owner = 0;
-        std::filesystem::path socket = entry.path() / "sock" / "broker.sock";
-        if (parser.load((entry.path() / "meta.json").string()).get(meta) == simdjson::SUCCESS) {
-            if (meta["owner_pid"].get(owner) != simdjson::SUCCESS) owner = 0;
-            std::string_view recorded;
-            if (meta["socket"].get(recorded) == simdjson::SUCCESS) socket = recorded;
-        }
-        // Another live agent sharing this state directory keeps its sandboxes.
-        if (owner != 0 && owner != ::getpid() && process_alive(static_cast<pid_t>(owner)))
-            continue;
-        kill_stale_broker(socket);
-        remove_tree(entry.path());
-        // A socket directory of its own under /tmp (a deep state directory) goes too.
-        if (socket.parent_path().string().starts_with(k_short_socket_prefix)) remove_tree(socket.parent_path());
-        ++reaped;
-    }
-    return reaped;
-}
-
-// A broker of a previous life may outlive its agent when the wrap did not die with it: find
-// it by its socket path on its command line and kill it.
-void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
-    std::error_code ec;
-    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-        const auto name = proc.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        const std::string cmdline = read_small_file(proc.path() / "cmdline");
-        if (cmdline.find(std::string("broker") + '\0') != std::string::npos &&
-            cmdline.find(socket.string() + '\0') != std::string::npos)
-            ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
-    }
 }
 
 }  // namespace agent

@@ -11,6 +11,9 @@
 // - exec() refuses (BrokerReply::refusal, nothing run) a wrong identity, a sandbox that is not
 //   ready (created, destroyed, or active: one command at a time), or one past its TTL. A
 //   broker that cannot be reached is an error; nothing ever runs on the host instead.
+// - an exec given a cancel token (ExecControl) is stopped when it fires: the broker's
+//   connection is half-closed, the broker sends the step's tree SIGTERM, SIGKILL after the
+//   request's kill grace, and answers a result with RunErrorKind::cancelled (exit 130).
 // - every exec and refusal leaves value-free evidence on the job's record: identity, posture,
 //   duration, exit, byte counts, truncation, skip markers. Never env values, argv or stdin.
 // - destroy() is idempotent: it stops the broker (shutdown, then SIGKILL via a pidfd), waits
@@ -22,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +35,7 @@
 
 #include "agent/job_store.hpp"
 #include "sandbox/broker_protocol.hpp"
+#include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
 
@@ -70,6 +75,15 @@ struct SandboxInfo {
     std::int64_t execs = 0;
 };
 
+// How one exec may be stopped early, and what its evidence says about that.
+struct ExecControl {
+    std::string exec_id;                          // recorded in the evidence when set
+    const sandbox::CancelToken* cancel = nullptr;  // not owned; fired: the step is stopped
+    // Asked once, after a step that ended cancelled: who stopped it ("api", "client_hangup";
+    // recorded as cancelled_by). Unset or empty: "sandbox" (a teardown stopped it).
+    std::function<std::string()> cancelled_by;
+};
+
 struct StepStats {
     std::int64_t count = 0;
     double seconds_sum = 0;
@@ -99,7 +113,10 @@ public:
                                           const SandboxOptions& options);
     sandbox::Expected<sandbox::BrokerReply> exec(const std::string& id,
                                                  const SandboxIdentity& identity,
-                                                 sandbox::ExecRequest request);
+                                                 sandbox::ExecRequest request,
+                                                 const ExecControl& control = {});
+    // Appends `body` as an event of `kind` to the job record of sandbox `id`, when it has one.
+    void record_event(const std::string& id, std::string_view kind, const std::string& body);
     std::optional<SandboxInfo> get(const std::string& id);
     std::vector<SandboxInfo> list();
     sandbox::Expected<void> destroy(const std::string& id);

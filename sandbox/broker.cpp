@@ -87,17 +87,11 @@ private:
 };
 
 // A step's token: fired by a shutdown of the broker (`shutdown`, its parent) or when the
-// client hangs up. A linked token's fd() is an epoll set (cancel.hpp), so the connection joins
-// it with EPOLLRDHUP alone: the peer's shutdown(SHUT_WR) or close shows there (EPOLLHUP and
-// EPOLLERR always do), a byte it sends does not.
+// client hangs up (shuts its sending side down or closes; a byte it sends does not count).
 Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) {
     auto token = CancelToken::create_linked(shutdown);
     if (!token) return token;
-    epoll_event event{};
-    event.events = EPOLLRDHUP;
-    event.data.fd = connection;
-    if (::epoll_ctl(token->fd(), EPOLL_CTL_ADD, connection, &event) != 0)
-        return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
+    if (auto ok = token->fire_on_hangup(connection); !ok) return std::unexpected(ok.error());
     return token;
 }
 

@@ -34,6 +34,27 @@ Expected<CancelToken> CancelToken::create_linked(const CancelToken& parent) {
     return CancelToken(std::move(own->m_event), std::move(watch));
 }
 
+Expected<void> CancelToken::fire_on_hangup(int socket) {
+    if (!m_watch) {
+        Fd watch(::epoll_create1(EPOLL_CLOEXEC));
+        if (!watch) return fail(ErrorKind::unavailable, errno_message("epoll_create1"));
+        epoll_event own{};
+        own.events = EPOLLIN;
+        own.data.fd = m_event.get();
+        if (::epoll_ctl(watch.get(), EPOLL_CTL_ADD, m_event.get(), &own) != 0)
+            return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
+        m_watch = std::move(watch);
+    }
+    // EPOLLRDHUP alone: the epoll fd turns readable on the peer's shutdown(SHUT_WR) or close,
+    // not on data it sends (a pipelined request must not cancel the step).
+    epoll_event event{};
+    event.events = EPOLLRDHUP;
+    event.data.fd = socket;
+    if (::epoll_ctl(m_watch.get(), EPOLL_CTL_ADD, socket, &event) != 0)
+        return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
+    return {};
+}
+
 void CancelToken::cancel() const noexcept {
     // The counter only grows and nobody reads it, so the fd stays readable for good. EAGAIN
     // (the counter at its maximum) means it is readable already.

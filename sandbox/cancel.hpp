@@ -25,6 +25,13 @@ public:
     // (ErrorKind::unavailable) only at the fd limit.
     static Expected<CancelToken> create_linked(const CancelToken& parent);
 
+    // Also counts as fired once the peer of the stream socket `socket` hangs up: shuts its
+    // sending side down or closes it (EPOLLRDHUP; EPOLLHUP and EPOLLERR always count), never a
+    // byte it sends. `socket` is not owned and must stay open while this token is watched; an
+    // unlinked token gets its epoll watch here. Not thread-safe against a concurrent watch;
+    // fails (ErrorKind::unavailable) only when epoll refuses (fd limit, not a socket).
+    Expected<void> fire_on_hangup(int socket);
+
     // Async-signal-safe and thread-safe; idempotent.
     void cancel() const noexcept;
     // True once cancel() was called (on this token or on a parent it is linked to).

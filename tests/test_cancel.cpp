@@ -2,11 +2,14 @@
 // (and only downwards), also while a run watches them.
 #include <catch2/catch.hpp>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
 #include "sandbox/cancel.hpp"
+#include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
 #include "tests/support/processes.hpp"
 
@@ -86,4 +89,34 @@ TEST_CASE("a run watching a linked token is stopped when the parent fires mid-ru
     REQUIRE(result.error);
     CHECK(result.error->kind == sandbox::RunErrorKind::cancelled);
     CHECK(tests::processes_with(marker).empty());
+}
+
+TEST_CASE("a token watching a socket fires when its peer hangs up, not when it sends") {
+    int pair[2] = {-1, -1};
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    sandbox::Fd ours(pair[0]);
+    sandbox::Fd peer(pair[1]);
+    auto parent = sandbox::CancelToken::create();
+    REQUIRE(parent);
+    auto plain = sandbox::CancelToken::create();
+    auto linked = sandbox::CancelToken::create_linked(*parent);
+    REQUIRE(plain);
+    REQUIRE(linked);
+    REQUIRE(plain->fire_on_hangup(ours.get()));
+    REQUIRE(linked->fire_on_hangup(ours.get()));
+    REQUIRE(::write(peer.get(), "GET /", 5) == 5);
+    CHECK_FALSE(plain->cancelled());
+    CHECK_FALSE(linked->cancelled());
+    REQUIRE(::shutdown(peer.get(), SHUT_WR) == 0);
+    CHECK(plain->cancelled());
+    CHECK(linked->cancelled());
+    CHECK(readable(*plain));
+    CHECK_FALSE(parent->cancelled());  // a hang-up fires the child, never its parent
+
+    auto unwatched = sandbox::CancelToken::create();
+    REQUIRE(unwatched);
+    CHECK_FALSE(unwatched->fire_on_hangup(-1));  // not an fd: an error value, not a throw
+    CHECK_FALSE(unwatched->cancelled());
+    unwatched->cancel();  // its own cancel still works through the watch it got
+    CHECK(unwatched->cancelled());
 }
