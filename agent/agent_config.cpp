@@ -71,6 +71,7 @@ void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfi
         {"lease_seconds", [&](const YAML::Node& n) { c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n)); }},
         {"max_attempts", [&](const YAML::Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
         {"drain_seconds", [&](const YAML::Node& n) { c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n)); }},
+        {"mirror_idle_days", [&](const YAML::Node& n) { c.mirror_max_idle = std::chrono::hours(24 * positive(file, "agent.mirror_idle_days", n)); }},
         {"reap_seconds", [&](const YAML::Node& n) { c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n)); }},
         {"on_lost_job", [&](const YAML::Node& n) {
              const auto value = text("agent.on_lost_job")(n);
@@ -196,6 +197,7 @@ agent:
   on_lost_job: conclude        # after a crash: conclude (failed) or requeue
   max_attempts: 2              # runs before a lost job is concluded
   drain_seconds: 300           # on SIGTERM, running jobs get this long
+  mirror_idle_days: 14         # mirrors unused this long are removed (checked daily)
 api:
   listen: unix                 # unix (STATE_DIR/agent/api.sock), unix:PATH or 127.0.0.1:PORT
   # token_file: /etc/sandgate/api-token        # 0600; required on 127.0.0.1

@@ -26,6 +26,8 @@ struct AgentConfig {
     std::int64_t max_attempts = 2;        // claims before a lost job is concluded
     std::chrono::seconds drain{300};      // SIGTERM: running jobs get this long, then cancelled
     std::chrono::seconds reap_interval{60};
+    // Mirrors unused this long are removed (jobs/mirror_gc.hpp), checked at start and daily.
+    std::chrono::hours mirror_max_idle{14 * 24};
     // api:
     std::string listen = "unix";          // "unix" (state_dir/agent/api.sock), "unix:PATH" or
                                           // "127.0.0.1:PORT"

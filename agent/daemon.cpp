@@ -17,6 +17,7 @@
 #include "agent/http_server.hpp"
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
+#include "agent/mirror_upkeep.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
@@ -28,6 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds k_tick{200};
 constexpr std::chrono::seconds k_kill_grace{10};
+constexpr std::chrono::hours k_mirror_gc_interval{24};
 constexpr std::size_t k_max_request_body = 8 * 1024 * 1024;
 constexpr int k_exit_timeout = 124;
 
@@ -41,22 +43,6 @@ struct Running {
     std::string forced_reason;
     std::optional<SandboxInfo> sandbox;         // the job's persistent sandbox
 };
-
-std::string repository_url(const AgentConfig& config, const std::string& repository) {
-    const bool owner_name = repository.find("://") == std::string::npos &&
-                            repository.front() != '/' && repository.front() != '.' &&
-                            std::count(repository.begin(), repository.end(), '/') == 1;
-    if (!owner_name) return repository;
-    if (!config.clone_url.empty()) {
-        std::string url = config.clone_url;
-        url.replace(url.find("{repository}"), std::string_view("{repository}").size(), repository);
-        return url;
-    }
-    std::string web = config.api_url;
-    if (web == "https://api.github.com" || web == "https://api.github.com/") web = "https://github.com";
-    else if (auto at = web.find("/api/v3"); at != std::string::npos) web.erase(at);
-    return web + "/" + repository;
-}
 
 class Loop {
 public:
@@ -73,6 +59,7 @@ public:
         sigemptyset(&signals);
         for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) sigaddset(&signals, sig);
         auto next_reap = Clock::now();
+        auto next_mirror_gc = Clock::now();  // at start, then daily
         std::optional<Clock::time_point> drain_deadline;
         while (true) {
             const timespec tick{0, std::chrono::nanoseconds(k_tick).count()};
@@ -99,6 +86,10 @@ public:
             if (Clock::now() >= next_reap) {
                 housekeeping();
                 next_reap = Clock::now() + m_config.reap_interval;
+            }
+            if (!drain_deadline && Clock::now() >= next_mirror_gc) {
+                collect_mirror_cache();
+                next_mirror_gc = Clock::now() + k_mirror_gc_interval;
             }
         }
     }
@@ -282,6 +273,13 @@ private:
         spdlog::info("job {}: {} {}", running.job.id, to_string(state), reason);
         if (!ok) spdlog::warn("job {}: {}", running.job.id, ok.error().message);
         m_github.wake();
+    }
+
+    // On this thread, so no job starts (creating its scope) while mirrors are collected.
+    void collect_mirror_cache() {
+        std::vector<std::string> repositories;
+        for (const auto& [id, running] : m_running) repositories.push_back(running.job.spec.key.repository);
+        collect_agent_mirrors(m_config, repositories);
     }
 
     void housekeeping() {

@@ -10,6 +10,7 @@
 #include "jobs/git_handles.hpp"
 #include "jobs/git_lock.hpp"
 #include "jobs/git_mirror_layout.hpp"
+#include "jobs/mirror_gc.hpp"
 #include "jobs/git_remove.hpp"
 #include "sandbox/fd.hpp"
 
@@ -155,10 +156,14 @@ sandbox::Expected<void> make_private_dir(const fs::path& dir) {
 sandbox::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir, const MirrorLayout& layout) {
     if (auto made = make_private_dir(mirrors_dir); !made) return std::unexpected(made.error());
     ::chmod(state_dir.c_str(), 0700);  // mirrors may hold private code
-    for (const fs::path& dir : {layout.gitdir.parent_path(), layout.lock.parent_path()})
-        if (auto made = make_private_dir(dir); !made) return std::unexpected(made.error());
+    if (auto made = make_private_dir(layout.lock.parent_path()); !made) return std::unexpected(made.error());
     auto lock = FileLock::acquire(layout.lock, LockMode::exclusive);
     if (!lock) return lock;
+    // Made under the lock: the mirror gc (mirror_gc.hpp) may have moved the scope away while
+    // we waited for it.
+    if (auto made = make_private_dir(layout.gitdir.parent_path()); !made) return std::unexpected(made.error());
+    if (auto used = record_mirror_use(mirrors_dir, layout.scope.filename().string()); !used)
+        spdlog::warn("mirror {}: {}", layout.scope.string(), used.error().message);
     if (auto adopted = adopt_legacy_mirror(layout); !adopted)
         spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(), adopted.error().message);
     return lock;

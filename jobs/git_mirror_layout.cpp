@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "jobs/git_lock.hpp"
+#include "jobs/mirror_gc.hpp"
 #include "jobs/git_remove.hpp"
 
 namespace jobs {
@@ -63,6 +64,9 @@ sandbox::Expected<fs::path> make_mirror_scope(const fs::path& state_dir, std::st
     if (!ec) fs::permissions(mirrors, fs::perms::owner_all, ec);  // mirrors may hold private code
     fs::path real = ec ? fs::path() : fs::canonical(scope, ec);
     if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + scope.string() + ": " + ec.message());
+    // A job of this repository starts: the mirror gc keeps its scope (mirror_gc.hpp).
+    if (auto used = record_mirror_use(mirrors, scope.filename().string()); !used)
+        spdlog::warn("mirror scope {}: {}", scope.string(), used.error().message);
     return real;
 }
 

@@ -9,6 +9,8 @@
 //   <state>/mirrors/<scope>/...tmp-*, ...trash-*  mirrors being created or replaced
 //   <state>/mirrors/locks/<scope>.lock          the flock of repo.git
 //   <state>/mirrors/locks/<scope>.<name>.lock   the flock of modules/<name>.git
+//   <state>/mirrors/last-use/<scope>            its mtime: the scope's last use (mirror_gc.hpp)
+//   <state>/mirrors/gc-trash.*/                 mirrors being removed by the gc
 //
 // <scope> and <name> are mirror_dir_name() of the remotes ("<name>-<16 hex>", so "locks" is
 // never a scope). The scope exists before any job's sandbox does and mirrors are renamed into
