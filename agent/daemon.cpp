@@ -279,7 +279,7 @@ private:
     void collect_mirror_cache() {
         std::vector<std::string> repositories;
         for (const auto& [id, running] : m_running) repositories.push_back(running.job.spec.key.repository);
-        collect_agent_mirrors(m_config, repositories);
+        m_mirrors.collect(repositories);
     }
 
     void housekeeping() {
@@ -297,6 +297,7 @@ private:
     GitHubRounds& m_github;
     std::filesystem::path m_self;
     std::map<std::int64_t, Running> m_running;
+    MirrorUpkeep m_mirrors{m_config};
 };
 
 // Workspaces of jobs no longer running (a previous life's, after recovery).

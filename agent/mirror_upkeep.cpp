@@ -34,14 +34,15 @@ std::optional<std::set<std::string>> served_mirror_scopes(const AgentConfig& con
 }
 
 jobs::MirrorGcReport collect_agent_mirrors(const AgentConfig& config,
-                                           const std::vector<std::string>& running_repositories) {
+                                           const std::vector<std::string>& running_repositories,
+                                           jobs::TrashRemoval removal) {
     jobs::MirrorGcPolicy policy;
     policy.max_idle = config.mirror_max_idle;
     policy.served = served_mirror_scopes(config);
     for (const auto& repository : running_repositories)
         if (auto name = jobs::mirror_scope_name(repository_url(config, repository)))
             policy.in_use.insert(std::move(*name));
-    auto report = jobs::collect_mirrors(config.state_dir, policy);
+    auto report = jobs::collect_mirrors(config.state_dir, policy, std::chrono::system_clock::now(), removal);
     if (!report) {
         spdlog::warn("mirror gc: {}", report.error().message);
         return {};
@@ -49,6 +50,20 @@ jobs::MirrorGcReport collect_agent_mirrors(const AgentConfig& config,
     spdlog::info("mirror gc: {} removed, {} kept, {} busy, {} failed", report->removed.size(),
                  report->kept, report->busy.size(), report->failed.size());
     return std::move(*report);
+}
+
+MirrorUpkeep::~MirrorUpkeep() {
+    if (m_remover.joinable()) m_remover.join();
+}
+
+jobs::MirrorGcReport MirrorUpkeep::collect(const std::vector<std::string>& running_repositories) {
+    if (m_remover.joinable()) m_remover.join();  // never two removals of one trash at once
+    auto report = collect_agent_mirrors(m_config, running_repositories, jobs::TrashRemoval::deferred);
+    m_remover = std::thread([state_dir = m_config.state_dir] {
+        if (auto emptied = jobs::empty_mirror_trash(state_dir); !emptied)
+            spdlog::warn("mirror gc: trash: {}", emptied.error().message);
+    });
+    return report;
 }
 
 }  // namespace agent

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/agent_config.hpp"
@@ -26,6 +27,25 @@ std::optional<std::set<std::string>> served_mirror_scopes(const AgentConfig& con
 // Collects the mirrors of config.state_dir, logging what it removed, kept busy or failed to
 // remove (spdlog); the report is returned for tests. Never throws; errors are logged.
 jobs::MirrorGcReport collect_agent_mirrors(const AgentConfig& config,
-                                           const std::vector<std::string>& running_repositories);
+                                           const std::vector<std::string>& running_repositories,
+                                           jobs::TrashRemoval removal = jobs::TrashRemoval::now);
+
+// The daemon's collections: the decisions and renames (quick, under the fetch locks) on the
+// caller's thread, the removal of the trash on a thread of its own, so that deleting a large
+// mirror never stalls the loop's lease renewals. One removal at a time: a collection first
+// waits for the previous one's.
+class MirrorUpkeep {
+public:
+    explicit MirrorUpkeep(const AgentConfig& config) : m_config(config) {}
+    ~MirrorUpkeep();  // waits for the trash removal in flight
+    MirrorUpkeep(const MirrorUpkeep&) = delete;
+    MirrorUpkeep& operator=(const MirrorUpkeep&) = delete;
+
+    jobs::MirrorGcReport collect(const std::vector<std::string>& running_repositories);
+
+private:
+    const AgentConfig& m_config;
+    std::thread m_remover;
+};
 
 }  // namespace agent

@@ -147,48 +147,47 @@ sandbox::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candida
     return trash;
 }
 
-void remove_old_trash(const fs::path& mirrors, MirrorGcReport& report) {
+// Removes the gc-trash.* directories of `mirrors`; their failures are appended to `failed`.
+std::size_t remove_trash(const fs::path& mirrors, std::vector<std::string>& failed) {
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(mirrors, ec)) {
-        if (!entry.path().filename().string().starts_with(k_trash_prefix)) continue;
-        if (auto removed = remove_tree(entry.path()); !removed) {
-            spdlog::warn("mirror gc: {}", removed.error().message);
-            report.failed.push_back(removed.error().message);
+    std::vector<fs::path> trash;
+    for (const auto& entry : fs::directory_iterator(mirrors, ec))
+        if (entry.path().filename().string().starts_with(k_trash_prefix)) trash.push_back(entry.path());
+    std::size_t removed = 0;
+    for (const auto& dir : trash) {
+        if (auto gone = remove_tree(dir); !gone) {
+            spdlog::warn("mirror gc: {} (left in the trash, removed at the next collection)",
+                         gone.error().message);
+            failed.push_back(gone.error().message);
+        } else {
+            ++removed;
         }
     }
+    return removed;
 }
 
 enum class Outcome { removed, busy, failed };
 
 Outcome collect_one(const fs::path& mirrors, const Candidate& candidate, const MirrorGcPolicy& policy,
                     SysTime now, MirrorGcReason reason, MirrorGcReport& report) {
-    std::optional<fs::path> trash;
-    {
-        std::vector<FileLock> held;
-        for (const auto& path : lock_paths(mirrors, candidate)) {
-            auto lock = FileLock::acquire(path, LockMode::exclusive, LockWait::try_once);
-            if (!lock && lock.error().kind == ErrorKind::transient) return Outcome::busy;
-            if (!lock) {
-                report.failed.push_back(label(candidate) + ": " + lock.error().message);
-                return Outcome::failed;
-            }
-            held.push_back(std::move(*lock));
-        }
-        // Looked at again under the locks: a job may have started, a fetch may have ended.
-        if (!verdict(mirrors, candidate, policy, now)) return Outcome::busy;
-        auto moved = move_to_trash(mirrors, candidate);
-        if (!moved) {
-            report.failed.push_back(label(candidate) + ": " + moved.error().message);
+    std::vector<FileLock> held;
+    for (const auto& path : lock_paths(mirrors, candidate)) {
+        auto lock = FileLock::acquire(path, LockMode::exclusive, LockWait::try_once);
+        if (!lock && lock.error().kind == ErrorKind::transient) return Outcome::busy;
+        if (!lock) {
+            report.failed.push_back(label(candidate) + ": " + lock.error().message);
             return Outcome::failed;
         }
-        trash = std::move(*moved);
-    }  // the locks go before the slow part: the mirror is out of every fetch's way already
-    report.removed.push_back({label(candidate), candidate.kind, reason});
-    if (auto removed = remove_tree(*trash); !removed) {
-        spdlog::warn("mirror gc: {} (left in the trash, removed at the next collection)",
-                     removed.error().message);
-        report.failed.push_back(removed.error().message);
+        held.push_back(std::move(*lock));
     }
+    // Looked at again under the locks: a job may have started, a fetch may have ended.
+    if (!verdict(mirrors, candidate, policy, now)) return Outcome::busy;
+    auto moved = move_to_trash(mirrors, candidate);
+    if (!moved) {
+        report.failed.push_back(label(candidate) + ": " + moved.error().message);
+        return Outcome::failed;
+    }
+    report.removed.push_back({label(candidate), candidate.kind, reason});
     return Outcome::removed;
 }
 
@@ -217,12 +216,12 @@ sandbox::Expected<std::string> mirror_scope_name(std::string_view remote) {
 }
 
 sandbox::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir, const MirrorGcPolicy& policy,
-                                                  SysTime now) {
+                                                  SysTime now, TrashRemoval removal) {
     MirrorGcReport report;
     const fs::path mirrors = state_dir / "mirrors";
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(mirrors, ec))) return report;
-    remove_old_trash(mirrors, report);
+    if (removal == TrashRemoval::now) remove_trash(mirrors, report.failed);
     auto candidates = find_candidates(mirrors, ec);
     if (ec) return sandbox::fail(ErrorKind::permanent, "cannot read " + mirrors.string() + ": " + ec.message());
     fs::create_directories(mirrors / "locks", ec);
@@ -245,7 +244,16 @@ sandbox::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir, con
                 break;
         }
     }
+    // The locks were given back mirror by mirror: each was out of every fetch's way already.
+    if (removal == TrashRemoval::now) remove_trash(mirrors, report.failed);
     return report;
+}
+
+sandbox::Expected<std::size_t> empty_mirror_trash(const fs::path& state_dir) {
+    std::vector<std::string> failed;
+    const std::size_t removed = remove_trash(state_dir / "mirrors", failed);
+    if (!failed.empty()) return sandbox::fail(ErrorKind::permanent, failed.front());
+    return removed;
 }
 
 }  // namespace jobs

@@ -73,8 +73,19 @@ struct MirrorGcReport {
     std::size_t kept = 0;             // mirrors looked at and kept (served, used, in use)
 };
 
+// now: removes the trash (the old and this collection's) before returning. deferred: leaves
+// it for empty_mirror_trash(), so a caller with a loop to keep turning (the agent daemon)
+// removes large mirrors on another thread; the renames, under the locks, are done either way.
+enum class TrashRemoval { now, deferred };
+
 sandbox::Expected<MirrorGcReport> collect_mirrors(
     const std::filesystem::path& state_dir, const MirrorGcPolicy& policy,
-    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
+    TrashRemoval removal = TrashRemoval::now);
+
+// Removes every <state>/mirrors/gc-trash.* directory; returns how many went. Failures are
+// logged and the first is returned (permanent); what could be removed is gone. Must not run
+// beside a collect_mirrors() with TrashRemoval::now on the same state directory.
+sandbox::Expected<std::size_t> empty_mirror_trash(const std::filesystem::path& state_dir);
 
 }  // namespace jobs

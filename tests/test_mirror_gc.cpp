@@ -189,3 +189,23 @@ TEST_CASE("no mirrors directory is an empty report; an unparsable remote has no 
     REQUIRE(jobs::record_mirror_use(dir / "m", "x-0123456789abcdef"));
     CHECK(fs::exists(dir / "m/last-use/x-0123456789abcdef"));
 }
+
+TEST_CASE("a deferred collection renames at once and leaves the removal to empty_mirror_trash") {
+    Repos r;
+    const auto [app_url, app_sha] = r.repo("app");
+    const auto app = r.fetch(app_url, app_sha);
+    jobs::MirrorGcPolicy nothing_served;
+    nothing_served.served = std::set<std::string>{};
+    auto report = jobs::collect_mirrors(r.state, nothing_served, std::chrono::system_clock::now(),
+                                        jobs::TrashRemoval::deferred);
+    REQUIRE(report);
+    CHECK(names(*report) == std::vector<std::string>{app});
+    CHECK_FALSE(fs::exists(r.mirrors / app));
+    CHECK(r.trash_left());
+    CHECK(r.fetch(app_url, app_sha) == app);  // a fetch meanwhile clones anew beside the trash
+    auto emptied = jobs::empty_mirror_trash(r.state);
+    REQUIRE(emptied);
+    CHECK(*emptied == 1);
+    CHECK_FALSE(r.trash_left());
+    CHECK(fs::exists(r.mirrors / app / "repo.git"));
+}

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <memory>
 #include <thread>
 
 #include "agent/mirror_upkeep.hpp"
@@ -39,7 +40,12 @@ TEST_CASE("the configured repositories are served; running jobs' scopes are in u
 
     for (const auto* repository : {"octo/app", "octo/gone", "octo/busy"})
         fs::create_directories(config.state_dir / "mirrors" / scope_of(config, repository) / "repo.git");
-    auto report = agent::collect_agent_mirrors(config, {"octo/busy"});
+    auto upkeep = std::make_unique<agent::MirrorUpkeep>(config);
+    auto report = upkeep->collect({"octo/busy"});
+    CHECK_FALSE(fs::exists(config.state_dir / "mirrors" / scope_of(config, "octo/gone")));  // renamed at once
+    upkeep.reset();  // waits for the trash removal
+    for (const auto& entry : fs::directory_iterator(config.state_dir / "mirrors"))
+        CHECK_FALSE(entry.path().filename().string().starts_with("gc-trash."));
     REQUIRE(report.removed.size() == 1);
     CHECK(report.removed[0].name == scope_of(config, "octo/gone"));
     CHECK(report.removed[0].reason == jobs::MirrorGcReason::unserved);
