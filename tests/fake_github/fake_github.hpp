@@ -28,7 +28,9 @@ inline constexpr const char* k_fake_token = "ghp_fakeSECRETtoken0123456789abcdef
 
 class FakeGitHub {
   public:
-    explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}, int port = 0) {
+    // `extra`: more of server.py's flags, such as {"--git-root", DIR}.
+    explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}, int port = 0,
+                        std::vector<std::string> extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
         sandbox::Fd read_end(fds[0]);
@@ -46,6 +48,9 @@ class FakeGitHub {
             argv.push_back("--token");
             argv.push_back(token);
         }
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        for (size_t i = 0; i + 1 < extra.size(); ++i)
+            if (extra[i] == "--cert") m_ca_file = extra[i + 1];  // https, for "localhost"
         std::vector<char*> raw;
         for (auto& arg : argv) raw.push_back(arg.data());
         raw.push_back(nullptr);
@@ -86,7 +91,9 @@ class FakeGitHub {
     }
 
     int port() const { return m_port; }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+    std::string url() const {
+        return (m_ca_file.empty() ? "http://127.0.0.1:" : "https://localhost:") + std::to_string(m_port);
+    }
 
     std::string get(const std::string& path) const { return call("GET", path, ""); }
     std::string post(const std::string& path, const std::string& body) const {
@@ -96,6 +103,8 @@ class FakeGitHub {
     void inject(const std::string& faults_json) const {
         post("/_control/faults", "{\"faults\": " + faults_json + "}");
     }
+    // Server settings: `{"token_ttl": 360}`, `{"advance_clock": 3600}` (see server.py).
+    void configure(const std::string& config_json) const { post("/_control/config", config_json); }
     std::string state() const { return get("/_control/state"); }
     std::string requests() const { return get("/_control/requests"); }
 
@@ -120,6 +129,7 @@ class FakeGitHub {
         curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, &FakeGitHub::collect);
         curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &out);
         curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT, 120L);
+        if (!m_ca_file.empty()) curl_easy_setopt(easy.get(), CURLOPT_CAINFO, m_ca_file.c_str());
         if (curl_easy_perform(easy.get()) != CURLE_OK) {
             throw std::runtime_error("control call failed: " + path);
         }
@@ -128,6 +138,7 @@ class FakeGitHub {
 
     pid_t m_pid = -1;
     int m_port = 0;
+    std::string m_ca_file;  // set: the server speaks https with this certificate
     sandbox::Fd m_stdout;
 };
 

@@ -1,0 +1,1 @@
+"""The fake GitHub's modules, composed into one request handler by ../server.py."""
