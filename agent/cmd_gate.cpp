@@ -189,6 +189,8 @@ struct Gate {
     sandbox::Policy policy;
     std::filesystem::path state;
     std::optional<github::Reporter> reporter;  // set with --github-repo
+    // Every git token the gate offers (a minted one, each time it is minted again) is masked.
+    jobs::Masker masker;  // not movable: MaskedTokens keeps a reference
     std::optional<jobs::GitToken> token;
     std::string repository;  // owner/name
     // Set under the agent: the job's sandbox, and the executor that sends each step there.
@@ -302,17 +304,18 @@ std::optional<int> prepare_reporter(Gate& gate) {
     return std::nullopt;
 }
 
-// With the App flags and no SANDGATE_GIT_TOKEN, an https --repo is fetched with an installation
-// token of its own, for the --github-repo repository alone with contents:read (the reporter's
-// token, which needs checks:write, is another).
+// With the App flags and no SANDGATE_GIT_TOKEN, an https --repo is fetched with installation
+// tokens of its own, for the --github-repo repository alone with contents:read (the reporter's
+// token, which needs checks:write, is another), minted again before each one expires: a gate
+// longer than the hour still fetches late submodules and later jobs' checkouts.
 std::optional<int> prepare_git_token(Gate& gate, const jobs::RemoteUrl& remote) {
     if (gate.token || remote.kind != jobs::RemoteKind::https || gate.flags.github.repo.empty()) return std::nullopt;
-    auto token = mint_git_token(gate.flags.github);
-    if (!token) {
-        const bool bad_flags = token.error().kind == sandbox::ErrorKind::invalid_input;
-        return say(bad_flags ? k_exit_invalid : k_exit_unreachable, "git token: " + token.error().message);
+    auto source = git_token_source(gate.flags.github);
+    if (!source) {
+        const bool bad_flags = source.error().kind == sandbox::ErrorKind::invalid_input;
+        return say(bad_flags ? k_exit_invalid : k_exit_unreachable, "git token: " + source.error().message);
     }
-    if (*token) gate.token = jobs::GitToken{**token};
+    if (*source) gate.token = jobs::GitToken{std::make_shared<jobs::MaskedTokens>(std::move(*source), gate.masker)};
     return std::nullopt;
 }
 
@@ -356,8 +359,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     auto temp_path = temp.create("gate", *parent);
     if (!temp_path) return say(k_exit_local, temp_path.error().message);
     settings.temp_root = *temp_path;
-    jobs::Masker masker;
-    if (gate.token) masker.add_secret(gate.token->secret);
+    jobs::Masker& masker = gate.masker;
     jobs::ConsoleLog console(stdout);
     TailLog log(console, masker);
     jobs::GitWorkspace workspace(cache, area, jobs::GitSource{gate.flags.repo, gate.flags.sha, settings.repo.ref,
@@ -464,12 +466,19 @@ int gate_command(CommandArgs args) {
         return say(k_exit_invalid, "--base-sha: " + base.error().message);
     auto remote = jobs::parse_remote(gate.flags.repo);
     if (!remote) return say(k_exit_invalid, "--repo: " + remote.error().message);
-    if (const char* token = std::getenv(k_token_variable); token && *token) gate.token = jobs::GitToken{token};
+    if (const char* token = std::getenv(k_token_variable); token && *token) {
+        gate.token = jobs::GitToken{std::string(token)};  // fixed: never refreshed
+        gate.masker.add_secret(token);
+    }
     auto job_sandbox = job_sandbox_from_environment(NeedWorkspace::yes);
     if (!job_sandbox) return say(k_exit_invalid, job_sandbox.error().message);
     gate.job_sandbox = std::move(*job_sandbox);
     if (auto code = prepare_state(gate)) return *code;
     if (auto code = prepare_reporter(gate)) return *code;
+    // A private CA (OpenSSL's SSL_CERT_FILE) holds for https remotes too: libgit2's TLS
+    // backend does not read the variable itself.
+    if (const char* ca_file = std::getenv("SSL_CERT_FILE"); ca_file && *ca_file && remote->kind == jobs::RemoteKind::https)
+        if (auto trusted = jobs::set_tls_ca_file(ca_file); !trusted) return say(k_exit_invalid, "SSL_CERT_FILE: " + trusted.error().message);
     if (auto code = prepare_git_token(gate, *remote)) return *code;
     if (gate.job_sandbox) {
         auto executor = broker_executor(*gate.job_sandbox, &gate.policy);

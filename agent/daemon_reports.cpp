@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agent/gate_reporting.hpp"
+#include "agent/secret_file_token.hpp"
 #include "github/journal.hpp"
 
 namespace agent {
@@ -77,10 +78,9 @@ github::ClientOptions agent_client_options(const AgentConfig& config) {
 
 Expected<std::optional<github::HttpClient>> agent_github_client(const AgentConfig& config) {
     if (!config.github_token_file) return std::optional<github::HttpClient>();
-    auto token = read_secret_file(*config.github_token_file);
+    auto token = SecretFileToken::open(*config.github_token_file);
     if (!token) return std::unexpected(token.error());
-    auto client = github::HttpClient::create(agent_client_options(config),
-                                             std::make_shared<github::StaticToken>(*token));
+    auto client = github::HttpClient::create(agent_client_options(config), std::move(*token));
     if (!client) return std::unexpected(client.error());
     return std::optional<github::HttpClient>(std::move(*client));
 }

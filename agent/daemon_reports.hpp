@@ -51,6 +51,7 @@ struct DeliveryStats {
 github::ClientOptions agent_client_options(const AgentConfig& config);
 
 // A client for the configured GitHub (github.token_file), or nullopt when none is configured.
+// The file is read again when GitHub refuses its token (agent/secret_file_token.hpp).
 sandbox::Expected<std::optional<github::HttpClient>> agent_github_client(const AgentConfig& config);
 
 class ReportSender {

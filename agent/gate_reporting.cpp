@@ -232,18 +232,18 @@ sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
     return github::Reporter::create(std::move(*client), std::move(reporter));
 }
 
-sandbox::Expected<std::optional<std::string>> mint_git_token(const GitHubFlags& flags,
-                                                             github::ClientOptions options) {
-    if (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty()) return std::nullopt;
+sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(const GitHubFlags& flags,
+                                                                            github::ClientOptions options) {
+    if (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty())
+        return std::shared_ptr<sandbox::TokenProvider>();
     auto repository = github::Repository::parse(flags.repo);
     if (!repository) return std::unexpected(repository.error());
     options.api_url = flags.api_url;
     auto source = github::InstallationTokenSource::create(options, {flags.app_id, flags.app_key, flags.installation_id},
                                                           github::git_read_scope(repository->name));
     if (!source) return std::unexpected(source.error());
-    auto token = (*source)->bearer_token();
-    if (!token) return std::unexpected(token.error());
-    return std::optional<std::string>(std::move(*token));
+    if (auto first = (*source)->token(); !first) return std::unexpected(first.error());
+    return std::shared_ptr<sandbox::TokenProvider>(std::move(*source));
 }
 
 sandbox::Expected<std::vector<github::JobReport>> job_reports_from_run_report(

@@ -72,12 +72,15 @@ void add_github_options(CLI::App& app, GitHubFlags& flags,
 sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
                                                   github::ClientOptions client = {});
 
-// The token for git fetches of the gated repository when the flags name a GitHub App: an
-// installation token of its own (not the reporter's), asked for the --github-repo repository
-// alone with contents:read (github::git_read_scope). nullopt without the App flags. Errors as
-// make_reporter for the flags; the exchange's errors name the installation, never a token.
-sandbox::Expected<std::optional<std::string>> mint_git_token(const GitHubFlags& flags,
-                                                             github::ClientOptions client = {});
+// The tokens for git fetches of the gated repository when the flags name a GitHub App: an
+// installation token source of its own (not the reporter's), asked for the --github-repo
+// repository alone with contents:read (github::git_read_scope), which mints again whenever
+// the cached token has less than github::k_token_refresh_margin left or a remote refused it.
+// One token is minted here, so that a bad installation fails the gate before anything runs.
+// nullptr without the App flags. Errors as make_reporter for the flags; the exchange's errors
+// name the installation, never a token.
+sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(const GitHubFlags& flags,
+                                                                            github::ClientOptions client = {});
 
 // Where the reporting commands write: one line per job on `out`, errors on `err`, each error
 // line prefixed with `who` ("sandgate report").

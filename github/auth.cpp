@@ -191,7 +191,7 @@ sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* k
 AppJwtSource::AppJwtSource(std::string app_id, PrivateKey key, Clock clock)
     : m_app_id(std::move(app_id)), m_key(std::move(key)), m_clock(std::move(clock)) {}
 
-sandbox::Expected<std::string> AppJwtSource::bearer_token() {
+sandbox::Expected<std::string> AppJwtSource::token() {
     std::lock_guard lock(m_mutex);
     const auto now = m_clock.now();
     if (!m_jwt.empty() && now >= m_made && now - m_made < k_jwt_reuse) return m_jwt;
@@ -215,17 +215,32 @@ sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSou
     auto key = load_private_key(credentials.key_file);
     if (!key) return std::unexpected(key.error());
     auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(*key), options.clock);
-    if (auto probe = jwt->bearer_token(); !probe) return std::unexpected(probe.error());
+    if (auto probe = jwt->token(); !probe) return std::unexpected(probe.error());
     auto client = HttpClient::create(options, jwt);
     if (!client) return std::unexpected(client.error());
     return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
         std::move(*client), credentials.installation_id, options.clock, std::move(scope)));
 }
 
-sandbox::Expected<std::string> InstallationTokenSource::bearer_token() {
+sandbox::Expected<std::string> InstallationTokenSource::token() {
     std::lock_guard lock(m_mutex);
     const auto now = m_clock.now();
     if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
+    return mint_locked();
+}
+
+sandbox::Renewal InstallationTokenSource::refused(std::string_view token) {
+    std::lock_guard lock(m_mutex);
+    // Another caller may have replaced it already: the newer token is kept.
+    if (m_token == token) {
+        m_token.clear();
+        m_expires_at = {};
+    }
+    return sandbox::Renewal::minted;
+}
+
+// Under m_mutex: one exchange at a time, the others wait for its answer.
+sandbox::Expected<std::string> InstallationTokenSource::mint_locked() {
     auto response = m_app_client.request(
         Method::post, "/app/installations/" + m_installation_id + "/access_tokens",
         scoped(m_scope) ? std::optional<std::string>(scope_body(m_scope)) : std::nullopt);

@@ -65,7 +65,7 @@ struct AppCredentials {
 class AppJwtSource final : public TokenSource {
   public:
     AppJwtSource(std::string app_id, PrivateKey key, Clock clock);
-    sandbox::Expected<std::string> bearer_token() override;
+    sandbox::Expected<std::string> token() override;
 
   private:
     std::string m_app_id;
@@ -89,8 +89,13 @@ struct InstallationTokenScope {
 InstallationTokenScope git_read_scope(std::string_view repository);
 
 // Installation tokens: POST /app/installations/{id}/access_tokens with a JWT, the answer
-// cached until k_token_refresh_margin before its expires_at. Thread-safe: concurrent callers
-// wait for one exchange rather than starting several.
+// cached until k_token_refresh_margin before its expires_at (GitHub's field, read against
+// the source's clock), then minted again. Thread-safe: concurrent callers wait for one
+// exchange rather than starting several. A failed exchange caches nothing and is an error
+// naming the installation, its kind the client's (transient for 5xx and connection errors
+// after the retries, permanent for 401/403/404, invalid_input for 422); the next call tries
+// again. A token a server refused (refused()) is dropped and the next call mints anew. As a
+// sandbox::TokenProvider it is also what git fetches ask (jobs/git_fetch.hpp).
 class InstallationTokenSource final : public TokenSource {
   public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
@@ -101,9 +106,12 @@ class InstallationTokenSource final : public TokenSource {
         const ClientOptions& options, const AppCredentials& credentials,
         InstallationTokenScope scope = {});
 
-    sandbox::Expected<std::string> bearer_token() override;
+    sandbox::Expected<std::string> token() override;
+    sandbox::Renewal refused(std::string_view token) override;
 
   private:
+    sandbox::Expected<std::string> mint_locked();
+
     InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock,
                             InstallationTokenScope scope)
         : m_app_client(std::move(app_client)),

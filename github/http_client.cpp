@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -209,6 +210,10 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
     curl_easy_setopt(handle, CURLOPT_HEADERDATA, &capture);
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer.data());
     if (share) curl_easy_setopt(handle, CURLOPT_SHARE, share.get());
+    // OpenSSL's variable for a private CA (Enterprise Server behind one, or a test server):
+    // libcurl's built-in bundle path would otherwise win over it.
+    if (const char* ca_file = std::getenv("SSL_CERT_FILE"); ca_file != nullptr && *ca_file != '\0')
+        curl_easy_setopt(handle, CURLOPT_CAINFO, ca_file);
     if (method == Method::post) curl_easy_setopt(handle, CURLOPT_POST, 1L);
     if (method == Method::patch) curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, "PATCH");
     if (body) {
@@ -237,8 +242,9 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
     const std::string url = options.api_url + std::string(path);
     const std::string what = std::string(to_string(method)) + " " + std::string(path);
     sandbox::Error last{ErrorKind::transient, what + ": not attempted"};
+    bool renewed = false;  // a refused token was renewed once already
     for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
-        auto token = tokens->bearer_token();
+        auto token = tokens->token();  // per attempt: it may have been refreshed
         if (!token) return std::unexpected(token.error());
         if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
             return sandbox::fail(ErrorKind::invalid_input,
@@ -264,6 +270,13 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
                 redact(what + ": GitHub answered " + std::to_string(response.status) + ": " +
                            github_error_message(response.body),
                        *token);
+            // An expired or revoked installation token: renewed once, sent again at once.
+            if (response.status == 401 && !renewed && tokens->refused(*token) == sandbox::Renewal::minted) {
+                renewed = true;
+                spdlog::info("github: {}: the token was refused; sending again with a new one", what);
+                --attempt;
+                continue;
+            }
             RetryAdvice advice = advise_retry(response, options.clock.now());
             if (!advice.retry) {
                 const bool bad_request = response.status == 422 || response.status == 400;

@@ -8,8 +8,10 @@
 // - Retries live here and nowhere else: 5xx, timeouts, connection errors and rate limits
 //   (403/429 with retry-after; x-ratelimit-remaining: 0 until x-ratelimit-reset; secondary
 //   rate limits without headers from one minute) are retried with capped exponential backoff,
-//   at most ClientOptions::max_attempts attempts. 401, 404, 422 and other 4xx are never
-//   retried; the error carries GitHub's `message`.
+//   at most ClientOptions::max_attempts attempts. 404, 422 and other 4xx are never retried;
+//   the error carries GitHub's `message`. A 401 is retried once, at once, when the token
+//   source renews the refused token (an installation token that expired early or a skewed
+//   clock); a fixed token's 401 is final.
 // - A token never appears in a URL, a log line or an error message (messages are redacted
 //   with the token they were sent with, and a URL that would contain it is refused).
 // - Thread-safe: request() may be called from several threads at once; connections, DNS and
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "sandbox/error.hpp"
+#include "sandbox/token_provider.hpp"
 
 namespace github {
 
@@ -57,23 +60,12 @@ struct Response {
     std::optional<std::string> header(std::string_view name) const;
 };
 
-// Supplies the bearer token for each attempt (an installation token may be refreshed between
-// attempts). Implementations must be thread-safe.
-class TokenSource {
-  public:
-    virtual ~TokenSource() = default;
-    virtual sandbox::Expected<std::string> bearer_token() = 0;
-};
+// Supplies the bearer token for each attempt (sandbox/token_provider.hpp): an installation
+// token may be refreshed between attempts, and one a 401 refused is renewed once.
+using TokenSource = sandbox::TokenProvider;
 
 // A fixed token (a PAT, GITHUB_TOKEN, or a token read from a file).
-class StaticToken final : public TokenSource {
-  public:
-    explicit StaticToken(std::string token) : m_token(std::move(token)) {}
-    sandbox::Expected<std::string> bearer_token() override { return m_token; }
-
-  private:
-    std::string m_token;
-};
+using StaticToken = sandbox::FixedToken;
 
 // Time seams for the retry loop, so tests neither wait nor depend on the wall clock.
 struct Clock {

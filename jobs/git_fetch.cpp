@@ -13,8 +13,28 @@ struct CredentialState {
     const RemoteUrl* remote = nullptr;
     const RemoteUrl* gated = nullptr;
     const GitToken* token = nullptr;  // null: anonymous
+    std::string secret;               // what was (or will be) offered
     int calls = 0;
+    std::optional<sandbox::Error> minting;  // a renewal that failed
 };
+
+// The second call means the remote refused what the first offered: ask the provider for a new
+// token once (an installation token that expired early); a fixed token fails the fetch there.
+int renew_after_refusal(CredentialState& state) {
+    const bool renewable = state.calls == 2 && state.token->refused(state.secret) == sandbox::Renewal::minted;
+    if (!renewable) {
+        git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
+        return GIT_EUSER;
+    }
+    auto fresh = state.token->secret();
+    if (!fresh) {
+        state.minting = fresh.error();
+        git_error_set_str(GIT_ERROR_NET, "authentication failed and no new token could be had");
+        return GIT_EUSER;
+    }
+    state.secret = std::move(*fresh);
+    return 0;
+}
 
 // `url` is the remote's own URL (libgit2 passes it even after a redirect); checked again here
 // so that no path to the token bypasses the decision.
@@ -24,13 +44,11 @@ int credential_callback(git_credential** out, const char* url, const char*,
     if (state->token == nullptr) return GIT_PASSTHROUGH;  // anonymous: libgit2 reports the 401
     if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) == 0) return GIT_PASSTHROUGH;
     if (url == nullptr || token_decision(*state->gated, url) != TokenDecision::send) return GIT_PASSTHROUGH;
-    if (++state->calls > 1) {
-        git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
-        return GIT_EUSER;
-    }
+    if (++state->calls > 1)
+        if (int rc = renew_after_refusal(*state); rc != 0) return rc;
     const std::string& user =
         state->remote->username.empty() ? state->token->username : state->remote->username;
-    return git_credential_userpass_plaintext_new(out, user.c_str(), state->token->secret.c_str());
+    return git_credential_userpass_plaintext_new(out, user.c_str(), state->secret.c_str());
 }
 
 std::string full_ref(const std::string& ref) {
@@ -53,6 +71,19 @@ void adopt_remote_head(git_repository* repository, git_remote* remote) {
 }
 
 }  // namespace
+
+GitToken::GitToken(std::string secret) : m_provider(std::make_shared<sandbox::FixedToken>(std::move(secret))) {}
+
+GitToken::GitToken(std::shared_ptr<sandbox::TokenProvider> provider) : m_provider(std::move(provider)) {}
+
+sandbox::Expected<std::string> GitToken::secret() const {
+    if (!m_provider) return sandbox::fail(ErrorKind::invalid_input, "no git token provider");
+    return m_provider->token();
+}
+
+sandbox::Renewal GitToken::refused(std::string_view secret) const {
+    return m_provider ? m_provider->refused(secret) : sandbox::Renewal::none;
+}
 
 std::vector<std::string> mirror_refspecs(const std::string& ref) {
     std::vector<std::string> specs = {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
@@ -78,7 +109,12 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
         return git_fail(ErrorKind::unavailable, "remote " + remote.fetch_url, rc);
     GitRemote handle(raw);
     const bool offered = token && token_decision(gated, remote) == TokenDecision::send;
-    CredentialState state{&remote, &gated, offered ? &*token : nullptr, 0};
+    CredentialState state{&remote, &gated, offered ? &*token : nullptr, "", 0, std::nullopt};
+    if (offered) {
+        auto secret = token->secret();
+        if (!secret) return sandbox::fail(secret.error().kind, "cannot fetch from " + remote.fetch_url + ": git token: " + secret.error().message);
+        state.secret = std::move(*secret);
+    }
     git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
     options.callbacks.credentials = credential_callback;
     options.callbacks.payload = &state;
@@ -90,9 +126,14 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
     std::vector<char*> specs;
     for (const auto& spec : refspecs) specs.push_back(const_cast<char*>(spec.c_str()));
     const git_strarray array{specs.data(), specs.size()};
-    if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0)
+    if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0) {
+        if (state.minting)
+            return sandbox::fail(state.minting->kind, "cannot fetch from " + remote.fetch_url +
+                                                          ": the remote refused the git token and no new one could be had: " +
+                                                          state.minting->message);
         return sandbox::fail(ErrorKind::unavailable, git_error_text("cannot fetch from " + remote.fetch_url, rc) +
                                                          (token && !offered ? withheld_note(gated) : ""));
+    }
     adopt_remote_head(repository, handle.get());
     return {};
 }

@@ -10,20 +10,36 @@
 
 #include <git2.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jobs/git_credentials.hpp"
 #include "jobs/git_url.hpp"
 #include "sandbox/error.hpp"
+#include "sandbox/token_provider.hpp"
 
 namespace jobs {
 
-// A credential for http(s) remotes, held in memory only.
-struct GitToken {
-    std::string secret;
+// A credential for http(s) remotes, held in memory only: a fixed token (SANDGATE_GIT_TOKEN,
+// never refreshed) or a provider asked at each fetch that offers it (an installation token,
+// minted again before it expires: sandbox/token_provider.hpp). Copies share the provider.
+class GitToken {
+public:
+    GitToken(std::string secret);  // a fixed token NOLINT(google-explicit-constructor)
+    explicit GitToken(std::shared_ptr<sandbox::TokenProvider> provider);
+
+    // The token to offer now; the provider's error (its kind kept) when none can be had.
+    sandbox::Expected<std::string> secret() const;
+    // The remote refused `secret`: whether asking again gives another one.
+    sandbox::Renewal refused(std::string_view secret) const;
+
     std::string username = "x-access-token";  // GitHub's convention for app/installation tokens
+
+private:
+    std::shared_ptr<sandbox::TokenProvider> m_provider;
 };
 
 // The refspecs a mirror follows: branches (gh-readonly-queue/* included), tags and
@@ -31,9 +47,12 @@ struct GitToken {
 std::vector<std::string> mirror_refspecs(const std::string& ref);
 
 // Fetches `refspecs` from `remote` into `repository`, offering `token` only when
-// token_decision(gated, remote) says send. ErrorKind::unavailable when the remote cannot be
-// reached, refuses the credentials or the path does not exist; the message names the remote
-// (its safe URL) and never the token, and says so when a token was withheld from it.
+// token_decision(gated, remote) says send; the token is asked for once per fetch, and when the
+// remote refuses it and the provider renews it (an installation token expired early), the new
+// one is offered once more. ErrorKind::unavailable when the remote cannot be reached, refuses
+// the credentials or the path does not exist; the provider's own error (kind kept, e.g.
+// transient for GitHub's 5xx) when no token can be had, before anything is sent. The message
+// names the remote (its safe URL) and never the token, and says so when a token was withheld.
 sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
                                        const std::vector<std::string>& refspecs,
                                        const std::optional<GitToken>& token, const RemoteUrl& gated);

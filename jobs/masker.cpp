@@ -242,4 +242,17 @@ void LineSplitter::deliver(std::string_view line) {
     m_sink(line);
 }
 
+MaskedTokens::MaskedTokens(std::shared_ptr<sandbox::TokenProvider> inner, Masker& masker)
+    : m_inner(std::move(inner)), m_masker(masker) {}
+
+sandbox::Expected<std::string> MaskedTokens::token() {
+    auto token = m_inner->token();
+    if (token) m_masker.add_secret(*token);  // a value already registered is registered again: harmless
+    return token;
+}
+
+sandbox::Renewal MaskedTokens::refused(std::string_view token) {
+    return m_inner->refused(token);
+}
+
 }  // namespace jobs

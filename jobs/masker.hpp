@@ -19,10 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sandbox/token_provider.hpp"
 
 namespace jobs {
 
@@ -56,6 +59,20 @@ private:
     std::array<std::vector<std::uint32_t>, 256> m_by_first;
     std::bitset<65536> m_first_two;
     std::bitset<256> m_single_byte;  // values of length 1 (a whole secret may be that short)
+};
+
+// A token provider (sandbox/token_provider.hpp) whose every token is registered with `masker`
+// before it is handed out, so that a token minted again mid-run is masked like the first.
+// `masker` is borrowed and must outlive this; errors are the inner provider's.
+class MaskedTokens final : public sandbox::TokenProvider {
+public:
+    MaskedTokens(std::shared_ptr<sandbox::TokenProvider> inner, Masker& masker);
+    sandbox::Expected<std::string> token() override;
+    sandbox::Renewal refused(std::string_view token) override;
+
+private:
+    std::shared_ptr<sandbox::TokenProvider> m_inner;
+    Masker& m_masker;
 };
 
 // Splits a byte stream arriving in arbitrary chunks into lines (LF, with a CR before it

@@ -14,7 +14,9 @@
 #include "agent/gate_reporting.hpp"
 #include "sandbox/fd.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/helpers/git_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wrap_detect.hpp"
 
 namespace {
 
@@ -394,16 +396,16 @@ TEST_CASE("the gate's git token: minted apart, for the gated repository alone, c
     REQUIRE(std::system(("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null").c_str()) == 0);
     tests::FakeGitHub server(std::vector<std::string>{});
     agent::GitHubFlags flags = flags_for(server.url(), dir);
-    CHECK(agent::mint_git_token(flags).value() == std::nullopt);  // a token file: nothing to mint
+    CHECK(agent::git_token_source(flags).value() == nullptr);  // a token file: nothing to mint
 
     flags.token_file.clear();
     flags.app_id = "42";
     flags.app_key = key;
     flags.installation_id = "7";
-    auto minted = agent::mint_git_token(flags);
-    REQUIRE(minted.has_value());
-    REQUIRE(minted->has_value());
-    CHECK((*minted)->starts_with("ghs_fake"));
+    auto source = agent::git_token_source(flags);
+    REQUIRE(source.has_value());
+    REQUIRE(*source != nullptr);
+    CHECK((*source)->token().value().starts_with("ghs_fake"));
 
     // The gate mints it before fetching an https --repo, and says nothing of it.
     Ran ran = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
@@ -419,7 +421,7 @@ TEST_CASE("the gate's git token: minted apart, for the gated repository alone, c
         CHECK(simdjson::to_string(issued["request"]) == R"({"repositories":["demo"],"permissions":{"contents":"read"}})");
         ++scoped;
     }
-    CHECK(scoped == 2);  // mint_git_token's above and the gate's (the gate reported nothing)
+    CHECK(scoped == 2);  // git_token_source's above and the gate's (the gate reported nothing)
 
     // A bad installation id is a flag error, before anything is fetched.
     auto bad = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
@@ -427,4 +429,74 @@ TEST_CASE("the gate's git token: minted apart, for the gated repository alone, c
                              server.url(), "--app-id", "42", "--app-key-file", key, "--installation-id", "x"});
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("--installation-id"));
+}
+
+TEST_CASE("a gate outliving its tokens: the late checkout and check runs get fresh ones") {
+    SKIP_UNDER_WRAP("python3's TLS server and openssl need the host's /usr/lib and a free port");
+    auto dir = tests::make_temp_dir("gate-refresh");
+    const std::string key = (dir / "app.pem").string(), cert = (dir / "cert.pem").string();
+    REQUIRE(std::system(("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null && openssl req -x509 -newkey rsa:2048 "
+                         "-nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+                         (dir / "key.pem").string() + " -out " + cert + " 2>/dev/null")
+                            .c_str()) == 0);
+    tests::FakeGitHub server(std::vector<std::string>{}, 0,
+                             {"--git-root", (dir / "served").string(), "--cert", cert, "--key", (dir / "key.pem").string()});
+    const std::string https = server.url();
+    // The late commit sits on a ref no mirror fetches until the first job's step (standing in for
+    // an hour of work: it moves GitHub's clock past every token's expiry) puts it on a branch.
+    const auto work = dir / "work", served = dir / "served/octo/demo.git";
+    tests::make_repo(work, {{"a.txt", "one\n"}});
+    const std::string git = "git -C " + work.string() + " ";
+    tests::sh(git + "checkout -q -b side");
+    const std::string late = tests::commit_file(work, "late.txt", "late\n");
+    tests::sh(git + "checkout -q -");
+    const std::string sha = tests::commit_file(work, ".github/workflows/ci.yml", R"(name: CI
+on: push
+jobs:
+  first:
+    runs-on: ubuntu-latest
+    steps:
+      - run: git --git-dir=)" + served.string() + " update-ref refs/heads/late " + late + R"(
+      - run: curl -sf --cacert )" + cert + R"( -d '{"advance_clock":3700}' )" + https + R"(/_control/config
+  second:
+    needs: first
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          ref: )" + late + R"(
+      - run: test -f late.txt
+)");
+    tests::sh("git init -q --bare " + served.string());
+    tests::sh(git + "push -q " + served.string() + " HEAD:refs/heads/main side:refs/hidden/late");
+    tests::sh(git + "branch -q -D side");
+
+    Ran ran = run_sandgate({"gate", "--repo", https + "/octo/demo.git", "--sha", sha, "--event", "push", "--sandbox", "off",
+                            "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url", https,
+                            "--app-id", "42", "--app-key-file", key, "--installation-id", "7"},
+                           {{"SSL_CERT_FILE", cert}, {"HOME", dir.string()}});
+    INFO(ran.out + ran.err);
+    CHECK(ran.status == 0);
+    CHECK_THAT(ran.out + ran.err, !Catch::Contains("ghs_"));
+    simdjson::dom::parser parser;
+    const std::string state = server.state();
+    int git_tokens = 0, report_tokens = 0;
+    for (auto issued : parser.parse(state)["issued_tokens"].get_array())
+        (issued["repositories"].is_null() ? report_tokens : git_tokens) += 1;
+    CHECK(git_tokens == 2);     // at the start, and again when the late fetch was refused
+    CHECK(report_tokens == 2);  // likewise for the check runs
+    auto runs = parser.parse(state)["check_runs"].get_array();
+    REQUIRE(runs.size() == 2);
+    for (auto run : runs) CHECK(std::string_view(run["conclusion"].get_string()) == "success");
+    int refused_git = 0, refused_api = 0;
+    simdjson::dom::parser requests_parser;
+    const std::string requests = server.requests();
+    for (auto request : requests_parser.parse(requests)["requests"].get_array()) {
+        if (request["status"].is_int64() && request["status"].get_int64().value() == 401) {
+            const std::string_view target = request["target"].get_string();
+            (target.starts_with("/octo/demo.git/") ? refused_git : refused_api) += 1;
+        }
+    }
+    CHECK(refused_api >= 1);  // the first job's conclusion, sent with the expired token
+    CHECK(refused_git >= 2);  // libgit2 asks without credentials first, then with the expired token
 }

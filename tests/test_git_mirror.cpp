@@ -1,14 +1,17 @@
 // The mirror cache: real repositories made with the git CLI, file:// and local-path remotes,
-// git's http-backend over TLS on 127.0.0.1 for the credential callback, concurrent callers,
-// and mirrors damaged on purpose.
+// git's http-backend over TLS on 127.0.0.1 for the credential callback, installation tokens
+// minted again by the fake GitHub (which also serves the repository), concurrent callers, and
+// mirrors damaged on purpose.
 #include <catch2/catch.hpp>
 
 #include <thread>
 
+#include "github/auth.hpp"
 #include "jobs/git_fetch.hpp"
 #include "jobs/git_handles.hpp"
 #include "jobs/git_mirror.hpp"
 #include "jobs/git_url.hpp"
+#include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -274,4 +277,56 @@ TEST_CASE("http with basic auth: the callback answers once, for the remote's hos
     REQUIRE(mirror);
     CHECK(mirror->presence == jobs::CommitPresence::present);
     CHECK(tests::files_containing(dir / "state", "plain-token").empty());
+}
+
+TEST_CASE("an installation token the server expired is minted again for the next fetch") {
+    const auto dir = tests::make_temp_dir("refresh");
+    const std::string first = tests::make_repo(dir / "work", {{"a.txt", "one\n"}});
+    const fs::path bare = dir / "served/octo/demo.git";
+    sh("git clone -q --bare " + (dir / "work").string() + " " + bare.string());
+    sh("openssl genrsa -traditional -out " + (dir / "app.pem").string() + " 2048 2>/dev/null");
+    tests::FakeGitHub server(std::vector<std::string>{}, 0, {"--git-root", (dir / "served").string()});
+    github::ClientOptions options;
+    options.api_url = server.url();
+    options.max_attempts = 2;
+    options.backoff_initial = std::chrono::milliseconds(1);
+    auto source = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"}, github::git_read_scope("demo"));
+    REQUIRE(source);
+    const jobs::MirrorCache cache(dir / "state");
+    auto request = request_for(server.url() + "/octo/demo.git", first);
+    request.token = jobs::GitToken{std::shared_ptr<sandbox::TokenProvider>(*source)};
+    REQUIRE(cache.ensure_commit(request));
+    const std::string token = (*source)->token().value();
+
+    // An hour later by GitHub's clock: the token this side still caches is refused (401), a new
+    // one is minted and the fetch goes on. A fixed token would fail here.
+    const std::string second = tests::commit_file(dir / "work", "b.txt", "two\n");
+    sh("git -C " + (dir / "work").string() + " push -q " + bare.string() + " HEAD:refs/heads/late");
+    server.configure(R"({"advance_clock": 3700})");
+    request.sha = second;
+    auto late = cache.ensure_commit(request);
+    REQUIRE(late);
+    CHECK(late->event == jobs::MirrorEvent::fetched);
+    CHECK(late->presence == jobs::CommitPresence::present);
+    CHECK((*source)->token().value() != token);
+    auto fixed = request;
+    fixed.token = jobs::GitToken{token};
+    fixed.sha = tests::commit_file(dir / "work", "c.txt", "three\n");
+    sh("git -C " + (dir / "work").string() + " push -q " + bare.string() + " HEAD:refs/heads/late");
+    auto stale = cache.ensure_commit(fixed);
+    REQUIRE_FALSE(stale);
+    CHECK_THAT(stale.error().message, Catch::Contains("authentication") && !Catch::Contains(token));
+
+    // GitHub failing as the token is minted again: the fetch fails, naming the remote and
+    // the minting, transient; nothing is fetched anonymously.
+    server.configure(R"({"advance_clock": 3700})");
+    server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
+    auto third = request;
+    third.sha = fixed.sha;
+    auto failed = cache.ensure_commit(third);
+    REQUIRE_FALSE(failed);
+    CHECK(failed.error().kind == sandbox::ErrorKind::transient);
+    CHECK_THAT(failed.error().message, Catch::Contains(server.url() + "/octo/demo.git") &&
+                                           Catch::Contains("installation token for installation 9") && Catch::Contains("500"));
+    CHECK(tests::files_containing(dir / "state", "ghs_").empty());
 }

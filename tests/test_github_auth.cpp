@@ -199,10 +199,10 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
     auto source = github::InstallationTokenSource::create(options, {"4242", dir / "app.pem", "77"});
     REQUIRE(source.has_value());
 
-    auto token = (*source)->bearer_token();
+    auto token = (*source)->token();
     REQUIRE(token.has_value());
     CHECK(token->starts_with("ghs_"));
-    CHECK((*source)->bearer_token().value() == *token);
+    CHECK((*source)->token().value() == *token);
     CHECK(issued_count(server) == 1);
 
     // The token works for the repository API.
@@ -223,7 +223,7 @@ TEST_CASE("an installation token is exchanged with a JWT, cached, and refreshed 
     CHECK(claims.iss == "4242");
 
     fake.offset_seconds = 56 * 60;  // within five minutes of the hour's expiry
-    auto refreshed = (*source)->bearer_token();
+    auto refreshed = (*source)->token();
     REQUIRE(refreshed.has_value());
     CHECK(*refreshed != *token);
     CHECK(issued_count(server) == 2);
@@ -239,12 +239,96 @@ TEST_CASE("concurrent callers share one installation-token exchange") {
     std::vector<std::string> tokens(8);
     std::vector<std::thread> threads;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        threads.emplace_back([&, i] { tokens[i] = (*source)->bearer_token().value_or(""); });
+        threads.emplace_back([&, i] { tokens[i] = (*source)->token().value_or(""); });
     }
     for (auto& thread : threads) thread.join();
     for (const auto& token : tokens) CHECK(token == tokens[0]);
     CHECK_FALSE(tokens[0].empty());
     CHECK(issued_count(server) == 1);
+}
+
+TEST_CASE("a token with six minutes left is used, one with less than five is minted again") {
+    AppFixture fixture;
+    fixture.server.configure(R"({"token_ttl": 360})");  // expires_at six minutes ahead
+    FakeClock fake;
+    github::ClientOptions options = fixture.options;
+    options.clock = fake.clock();
+    auto source = github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
+    REQUIRE(source.has_value());
+    const std::string first = (*source)->token().value();
+    fake.offset_seconds = 30;
+    CHECK((*source)->token().value() == first);  // five and a half minutes left: cached
+    CHECK(issued_count(fixture.server) == 1);
+    fake.offset_seconds = 2 * 60;  // four minutes left: a new one (an hour's), once for eight callers
+    fixture.server.configure(R"({"token_ttl": 3600})");
+    std::vector<std::string> tokens(8);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        threads.emplace_back([&, i] { tokens[i] = (*source)->token().value_or(""); });
+    for (auto& thread : threads) thread.join();
+    for (const auto& token : tokens) CHECK(token == tokens[0]);
+    CHECK(tokens[0].starts_with("ghs_"));
+    CHECK(tokens[0] != first);
+    CHECK(issued_count(fixture.server) == 2);
+}
+
+TEST_CASE("a token the server holds expired is refused, renewed once and the request sent again") {
+    AppFixture fixture;
+    auto source = github::InstallationTokenSource::create(fixture.options, {"1", fixture.dir / "app.pem", "9"});
+    REQUIRE(source.has_value());
+    auto client = github::HttpClient::create(fixture.options, *source);
+    REQUIRE(client.has_value());
+    const std::string body = R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
+    REQUIRE(client->request(github::Method::post, "/repos/o/r/check-runs", body).has_value());
+    const std::string first = (*source)->token().value();
+    // An hour later by the server's clock: the cached token still looks good here (its
+    // expires_at is an hour ahead of this clock), but GitHub answers 401 Bad credentials.
+    fixture.server.configure(R"({"advance_clock": 3700})");
+    auto late = client->request(github::Method::post, "/repos/o/r/check-runs", body);
+    REQUIRE(late.has_value());
+    CHECK(late->status == 201);
+    CHECK((*source)->token().value() != first);
+    CHECK(issued_count(fixture.server) == 2);
+    simdjson::dom::parser parser;
+    const std::string requests = fixture.server.requests();
+    std::vector<long long> statuses;
+    for (auto request : parser.parse(requests)["requests"].get_array()) {
+        if (std::string_view(request["target"].get_string()) != "/repos/o/r/check-runs") continue;
+        statuses.push_back(request["status"].get_int64().value());
+        if (statuses.size() == 2) CHECK(simdjson::to_string(request["headers"]).find(first) != std::string::npos);
+    }
+    CHECK(statuses == std::vector<long long>{201, 401, 201});
+
+    // The App's installation gone: the renewal fails, and the request is refused once only.
+    fixture.server.configure(R"({"advance_clock": 3700})");
+    fixture.server.inject(R"([{"kind": "404", "match": "access_tokens", "count": 1}])");
+    auto refused = client->request(github::Method::post, "/repos/o/r/check-runs", body);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().kind == sandbox::ErrorKind::permanent);
+    CHECK_THAT(refused.error().message, Catch::Contains("installation token for installation 9") && Catch::Contains("404"));
+}
+
+TEST_CASE("a refresh that fails is a clear error, and the next call mints again") {
+    AppFixture fixture;
+    FakeClock fake;
+    github::ClientOptions options = fixture.options;
+    options.clock = fake.clock();
+    options.max_attempts = 2;
+    options.backoff_initial = std::chrono::milliseconds(1);
+    auto source = github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
+    REQUIRE(source.has_value());
+    const std::string first = (*source)->token().value();
+    fake.offset_seconds = 58 * 60;  // two minutes left: must be minted again
+    fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
+    auto failed = (*source)->token();
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(failed.error().kind == sandbox::ErrorKind::transient);
+    CHECK_THAT(failed.error().message, Catch::StartsWith("installation token for installation 9: ") &&
+                                           Catch::Contains("500") && !Catch::Contains("ghs_"));
+    auto again = (*source)->token();  // nothing half-cached: GitHub is back
+    REQUIRE(again.has_value());
+    CHECK(*again != first);
+    CHECK(issued_count(fixture.server) == 2);
 }
 
 TEST_CASE("App credentials are checked before anything is sent") {
@@ -278,7 +362,7 @@ TEST_CASE("a git token is asked for one repository and contents:read, and held t
     auto git = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"},
                                                         github::git_read_scope("gated"));
     REQUIRE(git.has_value());
-    auto token = (*git)->bearer_token();
+    auto token = (*git)->token();
     REQUIRE(token.has_value());
 
     // The body sent is the one the OpenAPI description defines (the fake validates it).
@@ -323,7 +407,7 @@ TEST_CASE("a token scope the server refuses or ignores is an error, never a broa
     auto make = [&](github::InstallationTokenScope scope) {
         auto source = github::InstallationTokenSource::create(options, app, std::move(scope));
         REQUIRE(source.has_value());
-        return (*source)->bearer_token();
+        return (*source)->token();
     };
     // Against the schema: a level outside read|write.
     auto bad_level = make({{"gated"}, {{"contents", "admin"}}});

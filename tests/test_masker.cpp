@@ -101,3 +101,28 @@ TEST_CASE("adding and masking from several threads is safe") {
     CHECK(leaks == 0);
     CHECK(masker.mask("secret-number-499") == "***");
 }
+
+namespace {
+
+// Hands out a new token at each call, as an installation token source does once the cached
+// one is near its expiry.
+class RotatingTokens final : public sandbox::TokenProvider {
+  public:
+    sandbox::Expected<std::string> token() override { return "ghs_rotated" + std::to_string(++m_count); }
+    sandbox::Renewal refused(std::string_view) override { return sandbox::Renewal::minted; }
+
+  private:
+    int m_count = 0;
+};
+
+}  // namespace
+
+TEST_CASE("every token a provider hands out is masked, the refreshed ones too") {
+    jobs::Masker masker;
+    jobs::MaskedTokens tokens(std::make_shared<RotatingTokens>(), masker);
+    CHECK(masker.mask("ghs_rotated1 ghs_rotated2") == "ghs_rotated1 ghs_rotated2");
+    CHECK(tokens.token().value() == "ghs_rotated1");
+    CHECK(tokens.refused("ghs_rotated1") == sandbox::Renewal::minted);
+    CHECK(tokens.token().value() == "ghs_rotated2");
+    CHECK(masker.mask("a ghs_rotated1 b ghs_rotated2 c") == "a *** b *** c");
+}
