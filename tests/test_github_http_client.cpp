@@ -172,6 +172,39 @@ TEST_CASE("401, 404 and 422 are not retried and carry GitHub's message") {
     CHECK(sleeps.delays.empty());
 }
 
+namespace {
+
+// Renews every refused token with another the server does not know either (a revoked App).
+class RenewingTokens final : public sandbox::TokenProvider {
+  public:
+    sandbox::Expected<std::string> token() override { return "ghs_unknownToken" + std::to_string(m_count); }
+    sandbox::Renewal refused(std::string_view) override {
+        ++m_count;
+        return sandbox::Renewal::minted;
+    }
+    int m_count = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a refused token is renewed once, at once; a 401 with the renewed one is final") {
+    tests::FakeGitHub server;
+    FakeSleeps sleeps;
+    github::ClientOptions options;
+    options.api_url = server.url();
+    options.clock = sleeps.clock();
+    auto tokens = std::make_shared<RenewingTokens>();
+    auto client = github::HttpClient::create(options, tokens);
+    REQUIRE(client.has_value());
+    auto response = client->request(Method::post, k_status_path, k_status_body);
+    REQUIRE_FALSE(response.has_value());
+    CHECK(response.error().kind == sandbox::ErrorKind::permanent);
+    CHECK_THAT(response.error().message, Catch::Contains("401: Bad credentials") && !Catch::Contains("ghs_unknown"));
+    CHECK(tokens->m_count == 1);
+    CHECK(request_lines(server).size() == 2);
+    CHECK(sleeps.delays.empty());  // no backoff before the renewed attempt
+}
+
 TEST_CASE("a rate limit longer than the wait budget fails at once as transient") {
     tests::FakeGitHub server;
     FakeSleeps sleeps;
