@@ -186,7 +186,7 @@ Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_
     return {};
 }
 
-std::vector<std::filesystem::path> agent_private_paths() {
+std::vector<std::filesystem::path> agent_private_paths(const std::vector<MountEntry>& entries) {
     std::vector<std::filesystem::path> candidates;
     const auto home = env_path("HOME");
     if (auto state = env_path("XDG_STATE_HOME")) candidates.push_back(*state / "sandgate");
@@ -199,9 +199,15 @@ std::vector<std::filesystem::path> agent_private_paths() {
     if (auto file = env_path("SANDGATE_CONFIG")) candidates.push_back(*file);
     std::vector<std::filesystem::path> existing;
     std::error_code ec;
+    const auto exposed = [&](const std::filesystem::path& path) {
+        return std::any_of(entries.begin(), entries.end(), [&](const MountEntry& entry) {
+            return (entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind) &&
+                   path_within(path, entry.dest);
+        });
+    };
     for (auto& candidate : candidates) {
         candidate = strip_trailing(candidate.lexically_normal());
-        if (!std::filesystem::exists(candidate, ec)) continue;
+        if (!exposed(candidate) || !std::filesystem::exists(candidate, ec)) continue;
         if (std::find(existing.begin(), existing.end(), candidate) == existing.end())
             existing.push_back(candidate);
     }

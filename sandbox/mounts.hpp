@@ -62,8 +62,9 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
 
 // The agent's own files that must never be visible: its state and config directories
 // ($XDG_STATE_HOME/sandgate, $XDG_CONFIG_HOME/sandgate, their ~/.local/state and ~/.config
-// defaults, $SANDGATE_STATE_DIR, $SANDGATE_CONFIG). Existing ones only.
-std::vector<std::filesystem::path> agent_private_paths();
+// defaults, $SANDGATE_STATE_DIR, $SANDGATE_CONFIG), those that exist and that a bind or
+// read-only bind among `entries` would show (only those are looked up on disk).
+std::vector<std::filesystem::path> agent_private_paths(const std::vector<MountEntry>& entries);
 
 // Orders entries so that a parent is mounted before anything below it (depth, then priority).
 void order_mounts(std::vector<MountEntry>& entries);

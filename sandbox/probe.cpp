@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
+#include <vector>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -101,15 +103,18 @@ std::optional<std::filesystem::path> find_on_path(std::string_view name,
         if (is_executable_file(std::filesystem::path(name))) return std::filesystem::path(name);
         return std::nullopt;
     }
+    std::vector<std::string_view> tried;  // a directory listed twice (PATH often has some) is looked in once
     std::size_t start = 0;
     while (start <= path_list.size()) {
         std::size_t end = path_list.find(':', start);
         if (end == std::string_view::npos) end = path_list.size();
-        std::string dir(path_list.substr(start, end - start));
-        std::filesystem::path candidate = (dir.empty() ? std::string(".") : dir);
+        const std::string_view dir = path_list.substr(start, end - start);
+        start = end + 1;
+        if (std::find(tried.begin(), tried.end(), dir) != tried.end()) continue;
+        tried.push_back(dir);
+        std::filesystem::path candidate = dir.empty() ? std::string(".") : std::string(dir);
         candidate /= name;
         if (is_executable_file(candidate)) return candidate;
-        start = end + 1;
     }
     return std::nullopt;
 }

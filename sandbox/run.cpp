@@ -79,11 +79,15 @@ struct RunPipes {
     Pipe err;
 };
 
+// Our end non-blocking, the child's blocking: made non-blocking whole, the write end set
+// back (one fcntl instead of a get and a set; O_NONBLOCK lives in each end's own file).
 Expected<Pipe> output_pipe() {
-    auto pipe = make_pipe();
-    if (!pipe) return pipe;
-    ::fcntl(pipe->read.get(), F_SETPIPE_SZ, k_pipe_size);  // fewer wake-ups; best effort
-    set_nonblocking(pipe->read.get());
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return fail(ErrorKind::permanent, errno_message("pipe2"));
+    Pipe pipe{Fd(fds[0]), Fd(fds[1])};
+    if (::fcntl(pipe.write.get(), F_SETFL, 0) != 0)
+        return fail(ErrorKind::permanent, errno_message("fcntl(F_SETFL) on an output pipe"));
+    ::fcntl(pipe.read.get(), F_SETPIPE_SZ, k_pipe_size);  // fewer wake-ups; best effort
     return pipe;
 }
 
@@ -175,13 +179,17 @@ void spawn_and_watch(const RunRequest& request, WrapPlan* plan, RunPipes pipes,
                      const RunTree& tree, RunResult& result) {
     auto child = spawn(spawn_spec(request, plan, pipes, tree));
     // The child holds its own copies now; ours must go, or EOF would never come.
-    pipes.stdin_child.reset();
-    pipes.out.write.reset();
-    pipes.err.write.reset();
+    std::vector<Fd> handed_over;
+    handed_over.push_back(std::move(pipes.stdin_child));
+    handed_over.push_back(std::move(pipes.out.write));
+    handed_over.push_back(std::move(pipes.err.write));
     if (plan) {
+        for (auto& fd : plan->inherited_fds) handed_over.push_back(std::move(fd));
+        for (auto& fd : plan->join_cgroups) handed_over.push_back(std::move(fd));
         plan->inherited_fds.clear();
         plan->join_cgroups.clear();
     }
+    close_all(handed_over);
     if (!child) {
         result.error = RunError{RunErrorKind::spawn_failed, child.error().message,
                                 child.error().errno_value};

@@ -153,13 +153,7 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
     }
     // The agent's own files: masked wherever a bind would otherwise show them.
-    for (const auto& path : agent_private_paths()) {
-        bool exposed = false;
-        for (const auto& entry : entries) {
-            exposed = exposed || ((entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind) &&
-                                  path_within(path, entry.dest));
-        }
-        if (!exposed) continue;
+    for (const auto& path : agent_private_paths(entries)) {
         std::error_code ec;
         const auto kind = std::filesystem::is_directory(path, ec) ? MountKind::hide_dir
                                                                   : MountKind::hide_file;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace sandbox {
 namespace {
@@ -29,6 +30,7 @@ Fd reopen(const Fd& memfd) {
 struct ContentCache {
     std::mutex mutex;
     std::map<std::string, Fd, std::less<>> fds;
+    std::set<std::size_t> seen;  // hashes of contents handed out once, uncached
     std::size_t bytes = 0;
 };
 
@@ -42,16 +44,17 @@ ContentCache& content_cache() {
 Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
     Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
+    // pwrite: the file offset stays at 0, where bwrap starts reading.
     std::size_t done = 0;
     while (done < content.size()) {
-        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+        const ssize_t n = ::pwrite(fd.get(), content.data() + done, content.size() - done,
+                                   static_cast<off_t>(done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
         done += static_cast<std::size_t>(n);
     }
     if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
         return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
-    ::lseek(fd.get(), 0, SEEK_SET);
     return fd;
 }
 
@@ -64,9 +67,14 @@ Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content) 
     }
     auto fd = sealed_memfd(name, content);
     if (!fd) return fd;
-    // The first user takes a duplicate (one offset shared with the cache's fd, which is never
-    // read: later users reopen it, at offsets of their own). A one-shot process such as
-    // `sandgate exec` thus never pays the reopen through /proc. Sealed, so no writer either.
+    // Kept only from its second sight on: a one-shot process such as `sandgate exec` asks for
+    // each content once and pays no duplicate (nor its close). A hash is enough to decide: a
+    // collision only costs a cache entry.
+    const std::size_t hash = std::hash<std::string_view>{}(content);
+    if (cache.seen.size() >= 4 * k_max_entries) cache.seen.clear();
+    if (cache.seen.insert(hash).second) return fd;
+    // The user takes a duplicate (one offset shared with the cache's fd, which is never read:
+    // later users reopen it, at offsets of their own). Sealed, so no writer either.
     Fd first(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0));
     if (!first) return fd;  // no second fd to spare: this one, uncached
     if (cache.fds.size() >= k_max_entries || cache.bytes + content.size() > k_max_bytes) {

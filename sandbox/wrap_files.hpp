@@ -1,10 +1,11 @@
 #pragma once
 // Read-only files handed to bwrap through fds (`--file FD`, `--seccomp FD`): the generated
 // /etc, the offline configuration, the seccomp program. Most are the same from run to run, so
-// each distinct content is written once per process into a sealed memfd. Its first user gets
-// a duplicate of the cache's fd (the one offset they share is never moved by the cache), every
-// later one its own read-only open file description (its own offset: bwrap reads to EOF, and
-// runs may be planned concurrently). No copy, no memfd_create per run.
+// a content seen a second time is kept in a sealed memfd for the rest of the process: its
+// user then gets a duplicate of the cache's fd (the one offset they share is never moved by
+// the cache), every later one its own read-only open file description (its own offset: bwrap
+// reads to EOF, and runs may be planned concurrently). No copy, no memfd_create per run. A
+// content asked for once (every content of a one-shot `sandgate exec`) is not kept.
 //
 // Host files (the allowlisted part of /etc) are not copied at all: bwrap reads them from a
 // read-only fd of the file itself.

@@ -43,6 +43,24 @@ TEST_CASE("one content, many readers: each fd reads all of it from offset 0, non
     CHECK(read_all(empty->get()).empty());
 }
 
+TEST_CASE("a content is kept from its second request on; one asked for once costs one fd") {
+    const std::string content = "asked for once " + std::to_string(::getpid());
+    const std::size_t before = open_fds();
+    {
+        auto once = sandbox::sealed_content_fd("test", content);
+        REQUIRE(once);
+        CHECK(open_fds() == before + 1);  // the caller's fd only: no copy kept
+    }
+    CHECK(open_fds() == before);
+    auto again = sandbox::sealed_content_fd("test", content);
+    REQUIRE(again);
+    CHECK(open_fds() == before + 2);  // now the cache keeps one for later callers
+    auto third = sandbox::sealed_content_fd("test", content);
+    REQUIRE(third);
+    CHECK(read_all(third->get()) == content);
+    CHECK(read_all(again->get()) == content);
+}
+
 TEST_CASE("the shared memfds are bounded however many distinct contents a process hands out") {
     const std::size_t before = open_fds();
     for (int i = 0; i < 300; ++i) {
