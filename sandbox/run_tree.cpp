@@ -50,14 +50,15 @@ void RunTree::terminate(const Child& child) const {
     if (m_kind == TreeKill::pidns) {
         // Everything below the wrapper: the namespace's init (bwrap's pid 1 drops the TERM, it
         // has no handler and signals from outside reach an init only through one) and the
-        // command's tree. Not the wrapper itself: its death would take the namespace down at
-        // once through --die-with-parent, leaving the command no grace.
+        // command's tree, all of which lives in the namespace. Not the wrapper itself (nor, for
+        // the same reason, the caller's other descendants): its death would take the namespace
+        // down at once through --die-with-parent, leaving the command no grace.
         signal_descendants(child.pid(), SIGTERM, Resume::yes);
-    } else {
-        ::kill(-child.pid(), SIGTERM);
-        ::kill(-child.pid(), SIGCONT);
-        child.signal(SIGTERM);
+        return;
     }
+    ::kill(-child.pid(), SIGTERM);
+    ::kill(-child.pid(), SIGCONT);
+    child.signal(SIGTERM);
     if (m_holder == Holder::caller) signal_descendants(::getpid(), SIGTERM, Resume::yes);
 }
 
