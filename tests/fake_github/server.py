@@ -54,8 +54,12 @@ Control endpoints for the tests (no auth), under /_control/:
 
 import argparse
 import http.server
+import os
 import ssl
 import sys
+
+# git_cgi (the smart-HTTP pieces shared with tests/helpers/git_http_server.py) lives there.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (read-only in the wrap)
 

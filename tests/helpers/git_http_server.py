@@ -14,12 +14,13 @@ one a Basic Authorization header carried (tests assert which paths ever saw the 
 --redirect PREFIX=URL answers 302 to URL + the rest of the path for paths under PREFIX.
 """
 
-import base64
 import http.server
 import os
 import ssl
-import subprocess
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (read-only in the wrap)
+import git_cgi  # beside this file  # pylint: disable=wrong-import-position
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -29,13 +30,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sys.stderr.write("http: " + (fmt % args) + "\n")
 
     def password(self):
-        header = self.headers.get("Authorization", "")
-        if not header.startswith("Basic "):
-            return None
-        try:
-            return base64.b64decode(header[6:]).decode().partition(":")[2]
-        except ValueError:
-            return None
+        return git_cgi.basic_password(self.headers)
 
     def authorised(self):
         token = os.environ.get("SANDGATE_TEST_TOKEN")
@@ -58,18 +53,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return True
         return False
 
-    def read_body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            body = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return body
-                body += self.rfile.read(size)
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
-
     def serve(self):
         self.record()
         if self.redirect():
@@ -80,35 +63,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        body = self.read_body() if self.command == "POST" else b""
+        body = git_cgi.read_body(self.rfile, self.headers) if self.command == "POST" else b""
         path, _, query = self.path.partition("?")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "GIT_PROJECT_ROOT": sys.argv[1],
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "REQUEST_METHOD": self.command,
-            "PATH_INFO": path,
-            "QUERY_STRING": query,
-            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": str(len(body)),
-            "REMOTE_ADDR": "127.0.0.1",
-            "GATEWAY_INTERFACE": "CGI/1.1",
-        }
-        if self.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-        if self.headers.get("Git-Protocol"):
-            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
-        done = subprocess.run(["git", "http-backend"], input=body, env=env,
-                              capture_output=True, check=False)
-        head, _, payload = done.stdout.partition(b"\r\n\r\n")
-        status = 200
-        headers = []
-        for line in head.split(b"\r\n"):
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif name:
-                headers.append((name, value.strip()))
+        status, headers, payload = git_cgi.http_backend(sys.argv[1], self.command, path, query,
+                                                        self.headers, body)
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)

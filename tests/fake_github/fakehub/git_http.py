@@ -9,10 +9,9 @@ Served paths: /OWNER/NAME.git/info/refs?service=git-upload-pack and
 /OWNER/NAME.git/git-upload-pack, for GIT_PROJECT_ROOT/OWNER/NAME.git. Pushes are refused.
 """
 
-import base64
-import os
 import re
-import subprocess
+
+import git_cgi  # tests/helpers, put on sys.path by server.py
 
 from .state import LEVELS
 
@@ -25,17 +24,8 @@ class GitHttp:
     def is_git_path(self, path):
         return self.server.git_root is not None and GIT_PATH.match(path) is not None
 
-    def basic_password(self):
-        header = self.headers.get("Authorization", "")
-        if not header.startswith("Basic "):
-            return None
-        try:
-            return base64.b64decode(header[6:]).decode().partition(":")[2]
-        except ValueError:
-            return None
-
     def git_token_ok(self, repository):
-        token = self.basic_password()
+        token = git_cgi.basic_password(self.headers)
         if token is None:
             return False
         state = self.server.state
@@ -65,26 +55,8 @@ class GitHttp:
         return self.run_backend(method, parsed, body)
 
     def run_backend(self, method, parsed, body):
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               "GIT_PROJECT_ROOT": self.server.git_root, "GIT_HTTP_EXPORT_ALL": "1",
-               "REQUEST_METHOD": method, "PATH_INFO": parsed.path, "QUERY_STRING": parsed.query,
-               "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-               "CONTENT_LENGTH": str(len(body)), "REMOTE_ADDR": "127.0.0.1",
-               "GATEWAY_INTERFACE": "CGI/1.1"}
-        if self.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-        if self.headers.get("Git-Protocol"):
-            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
-        done = subprocess.run(["git", "http-backend"], input=body, env=env,
-                              capture_output=True, check=False)
-        head, _, payload = done.stdout.partition(b"\r\n\r\n")
-        status, headers = 200, []
-        for line in head.split(b"\r\n"):
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif name:
-                headers.append((name, value.strip()))
+        status, headers, payload = git_cgi.http_backend(self.server.git_root, method, parsed.path,
+                                                        parsed.query, self.headers, body)
         self.record["status"] = status
         self.send_response(status)
         for name, value in headers:

@@ -7,6 +7,8 @@ import struct
 import time
 import urllib.parse
 
+import git_cgi  # tests/helpers, put on sys.path by server.py
+
 from .state import DOCS
 
 API_PREFIXES = ("/api/v3", "")
@@ -19,17 +21,7 @@ class Plumbing:
         pass
 
     def read_body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":  # git may send it
-            body = b""
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return body
-                body += self.rfile.read(size)
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        return git_cgi.read_body(self.rfile, self.headers)  # chunked too: git may send it
 
     def answer(self, status, document=None, headers=None, raw=None, counted=True):
         payload = raw if raw is not None else (
