@@ -1,6 +1,7 @@
 #include "agent/exec_registry.hpp"
 
-#include <sys/random.h>
+#include "agent/random_id.hpp"
+
 
 #include <algorithm>
 #include <atomic>
@@ -21,18 +22,6 @@ namespace {
 
 constexpr std::size_t k_max_exec_id = 64;
 
-sandbox::Expected<std::string> random_exec_id() {
-    unsigned char bytes[8] = {};
-    if (::getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes)))
-        return fail(ErrorKind::unavailable, sandbox::errno_message("getrandom"));
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string id = "ex-";
-    for (unsigned char byte : bytes) {
-        id.push_back(k_hex[byte >> 4]);
-        id.push_back(k_hex[byte & 15]);
-    }
-    return id;
-}
 
 }  // namespace
 
@@ -78,7 +67,7 @@ sandbox::Expected<ExecRegistry::Registration> ExecRegistry::begin(const std::str
                                                                   std::string exec_id,
                                                                   int connection_fd) {
     if (exec_id.empty()) {
-        auto made = random_exec_id();
+        auto made = random_id("ex-", 8);
         if (!made) return std::unexpected(made.error());
         exec_id = std::move(*made);
     } else if (!valid_exec_id(exec_id)) {

@@ -1,5 +1,4 @@
 // Carrying out the runner's container-hook commands (see runner_hook.hpp).
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include <fstream>
 
 #include "agent/runner_hook.hpp"
+#include "agent/random_id.hpp"
 #include "jobs/git_remove.hpp"
 
 namespace agent {
@@ -21,18 +21,6 @@ using sandbox::fail;
 constexpr std::string_view k_default_path =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-sandbox::Expected<std::string> new_job_id() {
-    std::array<unsigned char, 16> bytes{};
-    if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-        return fail(ErrorKind::unavailable, sandbox::errno_message("getrandom"));
-    std::string id;
-    for (unsigned char byte : bytes) {
-        static constexpr char k_hex[] = "0123456789abcdef";
-        id += k_hex[byte >> 4];
-        id += k_hex[byte & 15];
-    }
-    return id;
-}
 
 nlohmann::ordered_json mounts_json(const std::vector<HookMount>& mounts) {
     auto out = nlohmann::ordered_json::array();
@@ -62,7 +50,7 @@ sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& op
         return fail(ErrorKind::invalid_input,
                     "args.services: service containers need a container engine, which sandgate's "
                     "hook does not run (service '" + input.services.front() + "')");
-    auto id = new_job_id();
+    auto id = random_id("", 16);
     if (!id) return std::unexpected(id.error());
     HookJob job = input.prepare;
     job.id = *id;

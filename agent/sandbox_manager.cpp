@@ -1,8 +1,9 @@
 #include "agent/sandbox_manager.hpp"
 
+#include "agent/random_id.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -36,20 +37,6 @@ constexpr std::chrono::seconds k_shutdown_wait{5};    // before SIGKILL on destr
 constexpr std::chrono::seconds k_reply_margin{30};
 constexpr std::chrono::milliseconds k_ready_poll{10};
 
-std::string random_id() {
-    unsigned char bytes[8] = {};
-    if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) {
-        const auto now = static_cast<std::uint64_t>(system_now_ms()) ^ static_cast<std::uint64_t>(::getpid());
-        for (std::size_t i = 0; i < sizeof(bytes); ++i) bytes[i] = static_cast<unsigned char>(now >> (8 * i));
-    }
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string id = "sb-";
-    for (unsigned char byte : bytes) {
-        id.push_back(k_hex[byte >> 4]);
-        id.push_back(k_hex[byte & 15]);
-    }
-    return id;
-}
 
 
 }  // namespace
@@ -120,6 +107,8 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
         return fail(ErrorKind::invalid_input,
                     "sandbox identity needs a repository, a SHA and a job id");
     if (options.ttl.count() <= 0) return fail(ErrorKind::invalid_input, "sandbox ttl must be > 0");
+    auto new_id = random_id("sb-", 8);
+    if (!new_id) return std::unexpected(new_id.error());
     auto box = std::make_shared<Sandbox>();
     {
         std::lock_guard lock(m_mutex);
@@ -127,7 +116,7 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
             if (other->info.identity == identity && other->info.state != SandboxState::destroyed)
                 return fail(ErrorKind::invalid_input,
                             "a sandbox for " + identity.canonical() + " exists already: " + id);
-        box->info.id = random_id();
+        box->info.id = std::move(*new_id);
         box->info.identity = identity;
         box->info.state = SandboxState::created;
         m_sandboxes[box->info.id] = box;
