@@ -35,9 +35,12 @@ def read_body(rfile, headers):
     return rfile.read(length) if length else b""
 
 
-def http_backend(project_root, method, path, query, headers, body):
-    """Runs `git http-backend` for one request under project_root (every repository exported);
-    returns (status, [(name, value)...], payload) parsed from its CGI answer."""
+def answer_with_backend(handler, project_root, method, path, query, body, before_send=None):
+    """Answers the request `handler` (a BaseHTTPRequestHandler) holds with what `git
+    http-backend` says for it under project_root (every repository exported). before_send, if
+    given, is called with the status before anything is sent (a server that records requests
+    records it there, so a client that has the answer finds it)."""
+    headers = handler.headers
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "GIT_PROJECT_ROOT": project_root, "GIT_HTTP_EXPORT_ALL": "1",
            "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
@@ -58,4 +61,11 @@ def http_backend(project_root, method, path, query, headers, body):
             status = int(value.strip().split()[0])
         elif name:
             answer_headers.append((name, value.strip()))
-    return status, answer_headers, payload
+    if before_send is not None:
+        before_send(status)
+    handler.send_response(status)
+    for name, value in answer_headers:
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)

@@ -65,14 +65,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         body = git_cgi.read_body(self.rfile, self.headers) if self.command == "POST" else b""
         path, _, query = self.path.partition("?")
-        status, headers, payload = git_cgi.http_backend(sys.argv[1], self.command, path, query,
-                                                        self.headers, body)
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        git_cgi.answer_with_backend(self, sys.argv[1], self.command, path, query, body)
 
     do_GET = serve
     do_POST = serve

@@ -55,13 +55,8 @@ class GitHttp:
         return self.run_backend(method, parsed, body)
 
     def run_backend(self, method, parsed, body):
-        status, headers, payload = git_cgi.http_backend(self.server.git_root, method, parsed.path,
-                                                        parsed.query, self.headers, body)
-        self.record["status"] = status
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        def record(status):  # before the answer leaves, like every other route
+            self.record["status"] = status
+        git_cgi.answer_with_backend(self, self.server.git_root, method, parsed.path, parsed.query,
+                                    body, before_send=record)
         return None
