@@ -5,10 +5,13 @@
 // `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
 // so that machine noise hits them alike; the figures are medians, printed as ratios from this
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
-// sandgate returns only once the sandbox is gone (its leaf empty: bwrap's pid 1 has unmounted
-// everything), while raw bwrap returns as soon as the payload's status is out and leaves its
-// pid 1 tearing the namespaces down. The bench is a subreaper, so that pid 1 comes back to it:
-// one more variant times raw bwrap until that teardown is over too, the like-for-like figure.
+// sandgate returns only once nothing of the sandbox runs any more (bwrap's pid 1 has exited,
+// its output pipes closed; with cgroup2 limits, their leaf is empty and removed), while raw
+// bwrap returns as soon as the payload's status is out and leaves its pid 1 tearing the
+// namespaces down. The bench is a subreaper, so that pid 1 comes back to it: one more variant
+// times raw bwrap until that teardown is over too, the like-for-like figure. The in-process
+// "no cgroup" variant differs from the default only where the run's limits need a leaf
+// (a delegated pids or memory controller): under the wrap no leaf is made otherwise.
 // Besides wall-clock time, each variant's CPU time (user + system, the whole process tree, from
 // wait4's rusage) is printed: on a shared, loaded machine it is the steadier figure, since wall
 // time there mostly measures how long each wake-up waits for a core.
