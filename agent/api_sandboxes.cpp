@@ -1,6 +1,9 @@
 // The API's sandbox verbs: create, exec, get, list, destroy (api.hpp).
 #include <simdjson.h>
 
+#include <expected>
+#include <string>
+
 #include "agent/api.hpp"
 #include "sandbox/broker_protocol.hpp"
 #include "sandbox/json_convert.hpp"
@@ -60,11 +63,24 @@ std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::s
     return identity;
 }
 
-// Parses a request's body as a JSON object into `doc`; false when it is not one.
-bool parse_body(simdjson::dom::parser& parser, const HttpRequest& request,
-                simdjson::dom::element& doc) {
-    return parser.parse(simdjson::padded_string(request.body)).get(doc) == simdjson::SUCCESS &&
-           doc.is_object();
+// A sandbox request's body: a JSON object (read by `parser`, which the caller keeps alive
+// while `doc` is used) and the identity it names; the 400 message otherwise.
+struct SandboxBody {
+    simdjson::dom::element doc;
+    SandboxIdentity identity;
+};
+
+std::expected<SandboxBody, std::string> parse_sandbox_body(simdjson::dom::parser& parser,
+                                                           const HttpRequest& request) {
+    SandboxBody body;
+    if (parser.parse(simdjson::padded_string(request.body)).get(body.doc) != simdjson::SUCCESS ||
+        !body.doc.is_object())
+        return std::unexpected("body: a JSON object is required");
+    std::string error;
+    auto identity = parse_identity(body.doc, &error);
+    if (!identity) return std::unexpected(std::move(error));
+    body.identity = std::move(*identity);
+    return body;
 }
 
 }  // namespace
@@ -101,11 +117,9 @@ HttpResponse Api::sandboxes(const HttpRequest& request, const std::vector<std::s
 
 HttpResponse Api::create_sandbox(const HttpRequest& request) {
     simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (!parse_body(parser, request, doc)) return error_response(400, "body: a JSON object is required");
-    std::string error;
-    auto identity = parse_identity(doc, &error);
-    if (!identity) return error_response(400, error);
+    auto body = parse_sandbox_body(parser, request);
+    if (!body) return error_response(400, body.error());
+    const simdjson::dom::element doc = body->doc;
     SandboxOptions options;
     options.policy = m_config.sandbox_policy;
     std::int64_t number = 0;
@@ -122,7 +136,7 @@ HttpResponse Api::create_sandbox(const HttpRequest& request) {
                                                    : sandbox::NetworkMode::none;
     }
     if (doc["job"].get(number) == simdjson::SUCCESS) options.job = number;
-    auto created = m_sandboxes.create(*identity, options);
+    auto created = m_sandboxes.create(body->identity, options);
     if (!created)
         return error_response(created.error().kind == sandbox::ErrorKind::invalid_input ? 409 : 503,
                               created.error().message);
@@ -133,11 +147,9 @@ HttpResponse Api::create_sandbox(const HttpRequest& request) {
 // client hanging up on this request, stops it (the answer then says cancelled, and by whom).
 HttpResponse Api::sandbox_exec(const HttpRequest& request, const std::string& id) {
     simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (!parse_body(parser, request, doc)) return error_response(400, "body: a JSON object is required");
-    std::string error;
-    auto identity = parse_identity(doc, &error);
-    if (!identity) return error_response(400, error);
+    auto body = parse_sandbox_body(parser, request);
+    if (!body) return error_response(400, body.error());
+    const simdjson::dom::element doc = body->doc;
     std::string exec_id;
     if (simdjson::dom::element field; doc["exec_id"].get(field) == simdjson::SUCCESS) {
         std::string_view text;
@@ -159,7 +171,7 @@ HttpResponse Api::sandbox_exec(const HttpRequest& request, const std::string& id
         const auto cause = registration->cause();
         return cause == ExecCancelCause::none ? std::string() : std::string(to_string(cause));
     };
-    auto reply = m_sandboxes.exec(id, *identity, std::move(*exec), control);
+    auto reply = m_sandboxes.exec(id, body->identity, std::move(*exec), control);
     if (!reply) return error_response(502, reply.error().message);
     Json answer;
     answer["exec_id"] = control.exec_id;
