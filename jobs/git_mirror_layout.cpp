@@ -91,8 +91,8 @@ sandbox::Expected<void> adopt_legacy_mirror(const MirrorLayout& layout) {
         return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("rename " + layout.legacy_gitdir.string()));
     spdlog::info("mirror {} moved to {}", layout.legacy_gitdir.string(), layout.gitdir.string());
     remove_legacy_leftovers(layout.legacy_gitdir);
-    // Processes of this version take the scope's lock first, so none waits on the old one.
-    ::unlink(layout.legacy_lock.c_str());
+    // Unlinked while held: a flat-layout locker waiting on it re-checks the path (FileLock).
+    (void)old_lock->remove_lock_file();
     return {};
 }
 

@@ -127,7 +127,8 @@ sandbox::Expected<fs::path> make_trash(const fs::path& mirrors) {
 }
 
 // Under the mirror's locks: rename it (and a flat mirror's leftovers) into a fresh trash
-// directory, drop its last-use record. Returns the trash directory to remove afterwards.
+// directory, drop its last-use record. Returns the trash directory to remove afterwards. The
+// lock files go after it (remove_locks).
 sandbox::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candidate& candidate) {
     auto trash = make_trash(mirrors);
     if (!trash) return trash;
@@ -140,11 +141,16 @@ sandbox::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candida
             ::rmdir(trash->c_str());  // empty unless the mirror itself went in: then it stays trash
             return error;
         }
-    if (candidate.kind == MirrorKind::scope)
-        ::unlink((mirrors / k_last_use_dir / candidate.name).c_str());
-    else  // as adopt_legacy_mirror: processes of this version never take the flat lock first
-        ::unlink((mirrors / (candidate.name + ".lock")).c_str());
+    if (candidate.kind == MirrorKind::scope) ::unlink((mirrors / k_last_use_dir / candidate.name).c_str());
     return trash;
+}
+
+// The collected mirror's lock files, unlinked while held: a fetch waiting on one re-checks
+// the path after its flock (FileLock) and locks the new file a later fetch creates instead.
+void remove_locks(std::vector<FileLock>& held, const Candidate& candidate) {
+    for (auto& lock : held)
+        if (auto gone = lock.remove_lock_file(); !gone)
+            spdlog::warn("mirror gc: {}: {} (an empty lock file is left)", label(candidate), gone.error().message);
 }
 
 // Removes the gc-trash.* directories of `mirrors`; their failures are appended to `failed`.
@@ -187,6 +193,7 @@ Outcome collect_one(const fs::path& mirrors, const Candidate& candidate, const M
         report.failed.push_back(label(candidate) + ": " + moved.error().message);
         return Outcome::failed;
     }
+    remove_locks(held, candidate);
     report.removed.push_back({label(candidate), candidate.kind, reason});
     return Outcome::removed;
 }

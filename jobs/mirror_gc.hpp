@@ -18,8 +18,11 @@
 //   meanwhile keeps its scope) and renames the directory into <state>/mirrors/gc-trash.*/
 //   before removing anything, so a later fetch finds either the whole mirror or none: never
 //   a half-deleted one. Trash left by an interrupted collection is removed first.
-// - the last-use record goes with its scope; lock files stay (0 bytes each): unlinking a lock
-//   file another process may be opening would let two fetches hold "the" lock at once.
+// - the last-use record goes with its scope, and so do its lock files (<scope>.lock, every
+//   <scope>.<module>.lock; a flat mirror's <name>.lock), each unlinked while held: a fetch
+//   that opened one and waits for it re-checks after its flock that the path still names the
+//   file it locked, and else locks the path's new file (jobs/git_lock.hpp), so two fetches
+//   never both hold "the" lock. A lock file that cannot be unlinked is left (warned; empty).
 // - errors are values: one mirror that cannot be removed is logged and reported in `failed`,
 //   the others are still collected; the call fails (permanent) only when the mirrors directory
 //   cannot be read. A missing mirrors directory is an empty report.

@@ -83,7 +83,8 @@ TEST_CASE("unserved and idle scopes are removed; served, recent and in-use ones 
     CHECK(first->kept == 2);
     CHECK_FALSE(fs::exists(r.mirrors / old));
     CHECK_FALSE(fs::exists(r.stamp(old)));
-    CHECK(fs::exists(r.mirrors / "locks" / (old + ".lock")));  // lock files stay (see the header)
+    CHECK_FALSE(fs::exists(r.mirrors / "locks" / (old + ".lock")));  // unlinked under the lock
+    CHECK(fs::exists(r.mirrors / "locks" / (app + ".lock")));         // a kept scope's stays
     CHECK_FALSE(r.trash_left());
 
     // app and lib both idle for 20 days; lib is in use by a running job.
@@ -136,6 +137,14 @@ TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept 
     REQUIRE(report);
     CHECK(names(*report) == std::vector<std::string>{app});
     CHECK(report->busy.empty());
+    // Its lock files went with it, the submodule's too; nothing else of the scope is left.
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(r.mirrors / "locks")) left.push_back(entry.path().filename().string());
+    CHECK(left.empty());
+    CHECK_FALSE(fs::exists(r.stamp(app)));
+    // A fetch after the collection makes the lock file again and clones.
+    r.fetch(app_url, app_sha);
+    CHECK(fs::exists(r.mirrors / "locks" / (app + ".lock")));
 }
 
 TEST_CASE("idle flat mirrors of the earlier layout go with their lock and leftovers; old trash too") {
