@@ -3,6 +3,7 @@
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <simdjson.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -226,7 +227,16 @@ sandbox::Expected<std::string> InstallationTokenSource::token() {
     std::lock_guard lock(m_mutex);
     const auto now = m_clock.now();
     if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
-    return mint_locked();
+    const bool still_valid = !m_token.empty() && now < m_expires_at;
+    // A minting that failed a moment ago is not tried again on every call meanwhile.
+    if (still_valid && m_failed_at && now >= *m_failed_at && now - *m_failed_at < k_token_retry_interval)
+        return m_token;
+    auto minted = mint_locked();
+    if (minted || !still_valid) return minted;
+    m_failed_at = now;
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(m_expires_at - now).count();
+    spdlog::warn("github: {}; the cached token, valid for {} s more, is used meanwhile", minted.error().message, left);
+    return m_token;
 }
 
 sandbox::Renewal InstallationTokenSource::refused(std::string_view token) {
@@ -270,6 +280,7 @@ sandbox::Expected<std::string> InstallationTokenSource::mint_locked() {
     }
     m_token = std::string(token);
     m_expires_at = *expiry;
+    m_failed_at.reset();
     return m_token;
 }
 

@@ -27,6 +27,8 @@ inline constexpr std::chrono::seconds k_jwt_backdate{60};      // iat: clock dri
 inline constexpr std::chrono::seconds k_jwt_lifetime{9 * 60};  // exp - now; GitHub's max is 10 min
 inline constexpr std::chrono::seconds k_jwt_reuse{5 * 60};     // a JWT is reused this long
 inline constexpr std::chrono::seconds k_token_refresh_margin{5 * 60};  // refresh this early
+// While a refresh fails and the cached token is still valid: how long until the next try.
+inline constexpr std::chrono::seconds k_token_retry_interval{30};
 inline constexpr std::size_t k_max_token_file_bytes = 64 * 1024;
 
 // The first line of `path`, surrounding whitespace trimmed. invalid_input naming the file when
@@ -91,11 +93,14 @@ InstallationTokenScope git_read_scope(std::string_view repository);
 // Installation tokens: POST /app/installations/{id}/access_tokens with a JWT, the answer
 // cached until k_token_refresh_margin before its expires_at (GitHub's field, read against
 // the source's clock), then minted again. Thread-safe: concurrent callers wait for one
-// exchange rather than starting several. A failed exchange caches nothing and is an error
-// naming the installation, its kind the client's (transient for 5xx and connection errors
-// after the retries, permanent for 401/403/404, invalid_input for 422); the next call tries
-// again. A token a server refused (refused()) is dropped and the next call mints anew. As a
-// sandbox::TokenProvider it is also what git fetches ask (jobs/git_fetch.hpp).
+// exchange rather than starting several. A failed exchange caches nothing. While the cached
+// token is still valid (under k_token_refresh_margin left, not yet expired) a failed refresh
+// hands out the cached token with a warning (spdlog) and is tried again on the first call
+// k_token_retry_interval later; once it is expired, or after a server refused it (refused()
+// drops it), the failure is the error: naming the installation, its kind the client's
+// (transient for 5xx and connection errors after the retries, permanent for 401/403/404,
+// invalid_input for 422), and the next call tries again. As a sandbox::TokenProvider it is
+// also what git fetches ask (jobs/git_fetch.hpp).
 class InstallationTokenSource final : public TokenSource {
   public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
@@ -126,6 +131,7 @@ class InstallationTokenSource final : public TokenSource {
     std::mutex m_mutex;
     std::string m_token;
     std::chrono::system_clock::time_point m_expires_at{};
+    std::optional<std::chrono::system_clock::time_point> m_failed_at;  // the last failed refresh
 };
 
 }  // namespace github

@@ -6,10 +6,12 @@
 // Nothing here knows of GitHub.
 //
 // Contract for implementations: thread-safe; token() hands out the cached token while it is
-// good and mints a new one otherwise, concurrent callers waiting for one minting; a failed
-// minting is an error value whose kind says whether trying later may help (transient,
-// timeout), whether the facility is missing (unavailable), or not (permanent,
-// invalid_input), and whose message never holds a token.
+// good and mints a new one otherwise, concurrent callers waiting for one minting. When an
+// early refresh fails and the cached token has not expired (nor been refused), that token is
+// handed out with a warning instead of the error. Otherwise a failed minting is an error value
+// whose kind says whether trying later may help (transient, timeout), whether the facility is
+// missing (unavailable), or not (permanent, invalid_input), and whose message never holds a
+// token.
 
 #include <string>
 #include <string_view>

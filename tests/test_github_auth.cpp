@@ -4,9 +4,12 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <simdjson.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 
 #include <atomic>
+#include <sstream>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -308,7 +311,32 @@ TEST_CASE("a token the server holds expired is refused, renewed once and the req
     CHECK_THAT(refused.error().message, Catch::Contains("installation token for installation 9") && Catch::Contains("404"));
 }
 
-TEST_CASE("a refresh that fails is a clear error, and the next call mints again") {
+namespace {
+
+// The access-token exchanges the server answered (failed ones included).
+int exchange_count(const tests::FakeGitHub& server) {
+    simdjson::dom::parser parser;
+    const std::string requests = server.requests();
+    int count = 0;
+    for (auto request : parser.parse(requests)["requests"].get_array())
+        count += std::string_view(request["target"].get_string()).ends_with("/access_tokens") ? 1 : 0;
+    return count;
+}
+
+// The default logger's lines while alive.
+struct LogCapture {
+    std::ostringstream text;
+    std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+    LogCapture() {
+        auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text));
+        spdlog::set_default_logger(logger);
+    }
+    ~LogCapture() { spdlog::set_default_logger(previous); }
+};
+
+}  // namespace
+
+TEST_CASE("a refresh that fails hands out the still-valid cached token with a warning; expired, it is an error") {
     AppFixture fixture;
     FakeClock fake;
     github::ClientOptions options = fixture.options;
@@ -317,17 +345,55 @@ TEST_CASE("a refresh that fails is a clear error, and the next call mints again"
     options.backoff_initial = std::chrono::milliseconds(1);
     auto source = github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
     REQUIRE(source.has_value());
+    auto client = github::HttpClient::create(options, *source);
+    REQUIRE(client.has_value());
+    const std::string body = R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
     const std::string first = (*source)->token().value();
-    fake.offset_seconds = 58 * 60;  // two minutes left: must be minted again
+    LogCapture log;
+
+    // Two minutes left, by this clock and the server's: due for a refresh, which fails.
+    fake.offset_seconds = 58 * 60;
+    fixture.server.configure(R"({"advance_clock": 3480})");
+    fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
+    auto cached = (*source)->token();
+    REQUIRE(cached.has_value());
+    CHECK(*cached == first);
+    CHECK(exchange_count(fixture.server) == 3);  // the first, then two failed attempts
+    CHECK_THAT(log.text.str(), Catch::Contains("installation token for installation 9") && Catch::Contains("500") &&
+                                   Catch::Contains("cached token") && !Catch::Contains("ghs_"));
+    // GitHub still takes it; within k_token_retry_interval nothing is minted meanwhile.
+    auto sent = client->request(github::Method::post, "/repos/o/r/check-runs", body);
+    REQUIRE(sent.has_value());
+    CHECK(sent->status == 201);
+    CHECK(exchange_count(fixture.server) == 3);
+
+    // Later, still failing: tried again, the cached token still handed out.
+    fake.offset_seconds = 58 * 60 + 31;
+    fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
+    CHECK((*source)->token().value_or("") == first);
+    CHECK(exchange_count(fixture.server) == 5);
+
+    // Expired: the failure surfaces, and nothing is half-cached for the next call.
+    fake.offset_seconds = 61 * 60;
+    fixture.server.configure(R"({"advance_clock": 180})");
     fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
     auto failed = (*source)->token();
     REQUIRE_FALSE(failed.has_value());
     CHECK(failed.error().kind == sandbox::ErrorKind::transient);
     CHECK_THAT(failed.error().message, Catch::StartsWith("installation token for installation 9: ") &&
                                            Catch::Contains("500") && !Catch::Contains("ghs_"));
-    auto again = (*source)->token();  // nothing half-cached: GitHub is back
+    auto again = (*source)->token();  // GitHub is back
     REQUIRE(again.has_value());
     CHECK(*again != first);
+    CHECK(issued_count(fixture.server) == 2);
+
+    // A token the server refused (401: its clock says expired) is never handed out again, even
+    // with time left by this clock: the failed renewal is the request's error.
+    fixture.server.configure(R"({"advance_clock": 3700})");
+    fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
+    auto refused = client->request(github::Method::post, "/repos/o/r/check-runs", body);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK_THAT(refused.error().message, Catch::Contains("installation token for installation 9") && Catch::Contains("500"));
     CHECK(issued_count(fixture.server) == 2);
 }
 
