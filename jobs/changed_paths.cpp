@@ -162,20 +162,50 @@ sandbox::Expected<ChangedFiles> push_files(git_repository* repository, const Val
     return diff_oids(repository, fork_point ? &*fork_point : nullptr, after);
 }
 
+// The tip of `branch` ("main" or "refs/heads/main"): the branch itself (a mirror), else its
+// remote-tracking branch (a clone); nullopt when neither exists.
+std::optional<git_oid> branch_tip(git_repository* repository, std::string_view branch) {
+    if (branch.starts_with("refs/heads/")) branch.remove_prefix(11);
+    if (branch.empty()) return std::nullopt;
+    for (const std::string prefix : {"refs/heads/", "refs/remotes/origin/"}) {
+        git_oid oid;
+        if (git_reference_name_to_id(&oid, repository, (prefix + std::string(branch)).c_str()) == 0) return oid;
+    }
+    return std::nullopt;
+}
+
+// The commit a pull request is diffed from: base.sha when the repository has it, else the tip
+// of base.ref (a base SHA not given, or gone from the remote after a force-push).
+sandbox::Expected<git_oid> pull_request_base(git_repository* repository, const std::string& sha,
+                                             const std::string& branch) {
+    if (!sha.empty()) {
+        auto base = parse_sha(sha);
+        if (!base) return std::unexpected(base.error());
+        auto commit = lookup_commit(repository, *base);
+        if (commit) return *base;
+        if (commit.error().kind != ErrorKind::unavailable || branch.empty()) return std::unexpected(commit.error());
+    }
+    if (auto tip = branch_tip(repository, branch)) return *tip;
+    const std::string missing = sha.empty() ? "no base SHA" : "commit " + sha + " is not in the repository";
+    return sandbox::fail(ErrorKind::unavailable, missing + ", nor the base branch '" + branch + "'");
+}
+
 sandbox::Expected<ChangedFiles> compute(const std::filesystem::path& path, std::string_view event_name,
                                         const Value& payload, const std::string& from, const std::string& to) {
-    if (to.empty() || from.empty())
+    const bool pull = event_name.starts_with("pull_request");
+    const Value* pull_request = payload.get("pull_request");
+    const std::string base_ref = pull ? text_at(pull_request != nullptr ? pull_request->get("base") : nullptr, "ref") : "";
+    if (to.empty() || (from.empty() && base_ref.empty()))
         return sandbox::fail(ErrorKind::invalid_input,
-                             event_name.starts_with("pull_request")
-                                 ? "the payload has no pull_request.base.sha and pull_request.head.sha"
-                                 : "the payload has no 'before' and 'after' SHAs");
+                             pull ? "the payload has no pull_request.base.sha (nor base.ref) and pull_request.head.sha"
+                                  : "the payload has no 'before' and 'after' SHAs");
     if (event_name == "push" && all_zeros(to)) return ChangedFiles{};  // a deleted branch
     auto head = parse_sha(to);
     if (!head) return std::unexpected(head.error());
     auto repository = open_repository(path);
     if (!repository) return std::unexpected(repository.error());
     if (event_name == "push") return push_files(repository->get(), payload, from, *head);
-    auto base = parse_sha(from);
+    auto base = pull_request_base(repository->get(), from, base_ref);
     if (!base) return std::unexpected(base.error());
     return pull_request_files(repository->get(), *base, *head);
 }

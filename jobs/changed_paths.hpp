@@ -4,7 +4,9 @@
 // comparisons ("Git diff comparisons", workflow syntax, on.<push|pull_request>.paths):
 //   pull_request, pull_request_target: a three-dot diff, merge-base(base, head)..head, from
 //     payload pull_request.base.sha and pull_request.head.sha (base..head when the two have
-//     no common ancestor);
+//     no common ancestor). Without a base SHA, or with one the repository lacks (the base
+//     branch was force-pushed), the base is the tip of pull_request.base.ref (refs/heads/REF,
+//     else refs/remotes/origin/REF), as GitHub compares a pull request with its base branch;
 //   push: a two-dot diff, before..after. A new branch (`before` all zeros): GitHub diffs
 //     "against the parent of the ancestor of the deepest commit pushed"; sandgate diffs
 //     against the merge base of `after` and the default branch (payload

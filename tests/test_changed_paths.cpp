@@ -39,9 +39,13 @@ jobs::Value push(const std::string& before, const std::string& after, const std:
     return payload("{\"ref\":\"refs/heads/feature\",\"before\":\"" + before + "\",\"after\":\"" + after + "\"" + extra + "}");
 }
 
-jobs::Value pull(const std::string& base, const std::string& head) {
-    return payload("{\"action\":\"synchronize\",\"pull_request\":{\"base\":{\"ref\":\"main\",\"sha\":\"" + base +
-                   "\"},\"head\":{\"sha\":\"" + head + "\"}}}");
+// base or base_ref empty: left out of the payload.
+jobs::Value pull(const std::string& base, const std::string& head, const std::string& base_ref = "main") {
+    std::string fields;
+    if (!base_ref.empty()) fields = "\"ref\":\"" + base_ref + "\"";
+    if (!base.empty()) fields += (fields.empty() ? "" : ",") + std::string("\"sha\":\"") + base + "\"";
+    return payload("{\"action\":\"synchronize\",\"pull_request\":{\"base\":{" + fields + "},\"head\":{\"sha\":\"" +
+                   head + "\"}}}");
 }
 
 jobs::Workflow workflow(const std::string& file, const std::string& on) {
@@ -164,7 +168,7 @@ TEST_CASE("changed paths: a commit missing from the repository is an error; the 
     CHECK(error.error().kind == sandbox::ErrorKind::unavailable);
     CHECK_THAT(error.error().message, Catch::Contains(missing));
 
-    auto pr = jobs::event_changed_files(repo, "pull_request", pull(missing, second));
+    auto pr = jobs::event_changed_files(repo, "pull_request", pull(missing, second, ""));
     REQUIRE_FALSE(pr);
     CHECK_THAT(pr.error().message, Catch::Contains("pull_request") && Catch::Contains(missing) &&
                                        Catch::Contains(second));
@@ -194,6 +198,48 @@ TEST_CASE("changed paths: a commit missing from the repository is an error; the 
         payload("{\"ref\":\"refs/tags/v1\",\"before\":\"" + missing + "\",\"after\":\"" + second + "\"}"), repo);
     CHECK(files_of(tag).size() == 2);
     CHECK(tag.warnings.empty());
+}
+
+TEST_CASE("changed paths: a pull request without its base SHA, or with one the repository lacks, is diffed "
+          "from its base branch") {
+    const auto dir = tests::make_temp_dir("changed");
+    const auto repo = dir / "repo";
+    tests::make_repo(repo, {{"README.md", "hello\n"}});
+    sh("git -C " + repo.string() + " checkout -q -b feature");
+    const std::string head = tests::commit_file(repo, "src/feature.c", "int f;\n");
+    sh("git -C " + repo.string() + " checkout -q main");
+    tests::commit_file(repo, "docs/later.md", "moved on\n");
+    const std::string missing(40, 'e');
+
+    // The base SHA was force-pushed away (or never given): the tip of base.ref, three dots.
+    for (const std::string& base : {missing, std::string()}) {
+        for (const std::string& ref : {std::string("main"), std::string("refs/heads/main")}) {
+            auto changed = jobs::event_changed_files(repo, "pull_request", pull(base, head, ref));
+            INFO(base << " " << ref);
+            REQUIRE(changed);
+            CHECK(changed->paths == std::vector<std::string>{"src/feature.c"});
+        }
+    }
+    // A clone of the feature branch knows main as refs/remotes/origin/main only.
+    const auto clone = dir / "clone";
+    sh("git clone -q -b feature " + repo.string() + " " + clone.string());
+    auto cloned = jobs::event_changed_files(clone, "pull_request", pull("", head, "main"));
+    REQUIRE(cloned);
+    CHECK(cloned->paths == std::vector<std::string>{"src/feature.c"});
+
+    // A base branch the repository does not have either: an error naming both, failing open.
+    auto neither = jobs::event_changed_files(repo, "pull_request", pull(missing, head, "gone"));
+    REQUIRE_FALSE(neither);
+    CHECK(neither.error().kind == sandbox::ErrorKind::unavailable);
+    CHECK_THAT(neither.error().message, Catch::Contains(missing) && Catch::Contains("'gone'"));
+    auto no_base = jobs::event_changed_files(repo, "pull_request", pull("", head, ""));
+    REQUIRE_FALSE(no_base);
+    CHECK(no_base.error().kind == sandbox::ErrorKind::invalid_input);
+    std::vector<jobs::Workflow> workflows = {workflow("docs.yml", "  pull_request:\n    paths: ['docs/**']\n")};
+    CHECK(files_of(jobs::select_for_event(workflows, "pull_request", pull("", head, "main"), repo)).empty());
+    auto warned = jobs::select_for_event(workflows, "pull_request", pull("", head, "gone"), repo);
+    CHECK(files_of(warned) == std::vector<std::string>{"docs.yml"});
+    CHECK(warned.warnings.size() == 1);
 }
 
 TEST_CASE("changed paths: GitHub looks at the first 300 files of the diff only") {
