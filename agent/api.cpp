@@ -6,9 +6,11 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <thread>
 
+#include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
 #include "github/webhook.hpp"
 #include "sandbox/json_convert.hpp"
@@ -45,6 +47,30 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
 bool is_hex_sha(std::string_view sha) {
     return (sha.size() == 40 || sha.size() == 64) &&
            sha.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// A branch name as git would take it, and never an option: printable, no space, no leading '-'.
+bool is_branch_name(std::string_view name) {
+    if (name.empty() || name.size() > 255 || name.starts_with('-')) return false;
+    return std::ranges::all_of(name, [](char c) { return c > ' ' && c != 0x7f; });
+}
+
+// The optional base of a submitted job (agent/job_base.hpp) into `base`; an error (a
+// one-line message naming the field) when a field is there but malformed.
+std::optional<std::string> read_base(simdjson::dom::element doc, JobBase& base) {
+    simdjson::dom::element value;
+    std::string_view text;
+    if (doc["base_sha"].get(value) == simdjson::SUCCESS) {
+        if (value.get(text) != simdjson::SUCCESS || !is_base_sha(text))
+            return "field base_sha: 40 lower-case hex digits are required (40 zeros: a new branch)";
+        base.sha = std::string(text);
+    }
+    if (doc["base_ref"].get(value) == simdjson::SUCCESS) {
+        if (value.get(text) != simdjson::SUCCESS || !is_branch_name(text))
+            return "field base_ref: a branch name is required (no spaces, not starting with '-')";
+        base.ref = std::string(text);
+    }
+    return std::nullopt;
 }
 
 // Streams a log file from the start; with follow, waits for more until the job is finished.
@@ -231,6 +257,11 @@ HttpResponse Api::submit(const HttpRequest& request) {
     if (doc["attempt"].get(attempt) == simdjson::SUCCESS &&
         (attempt.get(spec.key.attempt) != simdjson::SUCCESS || spec.key.attempt < 1))
         return error_response(400, "field attempt: an integer >= 1 is required");
+    JobBase base;
+    if (auto bad = read_base(doc, base)) return error_response(400, *bad);
+    Json payload = Json::object();
+    record_base(payload, base);
+    spec.payload_json = payload.dump();
     auto submitted = m_queue.submit(spec);
     if (!submitted) return error_response(503, submitted.error().message);
     changed();

@@ -67,8 +67,8 @@ struct GateFlags {
     std::string repo;
     std::string sha;
     std::string ref;
-    std::string base_sha;  // push: `before`; pull_request: the base branch's SHA
-    std::string base_ref;  // pull_request: the base branch
+    std::string base_sha;  // push: `before`; pull_request: the base branch's SHA; merge_group: base_sha
+    std::string base_ref;  // pull_request, merge_group: the base branch
     std::string event = "merge_group";
     std::string workflows = ".github/workflows";
     std::vector<std::string> jobs;
@@ -84,8 +84,10 @@ void add_flags(CLI::App& app, GateFlags& f) {
     app.add_option("--ref", f.ref, "the ref the commit is on (fetched too; github.ref)");
     app.add_option("--base-sha", f.base_sha,
                    "push: the SHA the ref had before (40 zeros: a new branch); pull_request: the base "
-                   "branch's SHA. For paths/paths-ignore filters");
-    app.add_option("--base-ref", f.base_ref, "pull_request: the base branch (branches filters; github.base_ref)");
+                   "branch's SHA; merge_group: the commit the group is on. For paths/paths-ignore filters");
+    app.add_option("--base-ref", f.base_ref,
+                   "pull_request, merge_group: the base branch (branches filters; github.base_ref; a pull "
+                   "request's diff base when --base-sha is missing or not in the remote)");
     app.add_option("--event", f.event, "merge_group (the default), pull_request or push")
         ->check(CLI::IsMember({"merge_group", "pull_request", "push"}));
     app.add_option("-W,--workflows", f.workflows, "workflows in the commit: a file or directory (.github/workflows)");
@@ -126,6 +128,9 @@ int exit_for(const sandbox::Error& error) {
     return k_exit_local;
 }
 
+// "refs/heads/main" or "main": "main".
+std::string branch_name(const std::string& ref) { return ref.starts_with("refs/heads/") ? ref.substr(11) : ref; }
+
 // A minimal payload for the event, as GitHub would send for this SHA and ref.
 jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
     jobs::Object repo;
@@ -149,7 +154,7 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
         if (!f.base_sha.empty() || !f.base_ref.empty()) {
             jobs::Object base;
             if (!f.base_sha.empty()) base.set("sha", f.base_sha);
-            if (!f.base_ref.empty()) base.set("ref", f.base_ref.starts_with("refs/heads/") ? f.base_ref.substr(11) : f.base_ref);
+            if (!f.base_ref.empty()) base.set("ref", branch_name(f.base_ref));
             pull.set("base", jobs::Value(base));
         }
         payload.set("pull_request", jobs::Value(pull));
@@ -158,6 +163,8 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
         jobs::Object group;
         group.set("head_sha", f.sha);
         if (!f.ref.empty()) group.set("head_ref", f.ref);
+        if (!f.base_sha.empty()) group.set("base_sha", f.base_sha);
+        if (!f.base_ref.empty()) group.set("base_ref", "refs/heads/" + branch_name(f.base_ref));
         payload.set("merge_group", jobs::Value(group));
     }
     return jobs::Value(payload);

@@ -96,7 +96,7 @@ int jobs_command(CommandArgs args) {
     app.add_option("--url", url, "the agent's API on http://127.0.0.1:PORT");
     app.add_option("--token-file", token_file, "bearer token file (0600) for --url");
     nlohmann::ordered_json submit_body;
-    std::string repo, sha, job, ref, event = "push", state;
+    std::string repo, sha, job, ref, event = "push", state, base_sha, base_ref;
     std::int64_t attempt = 1, id = 0;
     bool follow = false;
     auto* submit = app.add_subcommand("submit", "queue a gate job");
@@ -106,6 +106,9 @@ int jobs_command(CommandArgs args) {
     submit->add_option("--ref", ref, "the ref the commit is on");
     submit->add_option("--event", event, "push, pull_request or merge_group");
     submit->add_option("--attempt", attempt, "attempt number (default 1)");
+    submit->add_option("--base-sha", base_sha,
+                       "the base: a push's `before` (40 zeros: a new branch), a pull request's or merge group's base");
+    submit->add_option("--base-ref", base_ref, "the base branch of a pull request or merge group");
     auto* list = app.add_subcommand("list", "list jobs");
     list->add_option("--state", state, "only jobs in this state");
     auto* get = app.add_subcommand("get", "show one job with its evidence");
@@ -157,6 +160,8 @@ int jobs_command(CommandArgs args) {
         body["ref"] = ref;
         body["event"] = event;
         body["attempt"] = attempt;
+        if (!base_sha.empty()) body["base_sha"] = base_sha;  // the API validates both
+        if (!base_ref.empty()) body["base_ref"] = base_ref;
         return print(target, "POST", "/v1/jobs", body.dump());
     }
     if (list->parsed()) return print(target, "GET", "/v1/jobs" + (state.empty() ? "" : "?state=" + state));

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "agent/api.hpp"
 #include "agent/github_rounds.hpp"
 #include "agent/http_server.hpp"
+#include "agent/job_base.hpp"
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
 #include "agent/mirror_upkeep.hpp"
@@ -356,24 +356,6 @@ std::filesystem::path api_socket_path(const AgentConfig& config) {
     return agent_dir(config) / "run" / "api.sock";
 }
 
-namespace {
-
-// A pull request's base SHA as the webhook or the poller recorded it (payload_json base_sha),
-// for the gate's paths filters; empty when absent or not a full SHA. (The daemon links no
-// libgit2, so no jobs::parse_sha here.)
-std::string recorded_base_sha(const JobSpec& spec) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view sha;
-    if (parser.parse(simdjson::padded_string(spec.payload_json)).get(doc) != simdjson::SUCCESS ||
-        doc["base_sha"].get(sha) != simdjson::SUCCESS || sha.size() != 40 ||
-        sha.find_first_not_of("0123456789abcdef") != std::string_view::npos)
-        return {};
-    return std::string(sha);
-}
-
-}  // namespace
-
 std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                   const std::filesystem::path& self) {
     if (!config.job_command.empty()) return config.job_command;
@@ -387,8 +369,7 @@ std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                      "--report", job_report_path(config, job.id).string()};
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
     if (!job.spec.key.workflow_job.empty()) argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
-    if (job.spec.event == "pull_request")
-        if (auto base = recorded_base_sha(job.spec); !base.empty()) argv.insert(argv.end(), {"--base-sha", base});
+    for (auto& argument : base_arguments(job.spec)) argv.push_back(std::move(argument));
     return argv;
 }
 
@@ -405,6 +386,9 @@ sandbox::Environment job_environment(const AgentConfig& config, const Job& job) 
     env.emplace_back("SANDGATE_JOB_ATTEMPT", std::to_string(job.spec.key.attempt));
     env.emplace_back("SANDGATE_JOB_CLONE_URL", repository_url(config, job.spec.key.repository));
     env.emplace_back("SANDGATE_JOB_REPORT", job_report_path(config, job.id).string());
+    const JobBase base = recorded_base(job.spec);
+    env.emplace_back("SANDGATE_JOB_BASE_SHA", base.sha);
+    env.emplace_back("SANDGATE_JOB_BASE_REF", base.ref);
     return env;
 }
 

@@ -1,5 +1,6 @@
 #include "agent/poller.hpp"
 
+#include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
 
 #include <nlohmann/json.hpp>
@@ -131,6 +132,9 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         spec.source = "poll";
         if (!spec.ref.starts_with(k_merge_queue_prefix) || !is_sha(spec.key.sha))
             return fail(ErrorKind::permanent, "GET " + path + ": a ref lacks ref/object.sha");
+        nlohmann::ordered_json payload = nlohmann::ordered_json::object();
+        record_base(payload, merge_queue_base(spec.ref));  // the group's base, as its ref names it
+        spec.payload_json = payload.dump();
         if (auto ok = submit(spec, stats); !ok) return ok;
         heads.insert(spec.key.sha);
     }
@@ -174,8 +178,7 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             spec.source = "poll";
             nlohmann::ordered_json payload;
             payload["pull_request"] = number;
-            payload["base_ref"] = text_at(pull, "/base/ref");
-            if (auto base = text_at(pull, "/base/sha"); !base.empty()) payload["base_sha"] = base;  // paths filters
+            record_base(payload, {text_at(pull, "/base/sha"), text_at(pull, "/base/ref")});  // the gate's filters
             spec.payload_json = payload.dump();
             if (auto ok = submit(spec, stats); !ok) return ok;
         }

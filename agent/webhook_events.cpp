@@ -1,5 +1,7 @@
 #include "agent/webhook_events.hpp"
 
+#include "agent/job_base.hpp"
+
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -20,6 +22,18 @@ Expected<std::string> field(element doc, std::string_view pointer, std::string_v
         return fail(ErrorKind::invalid_input, "webhook " + std::string(event) + ": field " +
                                                   std::string(pointer) + " is missing");
     return std::string(value);
+}
+
+// The string at `pointer`, or empty (absent, null, another type).
+std::string optional_text(element doc, std::string_view pointer) {
+    std::string_view value;
+    if (doc.at_pointer(pointer).get(value) != simdjson::SUCCESS) return {};
+    return std::string(value);
+}
+
+std::string payload_with(const JobBase& base, nlohmann::ordered_json payload = nlohmann::ordered_json::object()) {
+    record_base(payload, base);
+    return payload.dump();
 }
 
 WebhookAction ignore(std::string reason) {
@@ -47,10 +61,10 @@ Expected<WebhookAction> pull_request(element doc, std::string_view action,
     spec.event = "pull_request";
     nlohmann::ordered_json payload;
     payload["pull_request"] = number;
-    // The base's SHA, for the gate's paths filters (--base-sha: agent/daemon.cpp job_argv).
-    if (std::string_view base; doc.at_pointer("/pull_request/base/sha").get(base) == simdjson::SUCCESS)
-        payload["base_sha"] = std::string(base);
-    spec.payload_json = payload.dump();
+    // The base, for the gate's paths and branches filters (agent/job_base.hpp).
+    spec.payload_json = payload_with({optional_text(doc, "/pull_request/base/sha"),
+                                      optional_text(doc, "/pull_request/base/ref")},
+                                     std::move(payload));
     return WebhookAction{WebhookVerb::submit, std::move(spec), ""};
 }
 
@@ -70,6 +84,12 @@ Expected<WebhookAction> merge_group(element doc, std::string_view action, JobSpe
     if (!ref) return std::unexpected(ref.error());
     spec.ref = *ref;
     spec.event = "merge_group";
+    // The commit the group is stacked on and its branch; the head ref names both too.
+    JobBase base{optional_text(doc, "/merge_group/base_sha"), optional_text(doc, "/merge_group/base_ref")};
+    const JobBase named = merge_queue_base(*ref);
+    if (!is_base_sha(base.sha)) base.sha = named.sha;
+    if (base.ref.empty()) base.ref = named.ref;
+    spec.payload_json = payload_with(base);
     return WebhookAction{WebhookVerb::submit, std::move(spec), ""};
 }
 
@@ -86,6 +106,9 @@ Expected<WebhookAction> checks(element doc, std::string_view event, std::string_
     if (suite && doc.at_pointer("/check_suite/head_branch").get(branch) == simdjson::SUCCESS)
         spec.ref = "refs/heads/" + std::string(branch);
     spec.event = "push";
+    // The push's `before`, for the gate's paths filters (a check run's suite carries it too).
+    const char* before = suite ? "/check_suite/before" : "/check_run/check_suite/before";
+    spec.payload_json = payload_with({optional_text(doc, before), ""});
     const auto verb = action == "rerequested" ? WebhookVerb::rerun : WebhookVerb::submit;
     return WebhookAction{verb, std::move(spec), ""};
 }

@@ -169,6 +169,28 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
     job.spec.payload_json = R"({"pull_request":1,"base_sha":"nope"})";
     const auto no_base = agent::job_argv(config, job, "/usr/bin/sandgate");
     CHECK(std::ranges::find(no_base, "--base-sha") == no_base.end());
+
+    // Every event's recorded base SHA goes to the gate; the base branch for pull requests and
+    // merge groups only (one argument: a branch is never read as a flag).
+    const auto tail = [&](const std::string& event, const std::string& payload) {
+        job.spec.event = event;
+        job.spec.payload_json = payload;
+        const auto made = agent::job_argv(config, job, "/usr/bin/sandgate");
+        const auto report = std::ranges::find(made, "--report");
+        return std::vector<std::string>(report + 4, made.end());  // after --report FILE --ref REF
+    };
+    const std::string both = R"({"base_sha":")" + base + R"(","base_ref":"main"})";
+    CHECK(tail("pull_request", both) == std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
+    CHECK(tail("merge_group", both) == std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
+    CHECK(tail("push", both) == std::vector<std::string>{"--base-sha", base});
+    CHECK(tail("api", R"({"base_sha":")" + std::string(40, '0') + R"("})") ==
+          std::vector<std::string>{"--base-sha", std::string(40, '0')});
+    CHECK(tail("merge_group", R"({"base_ref":"-x"})") == std::vector<std::string>{"--base-ref=-x"});
+    CHECK(tail("push", "{}").empty());
+    job.spec.payload_json = both;
+    const auto env = agent::job_environment(config, job);
+    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_SHA", base}) != env.end());
+    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_REF", "main"}) != env.end());
 }
 
 TEST_CASE("the agent runs at most max_jobs at once, logs each, and concludes them") {
@@ -331,6 +353,45 @@ TEST_CASE("threat row 3: a job's sandbox binds its repository's mirrors, never a
     CHECK_THAT(policy, Catch::Contains((state / "mirrors" / app_scope).string()));
     CHECK_THAT(policy, !Catch::Contains((state / "mirrors").string() + "\""));
     CHECK_THAT(policy, !Catch::Contains("secret-"));
+    ::kill(daemon.pid, SIGTERM);
+    CHECK(daemon.wait() == 0);
+}
+
+TEST_CASE("a job's base reaches its gate: a push's paths filter and a merge group's base, through the API") {
+    const auto root = tests::make_temp_dir("job-base");
+    std::filesystem::create_directories(root / "remotes/octo");
+    Agent agent("github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+                Agent::JobCommand::gate);
+    // src.yml fails wherever it runs; a push that changed only docs/ must not run it.
+    const std::string base = tests::make_repo(
+        root / "app", {{".github/workflows/always.yml", "on: [push, merge_group]\njobs:\n  always:\n    runs-on: ubuntu-latest\n"
+                                                        "    steps:\n      - run: echo always-ran\n"},
+                       {".github/workflows/src.yml", "on:\n  push:\n    paths: ['src/**']\njobs:\n  src:\n    runs-on: ubuntu-latest\n"
+                                                     "    steps:\n      - run: exit 1\n"},
+                       {".github/workflows/queue.yml",
+                        "on:\n  merge_group:\n    branches: [main]\njobs:\n  queue:\n    runs-on: ubuntu-latest\n"
+                        "    steps:\n      - run: test '${{ github.event.merge_group.base_sha }}' = '" +
+                            std::string(40, 'c') + "'\n"}});
+    const std::string docs = tests::commit_file(root / "app", "docs/guide.md", "docs\n");
+    publish(root / "app", root / "remotes", "app");
+    auto daemon = agent.start();
+    agent.wait_ready();
+    const auto run = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), {"submit", "--repo", "octo/app", "--sha", docs});
+        REQUIRE(agent.jobs(args) == 0);
+        const auto job = (*agent.queue()->list({})).back();
+        const auto state = agent.wait_terminal(job.id);
+        return std::pair{state, tests::read_file(agent.dir / "state" / "agent" / "logs" / (std::to_string(job.id) + ".log"))};
+    };
+    const auto [pushed, push_log] = run({"--ref", "refs/heads/main", "--base-sha", base});
+    INFO(push_log);
+    CHECK(pushed == agent::JobState::succeeded);
+    CHECK_THAT(push_log, Catch::Contains("always-ran") && !Catch::Contains("warning"));
+    // A merge group on main, stacked on a commit (as its base_sha) the workflow checks.
+    const auto [grouped, group_log] = run({"--event", "merge_group", "--ref", "refs/heads/main",
+                                           "--base-sha", std::string(40, 'c'), "--base-ref", "main", "--attempt", "2"});
+    INFO(group_log);
+    CHECK(grouped == agent::JobState::succeeded);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
 }

@@ -148,6 +148,45 @@ TEST_CASE("jobs over the unix-socket API: submit, dedup, list, get, cancel, metr
     CHECK(f.call("GET", "/nowhere").status == 404);
 }
 
+TEST_CASE("a submitted job may name its base: base_sha (40 hex) and base_ref, else a one-line 400") {
+    Fixture f;
+    const std::string base(40, 'b');
+    const std::string job = std::string(R"({"repository":"octo/repo","sha":")") + k_sha + R"(","event":"pull_request",)";
+    auto created = f.call("POST", "/v1/jobs", job + R"("base_sha":")" + base + R"(","base_ref":"main"})");
+    REQUIRE(created.status == 201);
+    simdjson::dom::parser parser;
+    auto payload = parse(parser, created.body)["payload"];
+    CHECK(std::string_view(payload["base_sha"].get_string().value()) == base);
+    CHECK(std::string_view(payload["base_ref"].get_string().value()) == "main");
+    auto jobs = *f.queue->list({});
+    REQUIRE(jobs.size() == 1);
+    CHECK(jobs[0].spec.payload_json == R"({"base_sha":")" + base + R"(","base_ref":"main"})");
+
+    // A new branch's push: 40 zeros.
+    const std::string other = "1123456789abcdef0123456789abcdef01234567";
+    CHECK(f.call("POST", "/v1/jobs", R"({"repository":"octo/repo","sha":")" + other + R"(","base_sha":")" +
+                                         std::string(40, '0') + R"("})")
+              .status == 201);
+
+    for (const std::string& bad : std::vector<std::string>{R"("base_sha":"abc")", R"("base_sha":")" + std::string(40, 'B') + "\"",
+                                                           R"("base_sha":")" + std::string(64, 'b') + "\"", R"("base_sha":7)"}) {
+        auto refused = f.call("POST", "/v1/jobs", job + bad + "}");
+        INFO(bad << " -> " << refused.body);
+        CHECK(refused.status == 400);
+        CHECK_THAT(refused.body, Catch::Contains("field base_sha: 40 lower-case hex digits"));
+        simdjson::dom::parser error_parser;
+        const std::string_view message = parse(error_parser, refused.body)["error"].get_string().value();
+        CHECK(message.find('\n') == std::string_view::npos);  // one line
+    }
+    for (const std::string bad : {R"("base_ref":"")", R"("base_ref":"-x")", R"("base_ref":"a b")", R"("base_ref":[])"}) {
+        auto refused = f.call("POST", "/v1/jobs", job + bad + "}");
+        INFO(bad << " -> " << refused.body);
+        CHECK(refused.status == 400);
+        CHECK_THAT(refused.body, Catch::Contains("field base_ref"));
+    }
+    CHECK(f.queue->list({})->size() == 2);  // nothing half-queued by the refusals
+}
+
 TEST_CASE("on 127.0.0.1 every route but /healthz needs the bearer token") {
     auto dir = tests::make_temp_dir("api");
     auto queue = std::move(*agent::open_sqlite_queue(dir / "q.db"));
@@ -205,7 +244,7 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     REQUIRE(jobs.size() == 1);
     CHECK(jobs[0].spec.ref == "refs/pull/7/head");
     CHECK(jobs[0].spec.event == "pull_request");
-    CHECK(jobs[0].spec.payload_json.find("\"base_sha\":\"" + std::string(40, 'b') + "\"") != std::string::npos);
+    CHECK(jobs[0].spec.payload_json == R"({"pull_request":7,"base_sha":")" + std::string(40, 'b') + R"(","base_ref":"main"})");
 
     std::string unlabeled = pr;
     unlabeled.replace(unlabeled.find("\"gate\""), 6, "\"wip\"");
@@ -220,6 +259,19 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
                               R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-abc"}})";
     CHECK(f.call("POST", "/webhook", group, {"X-GitHub-Event: merge_group", signed_header(group)})
               .status == 201);
+    // Its base: the payload's base_sha and base_ref (the head ref above names no SHA).
+    const std::string group_base(40, 'd');
+    const std::string full_group = R"({"action":"checks_requested","repository":{"full_name":"octo/repo"},)"
+                                   R"("merge_group":{"head_sha":")" + std::string(40, 'e') +
+                                   R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-8-abc",)"
+                                   R"("base_sha":")" + group_base + R"(","base_ref":"refs/heads/main"}})";
+    CHECK(f.call("POST", "/webhook", full_group, {"X-GitHub-Event: merge_group", signed_header(full_group)})
+              .status == 201);
+    agent::JobFilter by_sha;
+    by_sha.sha = std::string(40, 'e');
+    auto based = *f.queue->list(by_sha);
+    REQUIRE(based.size() == 1);
+    CHECK(based[0].spec.payload_json == R"({"base_sha":")" + group_base + R"(","base_ref":"refs/heads/main"})");
     std::string destroyed = group;
     destroyed.replace(destroyed.find("checks_requested"), 16, "destroyed");
     destroyed.insert(1, R"("reason":"dequeued",)");
@@ -241,6 +293,26 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     auto attempts = *f.queue->list(filter);
     REQUIRE(attempts.size() == 2);
     CHECK(attempts[1].spec.key.attempt == 2);
+
+    // A check suite's push carries `before`: recorded for the gate's paths filters.
+    const std::string pushed = "2123456789abcdef0123456789abcdef01234567";
+    const std::string before(40, 'f');
+    const std::string suite = R"({"action":"requested","repository":{"full_name":"octo/repo"},)"
+                              R"("check_suite":{"head_sha":")" + pushed + R"(","head_branch":"main",)"
+                              R"("before":")" + before + R"(","after":")" + pushed + R"("}})";
+    CHECK(f.call("POST", "/webhook", suite, {"X-GitHub-Event: check_suite", signed_header(suite)}).status == 201);
+    const std::string run_sha = "3123456789abcdef0123456789abcdef01234567";
+    const std::string run = R"({"action":"rerequested","repository":{"full_name":"octo/repo"},)"
+                            R"("check_run":{"head_sha":")" + run_sha + R"(","check_suite":{"head_branch":"main",)"
+                            R"("before":")" + before + R"("}}})";
+    CHECK(f.call("POST", "/webhook", run, {"X-GitHub-Event: check_run", signed_header(run)}).status == 201);
+    for (const std::string& head : {pushed, run_sha}) {
+        filter.sha = head;
+        auto suite_jobs = *f.queue->list(filter);
+        REQUIRE(suite_jobs.size() == 1);
+        CHECK(suite_jobs[0].spec.event == "push");
+        CHECK(suite_jobs[0].spec.payload_json == R"({"base_sha":")" + before + R"("})");
+    }
 
     const std::string broken = R"({"action":"opened","repository":{"full_name":"octo/repo"}})";
     auto malformed = f.call("POST", "/webhook", broken,

@@ -183,6 +183,14 @@ TEST_CASE("paths filters: a workflow runs only when the push or pull request cha
     INFO(pr_docs.out);
     CHECK(pr_docs.code == 0);
     CHECK(ran("pr.json") == std::pair{true, false});
+    // Without --base-sha, or with one the remote lacks, --base-ref's tip is the base: the same.
+    for (const std::string& base : {std::string(), " --base-sha " + unknown}) {
+        auto by_ref = gate(pr + " --sha " + feature + base + " --report " + (dir / "pr-ref.json").string());
+        INFO(by_ref.out);
+        CHECK(by_ref.code == 0);
+        CHECK(ran("pr-ref.json") == std::pair{true, false});
+        CHECK_THAT(by_ref.out, !Catch::Contains("warning"));
+    }
     // A new branch (--base-sha all zeros): diffed from its merge base with the remote's default
     // branch (the mirror's HEAD), so only docs/more.md; with src/ changed on it, it runs.
     const std::string branch = common.substr(0, common.find(" --ref")) + " --ref feature --base-sha " + std::string(40, '0');
@@ -201,6 +209,30 @@ TEST_CASE("paths filters: a workflow runs only when the push or pull request cha
     auto bad = gate(pr + " --sha " + feature + " --base-sha nope");
     CHECK(bad.code == 2);
     CHECK_THAT(bad.out, Catch::Contains("--base-sha"));
+}
+
+TEST_CASE("merge_group: --base-sha and --base-ref reach github.event.merge_group and its branches filter") {
+    const auto dir = tests::make_temp_dir("gate");
+    const fs::path origin = dir / "origin";
+    const std::string base = tests::make_repo(origin, {{"README.md", "hello\n"}});
+    const std::string head = tests::commit_file(
+        origin, ".github/workflows/queue.yml",
+        "on:\n  merge_group:\n    branches: [release]\njobs:\n  queue_job:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - run: |\n          test '${{ github.event.merge_group.base_sha }}' = " + base +
+            "\n          test '${{ github.event.merge_group.base_ref }}' = refs/heads/release\n"
+            "          test \"$GITHUB_BASE_REF\" = ''\n");
+    const std::string common = "--repo file://" + origin.string() + " --state-dir " + (dir / "state").string() +
+                               " --event merge_group --ref refs/heads/gh-readonly-queue/release/pr-1-" + base +
+                               " --sha " + head + " --base-sha " + base;
+    auto ran = gate(common + " --base-ref release");
+    INFO(ran.out);
+    CHECK(ran.code == 0);
+    CHECK_THAT(ran.out, Catch::Contains("queue_job"));
+    // Another base branch: the branches filter leaves nothing to check.
+    auto other = gate(common + " --base-ref refs/heads/main");
+    INFO(other.out);
+    CHECK(other.code == 1);
+    CHECK_THAT(other.out, Catch::Contains("no workflow"));
 }
 
 TEST_CASE("unknown SHAs, unreachable remotes and bad arguments have their own exit codes") {

@@ -85,7 +85,8 @@ std::vector<Seen> requests(const tests::FakeGitHub& server) {
 TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 queues nothing") {
     tests::FakeGitHub server;
     server.post("/_control/repo", R"({"repo":"octo/gate",
-        "pulls":[{"number":7,"sha":")" + sha_of('a') + R"(","labels":["merge-gate"]},
+        "pulls":[{"number":7,"sha":")" + sha_of('a') + R"(","labels":["merge-gate"],
+                  "base":"release","base_sha":")" + sha_of('e') + R"("},
                  {"number":8,"sha":")" + sha_of('b') + R"(","labels":["other"]}],
         "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-7-)" + sha_of('a') + R"(","sha":")" +
                                  sha_of('c') + R"("}]})");
@@ -102,6 +103,9 @@ TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 qu
     CHECK(jobs[0].spec.key.sha == sha_of('c'));
     CHECK(jobs[0].spec.ref == "refs/heads/gh-readonly-queue/main/pr-7-" + sha_of('a'));
     CHECK(jobs[0].spec.source == "poll");
+    // The group's base, as its ref names it, and the pull request's: the gate's --base-sha/--base-ref.
+    CHECK(jobs[0].spec.payload_json == R"({"base_sha":")" + sha_of('a') + R"(","base_ref":"refs/heads/main"})");
+    CHECK(jobs[1].spec.payload_json == R"({"pull_request":7,"base_sha":")" + sha_of('e') + R"(","base_ref":"release"})");
     CHECK(jobs[1].spec.event == "pull_request");
     CHECK(jobs[1].spec.key.sha == sha_of('a'));
     CHECK(jobs[1].spec.ref == "refs/pull/7/head");
