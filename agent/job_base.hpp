@@ -4,8 +4,8 @@
 // branch; a pull request's base.sha; a merge group's base_sha) and `base_ref` (the base
 // branch of a pull request or merge group). The daemon hands them to `sandgate gate` as
 // --base-sha (paths filters, github.event) and --base-ref (branches filters; the base a pull
-// request is diffed from when its base SHA is missing). Header-only parsing: the daemon links
-// no libgit2.
+// request is diffed from when its base SHA is missing). SHAs are checked here, not with
+// jobs::parse_sha: the daemon links no libgit2.
 
 #include <nlohmann/json.hpp>
 
