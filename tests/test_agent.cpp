@@ -392,6 +392,9 @@ TEST_CASE("a job's base reaches its gate: a push's paths filter and a merge grou
                                            "--base-sha", std::string(40, 'c'), "--base-ref", "main", "--attempt", "2"});
     INFO(group_log);
     CHECK(grouped == agent::JobState::succeeded);
+    // A malformed base is the API's 400: the client fails (1) and nothing is queued.
+    CHECK(agent.jobs({"submit", "--repo", "octo/app", "--sha", base, "--base-sha", "HEAD~1"}) == 1);
+    CHECK(agent.queue()->list({})->size() == 2);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
 }
