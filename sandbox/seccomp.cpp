@@ -9,7 +9,7 @@ Expected<Fd> seccomp_filter_fd() {
     // The program is the same for every run and every process: compiled at build time.
     const std::string_view program = generated_seccomp_program();
     if (program.empty()) return fail(ErrorKind::unavailable, "the build carries no seccomp program");
-    return sealed_content_fd("sandgate-seccomp", program);
+    return content_fd("sandgate-seccomp", program);
 }
 
 }  // namespace sandbox

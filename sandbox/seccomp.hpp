@@ -18,7 +18,8 @@
 
 namespace sandbox {
 
-// A sealed memfd holding the filter's BPF program, positioned at offset 0.
+// A memfd holding the filter's BPF program, positioned at offset 0 (wrap_files' content_fd:
+// sealed once a process uses it a second time).
 Expected<Fd> seccomp_filter_fd();
 
 }  // namespace sandbox

@@ -171,7 +171,7 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
     return {};
 }
 
-// Turns the ordered layout into bwrap options; data files become fds 5, 6, ... (sealed memfds
+// Turns the ordered layout into bwrap options; data files become fds 5, 6, ... (memfds
 // for generated contents, read-only fds of the files themselves for host files)
 Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector<std::string>& args,
                              std::vector<Fd>& data_fds) {
@@ -203,7 +203,7 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
             }
             case MountKind::data:
             case MountKind::private_file: {
-                auto fd = sealed_content_fd("sandgate-file", entry.content);
+                auto fd = content_fd("sandgate-file", entry.content);
                 if (!fd) return std::unexpected(fd.error());
                 const int number = k_first_data_fd + static_cast<int>(data_fds.size());
                 data_fds.push_back(std::move(*fd));
@@ -352,7 +352,7 @@ Expected<BwrapFds> bwrap_fds(const Policy& policy, const BwrapLayout& layout) {
         packed += arg;
         packed.push_back('\0');
     }
-    auto args_fd = sealed_memfd("sandgate-bwrap-args", packed);
+    auto args_fd = content_memfd("sandgate-bwrap-args", packed);
     if (!args_fd) return std::unexpected(args_fd.error());
     BwrapFds fds;
     fds.inherited.push_back(std::move(*filter));

@@ -39,9 +39,18 @@ ContentCache& content_cache() {
     return cache;
 }
 
+// A content_memfd sealed so that it can never change, for the cache to share among runs.
+Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
+    auto fd = content_memfd(name, content);
+    if (!fd) return fd;
+    if (::fcntl(fd->get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+        return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
+    return fd;
+}
+
 }  // namespace
 
-Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
+Expected<Fd> content_memfd(std::string_view name, std::string_view content) {
     Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
     // pwrite: the file offset stays at 0, where bwrap starts reading.
@@ -53,26 +62,24 @@ Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
         if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
         done += static_cast<std::size_t>(n);
     }
-    if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-        return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
     return fd;
 }
 
-Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content) {
+Expected<Fd> content_fd(std::string_view name, std::string_view content) {
     ContentCache& cache = content_cache();
     std::lock_guard lock(cache.mutex);
     if (auto found = cache.fds.find(content); found != cache.fds.end()) {
         if (Fd fd = reopen(found->second)) return fd;
-        return sealed_memfd(name, content);
+        return content_memfd(name, content);
     }
-    auto fd = sealed_memfd(name, content);
-    if (!fd) return fd;
     // Kept only from its second sight on: a one-shot process such as `sandgate exec` asks for
-    // each content once and pays no duplicate (nor its close). A hash is enough to decide: a
+    // each content once and pays no seal, duplicate or close. A hash is enough to decide: a
     // collision only costs a cache entry.
     const std::size_t hash = std::hash<std::string_view>{}(content);
     if (cache.seen.size() >= 4 * k_max_entries) cache.seen.clear();
-    if (cache.seen.insert(hash).second) return fd;
+    if (cache.seen.insert(hash).second) return content_memfd(name, content);
+    auto fd = sealed_memfd(name, content);
+    if (!fd) return fd;
     // The user takes a duplicate (one offset shared with the cache's fd, which is never read:
     // later users reopen it, at offsets of their own). Sealed, so no writer either.
     Fd first(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0));

@@ -5,7 +5,8 @@
 // user then gets a duplicate of the cache's fd (the one offset they share is never moved by
 // the cache), every later one its own read-only open file description (its own offset: bwrap
 // reads to EOF, and runs may be planned concurrently). No copy, no memfd_create per run. A
-// content asked for once (every content of a one-shot `sandgate exec`) is not kept.
+// content asked for once (every content of a one-shot `sandgate exec`) is not kept, nor
+// sealed: its memfd is reachable only through the caller's fd, which goes to bwrap alone.
 //
 // Host files (the allowlisted part of /etc) are not copied at all: bwrap reads them from a
 // read-only fd of the file itself.
@@ -20,14 +21,17 @@
 
 namespace sandbox {
 
-// A new memfd at offset 0 holding exactly `content`, sealed so that it can never change
-// (F_SEAL_WRITE...); not cached (for content used once, such as bwrap's --args). Owned by the
-// caller; `name` labels the memfd.
-Expected<Fd> sealed_memfd(std::string_view name, std::string_view content);
+// A new memfd at offset 0 holding exactly `content`, not cached, for content used once (such
+// as bwrap's --args). Owned by the caller, the only holder of the memfd: it is not sealed
+// (nothing else can reach it to write), which spares a system call per file. `name` labels
+// the memfd.
+Expected<Fd> content_memfd(std::string_view name, std::string_view content);
 
-// An fd at offset 0 reading exactly `content`, which can never change (F_SEAL_WRITE...).
-// The caller owns the returned fd; the cache keeps its own. `name` labels the memfd.
-Expected<Fd> sealed_content_fd(std::string_view name, std::string_view content);
+// An fd at offset 0 reading exactly `content`. A content seen before comes from the cache's
+// memfd, sealed so that it can never change (F_SEAL_WRITE...), through a read-only fd; a
+// first sight is a content_memfd only the caller holds. The caller owns the returned fd; the
+// cache keeps its own. `name` labels the memfd.
+Expected<Fd> content_fd(std::string_view name, std::string_view content);
 
 // Host files under /etc that the wrap shows as copies are at most this large.
 constexpr std::uintmax_t k_max_host_file = 1 << 20;

@@ -1,4 +1,4 @@
-// sandbox/wrap_files: the sealed memfds shared by every plan of a process, and the read-only
+// sandbox/wrap_files: the memfds shared (sealed) by every plan of a process, and the read-only
 // fds of host files handed to bwrap.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,17 +28,23 @@ std::size_t open_fds() {
 
 }  // namespace
 
-TEST_CASE("one content, many readers: each fd reads all of it from offset 0, none can write") {
+TEST_CASE("one content, many readers: each fd reads all of it from offset 0; a kept one is sealed") {
     const std::string content(100000, 'e');
-    auto first = sandbox::sealed_content_fd("test", content);
-    auto second = sandbox::sealed_content_fd("test", content);
+    auto first = sandbox::content_fd("test", content);   // first sight: the caller's alone
+    auto second = sandbox::content_fd("test", content);  // second: the cache's sealed memfd
+    auto third = sandbox::content_fd("test", content);   // later: a read-only reopen of it
     REQUIRE(first);
     REQUIRE(second);
+    REQUIRE(third);
     CHECK(read_all(first->get()) == content);
     CHECK(read_all(second->get()) == content);
-    CHECK(::write(first->get(), "x", 1) == -1);
-    CHECK((::fcntl(first->get(), F_GET_SEALS) & F_SEAL_WRITE) != 0);
-    auto empty = sandbox::sealed_content_fd("test", "");
+    CHECK(read_all(third->get()) == content);
+    CHECK((::fcntl(second->get(), F_GET_SEALS) & F_SEAL_WRITE) != 0);
+    CHECK(::write(second->get(), "x", 1) == -1);
+    CHECK(::write(third->get(), "x", 1) == -1);
+    // The first sight's memfd is reachable only through the caller's fd: it is not sealed.
+    CHECK((::fcntl(first->get(), F_GET_SEALS) & F_SEAL_WRITE) == 0);
+    auto empty = sandbox::content_fd("test", "");
     REQUIRE(empty);
     CHECK(read_all(empty->get()).empty());
 }
@@ -47,15 +53,15 @@ TEST_CASE("a content is kept from its second request on; one asked for once cost
     const std::string content = "asked for once " + std::to_string(::getpid());
     const std::size_t before = open_fds();
     {
-        auto once = sandbox::sealed_content_fd("test", content);
+        auto once = sandbox::content_fd("test", content);
         REQUIRE(once);
         CHECK(open_fds() == before + 1);  // the caller's fd only: no copy kept
     }
     CHECK(open_fds() == before);
-    auto again = sandbox::sealed_content_fd("test", content);
+    auto again = sandbox::content_fd("test", content);
     REQUIRE(again);
     CHECK(open_fds() == before + 2);  // now the cache keeps one for later callers
-    auto third = sandbox::sealed_content_fd("test", content);
+    auto third = sandbox::content_fd("test", content);
     REQUIRE(third);
     CHECK(read_all(third->get()) == content);
     CHECK(read_all(again->get()) == content);
@@ -64,7 +70,7 @@ TEST_CASE("a content is kept from its second request on; one asked for once cost
 TEST_CASE("the shared memfds are bounded however many distinct contents a process hands out") {
     const std::size_t before = open_fds();
     for (int i = 0; i < 300; ++i) {
-        auto fd = sandbox::sealed_content_fd("test", "content " + std::to_string(i));
+        auto fd = sandbox::content_fd("test", "content " + std::to_string(i));
         REQUIRE(fd);
         CHECK(read_all(fd->get()) == "content " + std::to_string(i));
     }
