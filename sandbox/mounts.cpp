@@ -128,8 +128,7 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     const bool as_root = ::geteuid() == 0;
     for (const char* name : as_root ? std::span(k_proc_read_only) : std::span<const char* const>()) {
         const std::filesystem::path path = std::filesystem::path("/proc") / name;
-        if (std::filesystem::is_directory(path, ec))
-            entries.push_back({MountKind::ro_bind, path, path, {}, 1});
+        entries.push_back({MountKind::ro_bind_try, path, path, {}, 1});
     }
     for (const char* name : as_root ? std::span(k_proc_masked) : std::span<const char* const>()) {
         const std::filesystem::path path = std::filesystem::path("/proc") / name;
@@ -144,7 +143,7 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     }
     for (const char* name : k_etc_dirs) {
         const std::filesystem::path path = std::filesystem::path("/etc") / name;
-        if (std::filesystem::is_directory(path, ec)) entries.push_back({MountKind::ro_bind, path, path, {}, 0});
+        entries.push_back({MountKind::ro_bind_try, path, path, {}, 0});
     }
     if (with_resolv == WithResolv::yes && std::filesystem::exists("/etc/resolv.conf", ec)) {
         // Often a symlink into /run: bind the file it resolves to, never /run itself.
@@ -201,7 +200,8 @@ std::vector<std::filesystem::path> agent_private_paths(const std::vector<MountEn
     std::error_code ec;
     const auto exposed = [&](const std::filesystem::path& path) {
         return std::any_of(entries.begin(), entries.end(), [&](const MountEntry& entry) {
-            return (entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind) &&
+            return (entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind ||
+                    entry.kind == MountKind::ro_bind_try) &&
                    path_within(path, entry.dest);
         });
     };
@@ -228,7 +228,8 @@ bool visible_inside(const std::vector<MountEntry>& ordered, const std::filesyste
         if (path_within(path, entry.dest)) deepest = &entry;  // later entries cover earlier ones
     }
     if (deepest == nullptr) return false;
-    return deepest->kind == MountKind::ro_bind || deepest->kind == MountKind::bind ||
+    return deepest->kind == MountKind::ro_bind || deepest->kind == MountKind::ro_bind_try ||
+           deepest->kind == MountKind::bind ||
            ((deepest->kind == MountKind::data || deepest->kind == MountKind::host_file) &&
             deepest->dest == path);
 }

@@ -16,6 +16,9 @@ namespace sandbox {
 
 enum class MountKind {
     ro_bind,    // source bound read-only at dest
+    // source bound read-only at dest when it exists: bwrap looks (`--ro-bind-try`), which
+    // spares the plan a stat for system paths that may be missing on a given host
+    ro_bind_try,
     bind,       // source bound read-write at dest
     hide_dir,   // an empty read-only tmpfs over dest
     hide_file,  // /dev/null bound read-only over dest

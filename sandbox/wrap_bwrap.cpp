@@ -179,6 +179,9 @@ Expected<void> mount_options(const std::vector<MountEntry>& entries, std::vector
         const std::string dest = entry.dest.string();
         switch (entry.kind) {
             case MountKind::ro_bind: args.insert(args.end(), {"--ro-bind", entry.source.string(), dest}); break;
+            case MountKind::ro_bind_try:
+                args.insert(args.end(), {"--ro-bind-try", entry.source.string(), dest});
+                break;
             case MountKind::bind: args.insert(args.end(), {"--bind", entry.source.string(), dest}); break;
             case MountKind::hide_dir:
                 args.insert(args.end(), {"--perms", "0555", "--tmpfs", dest, "--remount-ro", dest});
