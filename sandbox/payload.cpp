@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace sandbox {
 
 namespace {
@@ -14,11 +16,20 @@ std::string env_value(const Environment& env, std::string_view name) {
     return {};
 }
 
+// Whether some mount or file of the wrap lies at or above `path`. Where none does, the path
+// is on the wrap's bare root, where nothing but the mount points exists: a PATH entry of the
+// host's HOME, say, holds nothing inside, and needs no stat to say so.
+bool covered(const std::vector<MountEntry>& ordered, const std::filesystem::path& path) {
+    return std::any_of(ordered.begin(), ordered.end(),
+                       [&](const MountEntry& entry) { return path_within(path, entry.dest); });
+}
+
 }  // namespace
 
 int resolve_payload(const std::string& name, const Environment& env,
                     const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
     auto verdict = [&](const std::filesystem::path& candidate) {
+        if (!covered(ordered, candidate)) return 127;
         // Most PATH entries do not hold the name: one stat says so without canonical()'s
         // readlink of every component.
         struct stat exists {};

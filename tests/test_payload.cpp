@@ -53,6 +53,23 @@ TEST_CASE("payload: a program that is not there, or not visible inside, is 127")
                                    binding(root / "shown")) == 127);
 }
 
+TEST_CASE("payload: a PATH entry outside every mount is not there inside, wherever it points") {
+    auto dir = tests::make_temp_dir();
+    const fs::path root = fs::canonical(dir);
+    write_program(root / "shown" / "bin" / "tool", k_exec);
+    // On the host, `link` leads into the bound directory; inside, nothing is mounted at `link`
+    // (the wrap's root is empty but for its mounts), so execvp finds nothing there.
+    fs::create_directory_symlink(root / "shown" / "bin", root / "link");
+    const auto layout = binding(root / "shown");
+    CHECK(sandbox::resolve_payload("tool", path_env((root / "link").string()), root, layout) == 127);
+    CHECK(sandbox::resolve_payload((root / "link" / "tool").string(), path_env("/usr/bin"), root,
+                                   layout) == 127);
+    // Through the bound directory itself it is found.
+    CHECK(sandbox::resolve_payload("tool", path_env((root / "link").string() + ":" +
+                                                    (root / "shown" / "bin").string()),
+                                   root, layout) == 0);
+}
+
 TEST_CASE("payload: a non-executable hit is 126 unless a later PATH entry has an executable one") {
     auto dir = tests::make_temp_dir();
     const fs::path root = fs::canonical(dir);
