@@ -106,7 +106,8 @@ std::optional<std::filesystem::path> usual_base(const std::string& own) {
     return std::nullopt;
 }
 
-Expected<std::filesystem::path> find_base() {
+// Where our cgroup2 directory is, writable or not.
+Expected<std::filesystem::path> locate_base() {
     std::string own = own_cgroup2_path().value_or("/");
     std::filesystem::path base;
     if (auto usual = own.ends_with(" (deleted)") ? std::nullopt : usual_base(own)) {
@@ -120,8 +121,14 @@ Expected<std::filesystem::path> find_base() {
             return fail(ErrorKind::unavailable, "our cgroup was removed");
         base = below(mount->mount_point, own);
     }
-    if (::access(base.c_str(), W_OK) != 0 || ::access((base / "cgroup.procs").c_str(), W_OK) != 0)
-        return fail(ErrorKind::unavailable, base.string() + " is not writable");
+    return base;
+}
+
+Expected<std::filesystem::path> find_base() {
+    auto base = Cgroup::located_base();
+    if (!base) return base;
+    if (::access(base->c_str(), W_OK) != 0 || ::access((*base / "cgroup.procs").c_str(), W_OK) != 0)
+        return fail(ErrorKind::unavailable, base->string() + " is not writable");
     return base;
 }
 
@@ -199,6 +206,11 @@ void remove_stale_leaves_once(const std::filesystem::path& parent) {
 int Cgroup::remove_stale(std::chrono::seconds min_age) {
     auto parent = base();
     return parent ? remove_stale_leaves(*parent, min_age) : 0;
+}
+
+Expected<std::filesystem::path> Cgroup::located_base() {
+    static const Expected<std::filesystem::path> cached = locate_base();
+    return cached;
 }
 
 Expected<std::filesystem::path> Cgroup::base() {

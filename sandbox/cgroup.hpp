@@ -36,6 +36,9 @@ public:
     static Expected<Cgroup> create();
     // The directory new leaves are created in, or unavailable (cached after the first call).
     static Expected<std::filesystem::path> base();
+    // Where base() is, writable or not (cached): enough to ask which controllers a leaf would
+    // get before paying for the writability checks.
+    static Expected<std::filesystem::path> located_base();
     // remove_stale_leaves under base() (0 without one). create() sweeps once per process.
     static int remove_stale(std::chrono::seconds min_age);
 

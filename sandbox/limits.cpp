@@ -48,14 +48,16 @@ bool writable_dir(const std::filesystem::path& dir) { return ::access(dir.c_str(
 
 // Whether the run's own cgroup2 leaf (created by sandbox::run under Cgroup::base()) will have
 // `controller`: it must be enabled in the base's subtree_control.
+// The controllers are read first: where none is delegated (the common case) that one read
+// answers, without the writability checks.
 bool leaf_has(std::string_view controller) {
-    auto base = Cgroup::base();
-    if (!base) return false;
-    auto enabled = read_small_file(*base / "cgroup.subtree_control");
+    auto located = Cgroup::located_base();
+    if (!located) return false;
+    auto enabled = read_small_file(*located / "cgroup.subtree_control");
     if (!enabled) return false;
     std::istringstream words(*enabled);
     for (std::string word; words >> word;)
-        if (word == controller) return true;
+        if (word == controller) return Cgroup::base().has_value();
     return false;
 }
 
@@ -127,8 +129,13 @@ Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     if (policy.pids && *policy.pids < 2)
         return fail(ErrorKind::invalid_input, "--pids: at least 2 (the wrap's own init and the command)");
     const bool leaf = cgroup == CgroupUse::automatic;
-    const std::string name = "sandgate-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(g_counter.fetch_add(1));
+    // A v1 per-run cgroup's name, made only when one is (getpid is a system call).
+    std::string name;
+    const auto v1_name = [&name]() -> const std::string& {
+        if (name.empty())
+            name = "sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
+        return name;
+    };
     // Memory: only when asked.
     if (!policy.memory_bytes) {
     } else if (leaf && leaf_has("memory")) {
@@ -139,7 +146,7 @@ Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     } else if (auto parent = cgroup1_parent("memory")) {
         plan.memory = policy.memory_bytes;
         plan.memory_by = LimitMechanism::cgroup1;
-        add_limit_file(plan, *parent / name, "memory.limit_in_bytes", std::to_string(*plan.memory));
+        add_limit_file(plan, *parent / v1_name(), "memory.limit_in_bytes", std::to_string(*plan.memory));
     } else {
         plan.memory = policy.memory_bytes;
         plan.memory_by = LimitMechanism::rlimit;
@@ -158,7 +165,7 @@ Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     } else if (auto parent = cgroup1_parent("pids")) {
         plan.pids = pids;
         plan.pids_by = LimitMechanism::cgroup1;
-        add_limit_file(plan, *parent / name, "pids.max", std::to_string(pids));
+        add_limit_file(plan, *parent / v1_name(), "pids.max", std::to_string(pids));
     } else {
         return fail(ErrorKind::unavailable,
                     "--pids cannot be enforced here: running as root (RLIMIT_NPROC does not apply "
