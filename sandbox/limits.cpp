@@ -53,11 +53,15 @@ bool writable_dir(const std::filesystem::path& dir) { return ::access(dir.c_str(
 bool leaf_has(std::string_view controller) {
     auto located = Cgroup::located_base();
     if (!located) return false;
-    auto enabled = read_small_file(*located / "cgroup.subtree_control");
+    const auto enabled = read_small_file(*located / "cgroup.subtree_control");
     if (!enabled) return false;
-    std::istringstream words(*enabled);
-    for (std::string word; words >> word;)
-        if (word == controller) return Cgroup::base().has_value();
+    // Space-separated names ("cpu io memory pids"), no stream needed.
+    std::string_view rest = *enabled;
+    while (!rest.empty()) {
+        const std::size_t end = std::min(rest.find(' '), rest.size());
+        if (rest.substr(0, end) == controller) return Cgroup::base().has_value();
+        rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
     return false;
 }
 

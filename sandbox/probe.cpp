@@ -1,5 +1,6 @@
 #include "sandbox/probe.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -14,6 +15,8 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+
+#include "sandbox/fd.hpp"
 
 namespace sandbox {
 namespace {
@@ -151,11 +154,19 @@ Expected<void> check_seccomp() {
 }
 
 std::optional<std::string> read_small_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    std::string text = buffer.str();
+    // Plain read(2): an ifstream's buffer, sentry and locale cost more than the file itself,
+    // and the cgroup probe of every `sandgate exec` reads one of these.
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) return std::nullopt;
+    std::string text;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        if (n == 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     return text;
 }
