@@ -51,7 +51,7 @@ Json exec_evidence(const std::string& id, const SandboxIdentity& identity, bool 
         evidence["refused"] = sandbox::to_string(*reply.refusal);
     } else if (reply.result) {
         const auto& result = *reply.result;
-        evidence["posture"] = sandbox::to_ordered_json_or_null(result.sandbox_json);
+        evidence["posture"] = sandbox::to_ordered_json_or_null(sandbox::posture_text(result));
         evidence["duration_ms"] = result.duration.count();
         evidence["exit_code"] = result.exit_code ? Json(*result.exit_code) : Json(nullptr);
         evidence["signal"] = result.signal ? Json(*result.signal) : Json(nullptr);

@@ -114,7 +114,7 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
     result.truncated = run.out.truncated || run.err.truncated;
     result.skip_markers = run.skip_markers;
     result.timed_out = run.timed_out;
-    result.sandbox_json = run.sandbox_json;
+    result.sandbox_json = sandbox::posture_text(run);
     if (run.exit_code || run.signal || run.timed_out) result.exit_code = run.exit_status();
 }
 

@@ -258,7 +258,7 @@ nlohmann::ordered_json run_result_to_json(const RunResult& result) {
     json["err"] = encode_stream(result.err);
     json["skip_markers"] = result.skip_markers;
     json["tree_kill"] = to_string(result.tree_kill);
-    json["sandbox"] = result.sandbox_json;
+    json["sandbox"] = posture_text(result);
     if (result.error) {
         json["error"]["kind"] = to_string(result.error->kind);
         json["error"]["message"] = result.error->message;

@@ -214,8 +214,7 @@ RunResult run(const RunRequest& request) {
 
     RunResult result;
     if (wrap) {
-        result.sandbox = wrap->description;
-        result.sandbox_json = wrap->description.dump();
+        result.sandbox = std::move(wrap->description);
     }
     auto pipes = open_pipes(request);
     if (!pipes) return refused(RunErrorKind::spawn_failed, pipes.error().message);
@@ -247,6 +246,10 @@ int RunResult::exit_status() const {
     if (exit_code) return *exit_code;
     if (signal) return 128 + *signal;
     return 125;
+}
+
+std::string posture_text(const RunResult& result) {
+    return result.sandbox_json.empty() ? result.sandbox.dump() : result.sandbox_json;
 }
 
 std::string_view to_string(SandboxMode mode) {

@@ -149,7 +149,9 @@ struct RunResult {
     // The posture: {"mode": "off"} or the wrap's description. to_json embeds it as it is (no
     // JSON parser involved, which keeps simdjson out of the `sandgate` launcher).
     nlohmann::ordered_json sandbox = nlohmann::ordered_json{{"mode", "off"}};
-    std::string sandbox_json = "{\"mode\":\"off\"}";  // the same posture as text
+    // The posture as text where it arrived as text (a broker's reply); empty otherwise, and
+    // posture_text renders `sandbox` on demand (most runs never need the text).
+    std::string sandbox_json;
     std::optional<RunError> error;
 
     // The exit status sandgate exec reports: the child's code; 128+N for signal N; 124 on
@@ -157,6 +159,9 @@ struct RunResult {
     // 127 not found.
     int exit_status() const;
 };
+
+// The run's posture as compact JSON text: sandbox_json when set, else `sandbox` rendered.
+std::string posture_text(const RunResult& result);
 
 // Runs the request and waits for the whole process tree to be gone. Always returns a
 // RunResult: a refusal (invalid request, sandbox unavailable) or a spawn failure is recorded

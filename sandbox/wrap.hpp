@@ -39,7 +39,7 @@ struct WrapPlan {
     std::vector<Fd> join_cgroups;
     std::vector<std::pair<std::string, std::string>> cgroup2_limits;
     TreeKill tree_kill = TreeKill::pidns;
-    nlohmann::ordered_json description;  // the posture: RunResult::sandbox (and sandbox_json)
+    nlohmann::ordered_json description;  // the posture: RunResult::sandbox (posture_text renders it)
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
     std::vector<std::string> on_timeout_argv;
     std::unique_ptr<WrapResources> resources;  // released after the run

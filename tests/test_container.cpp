@@ -144,7 +144,7 @@ TEST_CASE("on timeout the client is killed and the named container force-removed
     const auto rm_at = std::find(log.begin(), log.end(), "== rm");
     REQUIRE(rm_at != log.end());
     CHECK(std::vector<std::string>(rm_at + 1, log.end()) == std::vector<std::string>{"rm", "-f", name});
-    CHECK(result.sandbox_json.find("\"mode\":\"container\"") != std::string::npos);
+    CHECK(sandbox::posture_text(result).find("\"mode\":\"container\"") != std::string::npos);
 }
 
 TEST_CASE("sandgate exec --sandbox container: refusals exit 125 with sandbox_unavailable or invalid_request") {

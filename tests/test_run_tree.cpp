@@ -53,7 +53,7 @@ TEST_CASE("under the wrap the pid namespace takes the tree down; a leaf only car
     const auto limits = sandbox::plan_limits(request.policy, request.cgroup);
     REQUIRE(limits);
     const auto result = sandbox::run(request);
-    INFO("sandbox: " << result.sandbox_json);
+    INFO("sandbox: " << sandbox::posture_text(result));
     REQUIRE_FALSE(result.error);
     CHECK(result.exit_code == 0);
     CHECK(result.err.bytes > 0);  // the daemonized grandchild did start

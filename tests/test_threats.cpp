@@ -52,7 +52,7 @@ Outcome wrapped(const sandbox::RunRequest& r) {
     const auto result = sandbox::run(r);
     const bool refused = result.error.has_value() && result.error->kind != sandbox::RunErrorKind::timeout;
     const std::string message = result.error.has_value() ? result.error->message : std::string();
-    INFO("sandbox: " << result.sandbox_json << "\nerror: " << message);
+    INFO("sandbox: " << sandbox::posture_text(result) << "\nerror: " << message);
     CHECK_FALSE(refused);
     return {result.exit_status(), result.out.head, result.err.head};
 }
