@@ -63,6 +63,24 @@ std::vector<std::string> files_of(const jobs::EventSelection& selection) {
 
 const std::string k_zeros(40, '0');
 
+// A repository whose `feature` branch (head: src/feature.c) forked from main, and whose main
+// moved on after the fork (base: docs/later.md).
+struct Fork {
+    std::filesystem::path repo;
+    std::string head;
+    std::string base;
+};
+
+Fork moved_on_fork(const std::filesystem::path& dir) {
+    Fork fork{dir / "repo", {}, {}};
+    tests::make_repo(fork.repo, {{"README.md", "hello\n"}});
+    sh("git -C " + fork.repo.string() + " checkout -q -b feature");
+    fork.head = tests::commit_file(fork.repo, "src/feature.c", "int f;\n");
+    sh("git -C " + fork.repo.string() + " checkout -q main");
+    fork.base = tests::commit_file(fork.repo, "docs/later.md", "moved on\n");
+    return fork;
+}
+
 }  // namespace
 
 TEST_CASE("changed paths: added, modified, deleted and renamed files; a rename counts both paths") {
@@ -96,12 +114,7 @@ TEST_CASE("changed paths: added, modified, deleted and renamed files; a rename c
 
 TEST_CASE("changed paths: a pull request is diffed from the merge base, not from its moved-on base") {
     const auto dir = tests::make_temp_dir("changed");
-    const auto repo = dir / "repo";
-    tests::make_repo(repo, {{"README.md", "hello\n"}});
-    sh("git -C " + repo.string() + " checkout -q -b feature");
-    const std::string head = tests::commit_file(repo, "src/feature.c", "int f;\n");
-    sh("git -C " + repo.string() + " checkout -q main");
-    const std::string base = tests::commit_file(repo, "docs/later.md", "moved on\n");
+    const auto [repo, head, base] = moved_on_fork(dir);
 
     for (const char* event : {"pull_request", "pull_request_target"}) {
         auto changed = jobs::event_changed_files(repo, event, pull(base, head));
@@ -203,12 +216,9 @@ TEST_CASE("changed paths: a commit missing from the repository is an error; the 
 TEST_CASE("changed paths: a pull request without its base SHA, or with one the repository lacks, is diffed "
           "from its base branch") {
     const auto dir = tests::make_temp_dir("changed");
-    const auto repo = dir / "repo";
-    tests::make_repo(repo, {{"README.md", "hello\n"}});
-    sh("git -C " + repo.string() + " checkout -q -b feature");
-    const std::string head = tests::commit_file(repo, "src/feature.c", "int f;\n");
-    sh("git -C " + repo.string() + " checkout -q main");
-    tests::commit_file(repo, "docs/later.md", "moved on\n");
+    const Fork fork = moved_on_fork(dir);
+    const auto& repo = fork.repo;
+    const auto& head = fork.head;
     const std::string missing(40, 'e');
 
     // The base SHA was force-pushed away (or never given): the tip of base.ref, three dots.
