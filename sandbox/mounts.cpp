@@ -38,7 +38,26 @@ constexpr const char* k_proc_masked[] = {"sysrq-trigger", "mtrr", "latency_stats
 // real directories elsewhere.
 constexpr const char* k_top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
+// Absolute, with no empty, "." or ".." component and no trailing separator: a path whose text
+// compares the way its components do. The plan's paths are of this kind, and comparing their
+// text spares the allocation of a path per component (the layout is compared often).
+bool plain(std::string_view text) {
+    if (text.empty() || text.front() != '/') return false;
+    if (text.size() == 1) return true;
+    if (text.back() == '/') return false;
+    for (std::size_t start = 1; start <= text.size();) {
+        const std::size_t end = std::min(text.find('/', start), text.size());
+        const std::string_view part = text.substr(start, end - start);
+        if (part.empty() || part == "." || part == "..") return false;
+        start = end + 1;
+    }
+    return true;
+}
+
 std::size_t depth(const std::filesystem::path& path) {
+    const std::string_view text = path.native();
+    if (plain(text))
+        return text.size() == 1 ? 1 : static_cast<std::size_t>(std::count(text.begin(), text.end(), '/')) + 1;
     return static_cast<std::size_t>(std::distance(path.begin(), path.end()));
 }
 
@@ -66,6 +85,12 @@ std::optional<std::filesystem::path> env_path(const char* name) {
 }  // namespace
 
 bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+    const std::string_view in = inner.native();
+    const std::string_view out = outer.native();
+    if (plain(in) && plain(out)) {
+        if (out.size() == 1) return true;  // "/" holds every absolute path
+        return in.starts_with(out) && (in.size() == out.size() || in[out.size()] == '/');
+    }
     auto i = inner.begin();
     for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
         if (o->empty()) continue;  // a trailing separator

@@ -57,3 +57,35 @@ TEST_CASE("order_mounts puts parents first; visible_inside follows the deepest e
     CHECK_FALSE(sandbox::visible_inside(entries, "/tmp/file"));
     CHECK_FALSE(sandbox::visible_inside(entries, "/home/user/.ssh/id_rsa"));
 }
+
+TEST_CASE("path_within compares components, whether or not the paths are written plainly") {
+    using sandbox::path_within;
+    CHECK(path_within("/usr/bin/true", "/usr"));
+    CHECK(path_within("/usr", "/usr"));
+    CHECK(path_within("/anything/at/all", "/"));
+    CHECK(path_within("/", "/"));
+    CHECK_FALSE(path_within("/usrx/bin", "/usr"));  // a longer name, not a child
+    CHECK_FALSE(path_within("/usr", "/usr/bin"));
+    CHECK_FALSE(path_within("/us", "/usr"));
+    // Written with doubled or trailing separators: the same components.
+    CHECK(path_within("/usr//bin/true", "/usr/bin"));
+    CHECK(path_within("/usr/bin/", "/usr/bin"));
+    CHECK(path_within("/usr/bin/true", "/usr/bin/"));
+    CHECK_FALSE(path_within("/usrx//bin", "/usr/"));
+}
+
+TEST_CASE("order_mounts counts depth in components however a path is written") {
+    using sandbox::MountKind;
+    std::vector<sandbox::MountEntry> entries = {
+        {MountKind::hide_dir, "/a/b/c", {}, {}, 1},
+        {MountKind::bind, "/a//b", "/a/b", {}, 2},
+        {MountKind::ro_bind, "/a/", "/a", {}, 0},
+        {MountKind::tmpfs, "/", {}, {}, 0, 1 << 20},
+    };
+    sandbox::order_mounts(entries);
+    REQUIRE(entries.size() == 4);
+    CHECK(entries[0].dest == "/");
+    CHECK(entries[1].dest == "/a/");
+    CHECK(entries[2].dest == "/a//b");
+    CHECK(entries[3].dest == "/a/b/c");
+}
