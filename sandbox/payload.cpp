@@ -3,6 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <climits>
+#include <cstdlib>
+
 #include <algorithm>
 
 namespace sandbox {
@@ -30,15 +33,13 @@ int resolve_payload(const std::string& name, const Environment& env,
                     const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
     auto verdict = [&](const std::filesystem::path& candidate) {
         if (!covered(ordered, candidate)) return 127;
-        // Most PATH entries do not hold the name: one stat says so without canonical()'s
-        // readlink of every component.
-        struct stat exists {};
-        if (::stat(candidate.c_str(), &exists) != 0) return 127;
-        std::error_code ec;
-        auto real = std::filesystem::canonical(candidate, ec);
-        if (ec || !visible_inside(ordered, real)) return 127;
+        // Most PATH entries do not hold the name: one stat (which follows links, so it also
+        // describes the real file) says so without a readlink of every component.
         struct stat st {};
-        if (::stat(real.c_str(), &st) != 0) return 127;
+        if (::stat(candidate.c_str(), &st) != 0) return 127;
+        // The real path decides visibility: a symlink may lead out of every mount.
+        char real[PATH_MAX];
+        if (::realpath(candidate.c_str(), real) == nullptr || !visible_inside(ordered, real)) return 127;
         if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
         return 0;
     };
