@@ -174,6 +174,9 @@ Expected<RunResult> parse_run_result(object obj) {
                                                         RunErrorKind::cancelled})
                                  .value_or(RunErrorKind::spawn_failed);
         result.error->message = std::string(message);
+        std::int64_t errno_value = 0;
+        if (error["errno"].get(errno_value) == simdjson::SUCCESS)
+            result.error->errno_value = static_cast<int>(errno_value);
     }
     return result;
 }
@@ -262,12 +265,22 @@ nlohmann::ordered_json run_result_to_json(const RunResult& result) {
     if (result.error) {
         json["error"]["kind"] = to_string(result.error->kind);
         json["error"]["message"] = result.error->message;
+        // A failed spawn's errno decides 126 against 127 for the client (exit_status).
+        if (result.error->errno_value != 0) json["error"]["errno"] = result.error->errno_value;
     }
     return json;
 }
 
 std::string encode_run_result(const RunResult& result) {
     return run_result_to_json(result).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Expected<RunResult> decode_run_result(std::string_view json) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string storage;
+    auto doc = parse_document(parser, json, storage);
+    if (!doc) return fail(ErrorKind::permanent, doc.error().message);
+    return parse_run_result(doc->get_object().value_unsafe());
 }
 
 Expected<ExecRequest> parse_exec_object(std::string_view json) {

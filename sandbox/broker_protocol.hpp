@@ -89,6 +89,9 @@ Expected<BrokerReply> parse_reply(std::string_view json);
 // The RunResult as the JSON object used in replies (output base64-encoded).
 nlohmann::ordered_json run_result_to_json(const RunResult& result);
 std::string encode_run_result(const RunResult& result);
+// The inverse of encode_run_result (e.g. the "result" of the agent API's exec answer);
+// permanent naming what is malformed.
+Expected<RunResult> decode_run_result(std::string_view json);
 
 std::string base64_encode(std::string_view bytes);
 Expected<std::string> base64_decode(std::string_view text);
