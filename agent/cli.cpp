@@ -37,6 +37,8 @@ constexpr Command k_commands[] = {
     {"agent-github", "one round of the agent's GitHub traffic (internal)", agent_github_command,
      Listed::hidden},
     {"jobs", "talk to a running agent: submit, list, get, cancel, log", jobs_command},
+    {"sandboxes", "a running agent's job sandboxes: create, exec, list, get, rm, cancel",
+     sandboxes_command},
     {"run", "run a repository's GitHub Actions workflows, every step through the wrap",
      run_command},
     {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
@@ -47,7 +49,7 @@ void print_usage(std::FILE* to) {
     std::fprintf(to, "usage: sandgate COMMAND [OPTIONS]\n\ncommands:\n");
     for (const auto& command : k_commands) {
         if (command.listed == Listed::hidden) continue;
-        std::fprintf(to, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
+        std::fprintf(to, "  %-9.*s %.*s\n", static_cast<int>(command.name.size()),
                      command.name.data(), static_cast<int>(command.summary.size()),
                      command.summary.data());
     }

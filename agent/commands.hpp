@@ -17,6 +17,7 @@ int broker_command(CommandArgs args);
 int agent_command(CommandArgs args);
 int agent_github_command(CommandArgs args);
 int jobs_command(CommandArgs args);
+int sandboxes_command(CommandArgs args);
 int run_command(CommandArgs args);
 int gate_command(CommandArgs args);
 
