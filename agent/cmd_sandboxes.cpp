@@ -26,7 +26,7 @@ constexpr const char* k_footer =
     "and the API's message); 2 bad usage (nothing sent); 3 the agent cannot be reached.\n"
     "exec exits as `sandgate exec` does: the step's status, 128+N for signal N, 124 timeout,\n"
     "130 cancelled (SIGINT/SIGTERM/SIGHUP cancel the step on the agent: 128+N), 125 nothing\n"
-    "ran (agent unreachable, sandbox unknown, exec refused or malformed); 2 bad flags.";
+    "ran (agent unreachable, sandbox unknown, exec refused or malformed); 2 bad flags.\n";
 
 int usage(const std::string& message) {
     std::string line = message;
@@ -125,6 +125,11 @@ int sandboxes_command(CommandArgs args) {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) return app.exit(error);  // --help
+        if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&error))
+            return usage(app.remaining().empty()
+                             ? std::string("a subcommand is required: create, exec, list, get, rm, cancel")
+                             : "unknown subcommand '" + app.remaining().front() +
+                                   "' (create, exec, list, get, rm, cancel)");
         return usage(error.what());
     }
     // Ids go into the request path: the agent's own alphabet only (its ids are sb-/ex- + hex).
