@@ -3,7 +3,9 @@
 // dogfood wrap, where a nested bwrap cannot start), so every case runs both ways.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/wait.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "sandbox/broker_protocol.hpp"
+#include "sandbox/fd.hpp"
 #include "tests/agent_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -60,6 +63,19 @@ Cli start_cli(const std::filesystem::path& dir, std::vector<std::string> args) {
         ::_exit(127);
     }
     return cli;
+}
+
+// A loopback port free a moment ago (the kernel picks it; the agent binds it next).
+std::uint16_t free_port() {
+    sandbox::Fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    REQUIRE(probe);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+    socklen_t size = sizeof(address);
+    REQUIRE(::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&address), &size) == 0);
+    return ntohs(address.sin_port);
 }
 
 struct Fixture {
@@ -191,6 +207,17 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
     CHECK(f.run({"get", id}).out.find("\"running_exec\":null") != std::string::npos);
     CHECK(step_gone(f, id, "started-1"));
 
+    // --json: the API's answer says who cancelled it.
+    auto json = f.start({"exec", id, "--json", "--exec-id", "step-j", "--kill-grace", "500ms",
+                         "--shell", stubborn("started-j")});
+    wait_for(root / "started-j");
+    ::kill(json.process.pid, SIGINT);
+    auto answered = json.wait();
+    CHECK(answered.status == 130);
+    CHECK(answered.out.find("\"cancelled_by\":\"api\"") != std::string::npos);
+    CHECK(answered.out.find("\"kind\":\"cancelled\"") != std::string::npos);
+    CHECK(step_gone(f, id, "started-j"));
+
     // Cancelled by someone else: the exec's client reports it (130, cancelled_by api).
     auto other = f.start({"exec", id, "--json", "--exec-id", "step-2", "--kill-grace", "500ms",
                           "--shell", stubborn("started-2")});
@@ -239,4 +266,41 @@ TEST_CASE("bad sandboxes input: one line naming the flag, exit 2; no agent: exit
     auto help = start_cli(f.agent.dir, {"--help"}).wait();
     CHECK(help.status == 0);
     CHECK(help.out.find("Exit status:") != std::string::npos);
+}
+
+TEST_CASE("sandboxes over --url with --token-file, as jobs reaches a 127.0.0.1 agent") {
+    Agent agent;
+    const auto token = agent.dir / "token";
+    tests::write_file(token, "sandboxes-cli-token\n");
+    std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    const std::string url = "http://127.0.0.1:" + std::to_string(free_port());
+    tests::write_file(agent.config, tests::read_file(agent.config) + "api:\n  listen: " + url.substr(7) +
+                                        "\n  token_file: " + token.string() + "\n");
+    Process daemon = agent.start();
+    const std::vector<std::string> tcp = {"--url", url, "--token-file", token.string()};
+    auto with = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), tcp.begin(), tcp.end());
+        return start_cli(agent.dir, std::move(args)).wait();
+    };
+    while (with({"list"}).status != 0) std::this_thread::sleep_for(20ms);
+
+    auto refused = start_cli(agent.dir, {"--url", url, "list"}).wait();
+    CHECK(refused.status == 1);
+    CHECK(refused.err == "sandgate sandboxes: HTTP 401: a bearer token is required\n");
+    auto created = with({"create", "--repository", "octo/repo", "--sha", sha(2), "--job-id", "lint"});
+    REQUIRE(created.status == 0);
+    simdjson::dom::parser parser;
+    const std::string id(parser.parse(created.out).value()["id"].get_string().value());
+    auto ran = with({"exec", id, "--", "echo", "over", "tcp"});
+    CHECK(ran.status == 0);
+    CHECK(ran.out == "over tcp\n");
+    CHECK(with({"rm", id}).status == 0);
+    auto loose = agent.dir / "loose-token";
+    tests::write_file(loose, "x\n");
+    std::filesystem::permissions(loose, std::filesystem::perms::all);
+    auto unsafe = start_cli(agent.dir, {"--url", url, "--token-file", loose.string(), "list"}).wait();
+    CHECK(unsafe.status == 2);
+    CHECK(unsafe.err.find(loose.string()) != std::string::npos);
+    ::kill(daemon.pid, SIGTERM);
+    daemon.wait();
 }
