@@ -179,6 +179,10 @@ int run_sandbox_exec(const ApiTarget& target, const SandboxExecOptions& options,
         if (!chosen) return nothing_ran(chosen.error().message);
         exec_id = *chosen;
     }
+    if (const auto sig = (*interrupts)->received()) {
+        std::fprintf(stderr, "sandgate sandboxes: interrupted before the step was sent\n");
+        return 128 + *sig;
+    }
     body["identity"] = std::move(*identity);
     body["exec_id"] = exec_id;
     const std::string base = "/v1/sandboxes/" + options.sandbox;

@@ -223,6 +223,10 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
                           "--shell", stubborn("started-2")});
     wait_for(root / "started-2");
     CHECK(f.run({"get", id}).out.find("\"running_exec\":\"step-2\"") != std::string::npos);
+    auto busy = f.run({"exec", id, "--", "true"});  // one step at a time: refused, nothing ran
+    CHECK(busy.status == 125);
+    CHECK(busy.err.starts_with("sandgate sandboxes: HTTP 409: "));
+    CHECK(std::count(busy.err.begin(), busy.err.end(), '\n') == 1);
     auto cancel = f.run({"cancel", id, "step-2"});
     CHECK(cancel.status == 0);
     CHECK(cancel.out.find("\"outcome\":\"cancel_requested\"") != std::string::npos);
