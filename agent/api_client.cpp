@@ -201,6 +201,7 @@ std::string api_error_line(const ApiResponse& response) {
     }
     for (auto& c : message)
         if (c == '\n' || c == '\r') c = ' ';
+    while (!message.empty() && message.back() == ' ') message.pop_back();
     return message.empty() ? line : line + ": " + message;
 }
 
