@@ -5,6 +5,7 @@
 #include <string>
 
 #include "agent/api.hpp"
+#include "agent/sandbox_records.hpp"
 #include "sandbox/broker_protocol.hpp"
 #include "sandbox/json_convert.hpp"
 
@@ -19,11 +20,7 @@ constexpr std::int64_t k_max_ttl_s = 24 * 3600;
 Json sandbox_to_json(const SandboxInfo& info) {
     Json json;
     json["id"] = info.id;
-    json["identity"] = {{"repository", info.identity.repository},
-                        {"sha", info.identity.sha},
-                        {"run_id", info.identity.run_id},
-                        {"attempt", info.identity.attempt},
-                        {"job_id", info.identity.job_id}};
+    json["identity"] = identity_json(info.identity);
     json["state"] = to_string(info.state);
     json["created_ms"] = info.created_ms;
     json["expires_at_ms"] = info.expires_at_ms;
@@ -31,36 +28,6 @@ Json sandbox_to_json(const SandboxInfo& info) {
     json["policy"] = sandbox::to_ordered_json_or_null(info.policy_json);
     json["execs"] = info.execs;
     return json;
-}
-
-// The "identity" object of a body; nullopt with *error set when malformed.
-std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::string* error) {
-    simdjson::dom::object obj;
-    if (doc["identity"].get(obj) != simdjson::SUCCESS) {
-        *error = "field identity: an object is required";
-        return std::nullopt;
-    }
-    SandboxIdentity identity;
-    std::string_view text;
-    for (auto [name, target] : {std::pair{"repository", &identity.repository},
-                                std::pair{"sha", &identity.sha},
-                                std::pair{"job_id", &identity.job_id}}) {
-        if (obj[name].get(text) != simdjson::SUCCESS || text.empty()) {
-            *error = std::string("field identity.") + name + ": a non-empty string is required";
-            return std::nullopt;
-        }
-        *target = std::string(text);
-    }
-    for (auto [name, target] : {std::pair{"run_id", &identity.run_id},
-                                std::pair{"attempt", &identity.attempt}}) {
-        simdjson::dom::element value;
-        if (obj[name].get(value) != simdjson::SUCCESS) continue;
-        if (value.get(*target) != simdjson::SUCCESS) {
-            *error = std::string("field identity.") + name + ": an integer is required";
-            return std::nullopt;
-        }
-    }
-    return identity;
 }
 
 // A sandbox request's body: a JSON object (read by `parser`, which the caller keeps alive

@@ -12,6 +12,7 @@
 #include "agent/api_client.hpp"
 #include "agent/commands.hpp"
 #include "agent/exec_registry.hpp"
+#include "agent/sandbox_records.hpp"
 #include "agent/sandbox_exec_client.hpp"
 #include "agent/units.hpp"
 
@@ -74,11 +75,10 @@ sandbox::Expected<Json> create_body(const CreateOptions& o) {
     for (auto [flag, value] : {std::pair{"--repository", &o.repository}, std::pair{"--sha", &o.sha},
                                std::pair{"--job-id", &o.job_id}})
         if (value->empty()) return fail(ErrorKind::invalid_input, std::string(flag) + ": must not be empty");
-    Json identity{{"repository", o.repository}, {"sha", o.sha}};
-    if (o.run_id) identity["run_id"] = *o.run_id;
-    if (o.attempt) identity["attempt"] = *o.attempt;
-    identity["job_id"] = o.job_id;
-    Json body{{"identity", std::move(identity)}};
+    SandboxIdentity identity{.repository = o.repository, .sha = o.sha, .job_id = o.job_id};
+    if (o.run_id) identity.run_id = *o.run_id;
+    if (o.attempt) identity.attempt = *o.attempt;
+    Json body{{"identity", identity_json(identity)}};
     if (!o.ttl.empty()) {
         auto ttl = parse_duration(o.ttl);
         if (!ttl) return fail(ErrorKind::invalid_input, "--ttl: " + ttl.error().message);

@@ -13,6 +13,7 @@
 #include "agent/exec_registry.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/random_id.hpp"
+#include "agent/sandbox_records.hpp"
 #include "agent/units.hpp"
 #include "sandbox/broker_protocol.hpp"
 
@@ -46,19 +47,13 @@ std::expected<Json, std::string> fetch_identity(const ApiTarget& target, const s
     if (!response->ok()) return std::unexpected(api_error_line(*response));
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    simdjson::dom::object identity;
-    if (parser.parse(simdjson::padded_string(response->body)).get(doc) == simdjson::SUCCESS &&
-        doc.is_object() && doc["identity"].get(identity) == simdjson::SUCCESS) {
-        Json json = Json::object();
-        for (auto [key, value] : identity) {
-            std::string_view text;
-            std::int64_t number = 0;
-            if (value.get(text) == simdjson::SUCCESS) json[std::string(key)] = text;
-            else if (value.get(number) == simdjson::SUCCESS) json[std::string(key)] = number;
-        }
-        return json;
-    }
-    return std::unexpected("the agent's answer for sandbox " + id + " has no identity object");
+    if (parser.parse(simdjson::padded_string(response->body)).get(doc) != simdjson::SUCCESS ||
+        !doc.is_object())
+        return std::unexpected("the agent's answer for sandbox " + id + " is not a JSON object");
+    std::string error;
+    auto identity = parse_identity(doc, &error);
+    if (!identity) return std::unexpected("the agent's answer for sandbox " + id + ": " + error);
+    return identity_json(*identity);
 }
 
 void write_all(int fd, std::string_view bytes) {

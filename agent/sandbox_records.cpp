@@ -17,6 +17,35 @@ Json identity_json(const SandboxIdentity& identity) {
     return json;
 }
 
+std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::string* error) {
+    simdjson::dom::object obj;
+    if (doc["identity"].get(obj) != simdjson::SUCCESS) {
+        *error = "field identity: an object is required";
+        return std::nullopt;
+    }
+    SandboxIdentity identity;
+    std::string_view text;
+    for (auto [name, target] : {std::pair{"repository", &identity.repository},
+                                std::pair{"sha", &identity.sha},
+                                std::pair{"job_id", &identity.job_id}}) {
+        if (obj[name].get(text) != simdjson::SUCCESS || text.empty()) {
+            *error = std::string("field identity.") + name + ": a non-empty string is required";
+            return std::nullopt;
+        }
+        *target = std::string(text);
+    }
+    for (auto [name, target] : {std::pair{"run_id", &identity.run_id},
+                                std::pair{"attempt", &identity.attempt}}) {
+        simdjson::dom::element value;
+        if (obj[name].get(value) != simdjson::SUCCESS) continue;
+        if (value.get(*target) != simdjson::SUCCESS) {
+            *error = std::string("field identity.") + name + ": an integer is required";
+            return std::nullopt;
+        }
+    }
+    return identity;
+}
+
 std::string sandbox_policy_json(const sandbox::Policy& policy, const SandboxOptions& options) {
     Json json;
     json["mode"] = sandbox::to_string(policy.mode);

@@ -3,9 +3,11 @@
 // identity, posture, limits, env NAMES, durations, exit, byte counts, truncation, skip markers;
 // never env values, argv or stdin.
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker_protocol.hpp"
@@ -14,6 +16,11 @@
 namespace agent {
 
 nlohmann::ordered_json identity_json(const SandboxIdentity& identity);
+
+// The "identity" object of `doc` (an API body or answer): repository, sha and job_id non-empty
+// strings, run_id and attempt integers when present (SandboxIdentity's defaults otherwise).
+// nullopt with *error set to a one-line message naming the field when malformed.
+std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::string* error);
 
 // The sandbox's policy as recorded before the sandbox exists: mode, network, paths, limits,
 // TTL and the env names the steps will get.
