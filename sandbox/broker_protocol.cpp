@@ -161,6 +161,7 @@ Expected<RunResult> parse_run_result(object obj) {
                                                        TreeKill::pidns})
                            .value_or(TreeKill::subreaper);
     result.sandbox_json = std::string(posture);
+    result.sandbox = nullptr;  // the posture is the text above: never the default "off"
     object error;
     if (obj["error"].get(error) == simdjson::SUCCESS) {
         std::string_view kind, message;

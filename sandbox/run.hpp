@@ -146,10 +146,12 @@ struct RunResult {
     StreamResult err;
     std::uint64_t skip_markers = 0;  // lines containing SKIP-UNDER-WRAP, both streams
     TreeKill tree_kill = TreeKill::subreaper;  // the mechanism that was used
-    // The posture: {"mode": "off"} or the wrap's description. to_json embeds it as it is (no
-    // JSON parser involved, which keeps simdjson out of the `sandgate` launcher).
+    // The posture: {"mode": "off"} or the wrap's description, for a run made in this process.
+    // to_json embeds it as it is (no JSON parser involved, which keeps simdjson out of the
+    // `sandgate` launcher). Null for a result decoded from a broker's or the API's answer: its
+    // posture is the text in sandbox_json.
     nlohmann::ordered_json sandbox = nlohmann::ordered_json{{"mode", "off"}};
-    // The posture as text where it arrived as text (a broker's reply); empty otherwise, and
+    // The posture as text where it arrived as text (a decoded result); empty otherwise, and
     // posture_text renders `sandbox` on demand (most runs never need the text).
     std::string sandbox_json;
     std::optional<RunError> error;

@@ -393,6 +393,9 @@ TEST_CASE("under bwrap, the steps of a job share one set of namespaces") {
     REQUIRE(first->result);
     CHECK(first->result->exit_code == 0);
     CHECK(first->result->sandbox_json.find("off") != std::string::npos);  // run in mode off inside
+    // A decoded result's posture is that text, never the default object of a local run.
+    CHECK(first->result->sandbox.is_null());
+    CHECK(sandbox::posture_text(*first->result) == first->result->sandbox_json);
     auto second = manager.exec(box->id, identity(),
                                shell("cat /tmp/mark; readlink /proc/self/ns/pid "
                                      "/proc/self/ns/mnt /proc/self/ns/net"));
