@@ -13,6 +13,7 @@
 #include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
 #include "github/webhook.hpp"
+#include "jobs/merge_queue.hpp"
 #include "sandbox/json_convert.hpp"
 
 namespace agent {
@@ -61,7 +62,7 @@ std::optional<std::string> read_base(simdjson::dom::element doc, JobBase& base) 
     simdjson::dom::element value;
     std::string_view text;
     if (doc["base_sha"].get(value) == simdjson::SUCCESS) {
-        if (value.get(text) != simdjson::SUCCESS || !is_base_sha(text))
+        if (value.get(text) != simdjson::SUCCESS || !jobs::is_commit_sha(text))
             return "field base_sha: 40 lower-case hex digits are required (40 zeros: a new branch)";
         base.sha = std::string(text);
     }

@@ -2,29 +2,17 @@
 
 #include <simdjson.h>
 
+#include "jobs/merge_queue.hpp"
+
 namespace agent {
 
-bool is_base_sha(std::string_view text) {
-    return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
 JobBase merge_queue_base(std::string_view head_ref) {
-    constexpr std::string_view prefix = "refs/heads/gh-readonly-queue/";
-    if (!head_ref.starts_with(prefix)) return {};
-    head_ref.remove_prefix(prefix.size());
-    const std::size_t pr = head_ref.rfind("/pr-");
-    if (pr == std::string_view::npos || pr == 0) return {};
-    JobBase base;
-    base.ref = "refs/heads/" + std::string(head_ref.substr(0, pr));
-    // pr-N-SHA: the SHA after the last '-'.
-    const std::string_view tail = head_ref.substr(pr + 4);
-    if (const std::size_t dash = tail.rfind('-'); dash != std::string_view::npos && is_base_sha(tail.substr(dash + 1)))
-        base.sha = std::string(tail.substr(dash + 1));
-    return base;
+    auto parsed = jobs::parse_merge_queue_ref(head_ref);
+    return {.sha = std::move(parsed.base_sha), .ref = std::move(parsed.base_ref)};
 }
 
 void record_base(nlohmann::ordered_json& payload, const JobBase& base) {
-    if (is_base_sha(base.sha)) payload["base_sha"] = base.sha;
+    if (jobs::is_commit_sha(base.sha)) payload["base_sha"] = base.sha;
     if (!base.ref.empty()) payload["base_ref"] = base.ref;
 }
 
@@ -34,7 +22,7 @@ JobBase recorded_base(const JobSpec& spec) {
     JobBase base;
     if (parser.parse(simdjson::padded_string(spec.payload_json)).get(doc) != simdjson::SUCCESS) return base;
     std::string_view text;
-    if (doc["base_sha"].get(text) == simdjson::SUCCESS && is_base_sha(text)) base.sha = std::string(text);
+    if (doc["base_sha"].get(text) == simdjson::SUCCESS && jobs::is_commit_sha(text)) base.sha = std::string(text);
     if (doc["base_ref"].get(text) == simdjson::SUCCESS) base.ref = std::string(text);
     return base;
 }

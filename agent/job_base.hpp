@@ -4,8 +4,8 @@
 // branch; a pull request's base.sha; a merge group's base_sha) and `base_ref` (the base
 // branch of a pull request or merge group). The daemon hands them to `sandgate gate` as
 // --base-sha (paths filters, github.event) and --base-ref (branches filters; the base a pull
-// request is diffed from when its base SHA is missing). SHAs are checked here, not with
-// jobs::parse_sha: the daemon links no libgit2.
+// request is diffed from when its base SHA is missing). SHAs are checked with
+// jobs::is_commit_sha (jobs/merge_queue.hpp), not jobs::parse_sha: the daemon links no libgit2.
 
 #include <nlohmann/json.hpp>
 
@@ -21,9 +21,6 @@ struct JobBase {
     std::string sha;  // 40 lower-case hex digits, or empty
     std::string ref;  // a branch, as the event names it ("main", "refs/heads/main"), or empty
 };
-
-// 40 lower-case hex digits (a SHA-1 commit id; 40 zeros included).
-bool is_base_sha(std::string_view text);
 
 // The base a merge-queue head ref names: refs/heads/gh-readonly-queue/BASE/pr-N-SHA gives
 // refs/heads/BASE and SHA (the commit the group is stacked on); empty fields otherwise.

@@ -2,6 +2,7 @@
 
 #include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
+#include "jobs/merge_queue.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -20,10 +21,6 @@ std::string text_at(element item, std::string_view pointer) {
     std::string_view value;
     if (item.at_pointer(pointer).get(value) != simdjson::SUCCESS) return "";
     return std::string(value);
-}
-
-bool is_sha(const std::string& text) {
-    return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 Expected<simdjson::dom::array> parse_array(simdjson::dom::parser& parser,
@@ -130,7 +127,7 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         spec.ref = text_at(item, "/ref");
         spec.event = "merge_group";
         spec.source = "poll";
-        if (!spec.ref.starts_with(k_merge_queue_prefix) || !is_sha(spec.key.sha))
+        if (!spec.ref.starts_with(jobs::k_merge_queue_prefix) || !jobs::is_commit_sha(spec.key.sha))
             return fail(ErrorKind::permanent, "GET " + path + ": a ref lacks ref/object.sha");
         nlohmann::ordered_json payload = nlohmann::ordered_json::object();
         record_base(payload, merge_queue_base(spec.ref));  // the group's base, as its ref names it
@@ -170,7 +167,7 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             std::int64_t number = 0;
             JobSpec spec;
             spec.key = {repository, text_at(pull, "/head/sha"), "", 1};
-            if (pull["number"].get(number) != simdjson::SUCCESS || !is_sha(spec.key.sha))
+            if (pull["number"].get(number) != simdjson::SUCCESS || !jobs::is_commit_sha(spec.key.sha))
                 return fail(ErrorKind::permanent, "GET " + *path + ": a pull request lacks number/head.sha");
             if (m_options.pr_label && !has_label(pull, *m_options.pr_label)) continue;
             spec.ref = "refs/pull/" + std::to_string(number) + "/head";

@@ -38,7 +38,6 @@
 
 namespace agent {
 
-inline constexpr std::string_view k_merge_queue_prefix = "refs/heads/gh-readonly-queue/";
 inline constexpr int k_poll_max_pages = 20;
 
 struct PollerOptions {

@@ -1,6 +1,7 @@
 #include "agent/webhook_events.hpp"
 
 #include "agent/job_base.hpp"
+#include "jobs/merge_queue.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -87,7 +88,7 @@ Expected<WebhookAction> merge_group(element doc, std::string_view action, JobSpe
     // The commit the group is stacked on and its branch; the head ref names both too.
     JobBase base{optional_text(doc, "/merge_group/base_sha"), optional_text(doc, "/merge_group/base_ref")};
     const JobBase named = merge_queue_base(*ref);
-    if (!is_base_sha(base.sha)) base.sha = named.sha;
+    if (!jobs::is_commit_sha(base.sha)) base.sha = named.sha;
     if (base.ref.empty()) base.ref = named.ref;
     spec.payload_json = payload_with(base);
     return WebhookAction{WebhookVerb::submit, std::move(spec), ""};

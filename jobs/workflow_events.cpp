@@ -1,5 +1,7 @@
 #include "jobs/workflow_events.hpp"
 
+#include "jobs/merge_queue.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -103,12 +105,7 @@ bool match_from(const std::vector<PatternToken>& tokens, std::size_t t, std::str
 }  // namespace
 
 std::string merge_queue_base_ref(std::string_view head_ref) {
-    constexpr std::string_view prefix = "refs/heads/gh-readonly-queue/";
-    if (!head_ref.starts_with(prefix)) return {};
-    head_ref.remove_prefix(prefix.size());
-    const std::size_t pr = head_ref.rfind("/pr-");
-    if (pr == std::string_view::npos || pr == 0) return {};
-    return "refs/heads/" + std::string(head_ref.substr(0, pr));
+    return parse_merge_queue_ref(head_ref).base_ref;
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {
