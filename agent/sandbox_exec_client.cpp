@@ -181,18 +181,20 @@ int run_sandbox_exec(const ApiTarget& target, const SandboxExecOptions& options,
     body["identity"] = std::move(*identity);
     body["exec_id"] = exec_id;
     const std::string base = "/v1/sandboxes/" + options.sandbox;
+    bool hung_up = false;  // our own on_cancel decided to hang up (not an error's kind)
     const auto on_cancel = [&] {
         std::fprintf(stderr, "sandgate sandboxes: interrupted: cancelling exec %s\n", exec_id.c_str());
         auto answer = api_request(target, "POST", base + "/execs/" + exec_id + "/cancel");
         // 409: it has just finished, its answer is on the way. Otherwise (not started yet,
         // the agent unreachable) hanging up is what stops it.
         if (answer && (answer->status == 200 || answer->status == 409)) return AfterCancel::wait_for_answer;
+        hung_up = true;
         return AfterCancel::hang_up;
     };
     auto response = api_request_cancellable(target, "POST", base + "/exec",
                                             body.dump(-1, ' ', false, Json::error_handler_t::replace),
                                             (*interrupts)->token(), on_cancel);
-    if (!response && response.error().kind == ErrorKind::transient) {
+    if (!response && hung_up) {
         std::fprintf(stderr, "sandgate sandboxes: interrupted: hung up on the agent, which stops exec %s\n",
                      exec_id.c_str());
         return 128 + (*interrupts)->received().value_or(SIGINT);
