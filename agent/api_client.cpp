@@ -12,6 +12,7 @@
 
 #include "agent/agent_config.hpp"
 #include "agent/daemon.hpp"
+#include "agent/terminal_text.hpp"
 
 namespace agent {
 
@@ -199,10 +200,25 @@ std::string api_error_line(const ApiResponse& response) {
     } else {
         message = response.body.substr(0, response.body.find('\n'));
     }
-    for (auto& c : message)
-        if (c == '\n' || c == '\r') c = ' ';
-    while (!message.empty() && message.back() == ' ') message.pop_back();
+    message = one_line(std::move(message));
     return message.empty() ? line : line + ": " + message;
+}
+
+int print_api_answer(const ApiTarget& target, std::string_view program, std::string_view method,
+                     const std::string& path, const std::string& payload) {
+    auto response = api_request(target, method, path, payload);
+    if (!response) {
+        std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
+                     response.error().message.c_str());
+        return k_api_exit_unreachable;
+    }
+    if (!response->ok()) {
+        std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
+                     api_error_line(*response).c_str());
+        return k_api_exit_failed;
+    }
+    std::fwrite(response->body.data(), 1, response->body.size(), stdout);
+    return 0;
 }
 
 }  // namespace agent

@@ -71,6 +71,12 @@ sandbox::Expected<ApiResponse> api_request_cancellable(
     const std::string& payload, const sandbox::CancelToken& cancel,
     const std::function<AfterCancel()>& on_cancel);
 
+// One request whose answer is the command's output: the body on stdout on success (returns 0);
+// otherwise one line on stderr, "PROGRAM: HTTP 404: no sandbox sb-x" (api_error_line; returns
+// k_api_exit_failed) or "PROGRAM: cannot reach the agent ..." (k_api_exit_unreachable).
+int print_api_answer(const ApiTarget& target, std::string_view program, std::string_view method,
+                     const std::string& path, const std::string& payload = "");
+
 // An error answer as one line: "HTTP 404: no sandbox sb-x" (the body's "error" field, else its
 // first line; nothing but the status when it is empty).
 std::string api_error_line(const ApiResponse& response);

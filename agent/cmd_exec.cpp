@@ -20,6 +20,7 @@
 #include "agent/commands.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/policy_options.hpp"
+#include "agent/terminal_text.hpp"
 #include "agent/units.hpp"
 #include "sandbox/result_json.hpp"
 #include "sandbox/run.hpp"
@@ -158,28 +159,14 @@ public:
     void on_output(sandbox::Stream stream, std::string_view chunk) override {
         const int fd = stream == sandbox::Stream::out ? STDOUT_FILENO : STDERR_FILENO;
         bool& broken = stream == sandbox::Stream::out ? m_out_broken : m_err_broken;
-        while (!broken && !chunk.empty()) {
-            const ssize_t n = ::write(fd, chunk.data(), chunk.size());
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                broken = true;  // a closed reader: keep running, stop copying
-                break;
-            }
-            chunk.remove_prefix(static_cast<std::size_t>(n));
-        }
+        // A closed reader: keep running, stop copying.
+        if (!broken && write_all(fd, chunk) == WriteOutcome::reader_gone) broken = true;
     }
 
 private:
     bool m_out_broken = false;
     bool m_err_broken = false;
 };
-
-std::string one_line(std::string text) {
-    for (auto& c : text)
-        if (c == '\n' || c == '\r') c = ' ';
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    return text;
-}
 
 // Temp file beside the destination, then rename: a reader never sees half a document.
 sandbox::Expected<void> write_result_file(const std::string& path, const std::string& doc) {

@@ -14,16 +14,9 @@ namespace agent {
 
 namespace {
 
-// Prints the answer's body: to stdout on success, to stderr otherwise.
 int print(const ApiTarget& target, std::string_view method, const std::string& path,
           const std::string& payload = "") {
-    auto response = api_request(target, method, path, payload);
-    if (!response) {
-        std::fprintf(stderr, "sandgate jobs: %s\n", response.error().message.c_str());
-        return k_api_exit_unreachable;
-    }
-    std::fwrite(response->body.data(), 1, response->body.size(), response->ok() ? stdout : stderr);
-    return response->ok() ? 0 : k_api_exit_failed;
+    return print_api_answer(target, "sandgate jobs", method, path, payload);
 }
 
 int stream(const ApiTarget& target, const std::string& path) {

@@ -13,6 +13,7 @@
 #include "agent/commands.hpp"
 #include "agent/exec_registry.hpp"
 #include "agent/sandbox_records.hpp"
+#include "agent/terminal_text.hpp"
 #include "agent/sandbox_exec_client.hpp"
 #include "agent/units.hpp"
 
@@ -30,27 +31,13 @@ constexpr const char* k_footer =
     "ran (agent unreachable, sandbox unknown, exec refused or malformed); 2 bad flags.\n";
 
 int usage(const std::string& message) {
-    std::string line = message;
-    for (auto& c : line)
-        if (c == '\n' || c == '\r') c = ' ';
-    std::fprintf(stderr, "sandgate sandboxes: %s\n", line.c_str());
+    std::fprintf(stderr, "sandgate sandboxes: %s\n", one_line(message).c_str());
     return k_api_exit_usage;
 }
 
-// The answer's body on stdout when it is a success; its one-line error on stderr otherwise.
 int print(const ApiTarget& target, std::string_view method, const std::string& path,
           const std::string& payload = "") {
-    auto response = api_request(target, method, path, payload);
-    if (!response) {
-        std::fprintf(stderr, "sandgate sandboxes: %s\n", response.error().message.c_str());
-        return k_api_exit_unreachable;
-    }
-    if (!response->ok()) {
-        std::fprintf(stderr, "sandgate sandboxes: %s\n", api_error_line(*response).c_str());
-        return k_api_exit_failed;
-    }
-    std::fwrite(response->body.data(), 1, response->body.size(), stdout);
-    return 0;
+    return print_api_answer(target, "sandgate sandboxes", method, path, payload);
 }
 
 struct CreateOptions {

@@ -14,6 +14,7 @@
 #include "agent/interrupts.hpp"
 #include "agent/random_id.hpp"
 #include "agent/sandbox_records.hpp"
+#include "agent/terminal_text.hpp"
 #include "agent/units.hpp"
 #include "sandbox/broker_protocol.hpp"
 
@@ -54,15 +55,6 @@ std::expected<Json, std::string> fetch_identity(const ApiTarget& target, const s
     auto identity = parse_identity(doc, &error);
     if (!identity) return std::unexpected("the agent's answer for sandbox " + id + ": " + error);
     return identity_json(*identity);
-}
-
-void write_all(int fd, std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;  // a closed reader: nothing more to do
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
 }
 
 void print_stream(int fd, std::string_view name, const sandbox::StreamResult& stream) {
