@@ -31,12 +31,14 @@ int nothing_ran(const std::string& message) {
     return k_sandbox_exec_nothing_ran;
 }
 
-// Milliseconds of a duration flag; `positive`: zero is refused too.
+enum class ZeroDuration { allowed, refused };
+
+// Milliseconds of a duration flag; zero refused too when `zero` says so.
 sandbox::Expected<std::int64_t> duration_ms(std::string_view flag, const std::string& text,
-                                            bool positive) {
+                                            ZeroDuration zero) {
     auto parsed = parse_duration(text);
     if (!parsed) return fail(ErrorKind::invalid_input, std::string(flag) + ": " + parsed.error().message);
-    if (positive && parsed->count() <= 0)
+    if (zero == ZeroDuration::refused && parsed->count() <= 0)
         return fail(ErrorKind::invalid_input, std::string(flag) + ": must be positive");
     return parsed->count();
 }
@@ -125,12 +127,12 @@ sandbox::Expected<Json> sandbox_exec_body(const SandboxExecOptions& o) {
     if (!env.empty()) body["env"] = std::move(env);
     if (!o.cwd.empty()) body["cwd"] = o.cwd;
     if (!o.timeout.empty()) {
-        auto ms = duration_ms("--timeout", o.timeout, true);
+        auto ms = duration_ms("--timeout", o.timeout, ZeroDuration::refused);
         if (!ms) return std::unexpected(ms.error());
         body["timeout_ms"] = *ms;
     }
     if (!o.kill_grace.empty()) {
-        auto ms = duration_ms("--kill-grace", o.kill_grace, false);
+        auto ms = duration_ms("--kill-grace", o.kill_grace, ZeroDuration::allowed);
         if (!ms) return std::unexpected(ms.error());
         if (*ms > sandbox::k_max_kill_grace.count())
             return fail(ErrorKind::invalid_input, "--kill-grace: at most 10m");
