@@ -98,14 +98,25 @@ sandbox::Expected<std::optional<git_oid>> merge_base(git_repository* repository,
     return std::optional<git_oid>(base);
 }
 
+// The tip of `branch` ("main" or "refs/heads/main"): the branch itself (a mirror), else its
+// remote-tracking branch (a clone); nullopt when neither exists.
+std::optional<git_oid> branch_tip(git_repository* repository, std::string_view branch) {
+    if (branch.starts_with("refs/heads/")) branch.remove_prefix(11);
+    if (branch.empty()) return std::nullopt;
+    for (const std::string prefix : {"refs/heads/", "refs/remotes/origin/"}) {
+        git_oid oid;
+        if (git_reference_name_to_id(&oid, repository, (prefix + std::string(branch)).c_str()) == 0) return oid;
+    }
+    return std::nullopt;
+}
+
 // The tip of the default branch, when one can be found (see the header).
 std::optional<git_oid> default_branch_tip(git_repository* repository, const Value& payload) {
     const Value* repo = payload.get("repository");
     std::string name = text_at(repo, "default_branch");
     if (name.empty()) name = text_at(repo, "master_branch");
-    std::vector<std::string> candidates;
-    if (!name.empty()) candidates = {"refs/heads/" + name, "refs/remotes/origin/" + name};
-    candidates.emplace_back("refs/remotes/origin/HEAD");
+    if (auto tip = branch_tip(repository, name)) return tip;
+    std::vector<std::string> candidates{"refs/remotes/origin/HEAD"};
     if (git_repository_is_bare(repository)) candidates.emplace_back("HEAD");
     for (const auto& ref : candidates) {
         git_oid oid;
@@ -129,9 +140,9 @@ sandbox::Expected<std::size_t> count_commits(git_repository* repository, const g
     return count;
 }
 
+// `base` is a commit of the repository (pull_request_base looked it up).
 sandbox::Expected<ChangedFiles> pull_request_files(git_repository* repository, const git_oid& base, const git_oid& head) {
-    for (const git_oid* oid : {&base, &head})
-        if (auto commit = lookup_commit(repository, *oid); !commit) return std::unexpected(commit.error());
+    if (auto commit = lookup_commit(repository, head); !commit) return std::unexpected(commit.error());
     auto fork_point = merge_base(repository, base, head);
     if (!fork_point) return std::unexpected(fork_point.error());
     return diff_oids(repository, *fork_point ? &**fork_point : &base, head);
@@ -162,20 +173,9 @@ sandbox::Expected<ChangedFiles> push_files(git_repository* repository, const Val
     return diff_oids(repository, fork_point ? &*fork_point : nullptr, after);
 }
 
-// The tip of `branch` ("main" or "refs/heads/main"): the branch itself (a mirror), else its
-// remote-tracking branch (a clone); nullopt when neither exists.
-std::optional<git_oid> branch_tip(git_repository* repository, std::string_view branch) {
-    if (branch.starts_with("refs/heads/")) branch.remove_prefix(11);
-    if (branch.empty()) return std::nullopt;
-    for (const std::string prefix : {"refs/heads/", "refs/remotes/origin/"}) {
-        git_oid oid;
-        if (git_reference_name_to_id(&oid, repository, (prefix + std::string(branch)).c_str()) == 0) return oid;
-    }
-    return std::nullopt;
-}
-
 // The commit a pull request is diffed from: base.sha when the repository has it, else the tip
-// of base.ref (a base SHA not given, or gone from the remote after a force-push).
+// of base.ref (a base SHA not given, or gone from the remote after a force-push). Either way a
+// commit the repository holds: the error otherwise.
 sandbox::Expected<git_oid> pull_request_base(git_repository* repository, const std::string& sha,
                                              const std::string& branch) {
     if (!sha.empty()) {
@@ -185,7 +185,10 @@ sandbox::Expected<git_oid> pull_request_base(git_repository* repository, const s
         if (commit) return *base;
         if (commit.error().kind != ErrorKind::unavailable || branch.empty()) return std::unexpected(commit.error());
     }
-    if (auto tip = branch_tip(repository, branch)) return *tip;
+    if (auto tip = branch_tip(repository, branch)) {
+        if (auto commit = lookup_commit(repository, *tip); !commit) return std::unexpected(commit.error());
+        return *tip;
+    }
     const std::string missing = sha.empty() ? "no base SHA" : "commit " + sha + " is not in the repository";
     return sandbox::fail(ErrorKind::unavailable, missing + ", nor the base branch '" + branch + "'");
 }
