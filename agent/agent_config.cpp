@@ -200,6 +200,7 @@ agent:
   mirror_idle_days: 14         # mirrors unused this long are removed (checked daily)
 api:
   listen: unix                 # unix (STATE_DIR/agent/api.sock), unix:PATH or 127.0.0.1:PORT
+                               # (PORT 0: a free port, named in the "ready" log line)
   # token_file: /etc/sandgate/api-token        # 0600; required on 127.0.0.1
   # webhook_secret_file: /etc/sandgate/webhook-secret   # 0600; enables POST /webhook
 github:

@@ -30,7 +30,7 @@ struct AgentConfig {
     std::chrono::hours mirror_max_idle{14 * 24};
     // api:
     std::string listen = "unix";          // "unix" (state_dir/agent/api.sock), "unix:PATH" or
-                                          // "127.0.0.1:PORT"
+                                          // "127.0.0.1:PORT" (0: a free port, logged)
     std::optional<std::filesystem::path> token_file;           // required on TCP
     std::optional<std::filesystem::path> webhook_secret_file;  // enables POST /webhook
     // github:

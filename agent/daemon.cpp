@@ -313,10 +313,16 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
     }
 }
 
-sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config) {
+// The API's listening socket; *where is the address it listens on (a TCP port 0 resolved to
+// the port the kernel chose).
+sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string* where) {
+    *where = config.listen;
     if (config.listen.rfind("127.0.0.1:", 0) == 0) {
         const int port = std::stoi(config.listen.substr(10));
-        return listen_loopback(static_cast<std::uint16_t>(port), nullptr);
+        std::uint16_t bound = 0;
+        auto listener = listen_loopback(static_cast<std::uint16_t>(port), &bound);
+        if (listener) *where = "127.0.0.1:" + std::to_string(bound);
+        return listener;
     }
     const auto path = api_socket_path(config);
     std::error_code ec;
@@ -439,7 +445,8 @@ int run_daemon(const AgentConfig& config) {
         *target = std::move(*secret);
     }
     Api api(std::move(api_config), **queue, sandboxes);
-    auto listener = listen_api(config);
+    std::string listening;
+    auto listener = listen_api(config, &listening);
     if (!listener) {
         spdlog::error("api: {}", listener.error().message);
         return 1;
@@ -451,7 +458,7 @@ int run_daemon(const AgentConfig& config) {
         spdlog::error("api: {}", server.error().message);
         return 1;
     }
-    spdlog::info("agent {} ready: api on {}, at most {} job(s)", config.id, config.listen,
+    spdlog::info("agent {} ready: api on {}, at most {} job(s)", config.id, listening,
                  config.max_jobs);
     // The token is read by each GitHub round; an unreadable one is a start-up error here.
     if (config.github_token_file)

@@ -3,9 +3,6 @@
 // dogfood wrap, where a nested bwrap cannot start), so every case runs both ways.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/wait.h>
@@ -17,7 +14,6 @@
 #include <vector>
 
 #include "sandbox/broker_protocol.hpp"
-#include "sandbox/fd.hpp"
 #include "tests/agent_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -49,33 +45,26 @@ struct Cli {
 Cli start_cli(const std::filesystem::path& dir, std::vector<std::string> args) {
     static int serial = 0;
     ++serial;
-    Cli cli{{}, dir / ("cli-" + std::to_string(serial) + ".out"), dir / ("cli-" + std::to_string(serial) + ".err")};
+    const auto out = dir / ("cli-" + std::to_string(serial) + ".out");
+    const auto err = dir / ("cli-" + std::to_string(serial) + ".err");
     args.insert(args.begin(), {SANDGATE_BINARY, "sandboxes"});
-    cli.process.pid = ::fork();
-    if (cli.process.pid == 0) {
-        const int out = ::open(cli.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        const int err = ::open(cli.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) ::_exit(127);
-        std::vector<char*> argv;
-        for (auto& arg : args) argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    return cli;
+    return Cli{spawn(std::move(args), dir / "marks", out, err), out, err};
 }
 
-// A loopback port free a moment ago (the kernel picks it; the agent binds it next).
-std::uint16_t free_port() {
-    sandbox::Fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    REQUIRE(probe);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
-    socklen_t size = sizeof(address);
-    REQUIRE(::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&address), &size) == 0);
-    return ntohs(address.sin_port);
+// The 127.0.0.1 port an agent started with api.listen 127.0.0.1:0 chose, read from the
+// "ready: api on 127.0.0.1:PORT" line of its log (no port picked here and bound later: another
+// process could take it in between).
+std::uint16_t bound_port(const std::filesystem::path& log) {
+    constexpr std::string_view mark = "api on 127.0.0.1:";
+    while (true) {
+        const std::string text = std::filesystem::exists(log) ? tests::read_file(log) : "";
+        if (const auto at = text.find(mark); at != std::string::npos) {
+            const auto digits = text.substr(at + mark.size(), text.find_first_not_of("0123456789", at + mark.size()) -
+                                                                  (at + mark.size()));
+            if (!digits.empty()) return static_cast<std::uint16_t>(std::stoi(digits));
+        }
+        std::this_thread::sleep_for(20ms);
+    }
 }
 
 struct Fixture {
@@ -106,11 +95,6 @@ struct Fixture {
                 std::filesystem::path(std::string(doc["root"].get_string().value()))};
     }
 };
-
-// Waits until `path` exists; a bug hangs here until ctest's bound rather than passing.
-void wait_for(const std::filesystem::path& path) {
-    while (!std::filesystem::exists(path)) std::this_thread::sleep_for(20ms);
-}
 
 // A step deaf to SIGTERM (so is its sleep) that writes the sleep's pid to `mark`, then waits
 // far longer than any test.
@@ -194,7 +178,7 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
 
     auto interrupted = f.start({"exec", id, "--exec-id", "step-1", "--kill-grace", "500ms",
                                 "--shell", stubborn("started-1")});
-    wait_for(root / "started-1");
+    wait_path(root / "started-1");
     ::kill(interrupted.process.pid, SIGINT);
     auto ran = interrupted.wait();
     CHECK(ran.status == 130);
@@ -210,7 +194,7 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
     // --json: the API's answer says who cancelled it.
     auto json = f.start({"exec", id, "--json", "--exec-id", "step-j", "--kill-grace", "500ms",
                          "--shell", stubborn("started-j")});
-    wait_for(root / "started-j");
+    wait_path(root / "started-j");
     ::kill(json.process.pid, SIGINT);
     auto answered = json.wait();
     CHECK(answered.status == 130);
@@ -221,7 +205,7 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
     // Cancelled by someone else: the exec's client reports it (130, cancelled_by api).
     auto other = f.start({"exec", id, "--json", "--exec-id", "step-2", "--kill-grace", "500ms",
                           "--shell", stubborn("started-2")});
-    wait_for(root / "started-2");
+    wait_path(root / "started-2");
     CHECK(f.run({"get", id}).out.find("\"running_exec\":\"step-2\"") != std::string::npos);
     auto busy = f.run({"exec", id, "--", "true"});  // one step at a time: refused, nothing ran
     CHECK(busy.status == 125);
@@ -277,10 +261,10 @@ TEST_CASE("sandboxes over --url with --token-file, as jobs reaches a 127.0.0.1 a
     const auto token = agent.dir / "token";
     tests::write_file(token, "sandboxes-cli-token\n");
     std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-    const std::string url = "http://127.0.0.1:" + std::to_string(free_port());
-    tests::write_file(agent.config, tests::read_file(agent.config) + "api:\n  listen: " + url.substr(7) +
-                                        "\n  token_file: " + token.string() + "\n");
-    Process daemon = agent.start();
+    tests::write_file(agent.config, tests::read_file(agent.config) + "api:\n  listen: 127.0.0.1:0\n  token_file: " +
+                                        token.string() + "\n");
+    Process daemon = agent.start(agent.dir / "agent.log");
+    const std::string url = "http://127.0.0.1:" + std::to_string(bound_port(agent.dir / "agent.log"));
     const std::vector<std::string> tcp = {"--url", url, "--token-file", token.string()};
     auto with = [&](std::vector<std::string> args) {
         args.insert(args.begin(), tcp.begin(), tcp.end());
