@@ -30,14 +30,20 @@ struct Repos {
         const std::string sha = tests::make_repo(dir / name, {{name + ".txt", name + "\n"}});
         return {"file://" + (dir / name).string(), sha};
     }
-    std::string fetch(const std::string& url, const std::string& sha) {
+    // The cache's answer to a fetch of `sha` from `url`.
+    auto ensure(const std::string& url, const std::string& sha) {
         jobs::MirrorRequest request;
         request.remote = url;
         request.sha = sha;
         auto mirror = cache.ensure_commit(request);
         REQUIRE(mirror);
-        CHECK(mirror->presence == jobs::CommitPresence::present);
-        return mirror->scope.filename().string();
+        return *mirror;
+    }
+    // The scope a fetch of `sha` from `url` lands in.
+    std::string fetch(const std::string& url, const std::string& sha) {
+        const auto mirror = ensure(url, sha);
+        CHECK(mirror.presence == jobs::CommitPresence::present);
+        return mirror.scope.filename().string();
     }
     // Makes every trace of use of `path` (a scope or flat mirror, recursively) and of extra
     // files 20 days old.
@@ -108,13 +114,9 @@ TEST_CASE("unserved and idle scopes are removed; served, recent and in-use ones 
     CHECK(third->kept == 1);
 
     // A later fetch of a collected repository simply clones it again.
-    jobs::MirrorRequest again;
-    again.remote = app_url;
-    again.sha = app_sha;
-    auto recloned = r.cache.ensure_commit(again);
-    REQUIRE(recloned);
-    CHECK(recloned->event == jobs::MirrorEvent::cloned);
-    CHECK(recloned->presence == jobs::CommitPresence::present);
+    const auto recloned = r.ensure(app_url, app_sha);
+    CHECK(recloned.event == jobs::MirrorEvent::cloned);
+    CHECK(recloned.presence == jobs::CommitPresence::present);
 }
 
 TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept and collected later") {
@@ -176,13 +178,8 @@ TEST_CASE("idle flat mirrors of the earlier layout go with their lock and leftov
     CHECK_FALSE(r.trash_left());
 
     // The kept flat mirror is still adopted by its first fetch; the removed one is cloned.
-    jobs::MirrorRequest fresh;
-    fresh.remote = new_url;
-    fresh.sha = new_sha;
-    auto adopted = r.cache.ensure_commit(fresh);
-    REQUIRE(adopted);
     // Moved into its scope, then re-cloned there: a git CLI mirror lacks sandgate's marker.
-    CHECK(adopted->event == jobs::MirrorEvent::recloned);
+    CHECK(r.ensure(new_url, new_sha).event == jobs::MirrorEvent::recloned);
     CHECK(r.fetch(old_url, old_sha) == old_name);
 }
 
