@@ -212,6 +212,11 @@ int exec_command(CommandArgs args) {
         return k_exit_refused;
     }
     request->cancel = &(*interrupts)->token();
+    // One command and no other child: this process adopts the command's orphans, so the run
+    // ends only once the last of them is reaped. Under the wrap that is bwrap's pid 1, which
+    // the kernel releases only after every other process of its namespace, including a
+    // daemon that closed its output and would otherwise outlive the return by its own exit.
+    if (sandbox::make_caller_subreaper()) request->reaper = sandbox::Reaper::caller;
     LiveOutput live;
     if (!options.json) request->observer = &live;
     const sandbox::RunResult result = sandbox::run(*request);

@@ -149,6 +149,14 @@ int signal_descendants(pid_t root, int sig, Resume resume) {
     return signalled;
 }
 
+pid_t any_child(pid_t parent) {
+    pid_t found = -1;
+    for_each_child(parent, [&found](pid_t child) {
+        if (found < 0) found = child;
+    });
+    return found;
+}
+
 void reaper_main(pid_t caller, int status_fd, int error_fd, void (*start_command)(const void*),
                  const void* arg) {
     // Every signal is blocked on entry (spawn() blocks them around fork) and stays blocked:

@@ -48,4 +48,7 @@ void report_child_failure(int fd, int stage, int errno_value);
 enum class Resume { no, yes };
 int signal_descendants(pid_t root, int sig, Resume resume);
 
+// A child of `parent` (any of its threads'), or -1 when it has none; read from /proc.
+pid_t any_child(pid_t parent);
+
 }  // namespace sandbox

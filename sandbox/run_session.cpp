@@ -116,6 +116,7 @@ void RunSession::on_clock(Clock::time_point now) {
     if (m_exited_at) {
         if (!m_dead_at && (m_tree.dead() || now >= *m_exited_at + k_cgroup_empty_deadline))
             m_dead_at = now;
+        if (!m_dead_at && !m_adopted) m_adopted = m_tree.adopted_pidfd();
         if (!m_dead_at && now >= m_recheck_at) {
             m_recheck = std::min<Clock::duration>(m_recheck * 2, std::chrono::milliseconds(20));
             m_recheck_at = now + m_recheck;
@@ -172,6 +173,10 @@ int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
     }
     if (m_exited_at && !m_dead_at && m_tree.cgroup())
         fds[count++] = {m_tree.cgroup()->events_fd(), POLLPRI, 0};
+    if (m_exited_at && !m_dead_at && m_adopted) {
+        at.adopted = count;
+        fds[count++] = {m_adopted.get(), POLLIN, 0};
+    }
     return count;
 }
 
@@ -181,9 +186,14 @@ void RunSession::loop(RunResult& result) {
         auto now = Clock::now();
         on_clock(now);
         if (finished(now)) break;
-        pollfd fds[6];
+        pollfd fds[7];
         Slots at;
-        const int count = gather(fds, at, true);
+        // While an adopted child is left (under the wrap, bwrap's pid 1 tearing its namespaces
+        // down) only its exit is waited for: the processes of the tree are gone by then, so the
+        // pipes are at EOF and drained on the next turn without a wait, and the run ends on one
+        // wake instead of two (EOF comes shortly before pid 1 leaves).
+        const bool output = !(m_exited_at && !m_dead_at && m_adopted);
+        const int count = gather(fds, at, output);
         const int ready = wait_ready(fds, count, poll_timeout(now));
         if (ready < 0 && errno != EINTR) break;
         if (ready <= 0) continue;
@@ -197,6 +207,8 @@ void RunSession::loop(RunResult& result) {
             }
         }
         if (at.child >= 0 && fds[at.child].revents != 0) on_main_exit(result);
+        // Exited: the next on_clock reaps it, and looks for another child if one is left.
+        if (at.adopted >= 0 && fds[at.adopted].revents != 0) m_adopted.reset();
         if (at.cancel >= 0 && fds[at.cancel].revents != 0 && !m_exited_at) {
             m_cancelled = true;
             stop_tree(Clock::now());

@@ -41,7 +41,7 @@ public:
 private:
     // Where each watched fd sits in a poll set (-1: not in it).
     struct Slots {
-        int out = -1, err = -1, in = -1, child = -1, cancel = -1;
+        int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1;
     };
     int gather(pollfd* fds, Slots& at, bool with_output) const;
     void stop_tree(Clock::time_point now);
@@ -60,6 +60,7 @@ private:
     Fd m_out;
     Fd m_err;
     Fd m_in;
+    Fd m_adopted;  // after the exit: RunTree::adopted_pidfd(), while the tree is not dead
     std::size_t m_in_done = 0;
     StreamCapture m_out_capture;
     StreamCapture m_err_capture;

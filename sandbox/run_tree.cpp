@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,11 @@
 namespace sandbox {
 namespace {
 
+// Whether a sweep kills the children it finds alive or only reaps: under the wrap the one left
+// is bwrap's pid 1, which leaves by itself once bwrap has (--die-with-parent) and takes the
+// namespace with it; killing from outside would only compete with that teardown for the CPU.
+enum class KillLeft { no, yes };
+
 // Reaper::caller, once the main child is reaped: reaps what died and, while any child is
 // left, SIGKILLs every descendant of this process (__WALL: clone children with another exit
 // signal too). True once no child is left. No child at all (ECHILD) means no descendant
@@ -20,8 +26,8 @@ namespace {
 // that leaves nothing behind costs one waitpid and no walk of /proc. The kill comes before the
 // next wait, so a fork racing the sweep is caught by the next call (the new process is
 // re-parented to us, its killed parent forks no more).
-bool sweep_caller_tree() {
-    bool killed = false;
+bool sweep_caller_tree(KillLeft kill_left) {
+    bool killed = kill_left == KillLeft::no;
     for (;;) {
         int status = 0;
         const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
@@ -84,7 +90,16 @@ void RunTree::after_exit(const Child& child) const {
 
 bool RunTree::dead() const {
     if (m_cgroup && m_cgroup->populated()) return false;
-    return m_holder == Holder::caller ? sweep_caller_tree() : true;
+    if (m_holder != Holder::caller) return true;
+    return sweep_caller_tree(m_kind == TreeKill::pidns ? KillLeft::no : KillLeft::yes);
+}
+
+Fd RunTree::adopted_pidfd() const {
+    if (m_holder != Holder::caller) return Fd();
+    const pid_t child = any_child(::getpid());
+    // Our child until we reap it, so the pid cannot have been recycled.
+    if (child <= 0) return Fd();
+    return Fd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
 }
 
 // Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides

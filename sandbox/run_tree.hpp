@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/fd.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
@@ -37,6 +38,10 @@ public:
     // reaps what is left, orphans that a cgroup emptied included (they were re-parented to us
     // and would stay zombies). Non-blocking; called again until it says so.
     bool dead() const;
+    // With the caller as the subreaper, once dead() said no: a pidfd of one child of ours that
+    // is left (under the wrap, bwrap's pid 1, adopted when bwrap exited), readable when it has
+    // exited, so that the wait for the tree needs no timer. Invalid otherwise.
+    Fd adopted_pidfd() const;
 
 private:
     TreeKill m_kind;
