@@ -196,7 +196,8 @@ void spawn_and_watch(const RunRequest& request, WrapPlan* plan, RunPipes pipes,
         return;
     }
     RunSession session(request, *child, tree, std::move(pipes.out.read),
-                       std::move(pipes.err.read), std::move(pipes.stdin_parent));
+                       std::move(pipes.err.read), std::move(pipes.stdin_parent),
+                       plan && plan->status ? plan->status.get() : -1);
     session.loop(result);
     classify_end(request, plan, session, result);
 }

@@ -1,13 +1,17 @@
 // RunSession: one ppoll loop over the output pipes, stdin, the child's pidfd, the cancel
-// token and (after the exit) the leaf's cgroup.events.
+// token, the wrapper's status channel and (after the exit) the leaf's cgroup.events, an
+// adopted child's pidfd and the wrapper's pid 1's.
 #include "sandbox/run_session.hpp"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+
+#include "sandbox/reaper.hpp"
 
 namespace sandbox {
 namespace {
@@ -112,9 +116,34 @@ void RunSession::on_main_exit(RunResult& result) {
     m_recheck_at = *m_exited_at + m_recheck;
 }
 
+// bwrap writes its first status once it has cloned its pid 1, and its monitor (our child)
+// reaps that pid 1 only once it has exited: while the monitor runs, its child list names it.
+// A pid 1 that died before this look leaves no pidfd, and the run ends as it did before.
+void RunSession::watch_wrap_init() {
+    m_wrap_status = -1;
+    const pid_t init = any_child(m_child.pid());
+    if (init > 0) m_wrap_init = Fd(static_cast<int>(::syscall(SYS_pidfd_open, init, 0)));
+}
+
+bool RunSession::wrap_init_gone() {
+    if (!m_wrap_init || m_wrap_init_gone) return true;
+    pollfd item{m_wrap_init.get(), POLLIN, 0};
+    m_wrap_init_gone = ::poll(&item, 1, 0) == 1;
+    return m_wrap_init_gone;
+}
+
+// After the exit, while the tree's last process (an adopted child, or the wrapper's pid 1) is
+// still leaving, only its exit is waited for: the sandbox's processes are gone by then, so the
+// pipes are at EOF and drained on the next turn without a wait, and the run ends on one wake
+// instead of two (EOF comes shortly before pid 1 leaves).
+bool RunSession::awaiting_exit_only() const {
+    return m_exited_at && !m_dead_at && (m_adopted || (m_wrap_init && !m_wrap_init_gone));
+}
+
 void RunSession::on_clock(Clock::time_point now) {
     if (m_exited_at) {
-        if (!m_dead_at && (m_tree.dead() || now >= *m_exited_at + k_cgroup_empty_deadline))
+        if (!m_dead_at && ((m_tree.dead() && wrap_init_gone()) ||
+                           now >= *m_exited_at + k_cgroup_empty_deadline))
             m_dead_at = now;
         if (!m_dead_at && !m_adopted) m_adopted = m_tree.adopted_pidfd();
         if (!m_dead_at && now >= m_recheck_at) {
@@ -177,6 +206,14 @@ int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
         at.adopted = count;
         fds[count++] = {m_adopted.get(), POLLIN, 0};
     }
+    if (!m_exited_at && m_wrap_status >= 0) {
+        at.status = count;
+        fds[count++] = {m_wrap_status, POLLIN, 0};
+    }
+    if (m_exited_at && !m_dead_at && m_wrap_init && !m_wrap_init_gone) {
+        at.init = count;
+        fds[count++] = {m_wrap_init.get(), POLLIN, 0};
+    }
     return count;
 }
 
@@ -186,14 +223,9 @@ void RunSession::loop(RunResult& result) {
         auto now = Clock::now();
         on_clock(now);
         if (finished(now)) break;
-        pollfd fds[7];
+        pollfd fds[8];
         Slots at;
-        // While an adopted child is left (under the wrap, bwrap's pid 1 tearing its namespaces
-        // down) only its exit is waited for: the processes of the tree are gone by then, so the
-        // pipes are at EOF and drained on the next turn without a wait, and the run ends on one
-        // wake instead of two (EOF comes shortly before pid 1 leaves).
-        const bool output = !(m_exited_at && !m_dead_at && m_adopted);
-        const int count = gather(fds, at, output);
+        const int count = gather(fds, at, !awaiting_exit_only());
         const int ready = wait_ready(fds, count, poll_timeout(now));
         if (ready < 0 && errno != EINTR) break;
         if (ready <= 0) continue;
@@ -209,6 +241,8 @@ void RunSession::loop(RunResult& result) {
         if (at.child >= 0 && fds[at.child].revents != 0) on_main_exit(result);
         // Exited: the next on_clock reaps it, and looks for another child if one is left.
         if (at.adopted >= 0 && fds[at.adopted].revents != 0) m_adopted.reset();
+        if (at.status >= 0 && fds[at.status].revents != 0) watch_wrap_init();
+        if (at.init >= 0 && fds[at.init].revents != 0) m_wrap_init_gone = true;
         if (at.cancel >= 0 && fds[at.cancel].revents != 0 && !m_exited_at) {
             m_cancelled = true;
             stop_tree(Clock::now());

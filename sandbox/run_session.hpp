@@ -26,10 +26,13 @@ class RunSession {
     using Clock = std::chrono::steady_clock;
 
 public:
-    RunSession(const RunRequest& request, Child& child, const RunTree& tree, Fd out, Fd err, Fd in)
+    // wrap_status: the wrapper's status channel (WrapPlan::status, read end), or -1. It is
+    // polled, never read (diagnose_wrap_failure reads it after the run).
+    RunSession(const RunRequest& request, Child& child, const RunTree& tree, Fd out, Fd err, Fd in,
+               int wrap_status = -1)
         : m_request(request), m_child(child), m_tree(tree), m_out(std::move(out)),
-          m_err(std::move(err)), m_in(std::move(in)), m_out_capture(request.output_limit),
-          m_err_capture(request.output_limit) {
+          m_err(std::move(err)), m_in(std::move(in)), m_wrap_status(wrap_status),
+          m_out_capture(request.output_limit), m_err_capture(request.output_limit) {
         const auto now = Clock::now();
         if (request.timeout) m_deadline = now + *request.timeout;
         if (!request.stdin_text || request.stdin_text->empty()) m_in.reset();
@@ -41,7 +44,8 @@ public:
 private:
     // Where each watched fd sits in a poll set (-1: not in it).
     struct Slots {
-        int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1;
+        int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1, status = -1,
+            init = -1;
     };
     int gather(pollfd* fds, Slots& at, bool with_output) const;
     void stop_tree(Clock::time_point now);
@@ -50,6 +54,9 @@ private:
     void end_stream(Fd& fd);
     void feed_stdin();
     void on_main_exit(RunResult& result);
+    void watch_wrap_init();
+    bool wrap_init_gone();
+    bool awaiting_exit_only() const;
     void on_clock(Clock::time_point now);
     std::optional<Clock::duration> poll_timeout(Clock::time_point now) const;
     bool finished(Clock::time_point now) const;
@@ -61,6 +68,12 @@ private:
     Fd m_err;
     Fd m_in;
     Fd m_adopted;  // after the exit: RunTree::adopted_pidfd(), while the tree is not dead
+    // The wrapper's pid 1 (bwrap's init of the sandbox's pid namespace): the run is over only
+    // once it has exited, which the kernel lets it do only after every other process of the
+    // namespace is gone. Found when the status channel first speaks (the namespaces exist).
+    int m_wrap_status = -1;  // polled until it speaks, then -1
+    Fd m_wrap_init;          // a pidfd of that pid 1
+    bool m_wrap_init_gone = false;
     std::size_t m_in_done = 0;
     StreamCapture m_out_capture;
     StreamCapture m_err_capture;

@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -288,47 +286,12 @@ TEST_CASE("SIGTERM or SIGINT to sandgate stops the whole tree first, then exits 
     CHECK(std::string_view(doc.root["error"]["kind"]) == "cancelled");
 }
 
-namespace {
-
-// Pids of processes, live or already exiting, whose name (comm, which a process keeps until it
-// is reaped, unlike its command line) is `name`.
-std::vector<int> processes_named(const std::string& name) {
-    std::vector<int> found;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-        const std::string pid = entry.path().filename().string();
-        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "comm");
-        std::string comm;
-        if (std::getline(in, comm) && comm == name) found.push_back(std::stoi(pid));
-    }
-    return found;
-}
-
-}  // namespace
-
 TEST_CASE("under the wrap, sandgate exec returns only once every process of the sandbox is gone") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no sandbox starts");
     const auto dir = tests::make_temp_dir("exec");
-    // A daemon that closed its stdio, so the output pipes say nothing about it, and whose death
-    // takes a while: it frees 256 MiB it touched. Its name (at most 15 bytes) lets the host
-    // look for it; the command returns once the daemon is ready.
-    const std::string name = "sgl" + std::to_string(::getpid() % 100000) + "-" +
-                             std::to_string(std::random_device{}() % 10000);
-    const std::string script =
-        "import os, sys, ctypes, time\n"
-        "r, w = os.pipe()\n"
-        "if os.fork() == 0:\n"
-        "    os.close(r); os.setsid()\n"
-        "    null = os.open('/dev/null', os.O_RDWR)\n"
-        "    for fd in (0, 1, 2): os.dup2(null, fd)\n"
-        "    ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
-        "    memory = bytearray(256 << 20)\n"
-        "    for i in range(0, len(memory), 4096): memory[i] = 1\n"
-        "    os.write(w, b'x'); time.sleep(600)\n"
-        "os.close(w); os.read(r, 1)\n";
+    const std::string name = tests::unique_process_name();
     std::vector<std::string> argv = {SANDGATE_BINARY, "exec", "--sandbox", "bwrap", "--cwd", dir.string(),
-                                     "--", "python3", "-c", script, name};
+                                     "--", "python3", "-c", tests::k_slow_dying_daemon, name};
     std::vector<char*> raw;
     for (auto& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);
@@ -338,7 +301,7 @@ TEST_CASE("under the wrap, sandgate exec returns only once every process of the 
     REQUIRE(::posix_spawn(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
-    const auto left = processes_named(name);  // before anything else, right after the return
+    const auto left = tests::processes_named(name);  // before anything else, right after the return
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     CHECK(left.empty());

@@ -15,8 +15,10 @@
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
 #include "sandbox/probe.hpp"
+#include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap_bwrap.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -462,4 +464,16 @@ TEST_CASE("an egress allowlist is refused by every arm, naming the flag; nothing
     CHECK(unwrapped.error->message.find("--allow-egress") != std::string::npos);
     CHECK(unwrapped.exit_status() == 125);
     CHECK_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_CASE("sandbox::run under the wrap returns only once every process of the sandbox is gone") {
+    SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no sandbox starts");
+    // The daemon closed its stdio, so the pipes' EOF says nothing about it; bwrap's pid 1 leaves
+    // only after it, and the run waits for that pid 1 (the test process adopts nothing).
+    const auto dir = tests::make_temp_dir("wrap");
+    const std::string name = tests::unique_process_name();
+    const auto result = sandbox::run(request_in(dir, {"python3", "-c", tests::k_slow_dying_daemon, name}));
+    const auto left = tests::processes_named(name);  // before anything else, right after the return
+    CHECK(result.exit_status() == 0);
+    CHECK(left.empty());
 }

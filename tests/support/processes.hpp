@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,6 +43,43 @@ inline std::vector<int> processes_with(const std::string& marker) {
         if (cmdline.find(marker) != std::string::npos) found.push_back(std::stoi(name));
     }
     return found;
+}
+
+// Pids of processes, live or already exiting, whose name (comm, which a process keeps until it
+// is reaped, unlike its command line) is `name`.
+inline std::vector<int> processes_named(const std::string& name) {
+    std::vector<int> found;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string pid = entry.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(entry.path() / "comm");
+        std::string comm;
+        if (std::getline(in, comm) && comm == name) found.push_back(std::stoi(pid));
+    }
+    return found;
+}
+
+// A Python program for the wrap's tests: forks a daemon that closes its stdio (so the output
+// pipes say nothing about it), names itself argv[1] (at most 15 bytes) and touches 256 MiB,
+// which makes its death take a while; returns once the daemon is ready.
+inline const char* const k_slow_dying_daemon =
+    "import os, sys, ctypes, time\n"
+    "r, w = os.pipe()\n"
+    "if os.fork() == 0:\n"
+    "    os.close(r); os.setsid()\n"
+    "    null = os.open('/dev/null', os.O_RDWR)\n"
+    "    for fd in (0, 1, 2): os.dup2(null, fd)\n"
+    "    ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
+    "    memory = bytearray(256 << 20)\n"
+    "    for i in range(0, len(memory), 4096): memory[i] = 1\n"
+    "    os.write(w, b'x'); time.sleep(600)\n"
+    "os.close(w); os.read(r, 1)\n";
+
+// A process name (comm) no other process has: "sgl<pid>-<random>", at most 15 bytes.
+inline std::string unique_process_name() {
+    return "sgl" + std::to_string(::getpid() % 100000) + "-" +
+           std::to_string(std::random_device{}() % 100000);
 }
 
 // Sends `signal` to `pid` and waits for it; returns its wait status (-1 when either call
