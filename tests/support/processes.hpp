@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,39 +24,37 @@ inline std::string unique_marker() {
            std::to_string(salt);
 }
 
-// Pids of live (non-zombie) processes whose command line contains `marker`. Zombies have an
-// empty command line, so they never match.
-inline std::vector<int> processes_with(const std::string& marker) {
-    std::vector<int> found;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        const int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        std::string cmdline;
-        char buf[4096];
-        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-            cmdline.append(buf, static_cast<std::size_t>(n));
-        ::close(fd);
-        if (cmdline.find(marker) != std::string::npos) found.push_back(std::stoi(name));
-    }
-    return found;
-}
-
-// Pids of processes, live or already exiting, whose name (comm, which a process keeps until it
-// is reaped, unlike its command line) is `name`.
-inline std::vector<int> processes_named(const std::string& name) {
+// Pids of the processes whose /proc/PID/`file` satisfies `match` (given the file's whole text).
+template <typename Match>
+std::vector<int> processes_whose(const char* file, Match&& match) {
     std::vector<int> found;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
         const std::string pid = entry.path().filename().string();
         if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream in(entry.path() / "comm");
-        std::string comm;
-        if (std::getline(in, comm) && comm == name) found.push_back(std::stoi(pid));
+        const int fd = ::open((entry.path() / file).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        std::string text;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+        ::close(fd);
+        if (match(text)) found.push_back(std::stoi(pid));
     }
     return found;
+}
+
+// Pids of live (non-zombie) processes whose command line contains `marker`. Zombies have an
+// empty command line, so they never match.
+inline std::vector<int> processes_with(const std::string& marker) {
+    return processes_whose("cmdline", [&](const std::string& cmdline) {
+        return cmdline.find(marker) != std::string::npos;
+    });
+}
+
+// Pids of processes, live or already exiting, whose name (comm, which a process keeps until it
+// is reaped, unlike its command line) is `name`.
+inline std::vector<int> processes_named(const std::string& name) {
+    return processes_whose("comm", [&](const std::string& comm) { return comm == name + "\n"; });
 }
 
 // A Python program for the wrap's tests: forks a daemon that closes its stdio (so the output
