@@ -13,6 +13,8 @@
 #include <climits>
 #include <thread>
 
+#include "sandbox/spawn.hpp"
+
 namespace agent {
 
 using sandbox::ErrorKind;
@@ -68,7 +70,7 @@ Expected<JobProcess> JobProcess::start(const std::vector<std::string>& argv,
     if (pid < 0) return fail(ErrorKind::transient, sandbox::errno_message("fork"));
     if (pid == 0) exec_child(log.get(), null.get(), args.data(), envp.data());
     ::setpgid(pid, pid);  // also in the parent: no window where the group does not exist
-    sandbox::Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    sandbox::Fd pidfd = sandbox::open_pidfd(pid);
     return JobProcess(pid, std::move(pidfd));
 }
 

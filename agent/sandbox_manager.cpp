@@ -21,6 +21,7 @@
 #include "agent/sandbox_records.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/fd.hpp"
+#include "sandbox/spawn.hpp"
 #include "sandbox/json_convert.hpp"
 
 namespace agent {
@@ -250,8 +251,7 @@ Expected<void> SandboxManager::wait_ready(Sandbox& box) {
         sandbox::PeerCredentials peer;
         auto reply = sandbox::broker_call(box.socket, ping, std::chrono::seconds(5), &peer);
         if (reply && reply->status && reply->status->identity == box.info.identity.canonical()) {
-            const int fd = static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0));
-            box.pidfd.reset(fd);
+            box.pidfd = sandbox::open_pidfd(peer.pid);
             return {};
         }
         std::this_thread::sleep_for(k_ready_poll);

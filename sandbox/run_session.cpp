@@ -5,7 +5,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,7 +121,7 @@ void RunSession::on_main_exit(RunResult& result) {
 void RunSession::watch_wrap_init() {
     m_wrap_status = -1;
     const pid_t init = any_child(m_child.pid());
-    if (init > 0) m_wrap_init = Fd(static_cast<int>(::syscall(SYS_pidfd_open, init, 0)));
+    if (init > 0) m_wrap_init = open_pidfd(init);
 }
 
 bool RunSession::wrap_init_gone() {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,7 +98,7 @@ Fd RunTree::adopted_pidfd() const {
     const pid_t child = any_child(::getpid());
     // Our child until we reap it, so the pid cannot have been recycled.
     if (child <= 0) return Fd();
-    return Fd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    return open_pidfd(child);
 }
 
 // Picks the mechanism: a cgroup leaf when allowed and possible, else what the wrap provides

@@ -23,7 +23,6 @@ namespace sandbox {
 namespace {
 
 // glibc 2.36's <sys/pidfd.h> lacks extern "C", so its wrappers cannot be linked from C++.
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 int pidfd_send_signal(int pidfd, int sig) {
     return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
@@ -208,7 +207,7 @@ pid_t fork_child(int cgroup_fd, ExecPlan& plan, Fd& pidfd, Fd& procs) {
         plan.cgroup_procs_fd = procs.get();
     }
     const pid_t pid = ::fork();
-    if (pid > 0) pidfd.reset(pidfd_open(pid));  // ours until reaped: the pid cannot be recycled
+    if (pid > 0) pidfd = open_pidfd(pid);  // ours until reaped: the pid cannot be recycled
     return pid;
 }
 
@@ -423,5 +422,7 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec) {
     }
     return child;
 }
+
+Fd open_pidfd(pid_t pid) { return Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
 
 }  // namespace sandbox

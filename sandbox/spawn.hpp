@@ -115,4 +115,9 @@ private:
 
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec);
 
+// A pidfd of `pid` (pidfd_open); invalid when it cannot be had. The caller makes sure the pid
+// cannot have been recycled: its own child before it reaps it, or its child's child while
+// that child, which alone may reap it, runs.
+Fd open_pidfd(pid_t pid);
+
 }  // namespace sandbox
