@@ -3,8 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <span>
-
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -134,20 +132,22 @@ Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& p
     return absolute;
 }
 
-std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
-                                      const std::filesystem::path& home, WithResolv with_resolv) {
-    std::vector<MountEntry> entries;
-    entries.reserve(48);
-    // Built from text, each path once: a path splits its text into components when made, and
-    // the layout is made for every run.
-    const auto add = [&entries](MountKind kind, std::string dest, std::string source, int priority) {
-        MountEntry& entry = entries.emplace_back();
-        entry.kind = kind;
-        entry.dest = std::move(dest);
-        entry.source = std::move(source);
-        entry.priority = priority;
-    };
-    add(MountKind::ro_bind, "/usr", "/usr", 0);
+namespace {
+
+// Appends an entry. The layout is made for every run, so each path is built once, from text: a
+// path splits its text into components when made.
+void add(std::vector<MountEntry>& entries, MountKind kind, std::string dest, std::string source,
+         int priority) {
+    MountEntry& entry = entries.emplace_back();
+    entry.kind = kind;
+    entry.dest = std::move(dest);
+    entry.source = std::move(source);
+    entry.priority = priority;
+}
+
+// /usr, and the top-level names as the host has them: symlinks into /usr, or bound directories.
+void add_system_tree(std::vector<MountEntry>& entries) {
+    add(entries, MountKind::ro_bind, "/usr", "/usr", 0);
     std::error_code ec;
     for (const char* name : k_top_level) {
         const std::string top = std::string("/") + name;
@@ -155,37 +155,51 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
         char target[PATH_MAX];
         const ssize_t length = ::readlink(top.c_str(), target, sizeof target);
         if (length > 0 && static_cast<std::size_t>(length) < sizeof target) {
-            add(MountKind::symlink, top, std::string(target, static_cast<std::size_t>(length)), 0);
+            add(entries, MountKind::symlink, top, std::string(target, static_cast<std::size_t>(length)), 0);
         } else if (length < 0 && errno == EINVAL && std::filesystem::is_directory(top, ec)) {
-            add(MountKind::ro_bind, top, top, 0);
+            add(entries, MountKind::ro_bind, top, top, 0);
         }
     }
-    // Only needed when the sandbox uid is host root; unprivileged, DAC already says no.
-    const bool as_root = ::geteuid() == 0;
-    for (const char* name : as_root ? std::span(k_proc_read_only) : std::span<const char* const>()) {
+}
+
+// The procfs files a sandbox uid that is host root could write: only then (unprivileged, DAC
+// already says no).
+void add_proc_protection(std::vector<MountEntry>& entries) {
+    if (::geteuid() != 0) return;
+    for (const char* name : k_proc_read_only) {
         const std::string path = std::string("/proc/") + name;
-        add(MountKind::ro_bind_try, path, path, 1);
+        add(entries, MountKind::ro_bind_try, path, path, 1);
     }
-    for (const char* name : as_root ? std::span(k_proc_masked) : std::span<const char* const>()) {
+    for (const char* name : k_proc_masked) {
         std::string path = std::string("/proc/") + name;
-        if (::access(path.c_str(), F_OK) == 0) add(MountKind::hide_file, std::move(path), {}, 1);
+        if (::access(path.c_str(), F_OK) == 0) add(entries, MountKind::hide_file, std::move(path), {}, 1);
     }
+}
+
+// The allowlisted host files and directories of /etc, and resolv.conf when asked for.
+void add_host_etc(std::vector<MountEntry>& entries, WithResolv with_resolv) {
     for (const char* name : k_etc_files) {
         const std::string path = std::string("/etc/") + name;
         // Followed: os-release and localtime are symlinks on Debian. Neither looked at nor
         // read here: bwrap copies the file from an fd the plan opens (wrap_files'
         // open_host_file, which leaves out what is missing, odd or large).
-        add(MountKind::host_file, path, path, 1);
+        add(entries, MountKind::host_file, path, path, 1);
     }
     for (const char* name : k_etc_dirs) {
         const std::string path = std::string("/etc/") + name;
-        add(MountKind::ro_bind_try, path, path, 0);
+        add(entries, MountKind::ro_bind_try, path, path, 0);
     }
+    std::error_code ec;
     if (with_resolv == WithResolv::yes && std::filesystem::exists("/etc/resolv.conf", ec)) {
         // Often a symlink into /run: bind the file it resolves to, never /run itself.
         auto resolved = std::filesystem::canonical("/etc/resolv.conf", ec);
-        if (!ec) add(MountKind::ro_bind, "/etc/resolv.conf", resolved.native(), 0);
+        if (!ec) add(entries, MountKind::ro_bind, "/etc/resolv.conf", resolved.native(), 0);
     }
+}
+
+// The generated identity and name files of /etc: the sandbox user with `home`, localhost.
+void add_generated_etc(std::vector<MountEntry>& entries, unsigned uid, unsigned gid,
+                       const std::filesystem::path& home) {
     const std::string uid_text = std::to_string(uid);
     const std::string gid_text = std::to_string(gid);
     // The login shell of a CI user: bash where there is one (bash sets $SHELL from it).
@@ -203,6 +217,18 @@ std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
     entries.push_back(data_entry("/etc/nsswitch.conf",
                                  "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
                                  "networks: files\nprotocols: files\nservices: files\n"));
+}
+
+}  // namespace
+
+std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
+                                      const std::filesystem::path& home, WithResolv with_resolv) {
+    std::vector<MountEntry> entries;
+    entries.reserve(48);
+    add_system_tree(entries);
+    add_proc_protection(entries);
+    add_host_etc(entries, with_resolv);
+    add_generated_etc(entries, uid, gid, home);
     return entries;
 }
 
