@@ -195,9 +195,10 @@ void spawn_and_watch(const RunRequest& request, WrapPlan* plan, RunPipes pipes,
                                 child.error().errno_value};
         return;
     }
+    // The wrapper's pid 1 is watched through its status channel, unless we adopt it anyway.
+    const int wrap_status = plan && plan->status && !tree.adopts_orphans() ? plan->status.get() : -1;
     RunSession session(request, *child, tree, std::move(pipes.out.read),
-                       std::move(pipes.err.read), std::move(pipes.stdin_parent),
-                       plan && plan->status ? plan->status.get() : -1);
+                       std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
     classify_end(request, plan, session, result);
 }

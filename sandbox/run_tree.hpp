@@ -22,6 +22,9 @@ public:
         : m_kind(kind), m_cgroup(std::move(cgroup)), m_holder(holder) {}
     TreeKill kind() const { return m_kind; }
     const std::optional<Cgroup>& cgroup() const { return m_cgroup; }
+    // Reaper::caller: orphans (under the wrap, bwrap's pid 1) are re-parented to us and
+    // waited for through adopted_pidfd().
+    bool adopts_orphans() const { return m_holder == Holder::caller; }
     Supervision supervision() const {
         return m_kind == TreeKill::subreaper && m_holder == Holder::own ? Supervision::subreaper
                                                                         : Supervision::direct;
