@@ -63,34 +63,20 @@ constexpr const char* k_token = "exec-cancel-token";
 
 // The API on 127.0.0.1 (bearer token) with sandboxes in `mode` and a job record that receives
 // their evidence.
-struct TcpFixture {
+struct TcpFixture : tests::api::ApiStack {
     std::filesystem::path dir = tests::make_temp_dir("api-exec");
-    std::unique_ptr<agent::JobQueue> queue;
-    std::unique_ptr<agent::SandboxManager> sandboxes;
-    std::unique_ptr<agent::Api> api;
-    std::unique_ptr<agent::HttpServer> server;
     std::uint16_t port = 0;
     std::int64_t job = 0;
 
     explicit TcpFixture(sandbox::SandboxMode mode) {
-        queue = std::move(*agent::open_sqlite_queue(dir / "q.db"));
+        open(dir);
         agent::JobSpec spec;
         spec.key = {"octo/repo", k_sha, "", 1};
         job = queue->submit(spec)->job.id;
-        sandboxes = std::make_unique<agent::SandboxManager>(
-            agent::ManagerConfig{dir / "state", SANDGATE_BINARY, queue.get(), 30s});
         agent::ApiConfig config;
-        config.log_dir = dir / "logs";
         config.token = k_token;
         config.sandbox_policy.mode = mode;
-        api = std::make_unique<agent::Api>(std::move(config), *queue, *sandboxes);
-        auto listener = agent::listen_loopback(0, &port);
-        REQUIRE(listener);
-        auto started = agent::HttpServer::start(
-            std::move(*listener), [this](const agent::HttpRequest& r) { return api->handle(r); },
-            1 << 20);
-        REQUIRE(started);
-        server = std::move(*started);
+        serve(dir, std::move(config), agent::listen_loopback(0, &port), 1 << 20);
     }
     Reply call(const std::string& method, const std::string& path, const std::string& body = "") {
         return http(method, "http://127.0.0.1:" + std::to_string(port) + path, body,

@@ -66,32 +66,45 @@ inline Reply http(const std::string& method, const std::string& url, const std::
     return reply;
 }
 
-// An API on a unix socket with a queue and a sandbox manager in a temp dir.
-struct Fixture {
-    std::filesystem::path dir = tests::make_temp_dir("api");
+// The API's parts: a queue and a sandbox manager with their files in a directory, and the API
+// served on a listener.
+struct ApiStack {
     std::unique_ptr<agent::JobQueue> queue;
     std::unique_ptr<agent::SandboxManager> sandboxes;
     std::unique_ptr<agent::Api> api;
     std::unique_ptr<agent::HttpServer> server;
-    std::filesystem::path socket = dir / "run" / "api.sock";
 
-    explicit Fixture(agent::ApiConfig config = {}) {
+    void open(const std::filesystem::path& dir) {
         using namespace std::chrono_literals;
         queue = std::move(*agent::open_sqlite_queue(dir / "q.db"));
         sandboxes = std::make_unique<agent::SandboxManager>(
             agent::ManagerConfig{dir / "state", SANDGATE_BINARY, queue.get(), 30s});
+    }
+    // Job logs go to `dir`/logs; request bodies up to `max_body` bytes.
+    void serve(const std::filesystem::path& dir, agent::ApiConfig config,
+               sandbox::Expected<sandbox::Fd> listener, std::size_t max_body) {
         config.log_dir = dir / "logs";
-        config.sandbox_policy.mode = sandbox::SandboxMode::off;  // bwrap: see test_broker
         api = std::make_unique<agent::Api>(std::move(config), *queue, *sandboxes);
-        std::filesystem::create_directories(socket.parent_path());
-        ::chmod(socket.parent_path().c_str(), 0700);
-        auto listener = sandbox::listen_unix(socket);
         REQUIRE(listener);
         auto started = agent::HttpServer::start(
             std::move(*listener), [this](const agent::HttpRequest& r) { return api->handle(r); },
-            8 << 20);
+            max_body);
         REQUIRE(started);
         server = std::move(*started);
+    }
+};
+
+// An API on a unix socket with a queue and a sandbox manager in a temp dir.
+struct Fixture : ApiStack {
+    std::filesystem::path dir = tests::make_temp_dir("api");
+    std::filesystem::path socket = dir / "run" / "api.sock";
+
+    explicit Fixture(agent::ApiConfig config = {}) {
+        open(dir);
+        config.sandbox_policy.mode = sandbox::SandboxMode::off;  // bwrap: see test_broker
+        std::filesystem::create_directories(socket.parent_path());
+        ::chmod(socket.parent_path().c_str(), 0700);
+        serve(dir, std::move(config), sandbox::listen_unix(socket), 8 << 20);
     }
     Reply call(const std::string& method, const std::string& path, const std::string& body = "",
                std::vector<std::string> headers = {}) {
