@@ -243,6 +243,7 @@ Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_
                         "bound); use a project directory");
     };
     for (const std::string_view root : k_host_roots) {
+        // The roots are plain: with a plain `path` no path object is made for them.
         const auto within = plain_within(root, path.native());
         if (within ? *within : path_within(std::filesystem::path(root), path)) return refuse(root);
     }

@@ -124,11 +124,13 @@ void RunSession::watch_wrap_init() {
     if (init > 0) m_wrap_init = open_pidfd(init);
 }
 
+// Its pidfd is dropped once readable: no pidfd left means gone (or never known).
 bool RunSession::wrap_init_gone() {
-    if (!m_wrap_init || m_wrap_init_gone) return true;
-    pollfd item{m_wrap_init.get(), POLLIN, 0};
-    m_wrap_init_gone = ::poll(&item, 1, 0) == 1;
-    return m_wrap_init_gone;
+    if (m_wrap_init) {
+        pollfd item{m_wrap_init.get(), POLLIN, 0};
+        if (::poll(&item, 1, 0) == 1) m_wrap_init.reset();
+    }
+    return !m_wrap_init;
 }
 
 // After the exit, while the tree's last process (an adopted child, or the wrapper's pid 1) is
@@ -136,7 +138,7 @@ bool RunSession::wrap_init_gone() {
 // pipes are at EOF and drained on the next turn without a wait, and the run ends on one wake
 // instead of two (EOF comes shortly before pid 1 leaves).
 bool RunSession::awaiting_exit_only() const {
-    return m_exited_at && !m_dead_at && (m_adopted || (m_wrap_init && !m_wrap_init_gone));
+    return m_exited_at && !m_dead_at && (m_adopted || m_wrap_init);
 }
 
 void RunSession::on_clock(Clock::time_point now) {
@@ -209,10 +211,8 @@ int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
         at.status = count;
         fds[count++] = {m_wrap_status, POLLIN, 0};
     }
-    if (m_exited_at && !m_dead_at && m_wrap_init && !m_wrap_init_gone) {
-        at.init = count;
-        fds[count++] = {m_wrap_init.get(), POLLIN, 0};
-    }
+    // Only to wake up: the next on_clock asks wrap_init_gone().
+    if (m_exited_at && !m_dead_at && m_wrap_init) fds[count++] = {m_wrap_init.get(), POLLIN, 0};
     return count;
 }
 
@@ -241,7 +241,6 @@ void RunSession::loop(RunResult& result) {
         // Exited: the next on_clock reaps it, and looks for another child if one is left.
         if (at.adopted >= 0 && fds[at.adopted].revents != 0) m_adopted.reset();
         if (at.status >= 0 && fds[at.status].revents != 0) watch_wrap_init();
-        if (at.init >= 0 && fds[at.init].revents != 0) m_wrap_init_gone = true;
         if (at.cancel >= 0 && fds[at.cancel].revents != 0 && !m_exited_at) {
             m_cancelled = true;
             stop_tree(Clock::now());

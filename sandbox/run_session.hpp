@@ -44,8 +44,7 @@ public:
 private:
     // Where each watched fd sits in a poll set (-1: not in it).
     struct Slots {
-        int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1, status = -1,
-            init = -1;
+        int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1, status = -1;
     };
     int gather(pollfd* fds, Slots& at, bool with_output) const;
     void stop_tree(Clock::time_point now);
@@ -72,8 +71,7 @@ private:
     // once it has exited, which the kernel lets it do only after every other process of the
     // namespace is gone. Found when the status channel first speaks (the namespaces exist).
     int m_wrap_status = -1;  // polled until it speaks, then -1
-    Fd m_wrap_init;          // a pidfd of that pid 1
-    bool m_wrap_init_gone = false;
+    Fd m_wrap_init;          // a pidfd of that pid 1, until it has exited
     std::size_t m_in_done = 0;
     StreamCapture m_out_capture;
     StreamCapture m_err_capture;
