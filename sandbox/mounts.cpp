@@ -176,8 +176,8 @@ void add_proc_protection(std::vector<MountEntry>& entries) {
     }
 }
 
-// The allowlisted host files and directories of /etc, and resolv.conf when asked for.
-void add_host_etc(std::vector<MountEntry>& entries, WithResolv with_resolv) {
+// The allowlisted host files of /etc.
+void add_host_etc_files(std::vector<MountEntry>& entries) {
     for (const char* name : k_etc_files) {
         const std::string path = std::string("/etc/") + name;
         // Followed: os-release and localtime are symlinks on Debian. Neither looked at nor
@@ -185,6 +185,10 @@ void add_host_etc(std::vector<MountEntry>& entries, WithResolv with_resolv) {
         // open_host_file, which leaves out what is missing, odd or large).
         add(entries, MountKind::host_file, path, path, 1);
     }
+}
+
+// The allowlisted host directories of /etc, and resolv.conf when asked for.
+void add_host_etc_dirs(std::vector<MountEntry>& entries, WithResolv with_resolv) {
     for (const char* name : k_etc_dirs) {
         const std::string path = std::string("/etc/") + name;
         add(entries, MountKind::ro_bind_try, path, path, 0);
@@ -221,13 +225,19 @@ void add_generated_etc(std::vector<MountEntry>& entries, unsigned uid, unsigned 
 
 }  // namespace
 
-std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
-                                      const std::filesystem::path& home, WithResolv with_resolv) {
+std::vector<MountEntry> system_mounts(WithResolv with_resolv) {
     std::vector<MountEntry> entries;
     entries.reserve(48);
     add_system_tree(entries);
     add_proc_protection(entries);
-    add_host_etc(entries, with_resolv);
+    add_host_etc_dirs(entries, with_resolv);
+    return entries;
+}
+
+std::vector<MountEntry> system_files(unsigned uid, unsigned gid, const std::filesystem::path& home) {
+    std::vector<MountEntry> entries;
+    entries.reserve(24);
+    add_host_etc_files(entries);
     add_generated_etc(entries, uid, gid, home);
     return entries;
 }

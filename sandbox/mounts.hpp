@@ -39,6 +39,7 @@ struct MountEntry {
     std::string content;  // data and private_file only
     int priority = 0;     // same depth: lower first (a later mount covers an earlier one)
     std::uint64_t size = 0;  // tmpfs only
+    int fd = -1;  // data, host_file, private_file: the fd bwrap copies the contents from
 };
 
 // Makes `path` absolute (against the current directory) and lexically normal, then refuses it
@@ -56,12 +57,15 @@ Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_
 // True when `inner` is `outer` or lies below it (both absolute and normal).
 bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
 
-// The system part of the layout: /usr, top-level symlinks, /etc (generated passwd, group,
-// hosts, nsswitch.conf, hostname for `uid`/`gid` with `home`, plus the allowlist), resolv.conf
-// only when `with_resolv`.
+// The system part of the layout's mounts: /usr, top-level symlinks, procfs protection, the
+// allowlisted /etc directories, resolv.conf only when `with_resolv`.
 enum class WithResolv { no, yes };
-std::vector<MountEntry> system_mounts(unsigned uid, unsigned gid,
-                                      const std::filesystem::path& home, WithResolv with_resolv);
+std::vector<MountEntry> system_mounts(WithResolv with_resolv);
+
+// The files of the generated /etc, which bwrap copies into the sandbox's root: passwd, group,
+// hosts, nsswitch.conf and hostname for `uid`/`gid` with `home` (data entries), and the
+// allowlisted host files (host_file entries, each looked at only when it is opened).
+std::vector<MountEntry> system_files(unsigned uid, unsigned gid, const std::filesystem::path& home);
 
 // The agent's own files that must never be visible: its state and config directories
 // ($XDG_STATE_HOME/sandgate, $XDG_CONFIG_HOME/sandgate, their ~/.local/state and ~/.config

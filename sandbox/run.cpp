@@ -3,10 +3,15 @@
 #include "sandbox/run.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 #include <expected>
+#include <system_error>
+#include <thread>
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/run_session.hpp"
@@ -112,16 +117,23 @@ Expected<RunPipes> open_pipes(const RunRequest& request) {
     return pipes;
 }
 
-// The wrap's plan, or nothing for --sandbox off; a refusal says whether the request was at
-// fault (invalid_request) or the machine (sandbox_unavailable).
+// A plan's refusal says whether the request was at fault (invalid_request) or the machine
+// (sandbox_unavailable).
+RunError plan_refusal(const Error& error) {
+    return RunError{error.kind == ErrorKind::invalid_input ? RunErrorKind::invalid_request
+                                                           : RunErrorKind::sandbox_unavailable,
+                    error.message, 0};
+}
+
+// The wrap's plan, or nothing for --sandbox off. It may be pending: start_child completes it.
 std::expected<std::optional<WrapPlan>, RunResult> plan_for(const RunRequest& request) {
     if (request.policy.mode == SandboxMode::off) return std::nullopt;
-    auto planned = plan_wrap(request);
-    if (!planned)
-        return std::unexpected(refused(planned.error().kind == ErrorKind::invalid_input
-                                           ? RunErrorKind::invalid_request
-                                           : RunErrorKind::sandbox_unavailable,
-                                       planned.error().message));
+    auto planned = plan_wrap(request, PlanTiming::pending);
+    if (!planned) {
+        RunResult result;
+        result.error = plan_refusal(planned.error());
+        return std::unexpected(std::move(result));
+    }
     return std::optional<WrapPlan>(std::move(*planned));
 }
 
@@ -174,10 +186,75 @@ void classify_end(const RunRequest& request, WrapPlan* plan, const RunSession& s
     }
 }
 
-// Spawns the command (the wrapper, when there is a plan) and runs the session to its end.
-void spawn_and_watch(const RunRequest& request, WrapPlan* plan, RunPipes pipes,
-                     const RunTree& tree, RunResult& result) {
-    auto child = spawn(spawn_spec(request, plan, pipes, tree));
+RunError spawn_failure(const SpawnError& error) {
+    return RunError{RunErrorKind::spawn_failed, error.message, error.errno_value};
+}
+
+// The pending part of the plan; an exception (no memory, say) is an error like the others,
+// since it ends a helper thread.
+Expected<void> complete_plan(const RunRequest& request, WrapPlan& plan) noexcept {
+    try {
+        return plan.pending->complete(request, plan);
+    } catch (const std::exception& error) {
+        return fail(ErrorKind::permanent, std::string("planning the wrap: ") + error.what());
+    }
+}
+
+// Spawns `spec` while a helper thread completes the pending plan: the spawn holds this thread
+// until bwrap has exec'd (vfork, ~0.2 ms), about what the rest of the plan takes, and bwrap
+// then waits on its options socket. The spawn stays on this thread: a wrapper's
+// --die-with-parent (PR_SET_PDEATHSIG) follows the thread that forked it, and the helper ends
+// first. The helper takes no signal (it starts with all of them blocked): they stay with the
+// threads that expect them. Without a thread to be had, the plan is completed after the spawn.
+std::expected<Child, SpawnError> spawn_completing(const SpawnSpec& spec, const RunRequest& request,
+                                                  WrapPlan& plan, Expected<void>& completed) {
+    sigset_t all, previous;
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+    std::optional<std::thread> helper;
+    try {
+        helper.emplace([&] { completed = complete_plan(request, plan); });
+    } catch (const std::system_error&) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    auto spawned = spawn(spec);
+    if (helper) helper->join();
+    else completed = complete_plan(request, plan);
+    return spawned;
+}
+
+// Spawns the command (the wrapper, when there is a plan), completing a pending plan meanwhile.
+// A wrapper started for a payload the completed plan replaced (it cannot run inside) is killed,
+// having been given nothing, before the replacement is started and gets the options. On a
+// refusal the waiting wrapper is killed and reaped (~Child).
+std::expected<Child, RunError> start_child(const RunRequest& request, WrapPlan* plan,
+                                            const RunPipes& pipes, const RunTree& tree) {
+    const SpawnSpec spec = spawn_spec(request, plan, pipes, tree);
+    if (!plan || !plan->pending) {
+        auto spawned = spawn(spec);
+        if (!spawned) return std::unexpected(spawn_failure(spawned.error()));
+        return std::move(*spawned);
+    }
+    Expected<void> completed;
+    auto spawned = spawn_completing(spec, request, *plan, completed);
+    if (!completed) return std::unexpected(plan_refusal(completed.error()));
+    if (!spawned) return std::unexpected(spawn_failure(spawned.error()));
+    std::optional<Child> child(std::move(*spawned));
+    if (plan->argv != spec.argv) {
+        child.reset();  // killed and reaped: it must not be the one that reads the options
+        auto again = spawn(spawn_spec(request, plan, pipes, tree));
+        if (!again) return std::unexpected(spawn_failure(again.error()));
+        child.emplace(std::move(*again));
+    }
+    if (auto released = plan->pending->release(); !released)
+        return std::unexpected(plan_refusal(released.error()));
+    plan->pending.reset();
+    return std::move(*child);
+}
+
+// Runs the started child's session to its end.
+void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipes,
+           const RunTree& tree, RunResult& result) {
     // The child holds its own copies now; ours must go, or EOF would never come.
     std::vector<Fd> handed_over;
     handed_over.push_back(std::move(pipes.stdin_child));
@@ -190,14 +267,9 @@ void spawn_and_watch(const RunRequest& request, WrapPlan* plan, RunPipes pipes,
         plan->join_cgroups.clear();
     }
     close_all(handed_over);
-    if (!child) {
-        result.error = RunError{RunErrorKind::spawn_failed, child.error().message,
-                                child.error().errno_value};
-        return;
-    }
     // The wrapper's pid 1 is watched through its status channel, unless we adopt it anyway.
     const int wrap_status = plan && plan->status && !tree.adopts_orphans() ? plan->status.get() : -1;
-    RunSession session(request, *child, tree, std::move(pipes.out.read),
+    RunSession session(request, child, tree, std::move(pipes.out.read),
                        std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
     classify_end(request, plan, session, result);
@@ -214,19 +286,22 @@ RunResult run(const RunRequest& request) {
     if (!plan) return std::move(plan.error());
     WrapPlan* const wrap = *plan ? &**plan : nullptr;
 
-    RunResult result;
-    if (wrap) {
-        result.sandbox = std::move(wrap->description);
-    }
     auto pipes = open_pipes(request);
     if (!pipes) return refused(RunErrorKind::spawn_failed, pipes.error().message);
     const RunTree tree = choose_tree(request, wrap);
-    result.tree_kill = tree.kind();
     if (wrap) {
         if (auto limited = write_leaf_limits(tree, *wrap); !limited)
             return refused(RunErrorKind::sandbox_unavailable, limited.error().message);
     }
-    spawn_and_watch(request, wrap, std::move(*pipes), tree, result);
+    auto child = start_child(request, wrap, *pipes, tree);
+    // A refused plan is refused as before any start; a failed spawn is the run's outcome.
+    if (!child && child.error().kind != RunErrorKind::spawn_failed)
+        return refused(child.error().kind, child.error().message);
+    RunResult result;
+    if (wrap) result.sandbox = std::move(wrap->description);
+    result.tree_kill = tree.kind();
+    if (!child) result.error = std::move(child.error());
+    else watch(request, wrap, std::move(*child), std::move(*pipes), tree, result);
     result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return result;
 }

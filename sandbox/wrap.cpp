@@ -52,12 +52,12 @@ std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<i
            "`sandgate doctor` says what this machine allows";
 }
 
-Expected<WrapPlan> plan_wrap(const RunRequest& request) {
+Expected<WrapPlan> plan_wrap(const RunRequest& request, PlanTiming timing) {
     if (request.policy.mode != SandboxMode::off) {
         if (auto ok = refuse_egress(request.policy); !ok) return std::unexpected(ok.error());
     }
     switch (request.policy.mode) {
-        case SandboxMode::bwrap: return plan_bwrap(request);
+        case SandboxMode::bwrap: return plan_bwrap(request, timing);
         case SandboxMode::container: return plan_container(request);
         case SandboxMode::off: break;
     }

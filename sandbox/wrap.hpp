@@ -1,7 +1,8 @@
 #pragma once
 // The seam between the process core (run.cpp) and the isolation arms (bwrap, container).
 // run() asks plan_wrap() how to start the request's argv under its policy and then spawns
-// plan.argv exactly as it would spawn an unwrapped command.
+// plan.argv exactly as it would spawn an unwrapped command; for a pending plan (bwrap) it
+// completes the plan while the wrapper starts, then hands the wrapper its options.
 
 #include <filesystem>
 #include <memory>
@@ -17,6 +18,27 @@
 #include "sandbox/spawn.hpp"
 
 namespace sandbox {
+
+struct WrapPlan;
+
+// The rest of a plan whose wrapper may be started before the plan is complete: bwrap reads its
+// options from a socket, and blocks there until release() writes them, so that its own
+// start-up (exec, loader, libraries: ~0.8 ms) runs while the plan is completed. Until
+// release() the wrapper has been given nothing and has done nothing; killing it then is the
+// whole clean-up.
+class PendingWrap {
+public:
+    virtual ~PendingWrap() = default;
+    // Completes `plan` for `request`, the request it was started for: the description, and the
+    // argv, which changes when the payload cannot run inside (a stand-in payload then says so,
+    // and the wrapper started for the first argv must be killed and plan.argv started).
+    // Fails as plan_wrap() would have; the wrapper must then be killed. Called once, on any
+    // thread, while nothing else touches `plan` (the spawn works from its own copy).
+    virtual Expected<void> complete(const RunRequest& request, WrapPlan& plan) = 0;
+    // Hands the wrapper its options (after complete()). Only one wrapper may be waiting for
+    // them: kill a replaced one first.
+    virtual Expected<void> release() = 0;
+};
 
 // Owns whatever the plan created for one run (a per-run scratch root, say) and removes it
 // when destroyed, after the run. Never follows a symlink out of what it created.
@@ -47,6 +69,9 @@ struct WrapPlan {
     // tells a payload that ran from a wrapper that failed to build the sandbox. Empty for
     // arms without one.
     Fd status;
+    // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
+    // argv, env, inherited_fds, the limits and tree_kill are final already.
+    std::unique_ptr<PendingWrap> pending;
 };
 
 // The bwrap arm's private scratch (the default: HOME, TMPDIR, XDG_* point into it): a directory
@@ -67,11 +92,15 @@ Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::st
 // fails closed by itself.
 std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<int> exit_code);
 
+// complete: the plan can be started as it is, as often as wanted (its fds rewound). pending:
+// the arm may leave the plan's completion to WrapPlan::pending (run() starts the wrapper first).
+enum class PlanTiming { complete, pending };
+
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing or any
 // asked-for protection cannot be had (a non-empty egress allowlist, today, in every arm),
 // returns ErrorKind::unavailable with a message that says what to do. Never degrades: what
 // only the kernel can refuse (namespaces, seccomp) bwrap itself refuses, and run() turns that
 // refusal into sandbox_unavailable through diagnose_wrap_failure.
-Expected<WrapPlan> plan_wrap(const RunRequest& request);
+Expected<WrapPlan> plan_wrap(const RunRequest& request, PlanTiming timing = PlanTiming::complete);
 
 }  // namespace sandbox

@@ -11,13 +11,20 @@ namespace sandbox {
 inline constexpr unsigned k_sandbox_uid = 1000;
 inline constexpr unsigned k_sandbox_gid = 1000;
 
-// Plans `bwrap --args 4 -- PAYLOAD...`: fd 3 carries the seccomp BPF, fd 4 the NUL-separated
-// bwrap options (so that the payload's environment never shows in the host's process list),
-// fds 5... the /etc files (generated or the host's), and the last one bwrap's status pipe
-// (--json-status-fd; WrapPlan::status is its read end).
-Expected<WrapPlan> plan_bwrap(const RunRequest& request);
+// Plans `bwrap --disable-userns --args 3 -- PAYLOAD...`: fd 3 carries the NUL-separated bwrap
+// options (so that the payload's environment never shows in the host's process list), fd 4
+// the seccomp BPF, fds 5... the files bwrap copies in (the /etc files, generated or the
+// host's; an in-wrap scratch's offline configuration), and the last one bwrap's status pipe
+// (--json-status-fd; WrapPlan::status is its read end). fd 3 is a memfd for a complete plan,
+// a socket bwrap blocks on for a pending one (see PendingWrap).
+//
+// The options end with `--unshare-user`, which they hold nowhere else. bwrap refuses
+// --disable-userns without it before it does anything ("--disable-userns requires
+// --unshare-user"), so an options stream cut short (this process killed while writing it) makes
+// bwrap exit 1 instead of running the payload with part of its options.
+Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing);
 
-// The options of a plan (what fd 4 carries), for tests and diagnostics.
+// The options of a complete plan (what fd 3 carries), for tests and diagnostics.
 Expected<std::vector<std::string>> read_bwrap_options(const WrapPlan& plan);
 
 }  // namespace sandbox

@@ -47,16 +47,18 @@ using tests::request_in;
 
 }  // namespace
 
-TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 and -- before the payload") {
+TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 and -- before the payload") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
     const auto dir = tests::make_temp_dir("wrap");
     auto plan = sandbox::plan_wrap(request_in(dir, {"--bind", "/", "/"}));
     REQUIRE(plan);
     REQUIRE(plan->argv.size() >= 4);
     // bwrap itself is spawned (limits are set by the process core); the payload follows "--".
+    // --disable-userns alone outside the options: the mark that they are complete (see below).
+    CHECK(plan->argv[1] == "--disable-userns");
     auto dashdash = std::find(plan->argv.begin(), plan->argv.end(), "--args");
     REQUIRE(dashdash != plan->argv.end());
-    CHECK(*(dashdash + 1) == "4");
+    CHECK(*(dashdash + 1) == "3");
     CHECK(*(dashdash + 2) == "--");
     CHECK(std::vector<std::string>(dashdash + 3, plan->argv.end()) !=
           std::vector<std::string>{});
@@ -64,11 +66,13 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 4 a
     CHECK(plan->inherited_fds.size() >= 3);
     CHECK(plan->tree_kill == sandbox::TreeKill::pidns);
     const auto options = options_of(*plan);
-    for (const char* flag : {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                             "--new-session", "--clearenv"})
+    for (const char* flag : {"--unshare-all", "--die-with-parent", "--new-session", "--clearenv"})
         CHECK(std::find(options.begin(), options.end(), flag) != options.end());
+    // --unshare-user last and only there: bwrap refuses --disable-userns without it.
+    CHECK(options.back() == "--unshare-user");
+    CHECK(std::count(options.begin(), options.end(), "--unshare-user") == 1);
     CHECK(has_sequence(options, {"--cap-drop", "ALL"}));
-    CHECK(has_sequence(options, {"--seccomp", "3"}));
+    CHECK(has_sequence(options, {"--seccomp", "4"}));
     CHECK(has_sequence(options, {"--uid", "1000", "--gid", "1000"}));
     CHECK(has_sequence(options, {"--remount-ro", "/"}));
     CHECK(has_sequence(options, {"--bind", dir.string(), dir.string()}));
@@ -102,7 +106,7 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
         for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
         return text;
     };
-    // fd 3 is the seccomp program, fd 4 the options (per run), 5... the files.
+    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files.
     // The last one is bwrap's status pipe (write end): checked below.
     REQUIRE(first->status);
     struct stat pipe_st {};
@@ -112,7 +116,7 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     char echo[8] = {};
     CHECK(::read(first->status.get(), echo, sizeof echo) == 2);
     for (std::size_t i = 0; i + 1 < first->inherited_fds.size(); ++i) {
-        if (i == 1) continue;
+        if (i == 0) continue;
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
         const int b = second->inherited_fds[i].get();

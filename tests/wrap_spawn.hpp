@@ -32,7 +32,15 @@ struct Spawned {
     std::string err;
 };
 
-inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text = {}) {
+// A started plan: its process and our ends of its output pipes.
+struct StartedPlan {
+    pid_t pid = -1;
+    int out = -1;
+    int err = -1;
+};
+
+// Starts the plan's wrapper (stdin_text fed and closed) without waiting for it.
+inline StartedPlan start_plan(sandbox::WrapPlan& plan, const std::string& stdin_text = {}) {
     int out[2], err[2], in[2];
     if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) return {};
     std::vector<char*> argv;
@@ -68,8 +76,14 @@ inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text
     ::close(in[0]);
     if (!stdin_text.empty()) (void)!::write(in[1], stdin_text.data(), stdin_text.size());
     ::close(in[1]);
+    return {pid, out[0], err[0]};
+}
+
+// Collects a started plan's output until EOF and reaps it.
+inline Spawned finish_plan(const StartedPlan& started) {
     Spawned result;
-    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    if (started.pid < 0) return result;
+    pollfd fds[2] = {{started.out, POLLIN, 0}, {started.err, POLLIN, 0}};
     int open = 2;
     char buffer[65536];
     while (open > 0) {
@@ -87,9 +101,13 @@ inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text
         }
     }
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    ::waitpid(started.pid, &status, 0);
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return result;
+}
+
+inline Spawned spawn_plan(sandbox::WrapPlan& plan, const std::string& stdin_text = {}) {
+    return finish_plan(start_plan(plan, stdin_text));
 }
 
 }  // namespace tests

@@ -1,0 +1,54 @@
+#pragma once
+// Pieces of the bwrap arm's plan (internal to wrap_bwrap.cpp): the run's scratch, what the
+// plan owns for the run, the policy's mounts on top of the system layout, and the layout
+// turned into bwrap options.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/limits.hpp"
+#include "sandbox/mounts.hpp"
+#include "sandbox/run.hpp"
+#include "sandbox/wrap.hpp"
+
+namespace sandbox {
+
+// Where the run's scratch (HOME, TMPDIR, XDG_*, toolchain homes) lives:
+// - kept: `--scratch DIR`, on the host, bound, left in place;
+// - host: a per-run temp root on the host, bound and removed afterwards (only with
+//   --toolchain-cache, whose seeding copies from the cache on the host side);
+// - in_wrap: directories in the wrap's private size-limited /tmp tmpfs, made by bwrap itself:
+//   nothing to create on the host, and gone with the mount namespace (no removal pass).
+enum class ScratchPlace { kept, host, in_wrap };
+
+struct Scratch {
+    std::filesystem::path root;
+    ScratchPlace place = ScratchPlace::in_wrap;
+};
+
+// Decides the scratch; creates the directory of a kept or host one (not its contents).
+Expected<Scratch> make_scratch(const Policy& policy);
+
+// Removes the per-run scratch root after the run (links are removed, never followed), and
+// whatever the limits created.
+class BwrapResources : public WrapResources {
+public:
+    std::optional<std::filesystem::path> owned_scratch;
+    std::unique_ptr<LimitResources> limits;
+    ~BwrapResources() override;
+};
+
+// The policy's own binds and masks (working directory, scratch, --read-only, --writable,
+// binds, the toolchain cache, the agent's private files, --hide), appended to `entries`.
+// invalid_input names the flag of a path that is refused.
+Expected<void> add_policy_mounts(const RunRequest& request, const std::filesystem::path& cwd,
+                                 const Scratch& scratch, std::vector<MountEntry>& entries);
+
+// The ordered layout as bwrap options, appended to `args`. A file entry (data, host_file,
+// private_file) names the fd its contents come from (MountEntry::fd); one without is left out.
+void mount_options(const std::vector<MountEntry>& entries, std::vector<std::string>& args);
+
+}  // namespace sandbox
