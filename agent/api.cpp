@@ -315,9 +315,13 @@ HttpResponse Api::webhook(const HttpRequest& request) {
             filter.limit = 1000;
             auto previous = m_queue.list(filter);
             if (!previous) return error_response(503, previous.error().message);
-            for (const auto& job : *previous)
-                if (job.spec.key.workflow_job == action->spec.key.workflow_job)
-                    action->spec.key.attempt = std::max(action->spec.key.attempt, job.spec.key.attempt + 1);
+            const JobSpec* latest = nullptr;
+            for (const auto& job : *previous) {
+                if (job.spec.key.workflow_job != action->spec.key.workflow_job) continue;
+                action->spec.key.attempt = std::max(action->spec.key.attempt, job.spec.key.attempt + 1);
+                if (!latest || job.spec.key.attempt > latest->key.attempt) latest = &job.spec;
+            }
+            if (latest) inherit_base(action->spec, *latest);
             [[fallthrough]];
         }
         case WebhookVerb::submit: {

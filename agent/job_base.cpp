@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "jobs/merge_queue.hpp"
+#include "sandbox/json_convert.hpp"
 
 namespace agent {
 
@@ -25,6 +26,19 @@ JobBase recorded_base(const JobSpec& spec) {
     if (doc["base_sha"].get(text) == simdjson::SUCCESS && jobs::is_commit_sha(text)) base.sha = std::string(text);
     if (doc["base_ref"].get(text) == simdjson::SUCCESS) base.ref = std::string(text);
     return base;
+}
+
+void inherit_base(JobSpec& rerun, const JobSpec& earlier) {
+    if (rerun.event != earlier.event) return;
+    JobBase base = recorded_base(rerun);
+    if (!base.sha.empty() && !base.ref.empty()) return;
+    const JobBase before = recorded_base(earlier);
+    if (base.sha.empty()) base.sha = before.sha;
+    if (base.ref.empty()) base.ref = before.ref;
+    auto payload = sandbox::to_ordered_json(rerun.payload_json);
+    if (!payload || !payload->is_object()) return;  // not ours to rewrite
+    record_base(*payload, base);
+    rerun.payload_json = payload->dump();
 }
 
 std::vector<std::string> base_arguments(const JobSpec& spec) {

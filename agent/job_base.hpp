@@ -33,6 +33,12 @@ void record_base(nlohmann::ordered_json& payload, const JobBase& base);
 // SHA is empty.
 JobBase recorded_base(const JobSpec& spec);
 
+// A rerun whose event names no base (a check run's rerequest may carry no `before`) keeps the
+// base of `earlier`, an earlier attempt of the same job, when both are of one event: each field
+// of rerun's recorded base that is empty is taken from earlier's. The rest of rerun's
+// payload_json stays as it is.
+void inherit_base(JobSpec& rerun, const JobSpec& earlier);
+
 // The gate's arguments for the job's recorded base: --base-sha for every event, --base-ref
 // for pull_request and merge_group (a push has no base branch).
 std::vector<std::string> base_arguments(const JobSpec& spec);

@@ -208,6 +208,7 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     auto attempts = *f.queue->list(filter);
     REQUIRE(attempts.size() == 2);
     CHECK(attempts[1].spec.key.attempt == 2);
+    CHECK(attempts[1].spec.payload_json == "{}");  // a push's rerun takes no pull request's base
 
     // A check suite's push carries `before`: recorded for the gate's paths filters.
     const std::string pushed = "2123456789abcdef0123456789abcdef01234567";
@@ -228,6 +229,15 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
         CHECK(suite_jobs[0].spec.event == "push");
         CHECK(suite_jobs[0].spec.payload_json == R"({"base_sha":")" + before + R"("})");
     }
+    // A rerun whose webhook carries no `before` keeps the earlier attempt's base.
+    const std::string bare = R"({"action":"rerequested","repository":{"full_name":"octo/repo"},)"
+                             R"("check_run":{"head_sha":")" + pushed + R"(","check_suite":{"head_branch":"main"}}})";
+    CHECK(f.call("POST", "/webhook", bare, {"X-GitHub-Event: check_run", signed_header(bare)}).status == 201);
+    filter.sha = pushed;
+    auto reruns = *f.queue->list(filter);
+    REQUIRE(reruns.size() == 2);
+    CHECK(reruns[1].spec.key.attempt == 2);
+    CHECK(reruns[1].spec.payload_json == R"({"base_sha":")" + before + R"("})");
 
     const std::string broken = R"({"action":"opened","repository":{"full_name":"octo/repo"}})";
     auto malformed = f.call("POST", "/webhook", broken,
