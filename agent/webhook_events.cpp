@@ -114,6 +114,28 @@ Expected<WebhookAction> checks(element doc, std::string_view event, std::string_
     return WebhookAction{verb, std::move(spec), ""};
 }
 
+// A push to a branch or a tag: `after` at `ref`, its base `before` (40 zeros for a new branch).
+// A deletion runs nothing. A repository webhook gets pushes this way; a GitHub App may get the
+// same push as a check suite too, deduplicated on the job's key.
+Expected<WebhookAction> push(element doc, JobSpec spec) {
+    auto ref = field(doc, "/ref", "push");
+    if (!ref) return std::unexpected(ref.error());
+    auto after = field(doc, "/after", "push");
+    if (!after) return std::unexpected(after.error());
+    bool deleted = false;
+    if (doc["deleted"].get(deleted) != simdjson::SUCCESS) deleted = false;
+    if (deleted || *after == std::string(40, '0')) return ignore("push deleting " + *ref);
+    if (!ref->starts_with("refs/heads/") && !ref->starts_with("refs/tags/"))
+        return ignore("push to " + *ref + " is not handled (branches and tags only)");
+    if (!jobs::is_commit_sha(*after))
+        return fail(ErrorKind::invalid_input, "webhook push: field /after is not a commit SHA");
+    spec.key.sha = *after;
+    spec.ref = *ref;
+    spec.event = "push";
+    spec.payload_json = payload_with({optional_text(doc, "/before"), ""});
+    return WebhookAction{WebhookVerb::submit, std::move(spec), ""};
+}
+
 }  // namespace
 
 bool has_label(element pull_request, const std::string& label) {
@@ -128,7 +150,7 @@ bool has_label(element pull_request, const std::string& label) {
 
 Expected<WebhookAction> webhook_action(std::string_view event, std::string_view body,
                                        const WebhookFilter& filter) {
-    static constexpr std::string_view k_handled[] = {"pull_request", "merge_group",
+    static constexpr std::string_view k_handled[] = {"pull_request", "merge_group", "push",
                                                      "check_suite", "check_run"};
     if (std::find(std::begin(k_handled), std::end(k_handled), event) == std::end(k_handled))
         return ignore("event '" + std::string(event) + "' is not handled");
@@ -136,8 +158,8 @@ Expected<WebhookAction> webhook_action(std::string_view event, std::string_view 
     element doc;
     if (parser.parse(simdjson::padded_string(body)).get(doc) != simdjson::SUCCESS)
         return fail(ErrorKind::invalid_input, "webhook " + std::string(event) + ": body is not JSON");
-    std::string_view action;
-    if (doc["action"].get(action) != simdjson::SUCCESS)
+    std::string_view action;  // every handled event has one but push
+    if (event != "push" && doc["action"].get(action) != simdjson::SUCCESS)
         return fail(ErrorKind::invalid_input, "webhook " + std::string(event) + ": field action is missing");
     auto repository = field(doc, "/repository/full_name", event);
     if (!repository) return std::unexpected(repository.error());
@@ -149,6 +171,7 @@ Expected<WebhookAction> webhook_action(std::string_view event, std::string_view 
     spec.source = "webhook";
     if (event == "pull_request") return pull_request(doc, action, filter, std::move(spec));
     if (event == "merge_group") return merge_group(doc, action, std::move(spec));
+    if (event == "push") return push(doc, std::move(spec));
     return checks(doc, event, action, std::move(spec));
 }
 

@@ -2,11 +2,12 @@
 // GitHub webhook deliveries -> what the queue should do. Handled events:
 //   merge_group      checks_requested -> submit (head_sha, head_ref); destroyed -> cancel
 //   pull_request     opened, synchronize, reopened -> submit (head.sha, refs/pull/N/head)
+//   push             to a branch or tag -> submit (after, ref); a deletion is ignored
 //   check_suite      requested -> submit; rerequested -> re-run (the next attempt)
 //   check_run        rerequested -> re-run (the next attempt) of its head_sha
 // A submitted job records its base (agent/job_base.hpp): a pull request's base.sha and
-// base.ref, a merge group's base_sha and base_ref (else those its head ref names), a check
-// suite's `before` (a check run's check_suite.before).
+// base.ref, a merge group's base_sha and base_ref (else those its head ref names), a push's
+// `before`, a check suite's `before` (a check run's check_suite.before).
 // Everything else (and a pull request without the configured label, or of a repository not
 // configured) is ignored with a one-line reason. The signature is checked before this runs.
 
