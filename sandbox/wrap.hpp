@@ -70,7 +70,8 @@ struct WrapPlan {
     // arms without one.
     Fd status;
     // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
-    // argv, env, inherited_fds, the limits and tree_kill are final already.
+    // env, inherited_fds, the limits and tree_kill are final already; argv changes only when
+    // the payload cannot run inside (see PendingWrap::complete).
     std::unique_ptr<PendingWrap> pending;
 };
 

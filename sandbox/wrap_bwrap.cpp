@@ -73,17 +73,6 @@ Expected<void> send_all(const Fd& socket, std::string_view text) {
     return {};
 }
 
-Expected<void> pwrite_all(const Fd& file, std::string_view text) {
-    for (std::size_t done = 0; done < text.size();) {
-        const ssize_t n = ::pwrite(file.get(), text.data() + done, text.size() - done,
-                                   static_cast<off_t>(done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing the bwrap options"));
-        done += static_cast<std::size_t>(n);
-    }
-    return {};
-}
-
 nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
                                 const Scratch& scratch, bool offline, const LimitPlan& limits) {
     nlohmann::ordered_json doc;
@@ -277,7 +266,7 @@ public:
 
     // The socket is closed after the write: EOF is what bwrap waits for.
     Expected<void> release() override {
-        if (m_timing == PlanTiming::complete) return pwrite_all(m_options, m_text);
+        if (m_timing == PlanTiming::complete) return write_contents(m_options, m_text);
         auto sent = send_all(m_options, m_text);
         m_options.reset();
         return sent;

@@ -50,18 +50,22 @@ Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
 
 }  // namespace
 
-Expected<Fd> content_memfd(std::string_view name, std::string_view content) {
-    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
-    // pwrite: the file offset stays at 0, where bwrap starts reading.
-    std::size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::pwrite(fd.get(), content.data() + done, content.size() - done,
+Expected<void> write_contents(const Fd& file, std::string_view content) {
+    for (std::size_t done = 0; done < content.size();) {
+        const ssize_t n = ::pwrite(file.get(), content.data() + done, content.size() - done,
                                    static_cast<off_t>(done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return fail(ErrorKind::unavailable, errno_message("writing a memfd"));
         done += static_cast<std::size_t>(n);
     }
+    return {};
+}
+
+Expected<Fd> content_memfd(std::string_view name, std::string_view content) {
+    Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
+    // The file offset stays at 0, where bwrap starts reading.
+    if (auto written = write_contents(fd, content); !written) return std::unexpected(written.error());
     return fd;
 }
 

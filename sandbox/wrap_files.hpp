@@ -27,6 +27,10 @@ namespace sandbox {
 // the memfd.
 Expected<Fd> content_memfd(std::string_view name, std::string_view content);
 
+// Writes `content` into `file` from offset 0 with pwrite, which leaves the file offset (shared
+// with every duplicate, bwrap's among them) where it is. unavailable on a failed write.
+Expected<void> write_contents(const Fd& file, std::string_view content);
+
 // An fd at offset 0 reading exactly `content`. A content seen before comes from the cache's
 // memfd, sealed so that it can never change (F_SEAL_WRITE...), through a read-only fd; a
 // first sight is a content_memfd only the caller holds. The caller owns the returned fd; the

@@ -82,7 +82,7 @@ TEST_CASE("bwrap given its options cut short anywhere runs nothing") {
     // Cut at every option boundary, and inside every option, from nothing to all but the last
     // byte: bwrap refuses before it starts anything.
     std::vector<std::size_t> cuts;
-    for (std::size_t at = 0, token = 0; at < whole.size(); ++token) {
+    for (std::size_t at = 0; at < whole.size();) {
         cuts.push_back(at);
         const std::size_t end = whole.find('\0', at);
         if (end - at > 1) cuts.push_back(at + (end - at) / 2);
