@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/commands.hpp"
@@ -22,6 +24,7 @@
 #include "agent/policy_options.hpp"
 #include "agent/terminal_text.hpp"
 #include "agent/units.hpp"
+#include "sandbox/netns.hpp"
 #include "sandbox/result_json.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/wrap.hpp"
@@ -181,9 +184,32 @@ sandbox::Expected<void> write_result_file(const std::string& path, const std::st
     return {};
 }
 
+// Whether the command line keeps the default wrap's network (bwrap, --network none), read
+// before CLI11 parses it (~0.1 ms) so that the namespace is made meanwhile (sandbox/netns.hpp).
+// Only the options' own spellings count; a wrong guess either way costs at most a namespace
+// made for nothing or one made later, by bwrap.
+bool wants_loopback_netns(CommandArgs args) {
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string_view arg = args[i];
+        if (arg == "--") break;
+        if (arg == "--help" || arg == "-h") return false;
+        const auto value_of = [&](std::string_view name) -> std::optional<std::string_view> {
+            if (arg == name) return i + 1 < args.size() ? std::string_view(args[i + 1]) : "";
+            if (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=')
+                return arg.substr(name.size() + 1);
+            return std::nullopt;
+        };
+        if (const auto mode = value_of("--sandbox"); mode && *mode != "bwrap") return false;
+        if (const auto network = value_of("--network"); network && *network != "none") return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int exec_command(CommandArgs args) {
+    std::optional<sandbox::LoopbackNetns> early_netns;
+    if (wants_loopback_netns(args)) early_netns.emplace();
     CLI::App app{"Run one command bounded in time and output; its whole process tree is killed "
                  "afterwards.\nForms: sandgate exec [OPTIONS] -- PROGRAM [ARGS...]\n"
                  "       sandgate exec [OPTIONS] --shell 'SCRIPT'",
@@ -212,6 +238,7 @@ int exec_command(CommandArgs args) {
         return k_exit_refused;
     }
     request->cancel = &(*interrupts)->token();
+    if (early_netns) request->early_netns = &*early_netns;
     // One command and no other child: this process adopts the command's orphans, so the run
     // ends only once the last of them is reaped. Under the wrap that is bwrap's pid 1, which
     // the kernel releases only after every other process of its namespace, including a

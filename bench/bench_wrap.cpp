@@ -5,6 +5,9 @@
 // `firejail --noprofile --net=none` when firejail is installed. Rounds interleave the variants
 // so that machine noise hits them alike; the figures are medians, printed as ratios from this
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
+// The raw arm makes its network namespace itself (--unshare-net), as a plain bwrap user would;
+// `sandgate exec` run as root makes it on a second thread while it parses and plans
+// (sandbox/netns.hpp) and starts bwrap in it with --share-net, its only other option change.
 // `sandgate exec` returns only once nothing of the sandbox runs any more (it adopts bwrap's
 // pid 1 and reaps it, which the kernel allows only after every other process of the namespace
 // is gone; with cgroup2 limits, their leaf is empty and removed too), while raw

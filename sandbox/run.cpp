@@ -150,6 +150,7 @@ SpawnSpec spawn_spec(const RunRequest& request, const WrapPlan* plan, const RunP
         for (const auto& fd : plan->inherited_fds) spec.inherited_fds.push_back(fd.get());
         for (const auto& fd : plan->join_cgroups) spec.join_cgroup_procs.push_back(fd.get());
         spec.rlimits = plan->rlimits;
+        spec.netns_fd = plan->netns.get();
     }
     spec.cgroup_fd = tree.cgroup() ? tree.cgroup()->dir_fd() : -1;
     spec.supervision = tree.supervision();
@@ -263,6 +264,7 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
     if (plan) {
         for (auto& fd : plan->inherited_fds) handed_over.push_back(std::move(fd));
         for (auto& fd : plan->join_cgroups) handed_over.push_back(std::move(fd));
+        handed_over.push_back(std::move(plan->netns));
         plan->inherited_fds.clear();
         plan->join_cgroups.clear();
     }

@@ -22,6 +22,8 @@
 
 namespace sandbox {
 
+class LoopbackNetns;  // netns.hpp
+
 inline constexpr std::size_t k_default_output_limit = 262144;  // bytes kept per stream (head)
 inline constexpr std::size_t k_tail_bytes = 64 * 1024;         // last bytes kept per stream
 inline constexpr std::size_t k_max_stdin_bytes = 1'000'000;
@@ -117,6 +119,10 @@ struct RunRequest {
     // on a timeout and the result's error is RunErrorKind::cancelled; nothing starts once it
     // has fired.
     const CancelToken* cancel = nullptr;
+    // Not owned; may be null. A network namespace the caller started making early for this
+    // run (netns.hpp), taken by the bwrap arm under --network none instead of making its own;
+    // other postures leave it untaken.
+    LoopbackNetns* early_netns = nullptr;
 };
 
 // What one output stream carried. head + tail is the whole stream exactly when !truncated.

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -38,6 +39,7 @@ struct ExecPlan {
     int cgroup_procs_fd = -1;  // set only when clone3 could not place the child itself
     std::vector<int> join_procs;  // further (v1) cgroup.procs files to write "0" to
     std::vector<std::pair<int, rlimit>> rlimits;
+    int netns_fd = -1;
     int error_fd = -1;
     pid_t caller = -1;
 };
@@ -73,6 +75,7 @@ ExecPlan make_plan(const SpawnSpec& spec) {
     plan.sources = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
     plan.sources.insert(plan.sources.end(), spec.inherited_fds.begin(), spec.inherited_fds.end());
     plan.join_procs = spec.join_cgroup_procs;
+    plan.netns_fd = spec.netns_fd;
     for (const auto& limit : spec.rlimits) {
         const auto value = static_cast<rlim_t>(limit.value);
         plan.rlimits.push_back({limit.resource, rlimit{value, value}});
@@ -108,6 +111,8 @@ void cloexec_from(int first) {
     // Before the fds are moved: a procs fd may sit where stdio is about to go.
     for (const int fd : plan.join_procs)
         if (::write(fd, "0", 1) != 1) child_fail(plan, stage_cgroup, errno);
+    if (plan.netns_fd >= 0 && ::setns(plan.netns_fd, CLONE_NEWNET) != 0)
+        child_fail(plan, stage_netns, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
 
@@ -165,6 +170,7 @@ std::string failure_message(const std::string& program, const std::filesystem::p
         case stage_subreaper: return std::string("cannot become a subreaper: ") + error;
         case stage_fork: return std::string("fork failed: ") + error;
         case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
+        case stage_netns: return std::string("cannot join the run's network namespace: ") + error;
         default: return "cannot execute '" + program + "': " + error;
     }
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Starting one command: fork (clone3, straight into the run's cgroup), then in the child
-// (async-signal-safe steps only) join any further (v1) cgroups, setsid, put stdio and the
-// inherited fds in place, mark every other fd close-on-exec, reset signal mask and
-// dispositions, chdir, set the resource limits and execve with exactly the given environment.
+// (async-signal-safe steps only) join any further (v1) cgroups and a given network namespace,
+// setsid, put stdio and the inherited fds in place, mark every other fd close-on-exec, reset
+// signal mask and dispositions, chdir, set the resource limits and execve with exactly the given environment.
 // An O_CLOEXEC error pipe carries the failing step's errno back, so "not found" (ENOENT) and
 // "not executable" (EACCES, ENOEXEC) are told apart exactly, before any output is read.
 //
@@ -60,6 +60,9 @@ struct SpawnSpec {
     // anything else; not owned. A failed write fails the spawn (nothing runs unbounded).
     std::vector<int> join_cgroup_procs;
     std::vector<ResourceLimit> rlimits;  // set in the child just before exec
+    // >= 0: a network namespace the child joins (setns) before anything but its cgroups; not
+    // owned. A failed join fails the spawn (nothing runs in the caller's network instead).
+    int netns_fd = -1;
     Supervision supervision = Supervision::direct;
     ExecCheck exec_check = ExecCheck::before_return;
 };

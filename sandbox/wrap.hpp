@@ -61,6 +61,9 @@ struct WrapPlan {
     std::vector<Fd> join_cgroups;
     std::vector<std::pair<std::string, std::string>> cgroup2_limits;
     TreeKill tree_kill = TreeKill::pidns;
+    // A network namespace the wrapper starts in (joined between fork and exec), already set
+    // up for the policy; invalid when the wrapper makes its own.
+    Fd netns;
     nlohmann::ordered_json description;  // the posture: RunResult::sandbox (posture_text renders it)
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
     std::vector<std::string> on_timeout_argv;
@@ -93,8 +96,10 @@ Expected<void> refuse_private_scratch(const std::filesystem::path& path, std::st
 // fails closed by itself.
 std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<int> exit_code);
 
-// complete: the plan can be started as it is, as often as wanted (its fds rewound). pending:
-// the arm may leave the plan's completion to WrapPlan::pending (run() starts the wrapper first).
+// complete: the plan can be started as it is, as often as wanted (its fds rewound); bwrap makes
+// its own network namespace. pending: the arm may leave the plan's completion to
+// WrapPlan::pending (run() starts the wrapper first), and under --network none bwrap starts in
+// a namespace the plan made meanwhile (WrapPlan::netns, sandbox/netns.hpp) when it can.
 enum class PlanTiming { complete, pending };
 
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing or any

@@ -9,6 +9,7 @@
 #include "sandbox/bwrap_layout.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
+#include "sandbox/netns.hpp"
 #include "sandbox/offline.hpp"
 #include "sandbox/payload.hpp"
 #include "sandbox/probe.hpp"
@@ -228,11 +229,14 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, const BwrapStart& s
 
 // bwrap's options, NUL-separated: the mounts; namespaces, identity, privileges, the
 // environment; and last --unshare-user, the completion mark (see plan_bwrap).
-std::string options_text(const Policy& policy, const BwrapLayout& layout, int status_fd) {
+// With a network namespace of sandgate's own (WrapPlan::netns), bwrap starts in it and keeps
+// it (--share-net) rather than making one.
+std::string options_text(const Policy& policy, const BwrapLayout& layout, int status_fd,
+                         const Fd& netns) {
     std::vector<std::string> args;
     mount_options(layout.entries, args);
     args.insert(args.end(), {"--remount-ro", "/", "--unshare-all"});
-    if (policy.network == NetworkMode::host) args.push_back("--share-net");
+    if (policy.network == NetworkMode::host || netns) args.push_back("--share-net");
     args.insert(args.end(), {"--uid", std::to_string(k_sandbox_uid), "--gid",
                              std::to_string(k_sandbox_gid), "--hostname", "sandgate",
                              "--die-with-parent", "--new-session", "--cap-drop", "ALL",
@@ -256,7 +260,7 @@ public:
     Expected<void> complete(const RunRequest& request, WrapPlan& plan) override {
         auto layout = plan_layout(request, m_start, std::move(m_start.files));
         if (!layout) return std::unexpected(layout.error());
-        m_text = options_text(request.policy, *layout, m_start.status_fd);
+        m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
         const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
         if (verdict != 0) plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]));
         plan.description = describe(m_start.bwrap, request.policy, m_start.scratch, m_start.offline,
@@ -286,6 +290,11 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     // No probe of user namespaces or seccomp here: bwrap refuses to start without them, and
     // run() asks the probes why only then (diagnose_wrap_failure), sparing every run a
     // throwaway namespace.
+    // A pending plan's run starts bwrap in a network namespace of its own making, made while
+    // the rest is planned (or earlier, by the caller: RunRequest::early_netns).
+    const bool own_netns = timing == PlanTiming::pending && request.policy.network == NetworkMode::none;
+    std::optional<LoopbackNetns> netns;
+    if (own_netns && request.early_netns == nullptr) netns.emplace();
     auto resources = std::make_unique<BwrapResources>();
     auto start = plan_start(request, *resources);
     if (!start) return std::unexpected(start.error());
@@ -310,6 +319,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
+    if (own_netns) plan.netns = netns ? netns->take() : request.early_netns->take();
     auto completion = std::make_unique<BwrapCompletion>(std::move(*start), std::move(channel->our_end), timing);
     if (timing == PlanTiming::pending) {
         plan.pending = std::move(completion);

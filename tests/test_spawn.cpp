@@ -186,3 +186,19 @@ TEST_CASE("spawn sets the requested rlimits between fork and exec, the caller ke
     ::getrlimit(RLIMIT_NOFILE, &hard);
     if (::geteuid() != 0 && hard.rlim_max != RLIM_INFINITY) CHECK_FALSE(sandbox::spawn(spec));
 }
+
+TEST_CASE("a netns_fd that is no network namespace fails the spawn; nothing runs elsewhere") {
+    const auto dir = tests::make_temp_dir("spawn");
+    Pipe not_a_namespace = make_pipe();
+    sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    sandbox::SpawnSpec spec;
+    spec.argv = {"/bin/sh", "-c", "echo ran > " + (dir / "ran").string()};
+    spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
+    spec.netns_fd = not_a_namespace.read.get();
+    auto child = sandbox::spawn(spec);
+    REQUIRE_FALSE(child);
+    CHECK(child.error().errno_value == 0);  // set for the exec step only (126/127)
+    // EINVAL; inside sandgate's own wrap its seccomp filter refuses setns first (EPERM).
+    CHECK(child.error().message.starts_with("cannot join the run's network namespace: "));
+    CHECK_FALSE(std::filesystem::exists(dir / "ran"));
+}

@@ -4,6 +4,7 @@
 // test_wrap.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,9 +14,11 @@
 #include <fstream>
 #include <thread>
 
+#include "sandbox/netns.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/wrap.hpp"
 #include "sandbox/wrap_bwrap.hpp"
+#include "tests/support/capabilities.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include "tests/wrap_spawn.hpp"
@@ -134,6 +137,47 @@ TEST_CASE("a pending plan's bwrap waits for its options, and runs nothing if the
         CHECK(finished.err.find("--disable-userns requires --unshare-user") != std::string::npos);
         CHECK_FALSE(std::filesystem::exists(dir / "ran"));
     }
+}
+
+TEST_CASE("under --network none a pending plan starts bwrap in a namespace of its own making") {
+    SKIP_UNDER_WRAP("a working directory in the wrap's scratch cannot be planned for");
+    const auto dir = tests::make_temp_dir("wrap-netns");
+    auto request = request_in(dir, {"readlink", "/proc/self/ns/net"});
+    const bool privileged = tests::has_cap_sys_admin();  // else bwrap makes it (--unshare-net)
+    auto plan = sandbox::plan_wrap(request, sandbox::PlanTiming::pending);
+    REQUIRE(plan);
+    CHECK(plan->netns.valid() == privileged);
+    auto complete = sandbox::plan_wrap(request);  // started as often as wanted: bwrap's own
+    REQUIRE(complete);
+    CHECK_FALSE(complete->netns);
+    {
+        sandbox::LoopbackNetns early;  // made by the caller: taken instead
+        request.early_netns = &early;
+        auto taking = sandbox::plan_wrap(request, sandbox::PlanTiming::pending);
+        REQUIRE(taking);
+        CHECK(taking->netns.valid() == privileged);
+        CHECK_FALSE(early.take());
+    }
+    {
+        sandbox::LoopbackNetns early;  // --network host: left untaken
+        request.early_netns = &early;
+        request.policy.network = sandbox::NetworkMode::host;
+        auto host = sandbox::plan_wrap(request, sandbox::PlanTiming::pending);
+        REQUIRE(host);
+        CHECK_FALSE(host->netns);
+        CHECK(early.take().valid() == privileged);
+    }
+    if (!privileged) return;
+    // bwrap keeps the namespace it started in: the payload is in it.
+    struct stat st {};
+    REQUIRE(::fstat(plan->netns.get(), &st) == 0);
+    const auto started = tests::start_plan(*plan);
+    REQUIRE(plan->pending->complete(request_in(dir, {"readlink", "/proc/self/ns/net"}), *plan));
+    REQUIRE(plan->pending->release());
+    const auto finished = tests::finish_plan(started);
+    INFO("stderr: " << finished.err);
+    CHECK(finished.status == 0);
+    CHECK(finished.out == "net:[" + std::to_string(st.st_ino) + "]\n");
 }
 
 TEST_CASE("run(): a plan refused once bwrap has started, or whose payload is replaced, leaves no process") {

@@ -3,6 +3,7 @@
 // captured), for exercising plan_wrap() independently of sandbox::run.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -53,7 +54,9 @@ inline StartedPlan start_plan(sandbox::WrapPlan& plan, const std::string& stdin_
     envp.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid == 0) {
-        // The limits the process core would apply (sandbox/spawn.cpp), minus the run's leaf.
+        // The limits and the network namespace the process core would apply
+        // (sandbox/spawn.cpp), minus the run's leaf.
+        if (plan.netns && ::setns(plan.netns.get(), CLONE_NEWNET) != 0) ::_exit(125);
         for (auto& fd : plan.join_cgroups)
             if (::write(fd.get(), "0", 1) != 1) ::_exit(125);
         for (const auto& limit : plan.rlimits) {
