@@ -1,12 +1,15 @@
 #include "sandbox/netns.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <system_error>
@@ -26,6 +29,15 @@ void move_off_this_cpu(std::thread& thread) {
     if (CPU_COUNT(&others) > 0) ::pthread_setaffinity_np(thread.native_handle(), sizeof others, &others);
 }
 
+// Whether this thread may make a network namespace: CAP_SYS_ADMIN in its effective set, in
+// its own user namespace (what unshare(CLONE_NEWNET) checks). Without it no thread is started.
+bool may_make_netns() {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+    if (::syscall(SYS_capget, &header, data) != 0) return true;  // unknown: let unshare decide
+    return (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
+}
+
 }  // namespace
 
 Fd make_loopback_netns_here() {
@@ -43,6 +55,7 @@ Fd make_loopback_netns_here() {
 }
 
 LoopbackNetns::LoopbackNetns() {
+    if (!may_make_netns()) return;
     sigset_t all, previous;
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &previous);  // the new thread inherits the mask
