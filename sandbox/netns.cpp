@@ -18,7 +18,7 @@ namespace sandbox {
 namespace {
 
 // The scheduler queues a new thread on its creator's CPU, where it waits until the creator
-// blocks (~0.25 ms of planning here) while the other core idles; a thread allowed only the
+// blocks (~0.25 ms of parsing and planning here) while the other core idles; a thread allowed only the
 // other CPUs starts there at once (~60 us). Best effort: on one CPU it stays where it is.
 void move_off_this_cpu(std::thread& thread) {
     cpu_set_t others;

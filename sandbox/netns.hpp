@@ -18,9 +18,10 @@
 namespace sandbox {
 
 // Makes a loopback-only network namespace on a thread of its own, started by the constructor
-// (unless this thread lacks CAP_SYS_ADMIN, when nothing is started); take() waits for it. The thread changes nothing but itself (unshare(CLONE_NEWNET) moves only
-// the calling thread, which then ends) and takes no signal. The destructor waits for it too, so
-// one never taken costs only a namespace made for nothing. Not copyable, not movable.
+// unless the caller lacks CAP_SYS_ADMIN (then nothing is started); take() waits for it. The
+// thread changes nothing but itself (unshare(CLONE_NEWNET) moves only the calling thread,
+// which then ends) and takes no signal. The destructor waits for it too, so one never taken
+// costs only a namespace made for nothing. Not copyable, not movable.
 class LoopbackNetns {
 public:
     LoopbackNetns();
