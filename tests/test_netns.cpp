@@ -175,3 +175,24 @@ TEST_CASE("the wrap's network is loopback only, whether sandgate or bwrap made i
         check_loopback_only(run_plain(dir, argv));
     }
 }
+
+TEST_CASE("sandgate exec: the default gets a namespace of its own; --network host, in any spelling, the host's") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc inside the wrap");
+    const auto dir = tests::make_temp_dir("netns-cli");
+    char own[64] = {};
+    REQUIRE(::readlink("/proc/self/ns/net", own, sizeof own - 1) > 0);
+    const auto namespace_of = [&](std::vector<std::string> options) {
+        std::vector<std::string> argv = {SANDGATE_BINARY, "exec"};
+        argv.insert(argv.end(), options.begin(), options.end());
+        argv.insert(argv.end(), {"--", "readlink", "/proc/self/ns/net"});
+        return run_plain(dir, argv);
+    };
+    const std::string host = std::string(own) + "\n";
+    const std::string fresh = namespace_of({});
+    CHECK(fresh.starts_with("net:["));
+    CHECK(fresh != host);
+    CHECK(namespace_of({"--network", "none"}) != host);
+    CHECK(namespace_of({"--network", "host"}) == host);
+    CHECK(namespace_of({"--network=host"}) == host);
+    CHECK(namespace_of({"--sandbox=off"}) == host);
+}
