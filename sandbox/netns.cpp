@@ -38,8 +38,9 @@ bool may_make_netns() {
     return (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
-}  // namespace
-
+// Moves the calling thread into a new loopback-only network namespace and returns an fd of it;
+// an invalid Fd when the kernel refuses a step (the thread may then be in a half-made
+// namespace: for a thread that ends next).
 Fd make_loopback_netns_here() {
     if (::unshare(CLONE_NEWNET) != 0) return Fd();
     // SIOCSIFFLAGS is what `ip link set lo up` amounts to; the kernel adds 127.0.0.1/8 and ::1
@@ -53,6 +54,8 @@ Fd make_loopback_netns_here() {
     if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) return Fd();
     return Fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
 }
+
+}  // namespace
 
 LoopbackNetns::LoopbackNetns() {
     if (!may_make_netns()) return;

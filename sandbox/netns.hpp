@@ -39,9 +39,4 @@ private:
     std::optional<std::thread> m_thread;
 };
 
-// Moves the calling thread into a new loopback-only network namespace and returns an fd of it;
-// an invalid Fd when the kernel refuses a step (the thread may then be in a half-made namespace:
-// for a thread that ends next).
-Fd make_loopback_netns_here();
-
 }  // namespace sandbox

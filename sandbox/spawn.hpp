@@ -2,7 +2,8 @@
 // Starting one command: fork (clone3, straight into the run's cgroup), then in the child
 // (async-signal-safe steps only) join any further (v1) cgroups and a given network namespace,
 // setsid, put stdio and the inherited fds in place, mark every other fd close-on-exec, reset
-// signal mask and dispositions, chdir, set the resource limits and execve with exactly the given environment.
+// signal mask and dispositions, chdir, set the resource limits and execve with exactly the
+// given environment.
 // An O_CLOEXEC error pipe carries the failing step's errno back, so "not found" (ENOENT) and
 // "not executable" (EACCES, ENOEXEC) are told apart exactly, before any output is read.
 //
