@@ -292,9 +292,10 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     // throwaway namespace.
     // A pending plan's run starts bwrap in a network namespace of its own making, made while
     // the rest is planned (or earlier, by the caller: RunRequest::early_netns).
-    const bool own_netns = timing == PlanTiming::pending && request.policy.network == NetworkMode::none;
-    std::optional<LoopbackNetns> netns;
-    if (own_netns && request.early_netns == nullptr) netns.emplace();
+    std::optional<LoopbackNetns> made_here;
+    LoopbackNetns* netns = nullptr;
+    if (timing == PlanTiming::pending && request.policy.network == NetworkMode::none)
+        netns = request.early_netns != nullptr ? request.early_netns : &made_here.emplace();
     auto resources = std::make_unique<BwrapResources>();
     auto start = plan_start(request, *resources);
     if (!start) return std::unexpected(start.error());
@@ -319,7 +320,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
-    if (own_netns) plan.netns = netns ? netns->take() : request.early_netns->take();
+    if (netns != nullptr) plan.netns = netns->take();
     auto completion = std::make_unique<BwrapCompletion>(std::move(*start), std::move(channel->our_end), timing);
     if (timing == PlanTiming::pending) {
         plan.pending = std::move(completion);

@@ -21,6 +21,7 @@
 #include "tests/support/capabilities.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
+#include "tests/support/read_fd.hpp"
 
 namespace {
 
@@ -156,10 +157,7 @@ TEST_CASE("a namespace of its own: only loopback, up; this thread stays where it
     auto child = sandbox::spawn(spec);
     REQUIRE(child);
     out_write.reset();
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(out_read.get(), buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
+    const std::string text = tests::read_to_eof(out_read.get());
     const auto exit = child->reap();
     REQUIRE(exit);
     CHECK(exit->exit_code == 0);

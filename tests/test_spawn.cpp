@@ -13,6 +13,7 @@
 #include "sandbox/fd.hpp"
 #include "sandbox/spawn.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/read_fd.hpp"
 
 namespace {
 
@@ -27,12 +28,7 @@ Pipe make_pipe() {
     return {sandbox::Fd(fds[0]), sandbox::Fd(fds[1])};
 }
 
-std::string read_all(int fd) {
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-    return text;
-}
+using tests::read_to_eof;
 
 }  // namespace
 
@@ -52,7 +48,7 @@ TEST_CASE("inherited fds land at 3, 4, ... and nothing else stays open") {
     auto child = sandbox::spawn(spec);
     REQUIRE(child);
     out.write.reset();
-    CHECK(read_all(out.read.get()) == "0\n1\n2\n3\n4\n");
+    CHECK(read_to_eof(out.read.get()) == "0\n1\n2\n3\n4\n");
     auto exit = child->reap();
     REQUIRE(exit);
     CHECK(exit->exit_code == 0);
@@ -169,10 +165,7 @@ TEST_CASE("spawn sets the requested rlimits between fork and exec, the caller ke
     auto child = sandbox::spawn(spec);
     REQUIRE(child);
     write_end.reset();
-    std::string text;
-    char buffer[256];
-    for (ssize_t n; (n = ::read(read_end.get(), buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
+    const std::string text = read_to_eof(read_end.get());
     auto exit = child->reap();
     REQUIRE(exit);
     CHECK(exit->exit_code == 0);

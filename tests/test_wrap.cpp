@@ -22,6 +22,7 @@
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
+#include "tests/support/read_fd.hpp"
 #include "tests/wrap_spawn.hpp"
 
 namespace {
@@ -100,12 +101,6 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     REQUIRE(second);
     REQUIRE(first->inherited_fds.size() == second->inherited_fds.size());
     REQUIRE(first->inherited_fds.size() > 5);
-    const auto read_all = [](int fd) {
-        std::string text;
-        char buffer[4096];
-        for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-        return text;
-    };
     // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files.
     // The last one is bwrap's status pipe (write end): checked below.
     REQUIRE(first->status);
@@ -120,9 +115,9 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
         const int b = second->inherited_fds[i].get();
-        const std::string from_first = read_all(a);
+        const std::string from_first = tests::read_to_eof(a);
         CHECK_FALSE(from_first.empty());
-        CHECK(read_all(b) == from_first);  // the first read to EOF did not move the second
+        CHECK(tests::read_to_eof(b) == from_first);  // the first read to EOF did not move the second
         CHECK(::write(a, "x", 1) == -1);   // read-only
         // Generated contents are memfds sealed against every writer; host files are the
         // root-owned files themselves, opened read-only.

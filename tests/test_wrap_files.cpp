@@ -10,15 +10,11 @@
 
 #include "sandbox/wrap_files.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/read_fd.hpp"
 
 namespace {
 
-std::string read_all(int fd) {
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-    return text;
-}
+using tests::read_to_eof;
 
 std::size_t open_fds() {
     std::size_t count = 0;
@@ -36,9 +32,9 @@ TEST_CASE("one content, many readers: each fd reads all of it from offset 0; a k
     REQUIRE(first);
     REQUIRE(second);
     REQUIRE(third);
-    CHECK(read_all(first->get()) == content);
-    CHECK(read_all(second->get()) == content);
-    CHECK(read_all(third->get()) == content);
+    CHECK(read_to_eof(first->get()) == content);
+    CHECK(read_to_eof(second->get()) == content);
+    CHECK(read_to_eof(third->get()) == content);
     CHECK((::fcntl(second->get(), F_GET_SEALS) & F_SEAL_WRITE) != 0);
     CHECK(::write(second->get(), "x", 1) == -1);
     CHECK(::write(third->get(), "x", 1) == -1);
@@ -46,7 +42,7 @@ TEST_CASE("one content, many readers: each fd reads all of it from offset 0; a k
     CHECK((::fcntl(first->get(), F_GET_SEALS) & F_SEAL_WRITE) == 0);
     auto empty = sandbox::content_fd("test", "");
     REQUIRE(empty);
-    CHECK(read_all(empty->get()).empty());
+    CHECK(read_to_eof(empty->get()).empty());
 }
 
 TEST_CASE("a content is kept from its second request on; one asked for once costs one fd") {
@@ -63,8 +59,8 @@ TEST_CASE("a content is kept from its second request on; one asked for once cost
     CHECK(open_fds() == before + 2);  // now the cache keeps one for later callers
     auto third = sandbox::content_fd("test", content);
     REQUIRE(third);
-    CHECK(read_all(third->get()) == content);
-    CHECK(read_all(again->get()) == content);
+    CHECK(read_to_eof(third->get()) == content);
+    CHECK(read_to_eof(again->get()) == content);
 }
 
 TEST_CASE("the shared memfds are bounded however many distinct contents a process hands out") {
@@ -72,7 +68,7 @@ TEST_CASE("the shared memfds are bounded however many distinct contents a proces
     for (int i = 0; i < 300; ++i) {
         auto fd = sandbox::content_fd("test", "content " + std::to_string(i));
         REQUIRE(fd);
-        CHECK(read_all(fd->get()) == "content " + std::to_string(i));
+        CHECK(read_to_eof(fd->get()) == "content " + std::to_string(i));
     }
     CHECK(open_fds() <= before + 48);
 }
@@ -84,7 +80,7 @@ TEST_CASE("host files are handed over as read-only fds of the file; odd and larg
     for (const char* name : {"file", "link"}) {
         auto fd = sandbox::open_host_file(dir / name, 1024);
         REQUIRE(fd);
-        CHECK(read_all(fd->get()) == "one");
+        CHECK(read_to_eof(fd->get()) == "one");
         CHECK(::write(fd->get(), "x", 1) == -1);  // read-only
         CHECK((::fcntl(fd->get(), F_GETFD) & FD_CLOEXEC) != 0);
     }
@@ -93,12 +89,12 @@ TEST_CASE("host files are handed over as read-only fds of the file; odd and larg
     auto second = sandbox::open_host_file(dir / "file", 1024);
     REQUIRE(first);
     REQUIRE(second);
-    CHECK(read_all(first->get()) == "one");
-    CHECK(read_all(second->get()) == "one");
+    CHECK(read_to_eof(first->get()) == "one");
+    CHECK(read_to_eof(second->get()) == "one");
     tests::write_file(dir / "empty", "");
     auto empty = sandbox::open_host_file(dir / "empty", 1024);
     REQUIRE(empty);
-    CHECK(read_all(empty->get()).empty());
+    CHECK(read_to_eof(empty->get()).empty());
 
     const auto too_large = sandbox::open_host_file(dir / "file", 2);
     REQUIRE_FALSE(too_large);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/read_fd.hpp"
+
 namespace tests {
 
 // A string that appears in no other process's command line: "sgmark-<pid>-<n>-<random>".
@@ -34,9 +36,7 @@ std::vector<int> processes_whose(const char* file, Match&& match) {
         if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
         const int fd = ::open((entry.path() / file).c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue;
-        std::string text;
-        char buf[4096];
-        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+        const std::string text = read_to_eof(fd);
         ::close(fd);
         if (match(text)) found.push_back(std::stoi(pid));
     }
