@@ -285,6 +285,75 @@ TEST_CASE("SIGTERM drains: running jobs finish, or are cancelled at the deadline
 
 namespace {
 
+// The github: section of an agent that reports to the stand-in.
+std::string reporting_to(const tests::FakeGitHub& server, const std::filesystem::path& dir) {
+    tests::write_file(dir / "github-token", std::string(tests::k_fake_token) + "\n");
+    std::filesystem::permissions(dir / "github-token", std::filesystem::perms::owner_read |
+                                                           std::filesystem::perms::owner_write);
+    return "github:\n  repositories: [octo/gate]\n  api_url: " + server.url() + "\n  token_file: " +
+           (dir / "github-token").string() + "\n";
+}
+
+// The status of each check run the stand-in holds.
+std::vector<std::string> run_statuses(const tests::FakeGitHub& server) {
+    simdjson::dom::parser parser;
+    const std::string text = server.state();
+    simdjson::dom::element root;
+    REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
+    std::vector<std::string> out;
+    for (auto run : root["check_runs"].get_array()) out.emplace_back(std::string_view(run["status"]));
+    return out;
+}
+
+void wait_statuses(const tests::FakeGitHub& server, const std::vector<std::string>& expected) {
+    while (run_statuses(server) != expected) std::this_thread::sleep_for(50ms);
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM drains with a report owed: the conclusion is sent before the agent exits") {
+    tests::FakeGitHub server;
+    Agent agent(reporting_to(server, tests::make_temp_dir("drain-github")));
+    auto daemon = agent.start();
+    agent.wait_ready();
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/gate", "--sha", sha(7)}) == 0);
+    agent.wait_file("started-1");
+    wait_statuses(server, {"in_progress"});
+    ::kill(daemon.pid, SIGTERM);
+    tests::write_file(agent.marks / "release", "0");
+    CHECK(daemon.wait() == 0);
+    CHECK(run_statuses(server) == std::vector<std::string>{"completed"});  // not left in progress
+}
+
+TEST_CASE("SIGTERM drains: reports GitHub refuses until the deadline stay queued, with a log "
+          "line, and go out after the next start") {
+    tests::FakeGitHub server;
+    Agent agent("  drain_seconds: 3\n" + reporting_to(server, tests::make_temp_dir("drain-github")));
+    const auto log = agent.dir / "agent.log";
+    auto daemon = agent.start(log);
+    agent.wait_ready();
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/gate", "--sha", sha(8)}) == 0);
+    agent.wait_file("started-1");
+    wait_statuses(server, {"in_progress"});
+    server.inject(R"([{"kind":"500","match":"check-runs","count":100000}])");
+    ::kill(daemon.pid, SIGTERM);
+    tests::write_file(agent.marks / "release", "0");
+    CHECK(daemon.wait() == 0);
+    const auto text = tests::read_file(log);
+    INFO(text);
+    CHECK(text.find("report(s) still owed to GitHub; they stay queued") != std::string::npos);
+    CHECK(run_statuses(server) == std::vector<std::string>{"in_progress"});
+    CHECK((*agent.queue()->get(1))->state == agent::JobState::succeeded);
+
+    server.post("/_control/faults", R"({"replace": true, "faults": []})");
+    auto again = agent.start();
+    wait_statuses(server, {"completed"});
+    ::kill(again.pid, SIGTERM);
+    CHECK(again.wait() == 0);
+}
+
+namespace {
+
 constexpr const char* k_trivial_gate = "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
                                        "    steps:\n      - run: echo checked\n";
 
