@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/pg.hpp"
 #include "github/report_format.hpp"
 
 namespace agent {
@@ -47,6 +48,35 @@ std::int64_t positive(const std::filesystem::path& file, const std::string& key,
 }
 
 using Setter = std::function<void(const YAML::Node&)>;
+
+std::string redact_url(std::string text, const std::string& secret) {
+    for (auto at = text.find(secret); !secret.empty() && at != std::string::npos; at = text.find(secret))
+        text.replace(at, secret.size(), "<queue.url>");
+    return text;
+}
+
+// A pool's queue URL: postgresql:// (or postgres://) that libpq can parse, and no password in
+// it (a configuration file is read by more people and tools than a 0600 secret file).
+std::string checked_queue_url(const std::filesystem::path& file, const YAML::Node& node, std::string url) {
+    const auto at = where(file, node) + ": queue.url: ";
+    if (!url.starts_with("postgresql://") && !url.starts_with("postgres://"))
+        throw BadConfig{at + "must be a postgresql:// URL (leave queue.url out for the embedded SQLite queue)"};
+    const auto authority_start = url.find("://") + 3;
+    const auto authority = url.substr(authority_start, url.find_first_of("/?#", authority_start) - authority_start);
+    const auto userinfo_end = authority.rfind('@');
+    const bool userinfo_password = userinfo_end != std::string::npos &&
+                                   authority.substr(0, userinfo_end).find(':') != std::string::npos;
+    if (userinfo_password)
+        throw BadConfig{at + "holds a password; put it in queue.password_file (mode 0600) or a "
+                             "PGPASSFILE, never in the configuration"};
+    auto parts = pg::parse_url(url);
+    // libpq's message may quote the URL: never echoed.
+    if (!parts) throw BadConfig{at + redact_url(parts.error().message, url)};
+    if (parts->password)
+        throw BadConfig{at + "holds a password; put it in queue.password_file (mode 0600) or a "
+                             "PGPASSFILE, never in the configuration"};
+    return url;
+}
 
 void apply(const std::filesystem::path& file, const std::string& section, const YAML::Node& node,
            const std::map<std::string, Setter>& setters) {
@@ -115,11 +145,16 @@ void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfi
              c.network = value == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
          }},
     };
+    std::map<std::string, Setter> queue_keys = {
+        {"url", [&](const YAML::Node& n) { c.queue_url = checked_queue_url(file, n, text("queue.url")(n)); }},
+        {"password_file", [&](const YAML::Node& n) { c.queue_password_file = text("queue.password_file")(n); }},
+    };
     std::map<std::string, Setter> sections = {
         {"agent", [&](const YAML::Node& n) { apply(file, "agent", n, agent_keys); }},
         {"api", [&](const YAML::Node& n) { apply(file, "api", n, api_keys); }},
         {"github", [&](const YAML::Node& n) { apply(file, "github", n, github_keys); }},
         {"job", [&](const YAML::Node& n) { apply(file, "job", n, job_keys); }},
+        {"queue", [&](const YAML::Node& n) { apply(file, "queue", n, queue_keys); }},
     };
     if (root.IsNull()) return;
     apply(file, "", root, sections);
@@ -159,6 +194,8 @@ Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     probe.sha = std::string(40, '0');
     if (auto name = github::render_check_name(config.check_name, probe); !name)
         return fail(ErrorKind::invalid_input, path.string() + ": github.check_name: " + name.error().message);
+    if (config.queue_password_file && config.queue_url.empty())
+        return fail(ErrorKind::invalid_input, path.string() + ": queue.password_file: only with queue.url");
     if (config.poll_interval.count() < 0)
         return fail(ErrorKind::invalid_input, path.string() + ": github.poll_seconds: must be >= 0");
     if (config.listen.rfind("127.0.0.1:", 0) == 0 && !config.token_file)
@@ -211,6 +248,9 @@ github:
   # poll_seconds: 30           # 0: no polling (webhooks only)
   # check_name: "sandgate / {job}"
   # clone_url: "https://github.com/{repository}.git"
+# queue:                       # a pool of agents sharing one PostgreSQL queue (README: "A pool")
+#   url: postgresql://sandgate@db.example.com/sandgate   # never a password in the URL
+#   password_file: /etc/sandgate/queue-password        # 0600; or PGPASSFILE
 job:
   sandbox: bwrap               # bwrap or off
   network: none                # none or host

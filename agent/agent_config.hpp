@@ -46,6 +46,12 @@ struct AgentConfig {
     // Empty: the web host of api_url (https://github.com/OWNER/NAME, or https://HOST/OWNER/NAME
     // for Enterprise Server).
     std::string clone_url;
+    // queue:
+    // Empty: the embedded SQLite queue (STATE_DIR/agent/jobs.sqlite3, one agent). Else a
+    // pool's PostgreSQL database, postgresql://[user@]host[:port]/db[?param=...] (libpq's URL;
+    // never with a password: that comes from password_file, or libpq's PGPASSFILE/passfile).
+    std::string queue_url;
+    std::optional<std::filesystem::path> queue_password_file;  // 0600, one line
     // job:
     std::vector<std::string> job_command;  // empty: sandgate gate (see daemon.hpp)
     sandbox::SandboxMode sandbox = sandbox::SandboxMode::bwrap;

@@ -345,6 +345,14 @@ HttpResponse Api::metrics() {
         text += "sandgate_jobs{state=\"" + std::string(to_string(state)) + "\"} " +
                 std::to_string(count.value_or(0)) + "\n";
     }
+    // The queue's (a pool's, when it is shared): owed reports, and which backend it is.
+    text += "# HELP sandgate_reports_owed Reports the queue still owes GitHub.\n"
+            "# TYPE sandgate_reports_owed gauge\n";
+    text += "sandgate_reports_owed " + std::to_string(m_queue.owed_reports(std::nullopt).value_or(0)) + "\n";
+    text += "# HELP sandgate_queue_info The queue's backend.\n# TYPE sandgate_queue_info gauge\n";
+    text += std::string("sandgate_queue_info{backend=\"") +
+            (m_queue.backend() == QueueBackend::postgresql ? "postgresql" : "sqlite") + "\"} 1\n";
+    if (m_config.agent_metrics) text += m_config.agent_metrics();
     const auto stats = m_sandboxes.step_stats();
     text += "# HELP sandgate_step_duration_seconds Steps run in job sandboxes.\n"
             "# TYPE sandgate_step_duration_seconds histogram\n";

@@ -54,6 +54,7 @@ struct ApiConfig {
     std::optional<std::string> pr_label;        // only pull requests with this label
     std::vector<std::string> repositories;      // accepted "owner/name"; empty: any
     std::function<void()> on_change;            // a job was submitted or cancelled
+    std::function<std::string()> agent_metrics; // the daemon's own /metrics lines
     sandbox::Policy sandbox_policy;             // the policy of API-created sandboxes
 };
 

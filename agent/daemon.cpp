@@ -12,12 +12,14 @@
 #include <map>
 
 #include "agent/api.hpp"
+#include "agent/daemon_queue.hpp"
 #include "agent/github_rounds.hpp"
 #include "agent/http_server.hpp"
 #include "agent/job_base.hpp"
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
 #include "agent/mirror_upkeep.hpp"
+#include "agent/queue_open.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
@@ -32,6 +34,11 @@ constexpr std::chrono::seconds k_kill_grace{10};
 constexpr std::chrono::hours k_mirror_gc_interval{24};
 constexpr std::size_t k_max_request_body = 8 * 1024 * 1024;
 constexpr int k_exit_timeout = 124;
+// With queue notifications (a pool's PostgreSQL) an idle agent claims when woken, when one of
+// its jobs ended, and at least this often (a notification lost with a connection); without
+// them (SQLite), every tick.
+constexpr std::chrono::seconds k_claim_fallback{5};
+constexpr std::chrono::seconds k_queue_open_backoff_cap{30};
 
 struct Running {
     Job job;
@@ -44,26 +51,35 @@ struct Running {
     std::optional<SandboxInfo> sandbox;         // the job's persistent sandbox
 };
 
+int wait_signal() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) sigaddset(&signals, sig);
+    const timespec tick{0, std::chrono::nanoseconds(k_tick).count()};
+    return ::sigtimedwait(&signals, nullptr, &tick);
+}
+
+enum class Notified { no, yes };  // whether the queue wakes us (JobQueue::subscribe)
+
 class Loop {
 public:
     Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
-         GitHubRounds& github, std::filesystem::path full_binary)
+         GitHubRounds& github, std::filesystem::path full_binary, AgentStats& stats, Notified notified)
         : m_config(config),
           m_queue(queue),
           m_sandboxes(sandboxes),
           m_github(github),
-          m_self(std::move(full_binary)) {}
+          m_self(std::move(full_binary)),
+          m_stats(stats),
+          m_writes(queue, config.id, stats),
+          m_notified(notified) {}
 
     int run() {
-        sigset_t signals;
-        sigemptyset(&signals);
-        for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGCHLD}) sigaddset(&signals, sig);
         auto next_reap = Clock::now();
         auto next_mirror_gc = Clock::now();  // at start, then daily
         std::optional<Clock::time_point> drain_deadline;
         while (true) {
-            const timespec tick{0, std::chrono::nanoseconds(k_tick).count()};
-            const int sig = ::sigtimedwait(&signals, nullptr, &tick);
+            const int sig = wait_signal();
             if ((sig == SIGTERM || sig == SIGINT) && !drain_deadline) {
                 drain_deadline = Clock::now() + m_config.drain;
                 spdlog::info("draining: {} job(s) running, {} s to finish", m_running.size(),
@@ -77,11 +93,12 @@ public:
             if (drain_deadline && Clock::now() >= *drain_deadline)
                 for (auto& [id, running] : m_running)
                     force(running, JobState::cancelled, "cancelled: the agent is shutting down");
+            m_writes.retry();
             watch();
-            if (!drain_deadline) claim();
-            else if (m_running.empty()) {
-                m_github.finish(k_kill_grace);
-                return 0;
+            if (!drain_deadline) {
+                if (claim_due(sig == SIGUSR1)) claim();
+            } else if (m_running.empty()) {
+                return finish_drain(*drain_deadline);
             }
             if (Clock::now() >= next_reap) {
                 housekeeping();
@@ -95,16 +112,53 @@ public:
     }
 
 private:
+    bool claim_due(bool woken) {
+        if (m_notified == Notified::no) return true;
+        const auto now = Clock::now();
+        if (!woken && !m_slot_freed && now < m_next_claim) return false;
+        m_slot_freed = false;
+        m_next_claim = now + k_claim_fallback;
+        return true;
+    }
+
     void claim() {
         while (m_running.size() < m_config.max_jobs) {
             auto job = m_queue.claim(m_config.id, m_config.lease, m_config.max_jobs);
             if (!job) {
-                spdlog::warn("claim: {}", job.error().message);
+                m_writes.failed("claim", job.error());
                 return;
             }
+            m_writes.answered();
             if (!*job) return;
+            ++m_stats.claimed_total;
+            m_stats.claim_latency_ms_sum += std::max<std::int64_t>(0, system_now_ms() - (**job).created_ms);
             start(std::move(**job));
         }
+    }
+
+    // The drain's last part, once no job runs: every report this agent owes is sent before it
+    // exits, while the drain deadline lasts (the conclusions of jobs cancelled at the deadline
+    // get k_kill_grace more); what is still owed then stays queued for the next start.
+    int finish_drain(Clock::time_point deadline) {
+        const auto until = Clock::now() < deadline ? deadline : Clock::now() + k_kill_grace;
+        std::int64_t owed = 0;
+        while (true) {
+            const bool written = m_writes.retry();
+            auto left = m_queue.owed_reports(m_config.id);
+            owed = left ? *left : -1;
+            if (written && owed == 0) break;
+            if (Clock::now() >= until) break;
+            m_github.tick(Draining::yes);
+            wait_signal();
+        }
+        m_github.finish(k_kill_grace);
+        if (m_writes.pending() > 0)
+            spdlog::error("drained: {} job end(s) could not be recorded (the queue is out of reach); "
+                          "the pool recovers them when their leases expire", m_writes.pending());
+        if (owed != 0)
+            spdlog::warn("drained: {} report(s) still owed to GitHub; they stay queued and are sent "
+                         "after the next start", owed < 0 ? std::string("some") : std::to_string(owed));
+        return 0;
     }
 
     void start(Job job) {
@@ -117,9 +171,8 @@ private:
             auto created = create_sandbox(job, env);
             if (!created) {
                 spdlog::error("job {}: no sandbox: {}", job.id, created.error().message);
-                (void)m_queue.complete(job.id, m_config.id, JobState::failed,
-                                       "the job sandbox could not be created: " +
-                                           created.error().message, "{}");
+                m_writes.complete(job.id, JobState::failed,
+                                  "the job sandbox could not be created: " + created.error().message, "{}");
                 remove_workspace(job.id);
                 return;
             }
@@ -128,16 +181,14 @@ private:
         auto process = JobProcess::start(job_argv(m_config, job, m_self), env, log);
         if (!process) {
             spdlog::error("job {}: cannot start: {}", job.id, process.error().message);
-            (void)m_queue.complete(job.id, m_config.id, JobState::failed,
-                                   "the job could not start: " + process.error().message, "{}");
+            m_writes.complete(job.id, JobState::failed, "the job could not start: " + process.error().message, "{}");
             teardown(job.id, box);
             return;
         }
         spdlog::info("job {}: started {} {} (attempt {}, pid {})", job.id, job.spec.key.repository,
                      job.spec.key.sha, job.spec.key.attempt, process->pid());
         if (m_config.github_token_file) {
-            if (auto queued = m_queue.add_report(job.id, "start", "{}"); !queued)
-                spdlog::warn("job {}: {}", job.id, queued.error().message);
+            m_writes.start_report(job.id);
             m_github.wake();
         }
         const auto now = Clock::now();
@@ -145,6 +196,7 @@ private:
         m_running.emplace(id, Running{std::move(job), std::move(*process), now,
                                       now + m_config.lease / 3, std::nullopt, std::nullopt, "",
                                       std::move(box)});
+        m_stats.running = static_cast<std::int64_t>(m_running.size());
     }
 
     // The job's sandbox: its root is the job's workspace (where the job checks out and keeps
@@ -215,6 +267,8 @@ private:
             if (auto exit = running.process.poll()) {
                 finish(running, *exit);
                 it = m_running.erase(it);
+                m_stats.running = static_cast<std::int64_t>(m_running.size());
+                m_slot_freed = true;
                 continue;
             }
             if (running.kill_at && now >= *running.kill_at) running.process.signal_group(SIGKILL);
@@ -231,11 +285,13 @@ private:
         running.next_heartbeat = Clock::now() + m_config.lease / 3;
         auto beat = m_queue.heartbeat(running.job.id, m_config.id, m_config.lease);
         if (!beat) {
-            spdlog::warn("job {}: {}", running.job.id, beat.error().message);
+            // Out of reach: the job goes on (its lease outlives a short outage).
+            m_writes.failed("job " + std::to_string(running.job.id) + ": heartbeat", beat.error());
             if (beat.error().kind == sandbox::ErrorKind::permanent)
                 force(running, JobState::cancelled, "lease lost");
             return;
         }
+        m_writes.answered();
         if (beat->cancel_requested) {
             auto job = m_queue.get(running.job.id);
             const std::string why = job && *job ? (*job)->reason : "cancelled";
@@ -269,9 +325,8 @@ private:
         // Tear down first: a job is only seen finished once its sandbox and workspace are gone
         // (a crash in between leaves it running, and the lease recovery concludes it).
         teardown(running.job.id, running.sandbox);
-        auto ok = m_queue.complete(running.job.id, m_config.id, state, reason, result.dump());
         spdlog::info("job {}: {} {}", running.job.id, to_string(state), reason);
-        if (!ok) spdlog::warn("job {}: {}", running.job.id, ok.error().message);
+        m_writes.complete(running.job.id, state, reason, result.dump());
         m_github.wake();
     }
 
@@ -286,8 +341,11 @@ private:
         if (auto reaped = m_sandboxes.reap_expired(); reaped > 0)
             spdlog::info("reaped {} expired sandbox(es)", reaped);
         auto recovered = m_queue.recover_expired(m_config.on_lost_job, m_config.max_attempts);
-        if (recovered && !recovered->empty())
-            spdlog::info("recovered {} job(s) whose lease expired", recovered->size());
+        if (!recovered) m_writes.failed("lease recovery", recovered.error());
+        else if (!recovered->empty())
+            for (const auto& job : *recovered)
+                spdlog::info("job {}: its lease expired; {}", job.job_id,
+                             job.state == JobState::queued ? "re-queued" : "concluded");
         m_github.wake();
     }
 
@@ -296,6 +354,11 @@ private:
     SandboxManager& m_sandboxes;
     GitHubRounds& m_github;
     std::filesystem::path m_self;
+    AgentStats& m_stats;
+    QueueWrites m_writes;
+    Notified m_notified;
+    bool m_slot_freed = false;
+    Clock::time_point m_next_claim{};
     std::map<std::int64_t, Running> m_running;
     MirrorUpkeep m_mirrors{m_config};
 };
@@ -343,6 +406,51 @@ sandbox::Expected<std::filesystem::path> full_binary() {
     return sandbox::fail(sandbox::ErrorKind::unavailable,
                          full.string() + " is missing: jobs and GitHub rounds run in it; install "
                                          "sandgate-full beside " + self.filename().string());
+}
+
+// The configured queue. A database that cannot be reached yet (a pool's PostgreSQL starting
+// with the machine) is waited for with backoff, logged once; SIGTERM/SIGINT end the wait.
+sandbox::Expected<std::unique_ptr<JobQueue>> open_queue(const AgentConfig& config) {
+    auto delay = std::chrono::seconds(1);
+    bool logged = false;
+    while (true) {
+        auto queue = open_agent_queue(config);
+        if (queue || queue.error().kind != sandbox::ErrorKind::transient) return queue;
+        if (!logged)
+            spdlog::warn("job queue: {}; retrying (backoff up to {} s)", queue.error().message,
+                         k_queue_open_backoff_cap.count());
+        logged = true;
+        const auto until = Clock::now() + delay;
+        while (Clock::now() < until) {
+            const int sig = wait_signal();
+            if (sig == SIGTERM || sig == SIGINT) return queue;
+        }
+        delay = std::min<std::chrono::seconds>(delay * 2, k_queue_open_backoff_cap);
+    }
+}
+
+// This agent's lines of /metrics (the queue's own, pool-wide when it is shared, come from
+// the API).
+std::string agent_metrics(const AgentConfig& config, const AgentStats& stats) {
+    const std::string agent = "{agent=\"" + config.id + "\"}";
+    std::string text;
+    auto gauge = [&](const char* name, const char* help, const char* type, std::int64_t value) {
+        text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
+                agent + " " + std::to_string(value) + "\n";
+    };
+    gauge("sandgate_agent_jobs_running", "Jobs this agent runs.", "gauge", stats.running);
+    gauge("sandgate_agent_max_jobs", "Jobs this agent runs at most.", "gauge",
+          static_cast<std::int64_t>(config.max_jobs));
+    gauge("sandgate_agent_claims_total", "Jobs this agent claimed since it started.", "counter", stats.claimed_total);
+    gauge("sandgate_agent_claim_wait_milliseconds_total",
+          "Sum over its claims of the time from queued to claimed.", "counter", stats.claim_latency_ms_sum);
+    gauge("sandgate_agent_jobs_finished_total", "Job ends this agent recorded since it started.", "counter",
+          stats.finished_total);
+    gauge("sandgate_agent_pending_queue_writes", "Job ends and start reports kept while the queue is out of reach.",
+          "gauge", stats.pending_writes);
+    gauge("sandgate_agent_queue_errors_total", "Queue calls that failed.", "counter", stats.queue_errors_total);
+    gauge("sandgate_agent_queue_up", "1 when the last queue call answered.", "gauge", stats.queue_up ? 1 : 0);
+    return text;
 }
 
 }  // namespace
@@ -411,11 +519,12 @@ int run_daemon(const AgentConfig& config) {
         spdlog::error("{}", full.error().message);
         return 1;
     }
-    auto queue = open_sqlite_queue(default_queue_path(config.state_dir));
+    auto queue = open_queue(config);
     if (!queue) {
         spdlog::error("job queue: {}", queue.error().message);
         return 1;
     }
+    spdlog::info("agent {}: job queue {}", config.id, (*queue)->describe());
     auto recovered = (*queue)->recover_owner(config.id, config.on_lost_job, config.max_attempts);
     if (!recovered) {
         spdlog::error("recovery: {}", recovered.error().message);
@@ -434,6 +543,8 @@ int run_daemon(const AgentConfig& config) {
     api_config.sandbox_policy.mode = config.sandbox;
     api_config.sandbox_policy.network = config.network;
     api_config.on_change = [] { ::kill(::getpid(), SIGUSR1); };
+    AgentStats stats;
+    api_config.agent_metrics = [&config, &stats] { return agent_metrics(config, stats); };
     for (auto [file, target] : {std::pair{config.token_file, &api_config.token},
                                 std::pair{config.webhook_secret_file, &api_config.webhook_secret}}) {
         if (!file) continue;
@@ -466,8 +577,12 @@ int run_daemon(const AgentConfig& config) {
             spdlog::error("github: {}", token.error().message);
             return 1;
         }
+    // Woken by the queue when another agent queues work (SIGUSR1, as the API does).
+    auto subscription = (*queue)->subscribe([] { ::kill(::getpid(), SIGUSR1); });
+    if (!subscription) spdlog::warn("job queue: no notifications ({}); polling", subscription.error().message);
+    const auto notified = subscription && *subscription ? Notified::yes : Notified::no;
     GitHubRounds github(config, **queue, *full);
-    Loop loop(config, **queue, sandboxes, github, *full);
+    Loop loop(config, **queue, sandboxes, github, *full, stats, notified);
     const int status = loop.run();
     spdlog::info("agent {} stopped", config.id);
     return status;

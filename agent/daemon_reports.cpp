@@ -3,8 +3,8 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "agent/gate_reporting.hpp"
@@ -73,6 +73,7 @@ github::ClientOptions agent_client_options(const AgentConfig& config) {
     github::ClientOptions options;
     options.api_url = config.api_url;
     options.max_attempts = 2;
+    options.rate_limit_max_wait = k_agent_rate_limit_wait;
     return options;
 }
 
@@ -133,6 +134,14 @@ Expected<github::Reporter*> ReportSender::reporter_for(const std::string& reposi
     return &m_reporters.emplace(repository, std::move(*reporter)).first->second;
 }
 
+std::chrono::milliseconds ReportSender::rate_limit_wait() const {
+    if (!m_client) return std::chrono::milliseconds(0);
+    const auto until = m_client->rate_limited_until();
+    if (!until) return std::chrono::milliseconds(0);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*until - std::chrono::system_clock::now()) +
+           std::chrono::milliseconds(1);
+}
+
 void ReportSender::failed(const Report& report, const sandbox::Error& error,
                           DeliveryStats& stats) {
     const bool refused = error.kind == ErrorKind::invalid_input;
@@ -144,13 +153,16 @@ void ReportSender::failed(const Report& report, const sandbox::Error& error,
         ++stats.dropped;
         return;
     }
-    const auto backoff = denied ? k_report_backoff_cap
-                                : std::min<std::chrono::seconds>(
-                                      k_report_backoff_cap,
-                                      std::chrono::seconds(std::int64_t{1} << std::min<std::int64_t>(report.attempts, 16)));
+    const std::chrono::milliseconds backoff =
+        denied ? std::chrono::milliseconds(k_report_backoff_cap)
+               : std::min<std::chrono::milliseconds>(
+                     k_report_backoff_cap,
+                     std::chrono::seconds(std::int64_t{1} << std::min<std::int64_t>(report.attempts, 16)));
+    // GitHub said when: never sooner (and not capped: a primary rate limit resets hourly).
+    const auto retry = std::max(backoff, rate_limit_wait());
     spdlog::warn("job {}: {} report not sent (attempt {}), retry in {} s: {}", report.job_id,
-                 report.kind, report.attempts + 1, backoff.count(), error.message);
-    (void)m_queue.report_failed(report.id, backoff);
+                 report.kind, report.attempts + 1, (retry.count() + 999) / 1000, error.message);
+    (void)m_queue.report_failed(report.id, retry);
     ++stats.kept;
 }
 
@@ -162,32 +174,48 @@ Expected<github::Delivery> ReportSender::send(const Job& job, const Report& repo
     return report.kind == "start" ? (*reporter)->start(*built) : (*reporter)->finish(*built);
 }
 
+void ReportSender::deliver(const Report& report, DeliveryStats& stats) {
+    if (const auto wait = rate_limit_wait(); wait.count() > 0) {
+        spdlog::debug("job {}: {} report put back for {} ms (GitHub's rate limit)", report.job_id,
+                      report.kind, wait.count());
+        (void)m_queue.report_deferred(report.id, wait);
+        ++stats.kept;
+        return;
+    }
+    auto job = m_queue.get(report.job_id);
+    if (!job) {  // the queue is out of reach: the report's lease runs out, it is due again
+        spdlog::warn("job {}: {} report: {}", report.job_id, report.kind, job.error().message);
+        ++stats.kept;
+        return;
+    }
+    if (!*job || !m_client || !owner_name((*job)->spec.key.repository)) {
+        spdlog::debug("job {}: {} report not sent (no GitHub to report to)", report.job_id,
+                      report.kind);
+        (void)m_queue.report_delivered(report.id);
+        ++stats.dropped;
+        return;
+    }
+    auto sent = send(**job, report);
+    if (!sent) return failed(report, sent.error(), stats);
+    if (auto ok = m_queue.report_delivered(report.id); !ok)
+        spdlog::warn("job {}: {} report sent, not yet marked: {}", report.job_id, report.kind,
+                     ok.error().message);
+    ++stats.sent;
+}
+
 DeliveryStats ReportSender::deliver_due(std::size_t limit) {
     DeliveryStats stats;
-    auto reports = m_queue.due_reports(limit);
-    if (!reports) {
-        spdlog::warn("reports: {}", reports.error().message);
-        return stats;
-    }
-    std::set<std::int64_t> held;  // jobs with a report that failed this round
-    for (const auto& report : *reports) {
-        if (held.contains(report.job_id)) continue;
-        auto job = m_queue.get(report.job_id);
-        if (!job || !*job || !m_client || !owner_name((*job)->spec.key.repository)) {
-            spdlog::debug("job {}: {} report not sent (no GitHub to report to)", report.job_id,
-                          report.kind);
-            (void)m_queue.report_delivered(report.id);
-            ++stats.dropped;
-            continue;
+    std::size_t handled = 0;
+    // Batch by batch: a job's next report becomes due once the one before it was sent.
+    while (handled < limit) {
+        auto reports = m_queue.claim_reports(std::min(k_report_batch, limit - handled), k_report_lease);
+        if (!reports) {
+            spdlog::warn("reports: {}", reports.error().message);
+            break;
         }
-        auto sent = send(**job, report);
-        if (sent) {
-            (void)m_queue.report_delivered(report.id);
-            ++stats.sent;
-            continue;
-        }
-        held.insert(report.job_id);
-        failed(report, sent.error(), stats);
+        if (reports->empty()) break;
+        for (const auto& report : *reports) deliver(report, stats);
+        handled += reports->size();
     }
     replay_journal();
     return stats;

@@ -8,12 +8,18 @@
 // failing step to the conclusion.
 //
 // Delivery contract (deliver_due):
-// - reports go out in the order they were queued; a report that failed leaves the later ones
-//   of the same job for a later round (a conclusion never overtakes its start);
+// - reports are taken from the queue with JobQueue::claim_reports (batches of
+//   k_report_batch, leased for k_report_lease), so per job they go out in the order they were
+//   queued (a conclusion never overtakes its start; a start a conclusion follows is never
+//   sent) and agents of a pool sharing the queue never send one twice;
 // - sent: removed from the queue. GitHub unreachable, 5xx, rate limited past the client's
-//   budget: kept, retried after a backoff that doubles per attempt (capped). 401/403/404:
-//   kept and retried slowly (a fixed token or a new installation may come), dropped with an
-//   error after k_max_report_attempts. 422 (GitHub refused the body): dropped with an error;
+//   budget: kept, retried after a backoff that doubles per attempt (capped), or later when
+//   GitHub said when (Retry-After, x-ratelimit-reset: HttpClient::rate_limited_until); while
+//   rate limited, the rest of the batch is not tried but put back to that time. The agent's
+//   client sleeps through a rate limit of at most k_agent_rate_limit_wait itself; a longer
+//   one is the queue's to wait out. 401/403/404: kept and retried slowly (a fixed token or a
+//   new installation may come), dropped with an error after k_max_report_attempts. 422 (GitHub
+//   refused the body): dropped with an error;
 // - a job whose repository is not OWNER/NAME (a local path or URL) has nobody to tell: its
 //   reports are removed;
 // - with no GitHub token configured, reports are removed with a debug line.
@@ -39,10 +45,13 @@ namespace agent {
 
 inline constexpr std::int64_t k_max_report_attempts = 20;
 inline constexpr std::chrono::seconds k_report_backoff_cap{300};
+inline constexpr std::size_t k_report_batch = 10;
+inline constexpr std::chrono::minutes k_report_lease{2};
+inline constexpr std::chrono::seconds k_agent_rate_limit_wait{5};
 
 struct DeliveryStats {
     std::size_t sent = 0;
-    std::size_t kept = 0;      // failed this round, retried later
+    std::size_t kept = 0;      // failed this round (or put back while rate limited), retried later
     std::size_t dropped = 0;   // refused for good, or nobody to report to
 };
 
@@ -70,6 +79,9 @@ private:
     sandbox::Expected<github::Delivery> send(const Job& job, const Report& report);
     void replay_journal();
     void failed(const Report& report, const sandbox::Error& error, DeliveryStats& stats);
+    void deliver(const Report& report, DeliveryStats& stats);
+    // How long GitHub asked us to wait from now; zero when it did not.
+    std::chrono::milliseconds rate_limit_wait() const;
 
     const AgentConfig& m_config;
     JobQueue& m_queue;

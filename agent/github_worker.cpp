@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/poll_state.hpp"
+#include "agent/queue_open.hpp"
 
 namespace agent {
 
 sandbox::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, PollNow poll) {
-    // One connection, opened and migrated once, for the reports and the poll.
-    auto store = open_sqlite_store(default_queue_path(config.state_dir));
+    // The daemon's queue (SQLite: one connection for the reports and the poll; a pool's
+    // PostgreSQL: the poll state shared by the pool), migrated once.
+    auto store = open_agent_store(config);
     if (!store) return std::unexpected(store.error());
     auto& queue = store->queue;
     auto client = agent_github_client(config);
@@ -20,12 +22,19 @@ sandbox::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, 
     ReportSender sender(config, *queue, std::move(*client));
     stats.reports = sender.deliver_due();
     if (!polling) return stats;
+    if (const auto until = poll_client->rate_limited_until()) {
+        spdlog::info("poll: skipped, GitHub asked to wait {} s more",
+                     std::chrono::duration_cast<std::chrono::seconds>(*until - std::chrono::system_clock::now()).count());
+        return stats;
+    }
     Poller poller(std::move(*poll_client), *queue, *store->poll_state,
-                  PollerOptions{config.repositories, config.pr_label});
+                  PollerOptions{config.repositories, config.pr_label,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(config.poll_interval)});
     stats.poll = poller.poll_once();
-    spdlog::debug("poll: {} request(s), {} not modified, {} new job(s), {} cancelled",
+    spdlog::debug("poll: {} request(s), {} not modified, {} new job(s), {} cancelled, {} "
+                  "repositories polled by another agent",
                   stats.poll->requests, stats.poll->not_modified, stats.poll->submitted,
-                  stats.poll->cancelled);
+                  stats.poll->cancelled, stats.poll->skipped);
     if (stats.poll->cancelled > 0) {
         const auto more = sender.deliver_due();
         stats.reports.sent += more.sent;

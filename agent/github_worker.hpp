@@ -6,11 +6,13 @@
 //   1. sends the reports the queue owes (agent/daemon_reports.hpp's delivery contract) and
 //      replays the report journal of `sandgate report`/`gate`;
 //   2. with PollNow::yes, polls the configured repositories once (agent/poller.hpp), its
-//      ETags and merge-queue heads kept in the queue's SQLite file (agent/poll_state.hpp);
+//      ETags and merge-queue heads kept with the queue (agent/poll_state.hpp); in a pool, only
+//      the repositories whose turn it is (one agent per repository and interval); not at all
+//      while GitHub's rate limit says to wait;
 //   3. sends the reports owed again when the poll cancelled jobs (their conclusions).
-// The queue is the same SQLite file the daemon holds (WAL, busy timeout: both processes
-// write it; every mutation is one transaction, so a round killed at its deadline loses
-// nothing but its own progress).
+// The queue is the one the daemon holds (agent/queue_open.hpp: its SQLite file, WAL and busy
+// timeout, as both processes write it, or the pool's PostgreSQL); every mutation is one
+// transaction, so a round killed at its deadline loses nothing but its own progress.
 
 #include <optional>
 

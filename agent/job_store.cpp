@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "agent/job_store_schema.hpp"
+#include "agent/job_store_sql.hpp"
 #include "agent/sqlite.hpp"
 
 namespace agent {
@@ -18,17 +19,17 @@ using sandbox::fail;
 
 namespace {
 
-std::string conclude_body(JobState state, std::string_view reason) {
-    nlohmann::ordered_json body;
-    body["state"] = to_string(state);
-    body["reason"] = reason;
-    return body.dump();
-}
+using queue_sql::conclude_body;
+
+constexpr std::string_view k_report_columns = "r.id, r.job_id, r.kind, r.body, r.attempts, r.next_attempt";
 
 class SqliteQueue final : public JobQueue {
 public:
-    SqliteQueue(std::shared_ptr<sqlite::Database> db, Clock clock)
-        : m_connection(std::move(db)), m_db(*m_connection), m_clock(std::move(clock)) {}
+    SqliteQueue(std::shared_ptr<sqlite::Database> db, std::filesystem::path path, Clock clock)
+        : m_connection(std::move(db)), m_db(*m_connection), m_path(std::move(path)), m_clock(std::move(clock)) {}
+
+    QueueBackend backend() const override { return QueueBackend::sqlite; }
+    std::string describe() const override { return "sqlite " + m_path.string(); }
 
     Expected<Submitted> submit(const JobSpec& spec) override {
         std::lock_guard lock(m_mutex);
@@ -153,7 +154,7 @@ public:
         update->bind(4, m_clock()).bind(5, id).bind(6, owner);
         if (auto ok = update->run(); !ok) return ok;
         if (m_db.changes() == 0) return std::unexpected(lease_lost(id, owner).error());
-        if (auto ok = insert_report(id, "conclude", conclude_body(state, reason)); !ok)
+        if (auto ok = insert_report(id, "conclude", conclude_body(state, reason), owner); !ok)
             return std::unexpected(ok.error());
         return tx->commit();
     }
@@ -242,25 +243,42 @@ public:
     Expected<std::int64_t> add_report(std::int64_t job_id, std::string_view kind,
                                       std::string_view body_json) override {
         std::lock_guard lock(m_mutex);
-        if (auto ok = insert_report(job_id, kind, body_json); !ok) return std::unexpected(ok.error());
+        // Owned by whoever holds the job now (the agent that runs it queues its start).
+        auto insert = m_db.prepare(
+            "INSERT INTO reports (job_id, kind, body, next_attempt, owner) "
+            "SELECT ?1, ?2, ?3, 0, COALESCE((SELECT lease_owner FROM jobs WHERE id = ?1), '')");
+        if (!insert) return std::unexpected(insert.error());
+        insert->bind(1, job_id).bind(2, kind).bind(3, body_json);
+        if (auto ok = insert->run(); !ok) return std::unexpected(ok.error());
         return m_db.last_insert_id();
     }
 
     Expected<std::vector<Report>> due_reports(std::size_t limit) override {
         std::lock_guard lock(m_mutex);
-        auto select = m_db.prepare(
-            "SELECT id, job_id, kind, body, attempts, next_attempt FROM reports "
-            "WHERE next_attempt <= ? ORDER BY id LIMIT ?");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, m_clock()).bind(2, static_cast<std::int64_t>(limit));
-        std::vector<Report> out;
-        while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return out;
-            out.push_back({select->column_int(0), select->column_int(1), select->column_text(2),
-                           select->column_text(3), select->column_int(4), select->column_int(5)});
+        return select_due(limit, m_clock());
+    }
+
+    Expected<std::vector<Report>> claim_reports(std::size_t limit,
+                                                std::chrono::milliseconds lease) override {
+        std::lock_guard lock(m_mutex);
+        auto tx = sqlite::Transaction::begin(m_db);
+        if (!tx) return std::unexpected(tx.error());
+        const auto now = m_clock();
+        auto obsolete = m_db.prepare("DELETE FROM reports AS r WHERE " + queue_sql::obsolete_start("r", "?1"));
+        if (!obsolete) return std::unexpected(obsolete.error());
+        obsolete->bind(1, now);
+        if (auto ok = obsolete->run(); !ok) return std::unexpected(ok.error());
+        auto due = select_due(limit, now);
+        if (!due) return due;
+        auto hold = m_db.prepare("UPDATE reports SET claimed_until = ?1 WHERE id = ?2");
+        if (!hold) return std::unexpected(hold.error());
+        for (const auto& report : *due) {
+            hold->reset();
+            hold->bind(1, now + lease.count()).bind(2, report.id);
+            if (auto ok = hold->run(); !ok) return std::unexpected(ok.error());
         }
+        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        return due;
     }
 
     Expected<void> report_delivered(std::int64_t report_id) override {
@@ -273,15 +291,49 @@ public:
 
     Expected<void> report_failed(std::int64_t report_id,
                                  std::chrono::milliseconds retry_after) override {
+        return reschedule(report_id, retry_after, 1);
+    }
+
+    Expected<void> report_deferred(std::int64_t report_id, std::chrono::milliseconds delay) override {
+        return reschedule(report_id, delay, 0);
+    }
+
+    Expected<std::int64_t> owed_reports(std::optional<std::string_view> owner) override {
         std::lock_guard lock(m_mutex);
-        auto update = m_db.prepare(
-            "UPDATE reports SET attempts=attempts+1, next_attempt=? WHERE id=?");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, m_clock() + retry_after.count()).bind(2, report_id);
-        return update->run();
+        auto select = m_db.prepare("SELECT count(*) FROM reports WHERE ?1 IS NULL OR owner = ?1");
+        if (!select) return std::unexpected(select.error());
+        if (owner) select->bind(1, *owner);
+        else select->bind_null(1);
+        auto row = select->step();
+        if (!row) return std::unexpected(row.error());
+        return select->column_int(0);
     }
 
 private:
+    Expected<std::vector<Report>> select_due(std::size_t limit, std::int64_t now) {
+        auto select = m_db.prepare("SELECT " + std::string(k_report_columns) + " FROM reports AS r WHERE " +
+                                   queue_sql::due_report("?1") + " ORDER BY r.id LIMIT ?2");
+        if (!select) return std::unexpected(select.error());
+        select->bind(1, now).bind(2, static_cast<std::int64_t>(limit));
+        std::vector<Report> out;
+        while (true) {
+            auto row = select->step();
+            if (!row) return std::unexpected(row.error());
+            if (!*row) return out;
+            out.push_back({select->column_int(0), select->column_int(1), select->column_text(2),
+                           select->column_text(3), select->column_int(4), select->column_int(5)});
+        }
+    }
+
+    Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay, int attempt) {
+        std::lock_guard lock(m_mutex);
+        auto update = m_db.prepare(
+            "UPDATE reports SET attempts=attempts+?1, next_attempt=?2, claimed_until=0 WHERE id=?3");
+        if (!update) return std::unexpected(update.error());
+        update->bind(1, std::int64_t{attempt}).bind(2, m_clock() + delay.count()).bind(3, report_id);
+        return update->run();
+    }
+
     Expected<std::optional<Job>> get_locked(std::int64_t id) {
         auto jobs = select_jobs("id=?1", std::to_string(id), "");
         if (!jobs) return std::unexpected(jobs.error());
@@ -335,7 +387,7 @@ private:
         // A re-queued job already has a check run in progress: conclude it too.
         if (job.claims > 0)
             if (auto ok = insert_report(job.id, "conclude",
-                                        conclude_body(JobState::cancelled, reason));
+                                        conclude_body(JobState::cancelled, reason), "");
                 !ok)
                 return std::unexpected(ok.error());
         return CancelOutcome::cancelled;
@@ -382,17 +434,17 @@ private:
         if (!update) return std::unexpected(update.error());
         update->bind(1, to_string(state)).bind(2, reason).bind(3, m_clock()).bind(4, job.id);
         if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
-        if (auto ok = insert_report(job.id, "conclude", conclude_body(state, reason)); !ok)
+        if (auto ok = insert_report(job.id, "conclude", conclude_body(state, reason), job.lease_owner); !ok)
             return std::unexpected(ok.error());
         return state;
     }
 
-    Expected<void> insert_report(std::int64_t job_id, std::string_view kind,
-                                 std::string_view body) {
+    Expected<void> insert_report(std::int64_t job_id, std::string_view kind, std::string_view body,
+                                 std::string_view owner) {
         auto insert = m_db.prepare(
-            "INSERT INTO reports (job_id, kind, body, next_attempt) VALUES (?,?,?,0)");
+            "INSERT INTO reports (job_id, kind, body, next_attempt, owner) VALUES (?,?,?,0,?)");
         if (!insert) return std::unexpected(insert.error());
-        insert->bind(1, job_id).bind(2, kind).bind(3, body);
+        insert->bind(1, job_id).bind(2, kind).bind(3, body).bind(4, owner);
         return insert->run();
     }
 
@@ -404,6 +456,7 @@ private:
     std::mutex m_mutex;  // one connection: calls from several threads are serialised
     std::shared_ptr<sqlite::Database> m_connection;  // shared with open_sqlite_store's stores
     sqlite::Database& m_db;
+    std::filesystem::path m_path;
     Clock m_clock;
 };
 
@@ -460,7 +513,7 @@ Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Data
         return std::unexpected(err);
     }
     return std::unique_ptr<JobQueue>(
-        std::make_unique<SqliteQueue>(std::move(db), std::move(clock)));
+        std::make_unique<SqliteQueue>(std::move(db), path, std::move(clock)));
 }
 
 Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,

@@ -1,13 +1,16 @@
 #pragma once
 // The agent's job queue: jobs, their states and leases, the journal of value-free evidence,
-// and the reports still owed to GitHub. One interface (JobQueue); SQLite behind it now.
+// and the reports still owed to GitHub. One interface (JobQueue), two backends: SQLite (one
+// agent, the embedded default: open_sqlite_queue) and PostgreSQL (a pool of agents sharing one
+// queue: open_postgres_queue, agent/job_store_pg.cpp).
 //
 // Contract, for every backend:
 // - Each method is one transaction: it happens whole or not at all, and returns an error
-//   value (ErrorKind::transient for lock contention that outlasted the busy timeout) rather
-//   than leaving a half-written job.
+//   value (ErrorKind::transient for lock contention that outlasted the busy timeout, or a
+//   database that cannot be reached) rather than leaving a half-written job.
 // - Jobs are deduplicated on JobKey (repository, SHA, workflow job, attempt): submitting a
-//   key that exists returns the existing job with SubmitOutcome::duplicate.
+//   key that exists returns the existing job with SubmitOutcome::duplicate (a unique
+//   constraint: two agents submitting the same key at once queue one job).
 // - claim() hands a queued job to one owner (an agent id) under a lease until an expiry; at
 //   most `max_running` jobs hold a lease of the same owner at once. The owner keeps the lease
 //   by heartbeat(); a lease that expired, or all of an owner's leases when that owner restarts
@@ -15,21 +18,22 @@
 //   left, when configured) or concluded `failed`, and in the same transaction a report is
 //   queued so that its check run never stays in_progress.
 // - Only the lease holder can complete a running job; a lost lease is reported as an error.
+// - Reports go out per job in the order they were queued: only the oldest report of a job is
+//   ever due, so a conclusion never overtakes its start, and a start that a conclusion of the
+//   same job follows is obsolete (never sent: the conclusion alone creates the completed
+//   run). claim_reports() leases the due ones to one sender, so agents of a pool never send
+//   the same report twice; a sender that dies leaves them due again when the lease ends.
+//   A report's owner is the agent that held the job's lease when it was queued (a draining
+//   agent waits for its own, owed_reports()).
 // - Nothing in the store is a secret: callers put env NAMES, never values, and never stdin
 //   text in evidence, policies or payloads.
 //
-// PostgreSQL (a pool of agents sharing one queue) needs no redesign of this interface:
-// - ids are 64-bit and assigned by the backend (BIGSERIAL); times are milliseconds since the
-//   epoch taken from the store's clock (there: the database's now(), so agents on machines
-//   with skewed clocks agree on lease expiry);
-// - claim() is a single `UPDATE jobs SET state='running', lease_owner=$1, ... WHERE id =
-//   (SELECT id FROM jobs WHERE state='queued' ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
-//   RETURNING *`, guarded by the per-owner running count (only its owner races itself);
-//   SQLite gets the same effect from BEGIN IMMEDIATE, which serialises writers;
-// - every other mutation is a conditional UPDATE keyed on (id, lease_owner, state), so its
-//   correctness never relies on a single writer; payload/result/evidence columns are JSON
-//   text (jsonb there);
-// - recover_expired() may run on any agent of the pool; recover_owner() on the restarted one.
+// Times are milliseconds since the epoch taken from the store's clock: SQLite's injected
+// Clock; PostgreSQL's the database's now() (agents on machines with skewed clocks agree on
+// lease expiry) unless a test injects one. On PostgreSQL, claim() is a single UPDATE of the
+// oldest queued job selected FOR UPDATE SKIP LOCKED, and every other mutation a conditional
+// UPDATE keyed on (id, lease_owner, state); SQLite gets the same effect from BEGIN IMMEDIATE.
+// recover_expired() may run on any agent of the pool; recover_owner() on the restarted one.
 
 #include <chrono>
 #include <cstdint>
@@ -134,6 +138,15 @@ struct Report {
     std::int64_t next_attempt_ms = 0;
 };
 
+// Held while a backend's change notifications are watched (JobQueue::subscribe); stops
+// watching when destroyed.
+class QueueSubscription {
+public:
+    virtual ~QueueSubscription() = default;
+};
+
+enum class QueueBackend { sqlite, postgresql };
+
 class JobQueue {
 public:
     virtual ~JobQueue() = default;
@@ -180,10 +193,39 @@ public:
     // Reports owed to GitHub, sent by the reporter and removed once delivered.
     virtual sandbox::Expected<std::int64_t> add_report(std::int64_t job_id, std::string_view kind,
                                                        std::string_view body_json) = 0;
+    // The reports due now, oldest first, by the order rule above (obsolete starts and
+    // reports another sender holds are left out); changes nothing.
     virtual sandbox::Expected<std::vector<Report>> due_reports(std::size_t limit) = 0;
+    // The same reports, leased to the caller for `lease` (obsolete starts are removed): no
+    // other claim_reports() hands them out until report_delivered/failed/deferred or the end
+    // of the lease.
+    virtual sandbox::Expected<std::vector<Report>> claim_reports(std::size_t limit,
+                                                                 std::chrono::milliseconds lease) = 0;
     virtual sandbox::Expected<void> report_delivered(std::int64_t report_id) = 0;
+    // Not sent: one attempt more, due again after `retry_after`.
     virtual sandbox::Expected<void> report_failed(std::int64_t report_id,
                                                   std::chrono::milliseconds retry_after) = 0;
+    // Not tried (GitHub asked us to wait, e.g. a rate limit): due again after `delay`, no
+    // attempt counted.
+    virtual sandbox::Expected<void> report_deferred(std::int64_t report_id,
+                                                    std::chrono::milliseconds delay) = 0;
+    // Reports still queued (due or not, in flight or not) whose owner is `owner`; every
+    // report when nullopt.
+    virtual sandbox::Expected<std::int64_t> owed_reports(std::optional<std::string_view> owner) = 0;
+
+    // Calls `woken` (from another thread) whenever another connection queued or cancelled a
+    // job, and after a lost connection to the notifications came back (one may have been
+    // missed). nullptr when the backend has no notifications (SQLite: one agent, which polls
+    // its own file); the caller then polls.
+    virtual sandbox::Expected<std::unique_ptr<QueueSubscription>> subscribe(std::function<void()> woken) {
+        (void)woken;
+        return nullptr;
+    }
+
+    virtual QueueBackend backend() const = 0;
+    // Where the queue lives, for log lines: the SQLite file, or user@host:port/db (never a
+    // password).
+    virtual std::string describe() const = 0;
 };
 
 // Milliseconds since the epoch; injectable so tests can move time without sleeping.
@@ -214,5 +256,23 @@ sandbox::Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(
 sandbox::Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
                                                              const std::filesystem::path& path,
                                                              Clock clock = system_now_ms);
+
+// The PostgreSQL queue (a pool's).
+struct PostgresOptions {
+    std::string url;                      // postgresql://[user@]host[:port]/db[?...], no password
+    std::optional<std::string> password;  // read from queue.password_file; else PGPASSFILE
+    std::chrono::seconds connect_timeout{10};
+    std::string application_name = "sandgate";  // seen in pg_stat_activity
+    Clock clock;                          // unset: the database's clock
+};
+
+// Connects, applies the schema migrations (agent/job_store_pg_schema.hpp) and returns the
+// queue. One connection, calls from several threads serialised. A connection lost later is
+// re-established by the next call after a backoff (0.5 s doubling to 30 s; calls in between
+// fail transient at once, without blocking), so a database that goes away makes calls fail
+// (transient) until it is back, and nothing is half-written. Fails transient when the
+// database cannot be reached now, permanent when its schema is newer than this build knows,
+// unavailable without libpq.
+sandbox::Expected<std::unique_ptr<JobQueue>> open_postgres_queue(const PostgresOptions& options);
 
 }  // namespace agent

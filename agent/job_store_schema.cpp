@@ -46,6 +46,12 @@ CREATE TABLE poll_pages (path TEXT PRIMARY KEY, etag TEXT NOT NULL, next TEXT);
 CREATE TABLE poll_branches (repository TEXT NOT NULL, sha TEXT NOT NULL,
   PRIMARY KEY (repository, sha));
 )sql",
+    // Reports in flight (claim_reports) and whose they are (owed_reports).
+    R"sql(
+ALTER TABLE reports ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reports ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX reports_by_job ON reports (job_id, id);
+)sql",
 };
 
 Expected<std::int64_t> scalar(sqlite::Database& db, std::string_view sql) {

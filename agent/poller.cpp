@@ -74,6 +74,17 @@ Poller::Poller(github::HttpClient client, JobQueue& queue, PollState& state,
 PollStats Poller::poll_once() {
     PollStats stats;
     for (const auto& repository : m_options.repositories) {
+        auto turn = m_state->take_turn(repository, m_options.interval);
+        if (!turn) {
+            stats.errors.push_back(repository + ": " + turn.error().message);
+            spdlog::warn("poll {}: {}", repository, turn.error().message);
+            continue;
+        }
+        if (!*turn) {
+            ++stats.skipped;
+            spdlog::debug("poll {}: polled by another agent of the pool", repository);
+            continue;
+        }
         for (auto step : {&Poller::poll_queue_branches, &Poller::poll_pulls}) {
             if (auto ok = (this->*step)(repository, stats); !ok) {
                 stats.errors.push_back(repository + ": " + ok.error().message);

@@ -22,8 +22,13 @@
 // process each round, in memory otherwise. A state that cannot be read or written fails the
 // repository's round (named in PollStats::errors), never silently drops the condition.
 //
+// A repository is polled only on its turn (PollState::take_turn): in a pool, the agent that
+// holds its advisory lock, once per PollerOptions::interval; the others skip it (PollStats::
+// skipped).
+//
 // Not thread-safe: one thread polls. The queue and a borrowed state must outlive the poller.
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -43,6 +48,8 @@ inline constexpr int k_poll_max_pages = 20;
 struct PollerOptions {
     std::vector<std::string> repositories;  // owner/name
     std::optional<std::string> pr_label;    // only pull requests with this label
+    // A pool polls each repository at most once per interval (PollState::take_turn).
+    std::chrono::milliseconds interval{0};
 };
 
 struct PollStats {
@@ -51,6 +58,7 @@ struct PollStats {
     std::size_t submitted = 0;     // new jobs
     std::size_t duplicates = 0;    // already queued (by a webhook or an earlier round)
     std::size_t cancelled = 0;     // jobs of merge-queue branches that disappeared
+    std::size_t skipped = 0;       // repositories another agent of the pool polled
     std::vector<std::string> errors;  // one line per repository that could not be polled
 };
 

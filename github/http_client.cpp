@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -100,6 +101,17 @@ struct HttpClient::Shared {
     std::shared_ptr<TokenSource> tokens;
     ShareHandle share;
     std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+    // rate_limited_until(), as milliseconds since the epoch (0: none seen).
+    mutable std::atomic<std::int64_t> rate_limited_ms{0};
+
+    void note_rate_limit(const Response& response) const {
+        const auto until = rate_limit_until(response, options.clock.now());
+        if (!until) return;
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until->time_since_epoch()).count();
+        auto seen = rate_limited_ms.load();
+        while (ms > seen && !rate_limited_ms.compare_exchange_weak(seen, ms)) {
+        }
+    }
 
     static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
         static_cast<Shared*>(user)->locks[static_cast<size_t>(data)].lock();
@@ -145,6 +157,13 @@ sandbox::Expected<HttpClient> HttpClient::create(ClientOptions options,
 
 const std::string& HttpClient::api_url() const {
     return m_shared->options.api_url;
+}
+
+std::optional<std::chrono::system_clock::time_point> HttpClient::rate_limited_until() const {
+    const auto ms = m_shared->rate_limited_ms.load();
+    const auto until = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+    if (ms == 0 || until <= m_shared->options.clock.now()) return std::nullopt;
+    return until;
 }
 
 sandbox::Expected<Response> HttpClient::request(Method method, std::string_view path,
@@ -264,6 +283,7 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
         } else {
             Response& response = *outcome.response;
             spdlog::debug("github: {} -> {} (attempt {})", what, response.status, attempt);
+            note_rate_limit(response);
             if (response.status >= 200 && response.status < 300) return std::move(response);
             if (response.status == 304 && !etag.empty()) return std::move(response);
             const std::string message =

@@ -93,6 +93,12 @@ struct RetryAdvice {
 };
 RetryAdvice advise_retry(const Response& response, std::chrono::system_clock::time_point now);
 
+// Until when GitHub asked not to be called, from one response: Retry-After on a rate-limited
+// 403/429 (advise_retry's wait), or x-ratelimit-reset when x-ratelimit-remaining is 0 (on any
+// status: a 2xx that spent the last request of the window too). nullopt: no such request.
+std::optional<std::chrono::system_clock::time_point> rate_limit_until(
+    const Response& response, std::chrono::system_clock::time_point now);
+
 // The delay before attempt `attempt + 1` after `attempt` failures (1-based): initial * 2^(n-1),
 // capped.
 std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds initial,
@@ -130,6 +136,11 @@ class HttpClient {
                                                   std::string_view etag) const;
 
     const std::string& api_url() const;
+
+    // The latest rate_limit_until() of the answers this client (or a copy) got, while it is
+    // in the future: callers with a queue of their own (the agent's reports) wait as long
+    // before their next attempt, instead of retrying at once.
+    std::optional<std::chrono::system_clock::time_point> rate_limited_until() const;
 
   private:
     struct Shared;

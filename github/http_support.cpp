@@ -76,6 +76,17 @@ RetryAdvice advise_retry(const Response& response, std::chrono::system_clock::ti
     return {};
 }
 
+std::optional<std::chrono::system_clock::time_point> rate_limit_until(
+    const Response& response, std::chrono::system_clock::time_point now) {
+    const auto advice = advise_retry(response, now);
+    if (advice.wait && (response.status == 403 || response.status == 429)) return now + *advice.wait;
+    auto remaining = parse_integer(response.header("x-ratelimit-remaining"));
+    auto reset = parse_integer(response.header("x-ratelimit-reset"));
+    if (remaining && *remaining == 0 && reset)
+        return std::chrono::system_clock::time_point(std::chrono::seconds(*reset));
+    return std::nullopt;
+}
+
 std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds initial,
                                         std::chrono::milliseconds cap) {
     auto delay = initial;

@@ -11,6 +11,7 @@
 
 #include "agent/daemon_reports.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/support/postgres.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -55,7 +56,7 @@ struct Setup {
     std::int64_t now = 0;  // the queue's clock; 0: the system's
     std::unique_ptr<agent::JobQueue> queue;
 
-    explicit Setup(const tests::FakeGitHub& server) {
+    Setup(const tests::FakeGitHub& server, const std::string& postgres_url) {
         config.id = "agent-r";
         config.state_dir = dir / "state";
         config.api_url = server.url();
@@ -63,7 +64,16 @@ struct Setup {
         tests::write_file(dir / "token", std::string(tests::k_fake_token) + "\n");
         std::filesystem::permissions(dir / "token", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
         config.github_token_file = dir / "token";
-        auto opened = agent::open_sqlite_queue(dir / "q.db", {10s, [this] { return now ? now : agent::system_now_ms(); }});
+        agent::Clock clock = [this] { return now ? now : agent::system_now_ms(); };
+        sandbox::Expected<std::unique_ptr<agent::JobQueue>> opened = std::unexpected(sandbox::Error{});
+        if (postgres_url.empty()) {
+            opened = agent::open_sqlite_queue(dir / "q.db", {10s, clock});
+        } else {
+            agent::PostgresOptions options;
+            options.url = postgres_url;
+            options.clock = clock;
+            opened = agent::open_postgres_queue(options);
+        }
         REQUIRE(opened.has_value());
         queue = std::move(*opened);
     }
@@ -80,7 +90,7 @@ struct Setup {
         spec.key = {"octo/gate", sha, "", 1};
         spec.event = "pull_request";
         auto id = queue->submit(spec)->job.id;
-        REQUIRE(*queue->claim(config.id, 60s, 4));
+        REQUIRE(*queue->claim(config.id, 60s, 100));
         REQUIRE(queue->add_report(id, "start", "{}"));
         return id;
     }
@@ -88,10 +98,21 @@ struct Setup {
 
 }  // namespace
 
+// Each test case runs on both backends of the queue; `url` is empty for SQLite.
+#define FOR_EACH_BACKEND(url)                                                           \
+    const bool postgres_ = GENERATE(false, true);                                       \
+    INFO("backend: " << (postgres_ ? "postgresql" : "sqlite"));                         \
+    std::string url;                                                                    \
+    if (postgres_) {                                                                    \
+        REQUIRE_POSTGRES(server_);                                                      \
+        url = server_->url(server_->fresh_database());                                  \
+    }
+
 TEST_CASE("reports: a start that failed and is overtaken by the job's end never reopens the "
           "concluded run") {
+    FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
-    Setup setup(server);
+    Setup setup(server, url);
     auto sender = setup.sender();
     const auto id = setup.started_job(std::string(40, 'a'));
     // Both attempts of the client fail: the start stays owed, retried after a backoff.
@@ -118,8 +139,9 @@ TEST_CASE("reports: a start that failed and is overtaken by the job's end never 
 
 TEST_CASE("reports: a 429's Retry-After sets the report's next attempt, past the queue's own "
           "backoff") {
+    FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
-    Setup setup(server);
+    Setup setup(server, url);
     auto sender = setup.sender();
     setup.now = 50'000'000;
     setup.started_job(std::string(40, 'b'));
@@ -136,8 +158,9 @@ TEST_CASE("reports: a 429's Retry-After sets the report's next attempt, past the
 
 TEST_CASE("reports: an exhausted primary rate limit (x-ratelimit-reset) holds the queue until "
           "the reset") {
+    FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
-    Setup setup(server);
+    Setup setup(server, url);
     auto sender = setup.sender();
     setup.now = 60'000'000;
     setup.started_job(std::string(40, 'c'));
@@ -152,4 +175,37 @@ TEST_CASE("reports: an exhausted primary rate limit (x-ratelimit-reset) holds th
     CHECK(setup.queue->due_reports(10)->empty());
     setup.now += 12'000;
     CHECK(setup.queue->due_reports(10)->size() == 2);
+}
+
+TEST_CASE("reports: two agents' senders on one PostgreSQL queue send each report once, in order") {
+    REQUIRE_POSTGRES(pg);
+    tests::FakeGitHub server;
+    const auto url = pg->url(pg->fresh_database());
+    Setup first(server, url), second(server, url);
+    constexpr int k_jobs = 12;
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < k_jobs; ++i) {
+        char sha[41];
+        std::snprintf(sha, sizeof sha, "%040x", i + 1);
+        ids.push_back(first.started_job(sha));
+    }
+    auto deliver_all = [&] {
+        auto a = first.sender();
+        auto b = second.sender();
+        std::thread other([&] { b.deliver_due(); });
+        a.deliver_due();
+        other.join();
+    };
+    deliver_all();  // the starts
+    for (auto id : ids) REQUIRE(first.queue->complete(id, first.config.id, agent::JobState::failed, "x", "{}"));
+    deliver_all();  // the conclusions
+    CHECK(*first.queue->owed_reports(std::nullopt) == 0);
+    std::size_t created = 0, concluded = 0;
+    for (const auto& request : check_run_requests(server)) {
+        if (request.method == "POST") ++created;
+        if (request.method == "PATCH" && request.body.find(R"("conclusion":"failure")") != std::string::npos) ++concluded;
+    }
+    CHECK(created == k_jobs);
+    CHECK(concluded == k_jobs);
+    CHECK(run_statuses(server) == std::vector<std::string>(k_jobs, "completed"));
 }

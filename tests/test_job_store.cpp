@@ -1,3 +1,6 @@
+// The job queue (agent/job_store.hpp) against both backends: every test runs on SQLite and on
+// a real PostgreSQL 15 the binary starts itself (tests/support/postgres.hpp), each on a
+// database of its own.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -13,6 +16,7 @@
 
 #include "agent/job_store.hpp"
 #include "sandbox/fd.hpp"
+#include "tests/support/postgres.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -29,11 +33,31 @@ agent::JobSpec spec(std::string sha, std::string job = "ci.yml/build", std::int6
     return s;
 }
 
-std::unique_ptr<agent::JobQueue> open(const std::filesystem::path& path,
-                                      agent::Clock clock = agent::system_now_ms) {
-    auto queue = agent::open_sqlite_queue(path, {10s, std::move(clock)});
-    if (!queue) FAIL(queue.error().message);
-    return std::move(*queue);
+// Where a test's queue lives: a SQLite file in its temp dir, or a fresh PostgreSQL database.
+struct Store {
+    agent::QueueBackend backend = agent::QueueBackend::sqlite;
+    std::filesystem::path path;  // SQLite
+    std::string url;             // PostgreSQL
+    std::string database;
+
+    // A connection of its own to the queue (as another thread, process or agent has).
+    sandbox::Expected<std::unique_ptr<agent::JobQueue>> try_open(agent::Clock clock = {}) const {
+        if (backend == agent::QueueBackend::sqlite)
+            return agent::open_sqlite_queue(path, {10s, clock ? std::move(clock) : agent::system_now_ms});
+        agent::PostgresOptions options;
+        options.url = url;
+        options.clock = std::move(clock);
+        return agent::open_postgres_queue(options);
+    }
+    std::unique_ptr<agent::JobQueue> open(agent::Clock clock = {}) const {
+        auto queue = try_open(std::move(clock));
+        if (!queue) FAIL(queue.error().message);
+        return std::move(*queue);
+    }
+};
+
+const char* name_of(agent::QueueBackend backend) {
+    return backend == agent::QueueBackend::sqlite ? "sqlite" : "postgresql";
 }
 
 // Claims and completes jobs until none is left; returns the ids it ran.
@@ -51,9 +75,22 @@ std::vector<std::int64_t> drain(agent::JobQueue& queue, const std::string& owner
 
 }  // namespace
 
+// Each test case runs once per backend: `store` is this run's.
+#define FOR_EACH_BACKEND(store)                                                                 \
+    const auto backend_ = GENERATE(agent::QueueBackend::sqlite, agent::QueueBackend::postgresql); \
+    INFO("backend: " << name_of(backend_));                                                     \
+    Store store;                                                                                \
+    store.backend = backend_;                                                                   \
+    store.path = tests::make_temp_dir("jobs") / "q.db";                                         \
+    if (backend_ == agent::QueueBackend::postgresql) {                                          \
+        REQUIRE_POSTGRES(server_);                                                              \
+        store.database = server_->fresh_database();                                             \
+        store.url = server_->url(store.database);                                               \
+    }
+
 TEST_CASE("submit deduplicates on repository, SHA, workflow job and attempt") {
-    auto dir = tests::make_temp_dir("jobs");
-    auto queue = open(agent::default_queue_path(dir));
+    FOR_EACH_BACKEND(store);
+    auto queue = store.open();
     auto first = queue->submit(spec("a1"));
     REQUIRE(first);
     CHECK(first->outcome == agent::SubmitOutcome::created);
@@ -75,14 +112,52 @@ TEST_CASE("submit deduplicates on repository, SHA, workflow job and attempt") {
     filter.sha = "a1";
     CHECK(queue->list(filter)->size() == 3);
     CHECK_FALSE(*queue->get(9999));
-    CHECK(std::filesystem::status(agent::default_queue_path(dir)).permissions() ==
-          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    if (store.backend == agent::QueueBackend::sqlite) {
+        CHECK(std::filesystem::status(store.path).permissions() ==
+              (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+        CHECK(queue->describe() == "sqlite " + store.path.string());
+    } else {
+        CHECK(queue->describe().starts_with("postgresql sandgate@"));
+    }
+}
+
+TEST_CASE("two connections submitting the same key at once queue one job") {
+    // Two agents polling one repository, or receiving the same webhook, at the same moment.
+    FOR_EACH_BACKEND(store);
+    auto setup = store.open();
+    constexpr int k_keys = 40;
+    std::vector<agent::SubmitOutcome> a(k_keys), b(k_keys);
+    std::atomic<bool> go{false};
+    std::atomic<int> errors{0};
+    auto submitter = [&](std::vector<agent::SubmitOutcome>& out) {
+        auto queue = store.try_open();
+        if (!queue) { ++errors; return; }
+        while (!go) std::this_thread::yield();
+        for (int i = 0; i < k_keys; ++i) {
+            auto submitted = (*queue)->submit(spec("same" + std::to_string(i)));
+            if (!submitted) { ++errors; continue; }
+            out[static_cast<std::size_t>(i)] = submitted->outcome;
+        }
+    };
+    std::thread first(submitter, std::ref(a));
+    std::thread second(submitter, std::ref(b));
+    go = true;
+    first.join();
+    second.join();
+    CHECK(errors == 0);
+    for (int i = 0; i < k_keys; ++i) {
+        INFO("key " << i);
+        const auto& x = a[static_cast<std::size_t>(i)];
+        const auto& y = b[static_cast<std::size_t>(i)];
+        CHECK(((x == agent::SubmitOutcome::created) != (y == agent::SubmitOutcome::created)));
+    }
+    CHECK(*setup->count(agent::JobState::queued) == k_keys);
 }
 
 TEST_CASE("claim hands out the oldest job, at most N per owner, under a lease") {
-    auto dir = tests::make_temp_dir("jobs");
+    FOR_EACH_BACKEND(store);
     std::int64_t now = 1'000'000;
-    auto queue = open(dir / "q.db", [&] { return now; });
+    auto queue = store.open([&] { return now; });
     for (const char* sha : {"s1", "s2", "s3"}) REQUIRE(queue->submit(spec(sha)));
     auto a = queue->claim("agent-a", 30s, 2);
     auto b = queue->claim("agent-a", 30s, 2);
@@ -128,8 +203,8 @@ TEST_CASE("claim hands out the oldest job, at most N per owner, under a lease") 
 }
 
 TEST_CASE("cancel: queued now, running on request, finished untouched") {
-    auto dir = tests::make_temp_dir("jobs");
-    auto queue = open(dir / "q.db");
+    FOR_EACH_BACKEND(store);
+    auto queue = store.open();
     auto queued = queue->submit(spec("c1"))->job;
     auto running_id = queue->submit(spec("c2"))->job.id;
     auto running = queue->claim("me", 60s, 1);
@@ -156,9 +231,9 @@ TEST_CASE("cancel: queued now, running on request, finished untouched") {
 }
 
 TEST_CASE("expired leases are re-queued or concluded, each with a report when concluded") {
-    auto dir = tests::make_temp_dir("jobs");
+    FOR_EACH_BACKEND(store);
     std::int64_t now = 5'000'000;
-    auto queue = open(dir / "q.db", [&] { return now; });
+    auto queue = store.open([&] { return now; });
     auto id = queue->submit(spec("e1"))->job.id;
     REQUIRE(*queue->claim("dead-agent", 10s, 1));
     CHECK(queue->recover_expired(agent::OnLostLease::requeue, 2)->empty());  // not yet
@@ -205,8 +280,8 @@ TEST_CASE("expired leases are re-queued or concluded, each with a report when co
 }
 
 TEST_CASE("policy and value-free evidence are kept on the job's record") {
-    auto dir = tests::make_temp_dir("jobs");
-    auto queue = open(dir / "q.db");
+    FOR_EACH_BACKEND(store);
+    auto queue = store.open();
     auto id = queue->submit(spec("p1"))->job.id;
     REQUIRE(queue->record_policy(id, R"({"network":"none","env":["PATH"]})"));
     REQUIRE(queue->append_event(id, "exec", R"({"exit":0})"));
@@ -219,28 +294,57 @@ TEST_CASE("policy and value-free evidence are kept on the job's record") {
 }
 
 TEST_CASE("a schema newer than this build is refused, an existing one reopened") {
-    auto dir = tests::make_temp_dir("jobs");
-    const auto path = dir / "q.db";
-    { auto queue = open(path); REQUIRE(queue->submit(spec("v1"))); }
-    { auto queue = open(path); CHECK(*queue->count(agent::JobState::queued) == 1); }
-    sqlite3* raw = nullptr;
-    REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(raw);
-    auto refused = agent::open_sqlite_queue(path);
+    FOR_EACH_BACKEND(store);
+    { auto queue = store.open(); REQUIRE(queue->submit(spec("v1"))); }
+    { auto queue = store.open(); CHECK(*queue->count(agent::JobState::queued) == 1); }
+    if (store.backend == agent::QueueBackend::sqlite) {
+        sqlite3* raw = nullptr;
+        REQUIRE(sqlite3_open(store.path.c_str(), &raw) == SQLITE_OK);
+        REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+        sqlite3_close(raw);
+    } else {
+        auto* server = tests::postgres();
+        auto db = server->connect(store.database);
+        tests::PostgresServer::exec(db, "INSERT INTO sandgate.migrations (version) VALUES (99)");
+    }
+    auto refused = store.try_open();
     REQUIRE_FALSE(refused);
+    CHECK(refused.error().kind == sandbox::ErrorKind::permanent);
     CHECK(refused.error().message.find("newer") != std::string::npos);
 }
 
+TEST_CASE("postgresql: agents starting at once migrate the schema once, under its lock") {
+    REQUIRE_POSTGRES(server);
+    const auto database = server->fresh_database();
+    const auto url = server->url(database);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> agents;
+    for (int i = 0; i < 4; ++i)
+        agents.emplace_back([&] {
+            agent::PostgresOptions options;
+            options.url = url;
+            if (!agent::open_postgres_queue(options)) ++failures;
+        });
+    for (auto& thread : agents) thread.join();
+    CHECK(failures == 0);
+    auto db = server->connect(database);
+    auto versions = db.exec("SELECT count(*), max(version) FROM sandgate.migrations");
+    REQUIRE(versions);
+    CHECK(versions->integer(0, 0) == versions->integer(0, 1));  // each version applied once
+}
+
 TEST_CASE("two threads with their own connections never claim the same job") {
-    auto dir = tests::make_temp_dir("jobs");
-    const auto path = dir / "q.db";
-    auto setup = open(path);
+    FOR_EACH_BACKEND(store);
+    auto setup = store.open();
     constexpr int k_jobs = 120;
     for (int i = 0; i < k_jobs; ++i) REQUIRE(setup->submit(spec("t" + std::to_string(i))));
     std::vector<std::int64_t> ran_a, ran_b, ran_c;
-    std::thread first([&] { auto q = open(path); ran_a = drain(*q, "a"); });
-    std::thread second([&] { auto q = open(path); ran_b = drain(*q, "b"); });
+    auto claimer = [&](std::vector<std::int64_t>& ran, const char* owner) {
+        auto q = store.try_open();
+        if (q) ran = drain(**q, owner);
+    };
+    std::thread first(claimer, std::ref(ran_a), "a");
+    std::thread second(claimer, std::ref(ran_b), "b");
     ran_c = drain(*setup, "c");  // a third claimer sharing the setup connection
     first.join();
     second.join();
@@ -253,9 +357,8 @@ TEST_CASE("two threads with their own connections never claim the same job") {
 }
 
 TEST_CASE("two processes never claim the same job") {
-    auto dir = tests::make_temp_dir("jobs");
-    const auto path = dir / "q.db";
-    auto setup = open(path);
+    FOR_EACH_BACKEND(store);
+    auto setup = store.open();
     constexpr int k_jobs = 120;
     for (int i = 0; i < k_jobs; ++i) REQUIRE(setup->submit(spec("p" + std::to_string(i))));
     std::vector<pid_t> children;
@@ -265,7 +368,7 @@ TEST_CASE("two processes never claim the same job") {
         if (pid == 0) {
             int status = 0;
             try {
-                auto q = agent::open_sqlite_queue(path);
+                auto q = store.try_open();
                 if (!q) ::_exit(3);
                 drain(**q, "proc-" + std::to_string(c));
             } catch (...) {
@@ -291,9 +394,8 @@ TEST_CASE("two processes never claim the same job") {
 }
 
 TEST_CASE("a process killed while holding a lease: its job is recovered on restart") {
-    auto dir = tests::make_temp_dir("jobs");
-    const auto path = dir / "q.db";
-    auto setup = open(path);
+    FOR_EACH_BACKEND(store);
+    auto setup = store.open();
     auto id = setup->submit(spec("k1"))->job.id;
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
@@ -301,7 +403,7 @@ TEST_CASE("a process killed while holding a lease: its job is recovered on resta
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        auto q = agent::open_sqlite_queue(path);
+        auto q = store.try_open();
         if (!q) ::_exit(3);
         auto job = (*q)->claim("crashy", 3600s, 1);
         if (!job || !*job) ::_exit(4);
@@ -317,7 +419,7 @@ TEST_CASE("a process killed while holding a lease: its job is recovered on resta
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     CHECK((*setup->get(id))->state == agent::JobState::running);
 
-    auto restarted = open(path);  // the agent "crashy" comes back with the same id
+    auto restarted = store.open();  // the agent "crashy" comes back with the same id
     CHECK(restarted->recover_expired(agent::OnLostLease::requeue, 3)->empty());  // lease valid
     auto recovered = restarted->recover_owner("crashy", agent::OnLostLease::conclude, 3);
     REQUIRE(recovered);
@@ -329,4 +431,119 @@ TEST_CASE("a process killed while holding a lease: its job is recovered on resta
     auto reports = restarted->due_reports(5);
     REQUIRE(reports->size() == 1);
     CHECK((*reports)[0].kind == "conclude");
+}
+
+TEST_CASE("reports: per job in order; a conclusion never overtakes its start; an overtaken "
+          "start is dropped") {
+    FOR_EACH_BACKEND(store);
+    std::int64_t now = 7'000'000;
+    auto queue = store.open([&] { return now; });
+    const auto first = queue->submit(spec("r1"))->job.id;
+    const auto second = queue->submit(spec("r2"))->job.id;
+    REQUIRE(*queue->claim("agent-a", 60s, 2));
+    REQUIRE(*queue->claim("agent-a", 60s, 2));
+    REQUIRE(queue->add_report(first, "start", "{}"));
+    REQUIRE(queue->add_report(second, "start", "{}"));
+    CHECK(*queue->owed_reports(std::string_view("agent-a")) == 2);  // the lease holder's
+    CHECK(*queue->owed_reports(std::string_view("agent-b")) == 0);
+
+    // A sender takes the first start; while it is in flight the job ends: its conclusion
+    // waits behind the start.
+    auto claimed = queue->claim_reports(1, 30s);
+    REQUIRE(claimed);
+    REQUIRE(claimed->size() == 1);
+    CHECK((*claimed)[0].job_id == first);
+    REQUIRE(queue->complete(first, "agent-a", agent::JobState::succeeded, "", "{}"));
+    auto due = queue->due_reports(10);
+    REQUIRE(due->size() == 1);  // the second job's start only
+    CHECK((*due)[0].job_id == second);
+    CHECK(queue->claim_reports(10, 30s)->size() == 1);  // second's start; first's conclusion waits
+    CHECK(queue->claim_reports(10, 30s)->empty());      // both in flight
+    // The first start fails (backing off for a minute): it is overtaken by its conclusion,
+    // which is due now, and the start is never sent.
+    REQUIRE(queue->report_failed((*claimed)[0].id, 60s));
+    due = queue->due_reports(10);
+    REQUIRE(due->size() == 1);
+    CHECK((*due)[0].job_id == first);
+    CHECK((*due)[0].kind == "conclude");
+    auto conclusion = queue->claim_reports(10, 30s);
+    REQUIRE(conclusion->size() == 1);
+    CHECK((*conclusion)[0].kind == "conclude");
+    REQUIRE(queue->report_delivered((*conclusion)[0].id));
+    now += 120'000;  // long after the start's retry time: it was dropped, nothing is left
+    auto left = queue->claim_reports(10, 30s);
+    REQUIRE(left);
+    for (const auto& report : *left) CHECK(report.job_id != first);
+    CHECK(*queue->owed_reports(std::nullopt) == 1);  // the second job's start, whose lease ended
+
+    // A start that ends before its start was ever tried: only the conclusion goes out.
+    const auto third = queue->submit(spec("r3"))->job.id;
+    REQUIRE(*queue->claim("agent-b", 60s, 2));
+    REQUIRE(queue->add_report(third, "start", "{}"));
+    REQUIRE(queue->complete(third, "agent-b", agent::JobState::failed, "exit 1", "{}"));
+    auto only = queue->claim_reports(10, 30s);
+    REQUIRE(only);
+    std::vector<std::string> kinds;
+    for (const auto& report : *only)
+        if (report.job_id == third) kinds.push_back(report.kind);
+    CHECK(kinds == std::vector<std::string>{"conclude"});
+}
+
+TEST_CASE("reports: a claimed report is nobody else's until its lease ends; a deferral counts "
+          "no attempt") {
+    FOR_EACH_BACKEND(store);
+    std::int64_t now = 9'000'000;
+    auto queue = store.open([&] { return now; });
+    auto other = store.open([&] { return now; });  // another agent's connection
+    const auto id = queue->submit(spec("l1"))->job.id;
+    REQUIRE(queue->add_report(id, "start", "{}"));
+    auto mine = queue->claim_reports(5, 10s);
+    REQUIRE(mine->size() == 1);
+    CHECK(other->claim_reports(5, 10s)->empty());
+    CHECK(other->due_reports(5)->empty());
+    now += 11'000;  // the first sender died: the report is due again
+    auto theirs = other->claim_reports(5, 10s);
+    REQUIRE(theirs->size() == 1);
+    CHECK((*theirs)[0].id == (*mine)[0].id);
+    REQUIRE(other->report_deferred((*theirs)[0].id, 30s));  // a rate limit said 30 s
+    CHECK(queue->due_reports(5)->empty());
+    now += 31'000;
+    auto again = queue->claim_reports(5, 10s);
+    REQUIRE(again->size() == 1);
+    CHECK((*again)[0].attempts == 0);
+    REQUIRE(queue->report_failed((*again)[0].id, 1s));
+    now += 2'000;
+    CHECK(queue->due_reports(5)->front().attempts == 1);
+}
+
+TEST_CASE("reports: senders on several connections never take the same report") {
+    FOR_EACH_BACKEND(store);
+    auto setup = store.open();
+    constexpr int k_jobs = 60;
+    for (int i = 0; i < k_jobs; ++i) {
+        const auto id = setup->submit(spec("s" + std::to_string(i)))->job.id;
+        REQUIRE(setup->add_report(id, "conclude", R"({"state":"succeeded","reason":""})"));
+    }
+    std::vector<std::int64_t> sent_a, sent_b;
+    auto sender = [&](std::vector<std::int64_t>& sent) {
+        auto queue = store.try_open();
+        if (!queue) return;
+        while (true) {
+            auto batch = (*queue)->claim_reports(3, 60s);
+            if (!batch || batch->empty()) return;
+            for (const auto& report : *batch) {
+                sent.push_back(report.id);
+                (void)(*queue)->report_delivered(report.id);
+            }
+        }
+    };
+    std::thread first(sender, std::ref(sent_a));
+    std::thread second(sender, std::ref(sent_b));
+    first.join();
+    second.join();
+    std::multiset<std::int64_t> all(sent_a.begin(), sent_a.end());
+    all.insert(sent_b.begin(), sent_b.end());
+    CHECK(all.size() == k_jobs);
+    CHECK(std::set<std::int64_t>(all.begin(), all.end()).size() == k_jobs);
+    CHECK(*setup->owed_reports(std::nullopt) == 0);
 }

@@ -1,0 +1,30 @@
+#pragma once
+// Internal to the PostgreSQL backend (agent/job_store_pg*.cpp, agent/poll_state_pg.cpp): what
+// its files share. The public interface is open_postgres_queue (agent/job_store.hpp) and
+// open_postgres_store (agent/poll_state.hpp).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "agent/job_store.hpp"
+#include "agent/pg.hpp"
+
+namespace agent {
+
+// The channel every change of the queue that an idle agent should see is notified on.
+inline constexpr std::string_view k_jobs_channel = "sandgate_jobs";
+
+pg::ConnectOptions connect_options(const PostgresOptions& options);
+
+// user@host:port/db of a connection URL (invalid_input when libpq cannot parse it).
+sandbox::Expected<std::string> describe_postgres_url(std::string_view url);
+
+// LISTEN sandgate_jobs on a connection of its own, watched by a thread that calls `woken` for
+// each notification and once after every (re)connect; reconnects with pg::Session's backoff.
+// Stops (and joins) when the returned subscription is destroyed.
+sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(pg::ConnectOptions options,
+                                                                      std::function<void()> woken);
+
+}  // namespace agent

@@ -1,0 +1,31 @@
+#include "agent/queue_open.hpp"
+
+namespace agent {
+
+sandbox::Expected<PostgresOptions> postgres_options(const AgentConfig& config) {
+    PostgresOptions options;
+    options.url = config.queue_url;
+    options.application_name = "sandgate " + config.id;
+    if (config.queue_password_file) {
+        auto password = read_secret_file(*config.queue_password_file);
+        if (!password) return std::unexpected(password.error());
+        options.password = std::move(*password);
+    }
+    return options;
+}
+
+sandbox::Expected<std::unique_ptr<JobQueue>> open_agent_queue(const AgentConfig& config) {
+    if (config.queue_url.empty()) return open_sqlite_queue(default_queue_path(config.state_dir));
+    auto options = postgres_options(config);
+    if (!options) return std::unexpected(options.error());
+    return open_postgres_queue(*options);
+}
+
+sandbox::Expected<QueueStore> open_agent_store(const AgentConfig& config) {
+    if (config.queue_url.empty()) return open_sqlite_store(default_queue_path(config.state_dir));
+    auto options = postgres_options(config);
+    if (!options) return std::unexpected(options.error());
+    return open_postgres_store(*options);
+}
+
+}  // namespace agent

@@ -1,0 +1,24 @@
+#pragma once
+// The queue an agent's configuration names (queue.url): the embedded SQLite file under the
+// state directory, or a pool's PostgreSQL database, its password read from
+// queue.password_file (when set; else libpq finds it in PGPASSFILE or ~/.pgpass). Used by the
+// daemon (agent/daemon.cpp) and its GitHub rounds (agent/github_worker.cpp), so both always
+// open the same queue.
+
+#include <memory>
+#include <string>
+
+#include "agent/agent_config.hpp"
+#include "agent/job_store.hpp"
+#include "agent/poll_state.hpp"
+
+namespace agent {
+
+// The PostgreSQL options of a configuration with queue.url set; invalid_input when the
+// password file cannot be read (see read_secret_file).
+sandbox::Expected<PostgresOptions> postgres_options(const AgentConfig& config);
+
+sandbox::Expected<std::unique_ptr<JobQueue>> open_agent_queue(const AgentConfig& config);
+sandbox::Expected<QueueStore> open_agent_store(const AgentConfig& config);
+
+}  // namespace agent
