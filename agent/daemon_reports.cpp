@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include "agent/gate_reporting.hpp"
@@ -197,18 +198,41 @@ void ReportSender::deliver(const Report& report, DeliveryStats& stats) {
     }
     auto sent = send(**job, report);
     if (!sent) return failed(report, sent.error(), stats);
-    if (auto ok = m_queue.report_delivered(report.id); !ok)
+    if (auto ok = m_queue.report_delivered(report.id); !ok) {
         spdlog::warn("job {}: {} report sent, not yet marked: {}", report.job_id, report.kind,
                      ok.error().message);
+        m_unmarked.push_back(report);
+    }
     ++stats.sent;
+}
+
+// Sent, but the queue could not be told (its database went away that moment): told again for
+// a while, else the report would go out a second time once its lease ends, and the job's later
+// reports would wait for that.
+void ReportSender::mark_sent() {
+    auto delay = std::chrono::milliseconds(250);
+    const auto until = std::chrono::steady_clock::now() + k_mark_patience;
+    while (!m_unmarked.empty()) {
+        std::erase_if(m_unmarked, [this](const Report& report) {
+            return m_queue.report_delivered(report.id).has_value();
+        });
+        if (m_unmarked.empty() || std::chrono::steady_clock::now() + delay > until) break;
+        std::this_thread::sleep_for(delay);
+        delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(4));
+    }
+    for (const auto& report : m_unmarked)
+        spdlog::warn("job {}: {} report sent but not marked (the queue is out of reach): it goes out "
+                     "again when its lease ends", report.job_id, report.kind);
+    m_unmarked.clear();
 }
 
 DeliveryStats ReportSender::deliver_due(std::size_t limit) {
     DeliveryStats stats;
     std::size_t handled = 0;
-    // Batch by batch: a job's next report becomes due once the one before it was sent.
+    // One by one, each claimed right before it is sent (its lease covers one send); a job's
+    // next report becomes due once the one before it was sent.
     while (handled < limit) {
-        auto reports = m_queue.claim_reports(std::min(k_report_batch, limit - handled), k_report_lease);
+        auto reports = m_queue.claim_reports(1, k_report_lease);
         if (!reports) {
             spdlog::warn("reports: {}", reports.error().message);
             break;
@@ -217,6 +241,7 @@ DeliveryStats ReportSender::deliver_due(std::size_t limit) {
         for (const auto& report : *reports) deliver(report, stats);
         handled += reports->size();
     }
+    mark_sent();
     replay_journal();
     return stats;
 }

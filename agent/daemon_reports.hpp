@@ -8,11 +8,14 @@
 // failing step to the conclusion.
 //
 // Delivery contract (deliver_due):
-// - reports are taken from the queue with JobQueue::claim_reports (batches of
-//   k_report_batch, leased for k_report_lease), so per job they go out in the order they were
-//   queued (a conclusion never overtakes its start; a start a conclusion follows is never
-//   sent) and agents of a pool sharing the queue never send one twice;
-// - sent: removed from the queue. GitHub unreachable, 5xx, rate limited past the client's
+// - reports are taken from the queue one at a time with JobQueue::claim_reports, leased for
+//   k_report_lease (one report's sending, retries included), so per job they go out in the
+//   order they were queued (a conclusion never overtakes its start; a start a conclusion
+//   follows is never sent) and agents of a pool sharing the queue never send one twice; a
+//   round killed mid-send (its agent killed) leaves that report, and its job's later ones,
+//   until the lease ends;
+// - sent: removed from the queue (when the queue cannot be told, the round keeps telling it for
+//   k_mark_patience; after that the report goes out again once its lease ends). GitHub unreachable, 5xx, rate limited past the client's
 //   budget: kept, retried after a backoff that doubles per attempt (capped), or later when
 //   GitHub said when (Retry-After, x-ratelimit-reset: HttpClient::rate_limited_until); while
 //   rate limited, the rest of the batch is not tried but put back to that time. The agent's
@@ -34,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/agent_config.hpp"
 #include "agent/daemon.hpp"  // job_report_path
@@ -45,9 +49,11 @@ namespace agent {
 
 inline constexpr std::int64_t k_max_report_attempts = 20;
 inline constexpr std::chrono::seconds k_report_backoff_cap{300};
-inline constexpr std::size_t k_report_batch = 10;
-inline constexpr std::chrono::minutes k_report_lease{2};
+inline constexpr std::chrono::seconds k_report_lease{90};
 inline constexpr std::chrono::seconds k_agent_rate_limit_wait{5};
+// How long a round keeps telling the queue about a report it sent while the queue is out of
+// reach.
+inline constexpr std::chrono::seconds k_mark_patience{30};
 
 struct DeliveryStats {
     std::size_t sent = 0;
@@ -80,6 +86,7 @@ private:
     void replay_journal();
     void failed(const Report& report, const sandbox::Error& error, DeliveryStats& stats);
     void deliver(const Report& report, DeliveryStats& stats);
+    void mark_sent();
     // How long GitHub asked us to wait from now; zero when it did not.
     std::chrono::milliseconds rate_limit_wait() const;
 
@@ -88,6 +95,7 @@ private:
     std::optional<github::HttpClient> m_client;
     std::map<std::string, github::Reporter> m_reporters;
     std::map<std::string, github::Reporter> m_journal_reporters;
+    std::vector<Report> m_unmarked;  // sent, not yet removed from the queue
 };
 
 }  // namespace agent

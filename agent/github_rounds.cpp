@@ -109,7 +109,9 @@ bool GitHubRounds::report_check_due() {
 bool GitHubRounds::reports_due() {
     if (!report_check_due()) return false;
     auto due = m_queue.due_reports(1);
-    if (!due) spdlog::warn("reports: {}", due.error().message);
+    // A queue out of reach is the loop's to report (once), not every second here.
+    if (!due && due.error().kind == sandbox::ErrorKind::transient) spdlog::debug("reports: {}", due.error().message);
+    else if (!due) spdlog::warn("reports: {}", due.error().message);
     return due && !due->empty();
 }
 

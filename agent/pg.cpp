@@ -73,6 +73,19 @@ ErrorKind kind_of(std::string_view sqlstate) {
     return ErrorKind::permanent;
 }
 
+// A server that answered and refused (a wrong password, no such role or database, no
+// pg_hba.conf entry) will refuse again: permanent. One out of reach, starting up, shutting
+// down or full may take us later: transient. libpq gives no SQLSTATE for a failed connection,
+// only its message, whose severity prefix marks what the server itself said.
+ErrorKind connect_failure_kind(std::string_view message) {
+    if (message.find("FATAL:") == std::string_view::npos && message.find("password") == std::string_view::npos)
+        return ErrorKind::transient;
+    for (std::string_view passing : {"the database system is", "too many connections", "too many clients",
+                                     "remaining connection slots", "terminating connection"})
+        if (message.find(passing) != std::string_view::npos) return ErrorKind::transient;
+    return ErrorKind::permanent;
+}
+
 }  // namespace
 
 Expected<const Api*> api() {
@@ -155,8 +168,10 @@ Expected<Connection> Connection::open(const ConnectOptions& options) {
     PGconn* raw = (*lib)->connectdb_params(keys.data(), values.data(), 1);
     if (!raw) return fail(ErrorKind::transient, "postgresql: out of memory connecting");
     Connection conn(*lib, raw);
-    if ((*lib)->status(raw) != CONNECTION_OK)
-        return fail(ErrorKind::transient, "postgresql: cannot connect: " + trimmed((*lib)->error_message(raw)));
+    if ((*lib)->status(raw) != CONNECTION_OK) {
+        const std::string why = trimmed((*lib)->error_message(raw));
+        return fail(connect_failure_kind(why), "postgresql: cannot connect: " + why);
+    }
     (*lib)->set_notice_processor(raw, &ignore_notice, nullptr);
     return conn;
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent/job_store.hpp"
@@ -38,6 +39,12 @@ exit "$(cat "$MARKS/release")"
 
 struct Process {
     pid_t pid = -1;
+    Process() = default;
+    Process(Process&& other) noexcept : pid(std::exchange(other.pid, -1)) {}
+    Process& operator=(Process&& other) noexcept {
+        std::swap(pid, other.pid);  // ours (if any) is killed by `other`'s destructor
+        return *this;
+    }
     ~Process() {
         if (pid > 0) {
             ::kill(pid, SIGKILL);
