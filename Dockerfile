@@ -16,12 +16,13 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSANDGATE_WERROR=O
 
 FROM debian:12-slim AS runtime
 # Runtime libraries of the sandgate binary (tests/test_dockerfile.cpp checks this list
-# against the binary's shared-library needs), bubblewrap for the wrap, git for steps.
+# against the binary's shared-library needs; libpq5 is loaded at run time by an agent of a
+# PostgreSQL pool), bubblewrap for the wrap, git for steps.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       bubblewrap ca-certificates git python3 \
       libcurl4 libgit2-1.5 libsimdjson14 libspdlog1.10 libfmt9 libyaml-cpp0.7 \
-      libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 \
+      libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 libpq5 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/sandgate --shell /usr/sbin/nologin sandgate
 # `sandgate` is the launcher; it starts `sandgate-full`, `sandgate-broker` and `sandgate-agent`,

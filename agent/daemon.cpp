@@ -220,6 +220,10 @@ private:
         env.emplace_back("SANDGATE_BROKER_IDENTITY", identity.canonical());
         env.emplace_back("SANDGATE_JOB_WORKSPACE", workspace.string());
         env.emplace_back("SANDGATE_STATE_DIR", m_config.state_dir.string());
+        // A pool's queue, where the job process records its steps' evidence (never a password).
+        if (!m_config.queue_url.empty()) env.emplace_back(k_queue_url_variable, m_config.queue_url);
+        if (m_config.queue_password_file)
+            env.emplace_back(k_queue_password_file_variable, m_config.queue_password_file->string());
         for (auto& [name, value] : env)
             if (name == "TMPDIR") value = (workspace / "tmp").string();
         if (std::none_of(env.begin(), env.end(), [](const auto& pair) { return pair.first == "TMPDIR"; }))

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "agent/api.hpp"
 #include "agent/daemon.hpp"
@@ -34,8 +35,11 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
     for (const auto& entry : std::filesystem::directory_iterator(agent_dir(config) / "work", ec)) {
         const auto name = entry.path().filename().string();
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        auto job = queue.get(std::stoll(name));
-        if (job && *job && (*job)->state == JobState::running) continue;
+        std::int64_t id = 0;
+        if (std::from_chars(name.data(), name.data() + name.size(), id).ec != std::errc()) continue;
+        auto job = queue.get(id);
+        // A pool's job may run on another agent now: only a lease of ours keeps the directory.
+        if (job && *job && (*job)->state == JobState::running && (*job)->lease_owner == config.id) continue;
         std::error_code removed;
         std::filesystem::remove_all(entry.path(), removed);
     }

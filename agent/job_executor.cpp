@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "agent/queue_open.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/json_convert.hpp"
 
@@ -193,7 +194,7 @@ sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(const Job
     const std::string job = variable("SANDGATE_JOB_ID");
     if (!state_dir.empty() && !job.empty()) {
         job_id = std::strtoll(job.c_str(), nullptr, 10);
-        if (auto opened = open_sqlite_queue(default_queue_path(state_dir)); opened) {
+        if (auto opened = open_job_process_queue(state_dir); opened) {
             queue = std::move(*opened);
             posture = recorded_posture(*queue, job_id);
         } else {

@@ -1,5 +1,7 @@
 #include "agent/queue_open.hpp"
 
+#include <cstdlib>
+
 namespace agent {
 
 sandbox::Expected<PostgresOptions> postgres_options(const AgentConfig& config) {
@@ -26,6 +28,20 @@ sandbox::Expected<QueueStore> open_agent_store(const AgentConfig& config) {
     auto options = postgres_options(config);
     if (!options) return std::unexpected(options.error());
     return open_postgres_store(*options);
+}
+
+sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(const std::filesystem::path& state_dir) {
+    const char* url = std::getenv(k_queue_url_variable);
+    if (url == nullptr || *url == '\0') return open_sqlite_queue(default_queue_path(state_dir));
+    PostgresOptions options;
+    options.url = url;
+    options.application_name = "sandgate job";
+    if (const char* file = std::getenv(k_queue_password_file_variable); file && *file) {
+        auto password = read_secret_file(file);
+        if (!password) return std::unexpected(password.error());
+        options.password = std::move(*password);
+    }
+    return open_postgres_queue(options);
 }
 
 }  // namespace agent

@@ -21,4 +21,14 @@ sandbox::Expected<PostgresOptions> postgres_options(const AgentConfig& config);
 sandbox::Expected<std::unique_ptr<JobQueue>> open_agent_queue(const AgentConfig& config);
 sandbox::Expected<QueueStore> open_agent_store(const AgentConfig& config);
 
+// How the daemon names a pool's queue to its job processes (agent/daemon.cpp), which record
+// their steps' evidence there (agent/job_executor.cpp). Never a password: the variable names
+// the password file.
+inline constexpr const char* k_queue_url_variable = "SANDGATE_QUEUE_URL";
+inline constexpr const char* k_queue_password_file_variable = "SANDGATE_QUEUE_PASSWORD_FILE";
+
+// The queue of a job process: the pool's when SANDGATE_QUEUE_URL is set, else the SQLite
+// file under `state_dir`.
+sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(const std::filesystem::path& state_dir);
+
 }  // namespace agent

@@ -75,7 +75,7 @@ std::vector<std::string> needed_libraries(const std::filesystem::path& path) {
 
 }  // namespace
 
-TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto or libssl") {
+TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto, libssl or libpq") {
     const auto binary = std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-agent";
     const auto needed = needed_libraries(binary);
     std::string listed;
@@ -86,7 +86,7 @@ TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto or l
     const auto full = needed_libraries(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-full");
     CHECK(std::any_of(full.begin(), full.end(), [](const auto& name) { return name.starts_with("libcurl"); }));
     for (const auto& name : needed)
-        for (const char* heavy : {"libcurl", "libgit2", "libcrypto", "libssl"})
+        for (const char* heavy : {"libcurl", "libgit2", "libcrypto", "libssl", "libpq"})  // libpq: dlopen'ed by pools
             CHECK_FALSE(name.starts_with(heavy));
 }
 
@@ -130,6 +130,24 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
     tests::write_file(dir / "zero.yaml", "agent:\n  max_jobs: 0\n");
     CHECK(agent::load_agent_config(dir / "zero.yaml").error().message.find(":2: agent.max_jobs") !=
           std::string::npos);
+    tests::write_file(dir / "queue.yaml", "queue:\n  url: mysql://db/gate\n");
+    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message ==
+          (dir / "queue.yaml").string() + ":2: queue.url: must be a postgresql:// URL (leave queue.url "
+                                          "out for the embedded SQLite queue)");
+    tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate:hunter2@db/gate\n");
+    auto in_url = agent::load_agent_config(dir / "queue.yaml");
+    CHECK(in_url.error().message.find(":2: queue.url: holds a password") != std::string::npos);
+    CHECK(in_url.error().message.find("hunter2") == std::string::npos);
+    tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate@db/gate?password=hunter2\n");
+    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message.find("holds a password") != std::string::npos);
+    tests::write_file(dir / "queue.yaml", "queue:\n  password_file: /etc/pw\n");
+    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message.find("queue.password_file: only with queue.url") !=
+          std::string::npos);
+    tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate@db.example.com:5433/gate\n");
+    auto pool = agent::load_agent_config(dir / "queue.yaml");
+    REQUIRE(pool);
+    CHECK(pool->queue_url == "postgresql://gate@db.example.com:5433/gate");
+    CHECK(loaded->queue_url.empty());  // the default: the embedded SQLite queue
     tests::write_file(dir / "tcp.yaml", "api:\n  listen: 127.0.0.1:9999\n");
     CHECK(agent::load_agent_config(dir / "tcp.yaml").error().message.find("token_file") !=
           std::string::npos);

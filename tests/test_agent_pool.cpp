@@ -21,6 +21,7 @@
 #include "agent/job_store.hpp"
 #include "tests/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/helpers/git_fixture.hpp"
 #include "tests/support/api_fixture.hpp"
 #include "tests/support/postgres.hpp"
 #include "tests/support/scoped_env.hpp"
@@ -63,23 +64,27 @@ struct Pool {
     std::string url() const { return pg.url(database); }
 
     // The agent's configuration: `agent_extra` goes into agent:, `github_extra` into github:.
+    // `job`: the job: section; empty: the pool's job script.
     std::string config(const std::string& id, const std::filesystem::path& dir, const std::string& agent_extra,
-                       const std::string& github_extra, const std::string& queue) const {
+                       const std::string& github_extra, const std::string& queue, const std::string& job = "") const {
         return "agent:\n  id: " + id + "\n  state_dir: " + (dir / "state").string() +
                "\n  reap_seconds: 1\n" + agent_extra + "queue:\n" + queue +
                "github:\n  repositories: [octo/gate]\n  api_url: " + github.url() + "\n  token_file: " +
-               (shared / "github-token").string() + "\n" + github_extra + "job:\n  command: [" +
-               (dir / "job.sh").string() + "]\n  sandbox: " + job_sandbox() + "\n  persistent_sandbox: false\n";
+               (shared / "github-token").string() + "\n" + github_extra +
+               (job.empty() ? "job:\n  command: [" + (dir / "job.sh").string() + "]\n  sandbox: " + job_sandbox() +
+                                  "\n  persistent_sandbox: false\n"
+                            : job);
     }
 
-    PoolAgent& start(const std::string& agent_extra = "", const std::string& github_extra = "") {
+    PoolAgent& start(const std::string& agent_extra = "", const std::string& github_extra = "",
+                     const std::string& job = "") {
         auto agent = std::make_unique<PoolAgent>();
         agent->id = "pool-" + std::to_string(agents.size() + 1);
         agent->dir = tests::make_temp_dir(agent->id);
         tests::write_file(agent->dir / "job.sh", job_script(shared, agent->id));
         std::filesystem::permissions(agent->dir / "job.sh", std::filesystem::perms::owner_all);
         tests::write_file(agent->dir / "agent.yaml",
-                          config(agent->id, agent->dir, agent_extra, github_extra, "  url: " + url() + "\n"));
+                          config(agent->id, agent->dir, agent_extra, github_extra, "  url: " + url() + "\n", job));
         agent->daemon = spawn({SANDGATE_BINARY, "agent", "--config", (agent->dir / "agent.yaml").string()},
                               agent->dir, agent->log());
         while (!std::filesystem::exists(agent->socket())) {
@@ -98,9 +103,9 @@ struct Pool {
         return std::move(*opened);
     }
 
-    int submit(const PoolAgent& via, const std::string& sha) const {
+    int submit(const PoolAgent& via, const std::string& sha, const std::string& event = "push") const {
         auto process = spawn({SANDGATE_BINARY, "jobs", "--socket", via.socket().string(), "submit", "--repo",
-                              "octo/gate", "--sha", sha},
+                              "octo/gate", "--sha", sha, "--event", event},
                              shared, shared / "submit.out");
         return process.wait();
     }
@@ -449,5 +454,40 @@ TEST_CASE("libpq is loaded by a pool's agent only: an agent on SQLite never maps
     CHECK(tests::read_file("/proc/" + std::to_string(daemon.pid) + "/maps").find("libpq.so") == std::string::npos);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
+    pool.stop_all();
+}
+
+TEST_CASE("a pool running the real gate in job sandboxes: the policy and each step's evidence "
+          "land in the pool's queue") {
+    REQUIRE_POSTGRES(pg);
+    tests::FakeGitHub server;
+    Pool pool(*pg, server);
+    const auto root = tests::make_temp_dir("pool-gate");
+    const std::string sha = tests::make_repo(
+        root / "gate", {{".github/workflows/gate.yml", "name: gate\non: merge_group\njobs:\n  check:\n"
+                                                       "    runs-on: ubuntu-latest\n    steps:\n"
+                                                       "      - run: echo checked\n      - run: echo twice\n"}});
+    std::filesystem::create_directories(root / "remotes" / "octo");
+    tests::sh("git clone -q --bare " + (root / "gate").string() + " " + (root / "remotes/octo/gate.git").string());
+    auto& member = pool.start("", "  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+                              "job:\n  sandbox: " + job_sandbox() + "\n");
+    REQUIRE(pool.submit(member, sha, "merge_group") == 0);
+    const auto concluded = wait_concluded(server, 1);
+    CHECK(concluded[0].conclusion == "success");
+    auto queue = pool.queue();
+    const auto job = *queue->get(1);
+    CHECK(job->state == agent::JobState::succeeded);
+    CHECK(job->policy_json.find(R"("mode":")" + job_sandbox() + "\"") != std::string::npos);
+    std::size_t steps = 0;
+    const auto events = queue->events(1);
+    REQUIRE(events);
+    for (const auto& event : *events)
+        if (event.kind == "step") {
+            ++steps;
+            CHECK(event.body_json.find(R"("exit":0)") != std::string::npos);
+        }
+    CHECK(steps == 2);
+    // Nothing went to a SQLite file of the agent's instead.
+    CHECK_FALSE(std::filesystem::exists(agent::default_queue_path(member.dir / "state")));
     pool.stop_all();
 }

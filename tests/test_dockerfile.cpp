@@ -91,6 +91,7 @@ TEST_CASE("the Dockerfile's runtime stage provides every library the binary link
     const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
     const auto listed = runtime_packages(stage(dockerfile, "runtime"));
     CHECK(listed.count("bubblewrap") == 1);
+    CHECK(listed.count("libpq5") == 1);  // dlopen'ed by a pool's agent (agent/pg.hpp): no ldd sees it
     const auto available = with_dependencies(listed);
     for (const auto& p : listed) {
         INFO("runtime package " << p << " must exist in Debian 12");

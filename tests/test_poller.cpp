@@ -13,6 +13,7 @@
 #include "agent/poll_state.hpp"
 #include "agent/poller.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/support/postgres.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -279,6 +280,55 @@ TEST_CASE("poller: a rate limit is waited out by the client; a missing repositor
     bool limited = false;
     for (const auto& request : seen) limited = limited || request.status == 403;
     CHECK(limited);
+}
+
+TEST_CASE("poll state in a pool's PostgreSQL: shared by the agents; one agent polls a "
+          "repository at a time, at most once per interval") {
+    REQUIRE_POSTGRES(pg);
+    tests::FakeGitHub server;
+    server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[{"number":4,"sha":")" + sha_of('4') + R"("}],
+        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-4-)" + sha_of('4') + R"(","sha":")" + sha_of('5') + R"("}]})");
+    agent::PostgresOptions options;
+    options.url = pg->url(pg->fresh_database());
+    auto a = agent::open_postgres_store(options);  // two agents of the pool
+    auto b = agent::open_postgres_store(options);
+    REQUIRE((a.has_value() && b.has_value()));
+
+    auto turn = a->poll_state->take_turn("octo/gate", 1h);
+    REQUIRE(turn.has_value());
+    REQUIRE(*turn);
+    auto busy = b->poll_state->take_turn("octo/gate", 0ms);
+    REQUIRE(busy.has_value());
+    CHECK_FALSE(*busy);  // a polls it now: its advisory lock
+    auto other = b->poll_state->take_turn("octo/other", 1h);
+    CHECK((other.has_value() && *other));  // another repository is free
+    other->reset();
+    turn->reset();
+    auto soon = b->poll_state->take_turn("octo/gate", 1h);
+    REQUIRE(soon.has_value());
+    CHECK_FALSE(*soon);  // free, but polled within the interval
+    auto due = b->poll_state->take_turn("octo/gate", 0ms);
+    CHECK((due.has_value() && *due));
+    due->reset();
+
+    // What one agent's round learnt (ETags, merge-queue heads) the other's uses.
+    agent::Poller first(client_for(server), *a->queue, *a->poll_state, {{"octo/gate"}, std::nullopt, 0ms});
+    const auto one = first.poll_once();
+    CHECK(one.errors.empty());
+    CHECK(one.submitted == 2);
+    agent::Poller second(client_for(server), *b->queue, *b->poll_state, {{"octo/gate"}, std::nullopt, 0ms});
+    const auto two = second.poll_once();
+    CHECK(two.errors.empty());
+    CHECK(two.requests == 2);
+    CHECK(two.not_modified == 2);
+    CHECK(two.submitted == 0);
+    server.post("/_control/repo", R"({"repo":"octo/gate","refs":[]})");
+    const auto three = first.poll_once();
+    CHECK(three.cancelled == 1);  // the head b's round saw last is gone
+    agent::Poller paced(client_for(server), *b->queue, *b->poll_state, {{"octo/gate"}, std::nullopt, 1h});
+    const auto four = paced.poll_once();
+    CHECK(four.skipped == 1);
+    CHECK(four.requests == 0);
 }
 
 TEST_CASE("poller: next_link keeps to the API base") {
