@@ -53,7 +53,8 @@ struct Running {
 class Loop {
 public:
     Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
-         GitHubRounds& github, std::filesystem::path full_binary, AgentStats& stats, Notified notified)
+         GitHubRounds& github, std::filesystem::path full_binary, AgentStats& stats, Wakeups& wakeups,
+         Notified notified)
         : m_config(config),
           m_queue(queue),
           m_sandboxes(sandboxes),
@@ -61,6 +62,7 @@ public:
           m_self(std::move(full_binary)),
           m_stats(stats),
           m_writes(queue, config.id, stats),
+          m_wakeups(wakeups),
           m_notified(notified) {}
 
     int run() {
@@ -74,10 +76,16 @@ public:
                 spdlog::info("draining: {} job(s) running, {} s to finish", m_running.size(),
                              m_config.drain.count());
             }
-            // A wake-up (an API call, a GitHub round that ended, maybe having cancelled jobs):
-            // look for cancels now, not at the next heartbeat.
+            // A wake-up: what it posted (an unknown sender's SIGUSR1: everything).
+            unsigned woke = 0;
+            if (sig == SIGUSR1) {
+                woke = m_wakeups.bits.exchange(0);
+                if (woke == 0) woke = Wakeups::k_claim | Wakeups::k_cancels;
+            }
+            // A cancel requested (an API call, another agent, a GitHub round that ended, maybe
+            // having cancelled jobs): look for cancels now, not at the next heartbeat.
             const bool round_ended = m_github.tick(drain_deadline ? Draining::yes : Draining::no);
-            if (sig == SIGUSR1 || round_ended)
+            if ((woke & Wakeups::k_cancels) != 0 || round_ended)
                 for (auto& [id, running] : m_running) running.next_heartbeat = Clock::now();
             if (drain_deadline && Clock::now() >= *drain_deadline)
                 for (auto& [id, running] : m_running)
@@ -85,7 +93,7 @@ public:
             m_writes.retry();
             watch();
             if (!drain_deadline) {
-                if (claim_due(sig == SIGUSR1)) claim();
+                if (claim_due((woke & Wakeups::k_claim) != 0)) claim();
             } else if (m_running.empty()) {
                 return finish_drain(*drain_deadline);
             }
@@ -349,6 +357,7 @@ private:
     std::filesystem::path m_self;
     AgentStats& m_stats;
     QueueWrites m_writes;
+    Wakeups& m_wakeups;
     Notified m_notified;
     bool m_slot_freed = false;
     Clock::time_point m_next_claim{};
@@ -367,8 +376,8 @@ int wait_signal() {
 }
 
 int run_loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes, GitHubRounds& github,
-             const std::filesystem::path& full_binary, AgentStats& stats, Notified notified) {
-    Loop loop(config, queue, sandboxes, github, full_binary, stats, notified);
+             const std::filesystem::path& full_binary, AgentStats& stats, Wakeups& wakeups, Notified notified) {
+    Loop loop(config, queue, sandboxes, github, full_binary, stats, wakeups, notified);
     return loop.run();
 }
 

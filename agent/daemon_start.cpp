@@ -153,7 +153,8 @@ int run_daemon(const AgentConfig& config) {
     api_config.repositories = config.repositories;
     api_config.sandbox_policy.mode = config.sandbox;
     api_config.sandbox_policy.network = config.network;
-    api_config.on_change = [] { ::kill(::getpid(), SIGUSR1); };
+    Wakeups wakeups;
+    api_config.on_change = [&wakeups] { wakeups.post(Wakeups::k_claim | Wakeups::k_cancels); };
     AgentStats stats;
     api_config.agent_metrics = [&config, &stats] { return agent_metrics(config, stats); };
     for (auto [file, target] : {std::pair{config.token_file, &api_config.token},
@@ -189,11 +190,15 @@ int run_daemon(const AgentConfig& config) {
             return 1;
         }
     // Woken by the queue when another agent queues work (SIGUSR1, as the API does).
-    auto subscription = (*queue)->subscribe([] { ::kill(::getpid(), SIGUSR1); });
+    auto subscription = (*queue)->subscribe([&wakeups](QueueChange change) {
+        wakeups.post(change == QueueChange::queued             ? Wakeups::k_claim
+                     : change == QueueChange::cancel_requested ? Wakeups::k_cancels
+                                                               : Wakeups::k_claim | Wakeups::k_cancels);
+    });
     if (!subscription) spdlog::warn("job queue: no notifications ({}); polling", subscription.error().message);
     const auto notified = subscription && *subscription ? Notified::yes : Notified::no;
     GitHubRounds github(config, **queue, *full);
-    const int status = run_loop(config, **queue, sandboxes, github, *full, stats, notified);
+    const int status = run_loop(config, **queue, sandboxes, github, *full, stats, wakeups, notified);
     spdlog::info("agent {} stopped", config.id);
     return status;
 }

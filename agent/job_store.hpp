@@ -147,6 +147,10 @@ public:
 
 enum class QueueBackend { sqlite, postgresql };
 
+// What a notification says changed (JobQueue::subscribe): a job to claim (queued or re-queued),
+// a cancel for a running job's holder to see, or anything (after a lost connection came back).
+enum class QueueChange { queued, cancel_requested, unknown };
+
 class JobQueue {
 public:
     virtual ~JobQueue() = default;
@@ -213,11 +217,12 @@ public:
     // report when nullopt.
     virtual sandbox::Expected<std::int64_t> owed_reports(std::optional<std::string_view> owner) = 0;
 
-    // Calls `woken` (from another thread) whenever another connection queued or cancelled a
-    // job, and after a lost connection to the notifications came back (one may have been
-    // missed). nullptr when the backend has no notifications (SQLite: one agent, which polls
-    // its own file); the caller then polls.
-    virtual sandbox::Expected<std::unique_ptr<QueueSubscription>> subscribe(std::function<void()> woken) {
+    // Calls `woken` (from another thread) whenever a connection queued, re-queued or asked to
+    // cancel a job, and with QueueChange::unknown after a lost connection to the notifications
+    // came back (one may have been missed). nullptr when the backend has no notifications
+    // (SQLite: one agent, which polls its own file); the caller then polls.
+    virtual sandbox::Expected<std::unique_ptr<QueueSubscription>> subscribe(
+        std::function<void(QueueChange)> woken) {
         (void)woken;
         return nullptr;
     }

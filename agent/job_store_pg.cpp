@@ -71,7 +71,7 @@ public:
             if (!inserted) return std::unexpected(inserted.error());
             const auto outcome = inserted->rows() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
             if (outcome == SubmitOutcome::created)
-                if (auto ok = db.exec("NOTIFY sandgate_jobs"); !ok) return std::unexpected(ok.error());
+                if (auto ok = notify(db, k_notify_queued); !ok) return std::unexpected(ok.error());
             auto found = db.exec("SELECT " + k_columns + " FROM jobs WHERE repository = $1 AND sha = $2 "
                                  "AND workflow_job = $3 AND attempt = $4",
                                  {key.repository, key.sha, key.workflow_job, key.attempt});
@@ -287,7 +287,7 @@ public:
         });
     }
 
-    Expected<std::unique_ptr<QueueSubscription>> subscribe(std::function<void()> woken) override {
+    Expected<std::unique_ptr<QueueSubscription>> subscribe(std::function<void(QueueChange)> woken) override {
         return listen_pg_queue(connect_options(m_options), std::move(woken));
     }
 
@@ -296,6 +296,11 @@ private:
     pg::Param now() const {
         if (m_options.clock) return pg::Param(m_options.clock());
         return pg::Param(std::nullopt);
+    }
+
+    // Delivered to the listeners when the transaction commits (nothing when it rolls back).
+    static Expected<pg::Result> notify(pg::Connection& db, std::string_view what) {
+        return db.exec("SELECT pg_notify($1, $2)", {k_jobs_channel, what});
     }
 
     static std::string prefixed(std::string_view table) {
@@ -360,7 +365,7 @@ private:
             auto ok = db.exec("UPDATE jobs SET cancel_requested = true, reason = $1 WHERE id = $2 AND "
                               "state = 'running'", {reason, job.id});
             if (!ok) return std::unexpected(ok.error());
-            if (auto notified = db.exec("NOTIFY sandgate_jobs"); !notified) return std::unexpected(notified.error());
+            if (auto notified = notify(db, k_notify_cancel); !notified) return std::unexpected(notified.error());
             return CancelOutcome::requested;
         }
         auto ok = db.exec("UPDATE jobs SET state = 'cancelled', reason = $1, finished = now_ms($2) WHERE "
@@ -400,7 +405,7 @@ private:
                               "WHERE id = $2",
                               {"re-queued: the agent " + job.lease_owner + " lost its lease", job.id});
             if (!ok) return std::unexpected(ok.error());
-            if (auto notified = db.exec("NOTIFY sandgate_jobs"); !notified) return std::unexpected(notified.error());
+            if (auto notified = notify(db, k_notify_queued); !notified) return std::unexpected(notified.error());
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;

@@ -21,10 +21,15 @@ pg::ConnectOptions connect_options(const PostgresOptions& options);
 // user@host:port/db of a connection URL (invalid_input when libpq cannot parse it).
 sandbox::Expected<std::string> describe_postgres_url(std::string_view url);
 
+// The payloads of its notifications: pg_notify(k_jobs_channel, k_notify_queued) and so on.
+inline constexpr std::string_view k_notify_queued = "queued";
+inline constexpr std::string_view k_notify_cancel = "cancel";
+
 // LISTEN sandgate_jobs on a connection of its own, watched by a thread that calls `woken` for
-// each notification and once after every (re)connect; reconnects with pg::Session's backoff.
+// each notification (with what it says) and once after every (re)connect (QueueChange::
+// unknown); reconnects with pg::Session's backoff.
 // Stops (and joins) when the returned subscription is destroyed.
 sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(pg::ConnectOptions options,
-                                                                      std::function<void()> woken);
+                                                                      std::function<void(QueueChange)> woken);
 
 }  // namespace agent

@@ -25,7 +25,7 @@ sandbox::Expected<void> listen(pg::Connection& db) {
 
 class Listener final : public QueueSubscription {
 public:
-    Listener(pg::ConnectOptions options, std::function<void()> woken, sandbox::Fd stop)
+    Listener(pg::ConnectOptions options, std::function<void(QueueChange)> woken, sandbox::Fd stop)
         : m_session(std::move(options), "queue notifications", listen),
           m_woken(std::move(woken)),
           m_stop(std::move(stop)),
@@ -49,19 +49,22 @@ private:
                 continue;
             }
             // Notifications sent while we were not listening are lost: look once.
-            if (!listening) m_woken();
+            if (!listening) m_woken(QueueChange::unknown);
             listening = true;
             pollfd fds[2] = {{(*db)->socket(), POLLIN, 0}, {m_stop.get(), POLLIN, 0}};
             if (::poll(fds, 2, k_idle_wait_ms) < 0) continue;  // EINTR
             if (fds[1].revents != 0) return;
             if (fds[0].revents == 0) continue;
-            auto channels = (*db)->notifications();
-            if (!channels) {
-                m_session.reset(channels.error().message);
+            auto payloads = (*db)->notifications();
+            if (!payloads) {
+                m_session.reset(payloads.error().message);
                 listening = false;
                 continue;
             }
-            if (!channels->empty()) m_woken();
+            for (const auto& payload : *payloads)
+                m_woken(payload == k_notify_queued   ? QueueChange::queued
+                        : payload == k_notify_cancel ? QueueChange::cancel_requested
+                                                     : QueueChange::unknown);
         }
     }
 
@@ -73,7 +76,7 @@ private:
     }
 
     pg::Session m_session;
-    std::function<void()> m_woken;
+    std::function<void(QueueChange)> m_woken;
     sandbox::Fd m_stop;
     std::thread m_thread;  // last: starts once everything it uses exists
 };
@@ -81,7 +84,7 @@ private:
 }  // namespace
 
 sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(pg::ConnectOptions options,
-                                                                      std::function<void()> woken) {
+                                                                      std::function<void(QueueChange)> woken) {
     if (auto lib = pg::api(); !lib) return std::unexpected(lib.error());
     sandbox::Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop) return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("eventfd"));

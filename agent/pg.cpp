@@ -214,12 +214,12 @@ int Connection::socket() const { return m_api->socket(m_conn.get()); }
 Expected<std::vector<std::string>> Connection::notifications() {
     if (m_api->consume_input(m_conn.get()) == 0 || broken())
         return fail(ErrorKind::transient, "postgresql: " + trimmed(m_api->error_message(m_conn.get())));
-    std::vector<std::string> channels;
+    std::vector<std::string> payloads;
     while (PGnotify* notify = m_api->notifies(m_conn.get())) {
-        channels.emplace_back(notify->relname);
+        payloads.emplace_back(notify->extra ? notify->extra : "");
         m_api->freemem(notify);
     }
-    return channels;
+    return payloads;
 }
 
 Expected<Transaction> Transaction::begin(Connection& db) {

@@ -130,8 +130,8 @@ public:
     // Whether the connection is gone (the server went away, the socket broke).
     bool broken() const;
     int socket() const;
-    // Reads what the server sent and returns the channels of the notifications that arrived
-    // (LISTEN/NOTIFY); transient when the connection broke.
+    // Reads what the server sent and returns the payloads of the notifications that arrived
+    // (LISTEN/NOTIFY), in order; transient when the connection broke.
     sandbox::Expected<std::vector<std::string>> notifications();
 
 private:

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -546,4 +549,69 @@ TEST_CASE("reports: senders on several connections never take the same report") 
     CHECK(all.size() == k_jobs);
     CHECK(std::set<std::int64_t>(all.begin(), all.end()).size() == k_jobs);
     CHECK(*setup->owed_reports(std::nullopt) == 0);
+}
+
+TEST_CASE("postgresql: a subscriber hears what changed: a job queued or re-queued, a cancel asked "
+          "for; and once after its connection came back") {
+    REQUIRE_POSTGRES(server);
+    const auto database = server->fresh_database();
+    agent::PostgresOptions options;
+    options.url = server->url(database);
+    auto queue = agent::open_postgres_queue(options);
+    REQUIRE(queue);
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<agent::QueueChange> heard;
+    auto subscription = (*queue)->subscribe([&](agent::QueueChange change) {
+        std::lock_guard lock(mutex);
+        heard.push_back(change);
+        changed.notify_all();
+    });
+    REQUIRE(subscription);
+    REQUIRE(*subscription != nullptr);
+    // Waits for the next change heard; nullopt after a few seconds of silence.
+    std::size_t taken = 0;
+    auto next = [&]() -> std::optional<agent::QueueChange> {
+        std::unique_lock lock(mutex);
+        if (!changed.wait_for(lock, 10s, [&] { return heard.size() > taken; })) return std::nullopt;
+        return heard[taken++];
+    };
+    CHECK(next() == agent::QueueChange::unknown);  // listening: anything may have been missed before
+
+    auto other = agent::open_postgres_queue(options);  // another agent's connection
+    REQUIRE(other);
+    const auto id = (*other)->submit(spec("n1"))->job.id;
+    CHECK(next() == agent::QueueChange::queued);
+    REQUIRE((*other)->submit(spec("n1"))->outcome == agent::SubmitOutcome::duplicate);  // nothing new: silent
+    REQUIRE(*(*other)->claim("a", 60s, 1));
+    CHECK(*(*other)->cancel(id, "by hand") == agent::CancelOutcome::requested);
+    CHECK(next() == agent::QueueChange::cancel_requested);
+    REQUIRE((*other)->submit(spec("n2")));
+    CHECK(next() == agent::QueueChange::queued);
+    auto held = (*other)->claim("b", 60s, 1);
+    REQUIRE(*held);
+    REQUIRE((*other)->recover_owner("b", agent::OnLostLease::requeue, 3));
+    CHECK(next() == agent::QueueChange::queued);  // re-queued for another agent
+
+    // The listener's connection cut by the server: it reconnects (after pg::Session's backoff)
+    // and says once that something may have been missed.
+    auto admin = server->connect(database);
+    auto cut = admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 "
+                          "AND query LIKE 'LISTEN%'",
+                          {database});
+    REQUIRE(cut);
+    REQUIRE(cut->rows() == 1);
+    CHECK(next() == agent::QueueChange::unknown);
+    REQUIRE((*other)->submit(spec("n3")));
+    CHECK(next() == agent::QueueChange::queued);
+    std::lock_guard lock(mutex);
+    CHECK(heard.size() == taken);  // nothing twice
+}
+
+TEST_CASE("sqlite: no notifications; its one agent polls its own file") {
+    auto queue = agent::open_sqlite_queue(tests::make_temp_dir("jobs") / "q.db", {10s, agent::system_now_ms});
+    REQUIRE(queue);
+    auto subscription = (*queue)->subscribe([](agent::QueueChange) {});
+    REQUIRE(subscription);
+    CHECK(*subscription == nullptr);
 }
