@@ -15,6 +15,7 @@ namespace agent {
 namespace {
 
 constexpr std::chrono::seconds k_report_check{1};
+constexpr std::size_t k_report_peek = 20;
 
 std::string describe(const JobExit& exit) {
     return exit.exit_code ? "the worker exited " + std::to_string(*exit.exit_code)
@@ -108,11 +109,20 @@ bool GitHubRounds::report_check_due() {
 
 bool GitHubRounds::reports_due() {
     if (!report_check_due()) return false;
-    auto due = m_queue.due_reports(1);
+    auto due = m_queue.due_reports(k_report_peek);
     // A queue out of reach is the loop's to report (once), not every second here.
     if (!due && due.error().kind == sandbox::ErrorKind::transient) spdlog::debug("reports: {}", due.error().message);
     else if (!due) spdlog::warn("reports: {}", due.error().message);
-    return due && !due->empty();
+    if (!due || due->empty()) return false;
+    // Ours (or nobody's): now. Another agent's of a pool's: its own rounds send them, so we
+    // look only every k_foreign_reports (for those of an agent that is gone), or every agent
+    // would start a round for each report of the pool.
+    for (const auto& report : *due)
+        if (report.owner.empty() || report.owner == m_config.id) return true;
+    const auto now = Clock::now();
+    if (now < m_next_foreign_check) return false;
+    m_next_foreign_check = now + k_foreign_reports;
+    return true;
 }
 
 bool GitHubRounds::journal_due() {

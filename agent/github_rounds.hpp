@@ -6,7 +6,9 @@
 // when
 //   - polling is configured and poll_interval has passed since the last poll round started;
 //   - the queue owes a report whose retry time has come (looked at each second, or at once
-//     after wake());
+//     after wake()) and that is this agent's (or nobody's); one of another agent of a pool
+//     (which sends its own) counts at most every k_foreign_reports, so those of an agent
+//     that died still go out;
 //   - the report journal (STATE_DIR/github-journal) is not empty, at most every
 //     k_journal_retry.
 // A worker still running after k_github_round_deadline is killed (its group, SIGKILL); the
@@ -39,6 +41,7 @@ inline constexpr std::chrono::minutes k_github_round_deadline{5};
 inline constexpr std::chrono::seconds k_journal_retry{30};
 inline constexpr std::chrono::seconds k_round_backoff_first{1};
 inline constexpr std::chrono::seconds k_round_backoff_cap{std::chrono::minutes(5)};
+inline constexpr std::chrono::seconds k_foreign_reports{10};
 
 enum class Draining { no, yes };
 enum class PollNow { no, yes };  // whether a round polls (it always sends what is owed)
@@ -88,6 +91,7 @@ private:
     Clock::time_point m_next_report_check;
     Clock::time_point m_next_journal;
     Clock::time_point m_not_before;  // no round starts before (the backoff)
+    Clock::time_point m_next_foreign_check{};  // other agents' due reports looked at from then
     std::chrono::seconds m_backoff{0};
     int m_failures = 0;  // failed rounds in a row
     bool m_woken = true;

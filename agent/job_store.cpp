@@ -21,7 +21,8 @@ namespace {
 
 using queue_sql::conclude_body;
 
-constexpr std::string_view k_report_columns = "r.id, r.job_id, r.kind, r.body, r.attempts, r.next_attempt";
+constexpr std::string_view k_report_columns =
+    "r.id, r.job_id, r.kind, r.body, r.attempts, r.next_attempt, r.owner";
 
 class SqliteQueue final : public JobQueue {
 public:
@@ -321,7 +322,8 @@ private:
             if (!row) return std::unexpected(row.error());
             if (!*row) return out;
             out.push_back({select->column_int(0), select->column_int(1), select->column_text(2),
-                           select->column_text(3), select->column_int(4), select->column_int(5)});
+                           select->column_text(3), select->column_int(4), select->column_int(5),
+                           select->column_text(6)});
         }
     }
 

@@ -136,6 +136,7 @@ struct Report {
     std::string body_json;
     std::int64_t attempts = 0;
     std::int64_t next_attempt_ms = 0;
+    std::string owner;      // the agent whose job it is (see the contract above); may be empty
 };
 
 // Held while a backend's change notifications are watched (JobQueue::subscribe); stops

@@ -25,13 +25,13 @@ namespace {
 const std::string k_columns(k_pg_job_columns);
 
 constexpr std::string_view k_report_columns =
-    "r.id, r.job_id, r.kind, r.body::text, r.attempts, r.next_attempt";
+    "r.id, r.job_id, r.kind, r.body::text, r.attempts, r.next_attempt, r.owner";
 
 std::vector<Report> read_reports(const pg::Result& rows) {
     std::vector<Report> out;
     for (int i = 0; i < rows.rows(); ++i)
         out.push_back({rows.integer(i, 0), rows.integer(i, 1), rows.text(i, 2), rows.text(i, 3),
-                       rows.integer(i, 4), rows.integer(i, 5)});
+                       rows.integer(i, 4), rows.integer(i, 5), rows.text(i, 6)});
     std::sort(out.begin(), out.end(), [](const Report& a, const Report& b) { return a.id < b.id; });
     return out;
 }

@@ -285,6 +285,37 @@ TEST_CASE("a pool: kill -9 of the agent holding a job; another agent takes it af
     pool.stop_all();
 }
 
+TEST_CASE("a pool: kill -9 of the agent holding a job under on_lost_job: conclude; another agent "
+          "concludes it and sends the report the dead agent owed") {
+    REQUIRE_POSTGRES(pg);
+    tests::FakeGitHub server;
+    Pool pool(*pg, server);
+    const std::string lease = "  lease_seconds: 2\n  on_lost_job: conclude\n";
+    pool.start(lease);
+    pool.start(lease);
+    REQUIRE(pool.submit(*pool.agents[0], hex_sha(78)) == 0);
+    while (pool.starts().empty()) std::this_thread::sleep_for(20ms);
+    auto& holder = *pool.agents[pool.starts().at(1).front() == "pool-1" ? 0 : 1];
+    auto& other = *pool.agents[pool.starts().at(1).front() == "pool-1" ? 1 : 0];
+    auto queue = pool.queue();
+    while (runs(server).empty() || *queue->owed_reports(holder.id) > 0) std::this_thread::sleep_for(50ms);
+    ::kill(holder.daemon.pid, SIGKILL);
+    holder.daemon.wait();
+    // The conclusion is the dead agent's report (its job's); the living agent's rounds send
+    // it (they look at other agents' reports every k_foreign_reports).
+    const auto concluded = wait_concluded(server, 1);
+    CHECK(concluded[0].conclusion == "failure");
+    const auto job = *queue->get(1);
+    CHECK(job->state == agent::JobState::failed);
+    CHECK(job->claims == 1);
+    CHECK(job->reason.find("the agent " + holder.id + " died or lost its lease") != std::string::npos);
+    CHECK(pool.starts().at(1).size() == 1);  // not run again
+    CHECK(created_and_concluded(server) == std::pair<std::size_t, std::size_t>{1, 1});
+    CHECK(*queue->owed_reports(std::nullopt) == 0);
+    CHECK(tests::read_file(other.log()).find("job 1: its lease expired; concluded") != std::string::npos);
+    pool.stop_all();
+}
+
 TEST_CASE("a pool: the database stopped and restarted mid-job; the job finishes, its end and "
           "report are not lost") {
     REQUIRE_POSTGRES(pg);
