@@ -285,13 +285,17 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their 
     CHECK(log.find("every step runs in the job sandbox") != std::string::npos);
     CHECK(log.find("token of 32 bytes") != std::string::npos);
 
-    // What GitHub was sent: each run created in_progress, then concluded by a PATCH.
+    // What GitHub was sent: each run created once, in_progress and then concluded by a PATCH,
+    // or (a job that ended before its start report went out: the start is dropped) created
+    // completed.
     const auto created = bodies(server, "POST", "/check-runs");
     REQUIRE(created.size() == 2);
-    for (const auto& body : created) CHECK(body.find(R"("status":"in_progress")") != std::string::npos);
     const auto patched = bodies(server, "PATCH", "/check-runs/");
-    REQUIRE(patched.size() >= 2);
+    std::size_t started = 0;
+    for (const auto& body : created) started += body.find(R"("status":"in_progress")") != std::string::npos;
+    CHECK(patched.size() >= started);
     std::string all;
+    for (const auto& body : created) all += body;
     for (const auto& body : patched) all += body;
     CHECK(all.find(R"("conclusion":"success")") != std::string::npos);
     CHECK(all.find(R"("conclusion":"failure")") != std::string::npos);
