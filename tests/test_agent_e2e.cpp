@@ -357,6 +357,7 @@ TEST_CASE("end to end: kill -9 mid-job; the restarted agent concludes the job, i
     wait_runs(server, [](const std::vector<CheckRun>& seen) {
         return seen.size() == 1 && seen[0].status == "in_progress";
     });
+    while (*agent.queue()->owed_reports(std::nullopt) > 0) std::this_thread::sleep_for(50ms);  // as below
     ::kill(first.pid, SIGKILL);
     first.wait();
     // The dead agent's sandbox is still on disk; nobody owns it.
@@ -389,6 +390,9 @@ TEST_CASE("kill -9 mid-job with GitHub failing: after restart the run is conclud
     wait_runs(server, [](const std::vector<CheckRun>& runs) {
         return runs.size() == 1 && runs[0].status == "in_progress";
     });
+    // The start report marked sent too: killed between the two, its round would hold the job's
+    // later reports until that report's lease (k_report_lease, 90 s) ends.
+    while (*agent.queue()->owed_reports(std::nullopt) > 0) std::this_thread::sleep_for(50ms);
     ::kill(first.pid, SIGKILL);
     first.wait();
     server.inject(R"([{"kind":"500","match":"check-runs","count":100000}])");
