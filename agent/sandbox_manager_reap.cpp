@@ -22,6 +22,7 @@ std::size_t SandboxManager::reap_stale() {
     const auto root = m_config.state_dir / "sandboxes";
     std::error_code ec;
     std::size_t reaped = 0;
+    // trusted path: the agent's own list of sandboxes (each removed below without following)
     for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
         const auto id = entry.path().filename().string();
         if (find(id) || entry.symlink_status(ec).type() != std::filesystem::file_type::directory)
@@ -51,7 +52,7 @@ std::size_t SandboxManager::reap_stale() {
 // it by its socket path on its command line and kill it.
 void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
     std::error_code ec;
-    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {  // trusted path: /proc
         const auto name = proc.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
         const std::string cmdline = read_small_file(proc.path() / "cmdline");

@@ -148,7 +148,7 @@ ExprExpected<Value> hash_files_function(std::span<const Value> args, const EvalC
     if (context.hash_files) {
         digest = context.hash_files(patterns);
     } else if (context.workspace) {
-        digest = hash_files(*context.workspace, patterns);
+        digest = hash_files(*context.workspace, patterns, HashLimits{context.deadline, context.cancel});
     } else {
         return evaluation_error("hashFiles is not available here: no workspace");
     }

@@ -127,6 +127,9 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
     context.contexts.set("runner", Value(m_runner));
     context.status = status(scope);
     context.workspace = m_leg.workspace;
+    // hashFiles reads the step-writable workspace: within the job's time, and cancellable.
+    context.deadline = m_deadline;
+    context.cancel = cancelled() ? nullptr : m_leg.cancel;
     return context;
 }
 
@@ -155,6 +158,7 @@ StepContext JobRun::step_context(const std::string& name) const {
     // runner's home does ($HOME/bin added to GITHUB_PATH must still be there).
     if (context.policy.mode != sandbox::SandboxMode::off) context.policy.scratch = m_scratch;
     context.temp_dir = m_settings.temp_root / "temp";
+    context.temp_root = m_temp_root.get();
     context.workspace = m_leg.workspace;  // annotation and problem-matcher files are made relative to it
     context.masker = &m_services.masker;
     context.log = &m_services.log;
@@ -233,12 +237,15 @@ void JobRun::run_one(const Step& step, Scope& scope, const EvalContext& ctx, Ste
     std::string error;
     auto step_env = evaluate_env(step.env, ctx);
     if (!step_env) return fail_step(report, step_env.error().message);
-    const EvalContext step_ctx = context(scope, *step_env);
+    EvalContext step_ctx = context(scope, *step_env);
     const bool may_fail = evaluate_flag(step.continue_on_error, step_ctx, error);
     const auto timeout_minutes = evaluate_number(step.timeout_minutes, step_ctx, error);
     if (!error.empty()) return fail_step(report, error);
     std::optional<std::chrono::milliseconds> timeout;
     if (timeout_minutes) timeout = minutes(*timeout_minutes);
+    // The step's own expressions (hashFiles in its run: or with:) count against its time too.
+    if (timeout && step_ctx.deadline)
+        step_ctx.deadline = std::min(*step_ctx.deadline, std::chrono::steady_clock::now() + *timeout);
     m_continue = may_fail ? ContinueOnError::yes : ContinueOnError::no;
     if (step.run) run_script(step, scope, step_ctx, *step_env, timeout, report);
     else run_uses(step, scope, step_ctx, *step_env, timeout, report);
@@ -440,8 +447,14 @@ JobReport JobRun::run() {
         m_report.message = cancel_message();
         return finish(Outcome::cancelled, scope);
     }
-    std::error_code ec;
-    std::filesystem::create_directories(m_settings.temp_root / "temp", ec);
+    // RUNNER_TEMP's parent, held from before the first step on: the steps reach RUNNER_TEMP
+    // beneath this descriptor whatever they do to the path.
+    m_temp_root = m_settings.temp_root_dir;
+    if (!m_temp_root) {
+        auto opened = sandbox::SafeDir::open_trusted(m_settings.temp_root, "the runner's temp root");
+        if (!opened) return fail_job(opened.error().message, scope);
+        m_temp_root = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
+    }
     run_steps(m_leg.job->steps, scope, m_report.steps);
     m_job_steps = scope.steps;
     run_posts();

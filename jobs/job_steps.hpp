@@ -114,6 +114,8 @@ public:
     JobReport m_report;
     std::string m_label;  // job label for logs
     std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
+    // temp_root, opened before the first step (RunSettings::temp_root_dir, or here by path).
+    std::shared_ptr<const sandbox::SafeDir> m_temp_root;
 };
 
 // The environment of a step as Text values evaluated: `env` (mapping or expression).

@@ -1,5 +1,7 @@
 #include "sandbox/broker.hpp"
 
+#include "sandbox/safe_access.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -35,19 +37,19 @@ void send_refusal(int fd, Refusal refusal, std::string message) {
     (void)write_frame(fd, encode_reply(reply));  // the peer may be gone; nothing to do then
 }
 
-// cwd inside root (`base`, the root made canonical once per broker), with symlinks resolved
-// as far as they exist: a cwd (or a symlink in it) that leads out of the root is a refusal.
-// The root itself (an empty cwd, the common step) costs no system call.
+// cwd inside root (`base`, the root made canonical once per broker): a real directory beneath
+// it, reached without a symlink (sandbox/safe_access.hpp), or a refusal. The root itself (an
+// empty cwd, the common step) costs no system call.
 Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
                                             const std::string& cwd) {
     if (cwd.empty() || cwd == ".") return base;
-    std::error_code ec;
-    const auto resolved = std::filesystem::weakly_canonical(base / cwd, ec);
-    if (ec) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "': " + ec.message());
-    const auto relative = resolved.lexically_relative(base);
-    if (relative.empty() || *relative.begin() == "..")
-        return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
-    return resolved;
+    const auto relative = relative_beneath(base, base / cwd);
+    if (!relative) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
+    if (*relative == ".") return base;
+    auto root = SafeDir::open_trusted(base, "the sandbox root");
+    if (!root) return std::unexpected(root.error());
+    if (auto dir = root->open_dir(*relative, "cwd '" + cwd + "'"); !dir) return std::unexpected(dir.error());
+    return (base / *relative).lexically_normal();
 }
 
 Environment merged_env(const Environment& base, const Environment& set) {

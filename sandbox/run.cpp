@@ -151,6 +151,11 @@ SpawnSpec spawn_spec(const RunRequest& request, const WrapPlan* plan, const RunP
         for (const auto& fd : plan->join_cgroups) spec.join_cgroup_procs.push_back(fd.get());
         spec.rlimits = plan->rlimits;
         spec.netns_fd = plan->netns.get();
+        spec.identity = plan->identity;
+        spec.fresh_session_keyring = plan->fresh_session_keyring;
+        spec.portal_dir = plan->portal_dir;
+        for (std::size_t i = 0; i < plan->portal_fds.size(); ++i)
+            spec.portal.push_back({plan->portal_fds[i].get(), plan->portal_directories[i]});
     }
     spec.cgroup_fd = tree.cgroup() ? tree.cgroup()->dir_fd() : -1;
     spec.supervision = tree.supervision();

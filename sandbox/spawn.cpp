@@ -6,10 +6,12 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/keyctl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -42,6 +44,14 @@ struct ExecPlan {
     int netns_fd = -1;
     int error_fd = -1;
     pid_t caller = -1;
+    bool drop = false;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    bool fresh_keyring = false;
+    const char* portal_dir = nullptr;
+    std::vector<std::string> portal_sources;  // "/proc/self/fd/N"
+    std::vector<std::string> portal_targets;  // "<portal_dir>/<index>"
+    std::vector<bool> portal_directories;
 };
 
 std::vector<std::string> exec_candidates(const std::string& program, const Environment& env) {
@@ -81,7 +91,51 @@ ExecPlan make_plan(const SpawnSpec& spec) {
         plan.rlimits.push_back({limit.resource, rlimit{value, value}});
     }
     plan.caller = ::getpid();
+    if (spec.identity) {
+        plan.drop = true;
+        plan.uid = spec.identity->uid;
+        plan.gid = spec.identity->gid;
+    }
+    plan.fresh_keyring = spec.fresh_session_keyring;
+    if (!spec.portal.empty()) {
+        plan.portal_dir = spec.portal_dir.c_str();
+        for (std::size_t i = 0; i < spec.portal.size(); ++i) {
+            plan.portal_sources.push_back("/proc/self/fd/" + std::to_string(spec.portal[i].fd));
+            plan.portal_targets.push_back(spec.portal_dir + "/" + std::to_string(i));
+            plan.portal_directories.push_back(spec.portal[i].directory);
+        }
+    }
     return plan;
+}
+
+// The portal: a mount namespace of the child's own whose mounts never propagate back (slave),
+// a small tmpfs over portal_dir, and each source bound at an entry of it. Run as root, before
+// the drop; the sources are fds the caller opened, so nothing is resolved by path here.
+bool make_portal(const ExecPlan& plan) {
+    if (::unshare(CLONE_NEWNS) != 0) return false;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
+    if (::mount("tmpfs", plan.portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
+        return false;
+    for (std::size_t i = 0; i < plan.portal_targets.size(); ++i) {
+        const char* target = plan.portal_targets[i].c_str();
+        if (plan.portal_directories[i]) {
+            if (::mkdir(target, 0755) != 0) return false;
+        } else {
+            const int fd = ::open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd < 0) return false;
+            ::close(fd);
+        }
+        if (::mount(plan.portal_sources[i].c_str(), target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
+    }
+    return true;
+}
+
+// Raw system calls: they change this task's credentials only. glibc's wrappers would change
+// every thread's, and after vfork_child the "threads" are the caller's.
+bool drop_identity(const ExecPlan& plan) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return false;
+    if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) return false;
+    return ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) == 0;
 }
 
 [[noreturn]] void child_fail(const ExecPlan& plan, int stage, int errno_value) {
@@ -115,6 +169,7 @@ void cloexec_from(int first) {
         child_fail(plan, stage_netns, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
+    if (plan.portal_dir != nullptr && !make_portal(plan)) child_fail(plan, stage_portal, errno);
 
     // Copy every source above the targets first, so that dup2 cannot clobber one with another
     // (a source may already sit at 0..n-1), then put them in place. dup2 clears CLOEXEC.
@@ -139,6 +194,12 @@ void cloexec_from(int first) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
     if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan, stage_chdir, errno);
+    if (plan.drop) {
+        if (!drop_identity(plan)) child_fail(plan, stage_identity, errno);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the credential change
+    }
+    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS)
+        child_fail(plan, stage_keyring, errno);
     for (const auto& [resource, value] : plan.rlimits)
         if (::setrlimit(static_cast<__rlimit_resource_t>(resource), &value) != 0)
             child_fail(plan, stage_rlimit, errno);
@@ -171,6 +232,9 @@ std::string failure_message(const std::string& program, const std::filesystem::p
         case stage_fork: return std::string("fork failed: ") + error;
         case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
         case stage_netns: return std::string("cannot join the run's network namespace: ") + error;
+        case stage_portal: return std::string("cannot bind the run's paths for the sandbox's identity: ") + error;
+        case stage_identity: return std::string("cannot drop to the sandbox's host identity: ") + error;
+        case stage_keyring: return std::string("cannot join a fresh session keyring: ") + error;
         default: return "cannot execute '" + program + "': " + error;
     }
 }
