@@ -49,7 +49,7 @@ struct ExecPlan {
     gid_t gid = 0;
     bool fresh_keyring = false;
     const char* portal_dir = nullptr;
-    std::vector<std::string> portal_sources;  // "/proc/self/fd/N"
+    std::vector<int> portal_sources;          // O_PATH fds of the caller's
     std::vector<std::string> portal_targets;  // "<portal_dir>/<index>"
     std::vector<bool> portal_directories;
 };
@@ -100,7 +100,7 @@ ExecPlan make_plan(const SpawnSpec& spec) {
     if (!spec.portal.empty()) {
         plan.portal_dir = spec.portal_dir.c_str();
         for (std::size_t i = 0; i < spec.portal.size(); ++i) {
-            plan.portal_sources.push_back("/proc/self/fd/" + std::to_string(spec.portal[i].fd));
+            plan.portal_sources.push_back(spec.portal[i].fd);
             plan.portal_targets.push_back(spec.portal_dir + "/" + std::to_string(i));
             plan.portal_directories.push_back(spec.portal[i].directory);
         }
@@ -110,13 +110,28 @@ ExecPlan make_plan(const SpawnSpec& spec) {
 
 // The portal: a mount namespace of the child's own whose mounts never propagate back (slave),
 // a small tmpfs over portal_dir, and each source bound at an entry of it. Run as root, before
-// the drop; the sources are fds the caller opened, so nothing is resolved by path here.
+// the drop. The sources are the caller's fds, cloned as detached trees (open_tree) while the
+// child is still in the caller's namespace, then attached in its own (move_mount): a bind by
+// path from the caller's fds would be refused there (EINVAL, another namespace's mount), and
+// nothing is resolved by path.
 bool make_portal(const ExecPlan& plan) {
+    constexpr std::size_t k_max = 64;
+    const std::size_t count = plan.portal_targets.size();
+    int trees[k_max];
+    if (count > k_max) {
+        errno = E2BIG;
+        return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        trees[i] = static_cast<int>(::syscall(SYS_open_tree, plan.portal_sources[i], "",
+                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+        if (trees[i] < 0) return false;
+    }
     if (::unshare(CLONE_NEWNS) != 0) return false;
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
     if (::mount("tmpfs", plan.portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
         return false;
-    for (std::size_t i = 0; i < plan.portal_targets.size(); ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
         const char* target = plan.portal_targets[i].c_str();
         if (plan.portal_directories[i]) {
             if (::mkdir(target, 0755) != 0) return false;
@@ -125,7 +140,8 @@ bool make_portal(const ExecPlan& plan) {
             if (fd < 0) return false;
             ::close(fd);
         }
-        if (::mount(plan.portal_sources[i].c_str(), target, nullptr, MS_BIND | MS_REC, nullptr) != 0) return false;
+        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0) return false;
+        ::close(trees[i]);
     }
     return true;
 }
