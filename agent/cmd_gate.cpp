@@ -52,6 +52,7 @@
 #include "jobs/run_report.hpp"
 #include "jobs/runner_labels.hpp"
 #include "jobs/workflow_events.hpp"
+#include "sandbox/identity.hpp"
 #include "jobs/workflow_runner.hpp"
 
 namespace agent {
@@ -177,11 +178,14 @@ public:
     // Under `base` (a directory held open, in a job sandbox's workspace), or $TMPDIR (/tmp)
     // when there is none. The new directory is made and opened through its parent's fd, so a
     // step that replaced a path component meanwhile leads nowhere else.
-    sandbox::Expected<std::filesystem::path> create(const std::string& label, const sandbox::SafeDir* base) {
+    // In a job sandbox, the directory belongs to the sandbox's host identity (`owner`), which
+    // reaches RUNNER_TEMP through it.
+    sandbox::Expected<std::filesystem::path> create(const std::string& label, const sandbox::SafeDir* base,
+                                                    const std::optional<sandbox::Owner>& owner) {
         if (base != nullptr) {
             auto name = random_id("sandgate-" + label + "-", 12);
             if (!name) return std::unexpected(name.error());
-            auto made = base->make_dirs(*name, {0700, std::nullopt}, "the gate's temp root");
+            auto made = base->make_dirs(*name, {0700, owner}, "the gate's temp root");
             if (!made) return std::unexpected(made.error());
             m_path = made->path();
             m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*made));
@@ -383,7 +387,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     ScopedDir temp;
     auto parent = scratch_parent(gate);
     if (!parent) return say(k_exit_local, parent.error().message);
-    auto temp_path = temp.create("gate", *parent ? &**parent : nullptr);
+    auto temp_path = temp.create("gate", *parent ? &**parent : nullptr, sandbox::sandbox_owner(gate.policy));
     if (!temp_path) return say(k_exit_local, temp_path.error().message);
     settings.temp_root = *temp_path;
     settings.temp_root_dir = temp.dir();

@@ -326,6 +326,15 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
     auto argv = step_argv(spec, *temp, options, env, scratch);
     if (!argv) return not_started(spec, context, argv.error().message);
     if (auto error = working_directory_error(spec, context)) return not_started(spec, context, *error);
+    // A step sent elsewhere (the agent's job sandbox, started once) writes as the sandbox's host
+    // identity too: what the trusted side put in the workspace since (a checkout) is given to it
+    // here, as the wrap does for the trees of each run it starts.
+    if (context.executor != nullptr && options.owner && !context.workspace.empty()) {
+        auto workspace = sandbox::SafeDir::open_trusted(context.workspace, "the workspace");
+        if (!workspace) return not_started(spec, context, workspace.error().message);
+        if (auto given = workspace->chown_tree(*options.owner); !given)
+            return not_started(spec, context, given.error().message);
+    }
 
     CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env), command_echo(env));
     processor.set_workspace(context.workspace.string());

@@ -576,10 +576,11 @@ Expected<void> copy_link(const SafeDir& from, const SafeDir& to, const std::stri
 
 }  // namespace
 
-Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::optional<Owner>& owner) {
+Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::optional<Owner>& owner,
+                         const std::vector<std::string>& skip) {
     std::optional<Error> failure;
     auto walked = from.walk([&](const WalkEntry& entry) {
-        if (failure) return WalkStep::skip;
+        if (failure || std::find(skip.begin(), skip.end(), entry.relative) != skip.end()) return WalkStep::skip;
         Expected<void> done;
         switch (entry.kind) {
             case EntryKind::directory: {

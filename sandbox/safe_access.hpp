@@ -174,7 +174,9 @@ private:
 // copied with their permission bits (no set-id bits), symlinks copied as links (never
 // followed), anything else skipped; every new entry given to `owner` when set. An entry that
 // exists in `to` already is an error (ErrorKind::invalid_input): `to` is expected fresh.
-Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::optional<Owner>& owner);
+// Entries whose relative path is in `skip` are left out with everything below them.
+Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::optional<Owner>& owner,
+                         const std::vector<std::string>& skip = {});
 
 // Removes `path` and everything beneath it (SafeDir::remove on its parent): the parent is the
 // trusted side's (followed), `path` itself is unlinked when a link, never followed. A missing
