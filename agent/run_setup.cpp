@@ -71,7 +71,7 @@ sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& r
     base = std::filesystem::weakly_canonical(base, ec);  // the caller's path: a link there is theirs
     auto root = sandbox::SafeDir::open_trusted(base, "the repository");
     if (!root) return unreadable();
-    auto text = root->read_file(*relative, {k_max_workflow_bytes, std::nullopt, nullptr}, file.string());
+    auto text = root->read_file(*relative, {k_max_workflow_bytes, std::nullopt, -1}, file.string());
     if (!text) return unreadable();
     return text;
 }

@@ -139,7 +139,7 @@ sandbox::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDi
                                                            const std::vector<Pattern>& patterns,
                                                            const HashLimits& limits) {
     std::vector<std::string> files;
-    const sandbox::ReadLimits walk_limits{0, limits.deadline, limits.cancel};
+    const sandbox::ReadLimits walk_limits{0, limits.deadline, limits.cancel != nullptr ? limits.cancel->fd() : -1};
     auto walked = workspace.walk(
         [&](const sandbox::WalkEntry& entry) {
             if (entry.kind == sandbox::EntryKind::regular &&

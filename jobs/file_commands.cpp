@@ -76,7 +76,7 @@ Annotation error_annotation(std::string message) {
 // The text of one file (nullopt when missing); a refusal is recorded as the step's failure.
 std::optional<std::string> read_text(const sandbox::SafeDir& dir, const std::string& name,
                                      std::string_view variable, std::size_t cap, FileCommandResults& results) {
-    const sandbox::ReadLimits limits{cap, std::nullopt, nullptr};
+    const sandbox::ReadLimits limits{cap, std::nullopt, -1};
     auto text = dir.read_file_if_present(name, limits, "$" + std::string(variable));
     if (!text) {
         results.annotations.push_back(error_annotation(text.error().message));
@@ -119,7 +119,7 @@ void read_summary(const sandbox::SafeDir& dir, const std::string& name, FileComm
         results.annotations.push_back(error_annotation(message));
         return;
     }
-    auto text = sandbox::read_all(**fd, {k_max_summary_bytes, std::nullopt, nullptr}, "$GITHUB_STEP_SUMMARY");
+    auto text = sandbox::read_all(**fd, {k_max_summary_bytes, std::nullopt, -1}, "$GITHUB_STEP_SUMMARY");
     if (text) results.summary = std::move(*text);
 }
 

@@ -265,7 +265,7 @@ sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::
     if (!relative) return unreadable();
     auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
     if (!root) return unreadable();
-    auto text = root->read_file(*relative, {k_max_matcher_file_bytes, std::nullopt, nullptr}, "matcher file");
+    auto text = root->read_file(*relative, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
     if (!text) return unreadable();
     return parse_problem_matchers(*text, file.string());
 }

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,14 +51,19 @@ std::unexpected<Error> open_error(const std::string& label, int error, std::stri
     }
 }
 
+bool cancel_fired(const ReadLimits& limits) {
+    if (limits.cancel_fd < 0) return false;
+    pollfd ready{limits.cancel_fd, POLLIN, 0};
+    return ::poll(&ready, 1, 0) == 1;
+}
+
 bool expired(const ReadLimits& limits) {
     if (limits.deadline && std::chrono::steady_clock::now() >= *limits.deadline) return true;
-    return limits.cancel != nullptr && limits.cancel->cancelled();
+    return cancel_fired(limits);
 }
 
 std::unexpected<Error> expired_error(const ReadLimits& limits, const std::string& label) {
-    if (limits.cancel != nullptr && limits.cancel->cancelled())
-        return fail(ErrorKind::timeout, label + ": cancelled");
+    if (cancel_fired(limits)) return fail(ErrorKind::timeout, label + ": cancelled");
     return fail(ErrorKind::timeout, label + ": the time allowed ran out");
 }
 

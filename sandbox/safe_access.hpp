@@ -42,7 +42,6 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/fd.hpp"
 
@@ -55,11 +54,13 @@ struct Owner {
 };
 
 // Bounds on one read (or one walk): at most max_bytes (a larger file is refused unread), until
-// the deadline, until the token fires (ErrorKind::timeout for both).
+// the deadline, until `cancel_fd` polls readable (a CancelToken's fd(): SIGTERM, a cancelled
+// run); ErrorKind::timeout for both. An fd rather than the token keeps this module free of
+// the process core.
 struct ReadLimits {
     std::uint64_t max_bytes = 1 << 20;
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    const CancelToken* cancel = nullptr;
+    int cancel_fd = -1;
 };
 
 enum class EntryKind { regular, directory, symlink, other };

@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "sandbox/bwrap_layout.hpp"
@@ -177,18 +180,41 @@ Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resou
     return start;
 }
 
-// Under a host identity of its own, bwrap resolves its bind sources as that identity, which
-// may not reach them (a worktree under root's 0700 home): each source is opened here instead
-// and bound into the portal, and bwrap is given the portal's path.
+// Whether `owner` may search every directory above `path` (mode bits: an ACL that denies
+// makes bwrap fail closed, one that allows only costs a portal that was not needed).
+bool reachable_by(const std::filesystem::path& path, const Owner& owner) {
+    std::filesystem::path prefix = "/";
+    for (auto it = path.begin(); it != path.end(); ++it) {
+        if (std::next(it) == path.end()) break;
+        if (*it != "/") prefix /= *it;
+        struct stat st {};
+        if (::stat(prefix.c_str(), &st) != 0) return false;
+        const bool search = st.st_uid == owner.uid   ? (st.st_mode & S_IXUSR) != 0
+                            : st.st_gid == owner.gid ? (st.st_mode & S_IXGRP) != 0
+                                                     : (st.st_mode & S_IXOTH) != 0;
+        if (!search) return false;
+    }
+    return true;
+}
+
+// Under a host identity of its own, bwrap resolves its bind sources as that identity. When it
+// cannot reach one of them (a worktree under root's 0700 home), every source is opened here
+// instead and bound into the portal, and bwrap is given the portal's paths.
 Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
     if (!start.identity) return {};
     plan.identity = start.identity;
+    const auto bound = [](const MountEntry& entry) {
+        return entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind || entry.kind == MountKind::ro_bind_try;
+    };
+    const bool all_reachable = std::all_of(start.policy_mounts.begin(), start.policy_mounts.end(), [&](const MountEntry& entry) {
+        return !bound(entry) || reachable_by(entry.source, *start.identity);
+    });
+    if (all_reachable) return {};
     auto dir = portal_directory();
     if (!dir) return std::unexpected(dir.error());
     plan.portal_dir = *dir;
     for (auto& entry : start.policy_mounts) {
-        if (entry.kind != MountKind::bind && entry.kind != MountKind::ro_bind && entry.kind != MountKind::ro_bind_try)
-            continue;
+        if (!bound(entry)) continue;
         // A bind source checked_bind_path resolved (no link in it): the portal binds this very
         // inode, so nothing can be swapped in between.
         // trusted path: see above

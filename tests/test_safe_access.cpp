@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/cancel.hpp"
 #include "sandbox/safe_access.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -31,7 +32,7 @@ SafeDir open_root(const fs::path& dir) {
     return std::move(*root);
 }
 
-const sandbox::ReadLimits k_small{1024, std::nullopt, nullptr};
+const sandbox::ReadLimits k_small{1024, std::nullopt, -1};
 
 std::string refusal(const sandbox::Expected<std::string>& result) {
     REQUIRE_FALSE(result);
@@ -171,11 +172,11 @@ TEST_CASE("the walk reports links and special files without following them, with
     token->cancel();
     for (int i = 0; i < 200; ++i) tests::write_file(dir / "tree/many" / std::to_string(i), "");
     auto cancelled = root.walk([](const sandbox::WalkEntry&) { return sandbox::WalkStep::descend; },
-                               {0, std::nullopt, &*token});
+                               {0, std::nullopt, token->fd()});
     REQUIRE_FALSE(cancelled);
     CHECK(cancelled.error().kind == sandbox::ErrorKind::timeout);
     auto late = root.walk([](const sandbox::WalkEntry&) { return sandbox::WalkStep::descend; },
-                          {0, std::chrono::steady_clock::now(), nullptr});
+                          {0, std::chrono::steady_clock::now(), -1});
     REQUIRE_FALSE(late);
     CHECK(late.error().kind == sandbox::ErrorKind::timeout);
 }
