@@ -60,6 +60,11 @@ Environment wrapped_environment(const Environment& base, const ScratchLayout& sc
                                 OfflineEnv offline,
                                 const std::optional<std::filesystem::path>& cache);
 
+// Adds safe.directory=* to the command-line configuration git takes from the environment
+// (GIT_CONFIG_COUNT/KEY_n/VALUE_n, after any the environment has already): inside the wrap,
+// files sandgate made (a worktree's git directory in the mirror) belong to another uid.
+void trust_git_directories(Environment& env);
+
 // Seeds the fresh `home` (create_scratch's) of `scratch` from `cache` (the allowlist above)
 // and writes the offline configuration files (maven settings.xml, gradle init script,
 // NuGet.Config) when `offline` is on, all through the home's fd, as new files given to `owner`.

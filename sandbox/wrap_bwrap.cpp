@@ -315,6 +315,9 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
     for (auto& entry : start.policy_mounts) entries.push_back(std::move(entry));
     order_mounts(entries);
     layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
+    // Under a host identity of its own, what the trusted side made (the mirror a worktree's
+    // .git names, read-only) shows as another user's: git would call it dubious ownership.
+    if (start.identity) trust_git_directories(layout.env);
     return layout;
 }
 

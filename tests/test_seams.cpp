@@ -122,7 +122,7 @@ jobs:
 TEST_CASE("RUNNER_TEMP or the file-command directory swapped for a link: nothing is written there (run)") {
     const Host host = host_side();
     const auto repo = tests::make_temp_dir("seams");
-    const auto ran = run(repo, with(R"(on: push
+    auto ran = run(repo, with(R"(on: push
 jobs:
   a:
     runs-on: ubuntu-latest
@@ -132,16 +132,28 @@ jobs:
           mv "$d" "$d.moved" && ln -s TARGET "$d"
       - continue-on-error: true
         run: echo next step
-      - run: mv "$RUNNER_TEMP" "$RUNNER_TEMP.moved" && ln -s TARGET "$RUNNER_TEMP"
-      - continue-on-error: true
-        run: echo next step again
 )",
-                                   "TARGET", host.target.string()));
-    CHECK(fs::is_empty(host.target));  // no script, no empty file-command files
-    const auto report = report_of(repo);
-    CHECK(report.find("the file-command directory is not a directory") != std::string::npos);
-    CHECK(report.find("$RUNNER_TEMP is not a directory") != std::string::npos);
+                              "TARGET", host.target.string()));
     CHECK(ran.exit_code == 0);
+    CHECK(fs::is_empty(host.target));  // no empty file-command files
+    CHECK(report_of(repo).find("the file-command directory is not a directory") != std::string::npos);
+    ran = run(repo, with(R"(on: push
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          # Under `sandgate run` RUNNER_TEMP is a mount point of the wrap (the rename fails);
+          # in an agent's job sandbox it is not (test_job_executor.cpp tries that swap too).
+          if mv "$RUNNER_TEMP" "$RUNNER_TEMP.moved"; then ln -s TARGET "$RUNNER_TEMP"; else echo RUNNER_TEMP-PINNED; fi
+      - continue-on-error: true
+        run: echo next step
+)",
+                         "TARGET", host.target.string()));
+    CHECK(ran.exit_code == 0);
+    CHECK(fs::is_empty(host.target));  // no script, no file-command files
+    CHECK((report_of(repo).find("$RUNNER_TEMP is not a directory") != std::string::npos ||
+           ran.output.find("RUNNER_TEMP-PINNED") != std::string::npos));
 }
 
 TEST_CASE("a link planted in the scratch HOME is never written through by a later step (run)") {
