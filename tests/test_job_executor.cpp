@@ -125,6 +125,7 @@ TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothi
     jobs::StepSpec spec;
     spec.shell = "bash";
     spec.working_directory = dir / "root";
+    spec.env = {{"RUNNER_TEMP", context.temp_dir.string()}};  // the job runner's github environment sets it
     spec.script = "ln -sf " + (host / "api-token").string() + " \"$GITHUB_ENV\"; rm \"$GITHUB_OUTPUT\"; "
                   "mkfifo \"$GITHUB_OUTPUT\"";
     auto planted = jobs::run_step(spec, context, state);
