@@ -266,6 +266,11 @@ TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --
     const auto dir = tests::make_temp_dir("wrap");
     const auto ro = tests::make_temp_dir("wrap-ro");
     tests::write_file(ro / "file", "x");
+    // Readable by anyone: as root the sandbox is an unprivileged host uid, which root's 0700
+    // temp dir would shut out (test_seams.cpp checks that it does).
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
     auto request = request_in(dir, {"sh", "-c",
                                     "echo a > worktree-file && echo b > \"$HOME/h\" && "
                                     "echo c > \"$TMPDIR/t\" && echo d > /tmp/private && "
