@@ -21,8 +21,57 @@
 #include <span>
 
 #include "sandbox/reaper.hpp"
+#include "sandbox/spawn_child.hpp"
 
 namespace sandbox {
+
+// The portal: a mount namespace of the child's own whose mounts never propagate back (slave),
+// a small tmpfs over portal_dir, and each source bound at an entry of it. Run as root, before
+// the drop. The sources are the caller's fds, cloned as detached trees (open_tree) while the
+// child is still in the caller's namespace, then attached in its own (move_mount): a bind by
+// path from the caller's fds would be refused there (EINVAL, another namespace's mount), and
+// nothing is resolved by path.
+bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const std::vector<std::string>& targets,
+                  const std::vector<bool>& directories) {
+    constexpr std::size_t k_max = 64;
+    const std::size_t count = targets.size();
+    int trees[k_max];
+    if (count > k_max || sources.size() != count || directories.size() != count) {
+        errno = E2BIG;
+        return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        trees[i] = static_cast<int>(::syscall(SYS_open_tree, sources[i], "",
+                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+        if (trees[i] < 0) return false;
+    }
+    if (::unshare(CLONE_NEWNS) != 0) return false;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
+    if (::mount("tmpfs", portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
+        return false;
+    for (std::size_t i = 0; i < count; ++i) {
+        const char* target = targets[i].c_str();
+        if (directories[i]) {
+            if (::mkdir(target, 0755) != 0) return false;
+        } else {
+            const int fd = ::open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd < 0) return false;
+            ::close(fd);
+        }
+        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0) return false;
+        ::close(trees[i]);
+    }
+    return true;
+}
+
+// Raw system calls: they change this task's credentials only. glibc's wrappers would change
+// every thread's, and after vfork_child the "threads" are the caller's.
+bool drop_identity(const Owner& owner) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return false;
+    if (::syscall(SYS_setresgid, owner.gid, owner.gid, owner.gid) != 0) return false;
+    return ::syscall(SYS_setresuid, owner.uid, owner.uid, owner.uid) == 0;
+}
+
 namespace {
 
 // glibc 2.36's <sys/pidfd.h> lacks extern "C", so its wrappers cannot be linked from C++.
@@ -45,8 +94,7 @@ struct ExecPlan {
     int error_fd = -1;
     pid_t caller = -1;
     bool drop = false;
-    uid_t uid = 0;
-    gid_t gid = 0;
+    Owner identity;
     bool fresh_keyring = false;
     const char* portal_dir = nullptr;
     std::vector<int> portal_sources;          // O_PATH fds of the caller's
@@ -93,8 +141,7 @@ ExecPlan make_plan(const SpawnSpec& spec) {
     plan.caller = ::getpid();
     if (spec.identity) {
         plan.drop = true;
-        plan.uid = spec.identity->uid;
-        plan.gid = spec.identity->gid;
+        plan.identity = *spec.identity;
     }
     plan.fresh_keyring = spec.fresh_session_keyring;
     if (!spec.portal.empty()) {
@@ -106,52 +153,6 @@ ExecPlan make_plan(const SpawnSpec& spec) {
         }
     }
     return plan;
-}
-
-// The portal: a mount namespace of the child's own whose mounts never propagate back (slave),
-// a small tmpfs over portal_dir, and each source bound at an entry of it. Run as root, before
-// the drop. The sources are the caller's fds, cloned as detached trees (open_tree) while the
-// child is still in the caller's namespace, then attached in its own (move_mount): a bind by
-// path from the caller's fds would be refused there (EINVAL, another namespace's mount), and
-// nothing is resolved by path.
-bool make_portal(const ExecPlan& plan) {
-    constexpr std::size_t k_max = 64;
-    const std::size_t count = plan.portal_targets.size();
-    int trees[k_max];
-    if (count > k_max) {
-        errno = E2BIG;
-        return false;
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-        trees[i] = static_cast<int>(::syscall(SYS_open_tree, plan.portal_sources[i], "",
-                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-        if (trees[i] < 0) return false;
-    }
-    if (::unshare(CLONE_NEWNS) != 0) return false;
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
-    if (::mount("tmpfs", plan.portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
-        return false;
-    for (std::size_t i = 0; i < count; ++i) {
-        const char* target = plan.portal_targets[i].c_str();
-        if (plan.portal_directories[i]) {
-            if (::mkdir(target, 0755) != 0) return false;
-        } else {
-            const int fd = ::open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-            if (fd < 0) return false;
-            ::close(fd);
-        }
-        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0) return false;
-        ::close(trees[i]);
-    }
-    return true;
-}
-
-// Raw system calls: they change this task's credentials only. glibc's wrappers would change
-// every thread's, and after vfork_child the "threads" are the caller's.
-bool drop_identity(const ExecPlan& plan) {
-    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return false;
-    if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) return false;
-    return ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) == 0;
 }
 
 [[noreturn]] void child_fail(const ExecPlan& plan, int stage, int errno_value) {
@@ -185,7 +186,9 @@ void cloexec_from(int first) {
         child_fail(plan, stage_netns, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
-    if (plan.portal_dir != nullptr && !make_portal(plan)) child_fail(plan, stage_portal, errno);
+    if (plan.portal_dir != nullptr &&
+        !enter_portal(plan.portal_dir, plan.portal_sources, plan.portal_targets, plan.portal_directories))
+        child_fail(plan, stage_portal, errno);
 
     // Copy every source above the targets first, so that dup2 cannot clobber one with another
     // (a source may already sit at 0..n-1), then put them in place. dup2 clears CLOEXEC.
@@ -211,7 +214,7 @@ void cloexec_from(int first) {
 
     if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan, stage_chdir, errno);
     if (plan.drop) {
-        if (!drop_identity(plan)) child_fail(plan, stage_identity, errno);
+        if (!drop_identity(plan.identity)) child_fail(plan, stage_identity, errno);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the credential change
     }
     if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS)

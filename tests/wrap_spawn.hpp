@@ -3,10 +3,7 @@
 // captured), for exercising plan_wrap() independently of sandbox::run.
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/spawn_child.hpp"
 #include "sandbox/wrap.hpp"
 
 namespace tests {
@@ -55,32 +53,22 @@ inline StartedPlan start_plan(sandbox::WrapPlan& plan, const std::string& stdin_
     std::vector<char*> envp;
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
+    std::vector<int> portal_sources;
+    std::vector<std::string> portal_targets;
+    for (const auto& fd : plan.portal_fds) {
+        portal_targets.push_back(plan.portal_dir + "/" + std::to_string(portal_sources.size()));
+        portal_sources.push_back(fd.get());
+    }
     const pid_t pid = ::fork();
     if (pid == 0) {
         // The limits and the network namespace the process core would apply
         // (sandbox/spawn.cpp), minus the run's leaf.
         if (plan.netns && ::setns(plan.netns.get(), CLONE_NEWNET) != 0) ::_exit(125);
-        // As root, the portal and the host identity (sandbox/spawn.cpp's make_portal and
-        // drop_identity, the same calls in the same order).
-        if (!plan.portal_fds.empty()) {
-            std::vector<int> trees;
-            for (auto& fd : plan.portal_fds)
-                trees.push_back(static_cast<int>(::syscall(SYS_open_tree, fd.get(), "",
-                                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE)));
-            if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
-                ::mount("tmpfs", plan.portal_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") != 0)
-                ::_exit(125);
-            for (std::size_t i = 0; i < trees.size(); ++i) {
-                const std::string target = plan.portal_dir + "/" + std::to_string(i);
-                if (plan.portal_directories[i]) ::mkdir(target.c_str(), 0755);
-                else ::close(::open(target.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
-                if (trees[i] < 0 || ::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
-                    ::_exit(125);
-            }
-        }
-        if (plan.identity && (::setgroups(0, nullptr) != 0 || ::setresgid(plan.identity->gid, plan.identity->gid, plan.identity->gid) != 0 ||
-                              ::setresuid(plan.identity->uid, plan.identity->uid, plan.identity->uid) != 0))
+        // As root, the portal and the host identity, as the process core does them.
+        if (!plan.portal_fds.empty() &&
+            !sandbox::enter_portal(plan.portal_dir.c_str(), portal_sources, portal_targets, plan.portal_directories))
             ::_exit(125);
+        if (plan.identity && !sandbox::drop_identity(*plan.identity)) ::_exit(125);
         for (auto& fd : plan.join_cgroups)
             if (::write(fd.get(), "0", 1) != 1) ::_exit(125);
         for (const auto& limit : plan.rlimits) {
