@@ -7,6 +7,7 @@
 
 #include "jobs/workflow_call.hpp"
 #include "sandbox/safe_access.hpp"
+#include "sandbox/safe_read.hpp"
 
 namespace agent {
 
@@ -69,9 +70,7 @@ sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& r
     }
     std::error_code ec;
     base = std::filesystem::weakly_canonical(base, ec);  // the caller's path: a link there is theirs
-    auto root = sandbox::SafeDir::open_trusted(base, "the repository");
-    if (!root) return unreadable();
-    auto text = root->read_file(*relative, {k_max_workflow_bytes, std::nullopt, -1}, file.string());
+    auto text = sandbox::read_file_beneath(base, base / *relative, {k_max_workflow_bytes, std::nullopt, -1}, file.string());
     if (!text) return unreadable();
     return text;
 }

@@ -1,9 +1,7 @@
 #include "jobs/action_model.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "jobs/workflow_parse.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace jobs {
 namespace {
@@ -109,18 +107,23 @@ sandbox::Expected<Action> parse_action(std::string_view text, std::string_view f
     return action;
 }
 
-sandbox::Expected<Action> load_action(const std::filesystem::path& dir) {
-    std::filesystem::path file = dir / "action.yml";
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) file = dir / "action.yaml";
-    if (!std::filesystem::is_regular_file(file, ec))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "no action.yml or action.yaml in " + dir.string());
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot read the file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return parse_action(buffer.str(), file.string(), dir);
+sandbox::Expected<Action> load_action(const std::filesystem::path& root, const std::filesystem::path& dir) {
+    const auto relative = sandbox::relative_beneath(root, dir);
+    if (!relative)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, "the local action " + dir.string() + " is not beneath " +
+                                                                    root.string());
+    auto tree = sandbox::SafeDir::open_trusted(root, root.string());
+    if (!tree) return std::unexpected(tree.error());
+    const sandbox::ReadLimits limits{4 * 1024 * 1024, std::nullopt, -1};
+    for (const char* name : {"action.yml", "action.yaml"}) {
+        const auto file = dir / name;
+        auto text = tree->read_file_if_present((std::filesystem::path(*relative) / name).string(), limits, file.string());
+        if (!text) return std::unexpected(text.error());
+        if (*text) return parse_action(**text, file.string(), dir);
+    }
+    return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                         "Can't find 'action.yml' or 'action.yaml' under '" + dir.string() +
+                             "'. Did you forget to run actions/checkout before running your local action?");
 }
 
 }  // namespace jobs

@@ -68,12 +68,9 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
         with.emplace_back(name, *value);
     }
     if (uses.starts_with("./") || uses == ".") {
+        // The workspace is the steps': the manifest is read beneath its fd (action_model.hpp).
         const std::filesystem::path dir = (m_leg.workspace / uses).lexically_normal();
-        std::error_code ec;
-        if (!std::filesystem::exists(dir / "action.yml", ec) && !std::filesystem::exists(dir / "action.yaml", ec))
-            return fail_step(report, "Can't find 'action.yml' or 'action.yaml' under '" + dir.string() +
-                                         "'. Did you forget to run actions/checkout before running your local action?");
-        auto action = load_action(dir);
+        auto action = load_action(m_leg.workspace, dir);
         if (!action) return fail_step(report, action.error().message);
         NamedValues inputs = action_inputs(*action, with, ctx, report);
         switch (action->kind) {

@@ -10,6 +10,7 @@
 
 #include "jobs/value.hpp"
 #include "sandbox/safe_access.hpp"
+#include "sandbox/safe_read.hpp"
 
 namespace jobs {
 
@@ -261,11 +262,8 @@ sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::
     const auto unreadable = [&] {
         return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot be read");
     };
-    const auto relative = workspace.empty() ? std::nullopt : sandbox::relative_beneath(workspace, file);
-    if (!relative) return unreadable();
-    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
-    if (!root) return unreadable();
-    auto text = root->read_file(*relative, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
+    if (workspace.empty()) return unreadable();
+    auto text = sandbox::read_file_beneath(workspace, file, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
     if (!text) return unreadable();
     return parse_problem_matchers(*text, file.string());
 }

@@ -7,6 +7,7 @@
 //   cannot make device nodes on the host (no CAP_MKNOD outside its user namespace), so the
 //   open itself has no side effect to fear.
 #include "sandbox/safe_access.hpp"
+#include "sandbox/safe_read.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -309,6 +310,15 @@ Expected<std::string> read_all(const Fd& fd, const ReadLimits& limits, const std
                         label + " is larger than " + std::to_string(limits.max_bytes) + " bytes");
         text.append(buffer.data(), static_cast<std::size_t>(got));
     }
+}
+
+Expected<std::string> read_file_beneath(const std::filesystem::path& root, const std::filesystem::path& path,
+                                        const ReadLimits& limits, const std::string& label) {
+    const auto relative = relative_beneath(root, path);
+    if (!relative || *relative == ".") return fail(ErrorKind::invalid_input, label + " is not beneath " + root.string());
+    auto dir = SafeDir::open_trusted(root, root.string());
+    if (!dir) return std::unexpected(dir.error());
+    return dir->read_file(*relative, limits, label);
 }
 
 Expected<SafeDir> SafeDir::open_trusted(const std::filesystem::path& path, std::string label) {

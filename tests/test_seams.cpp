@@ -62,6 +62,24 @@ tests::Ran run(const fs::path& repo, const std::string& workflow) {
 
 std::string report_of(const fs::path& repo) { return tests::read_file(repo / "report.json"); }
 
+// `sandgate gate` of a one-commit repository holding `workflow`, and the report it wrote.
+struct Gated {
+    int code = -1;
+    std::string output;
+    std::string report;
+};
+
+Gated gate(const std::string& workflow) {
+    const auto dir = tests::make_temp_dir("seams");
+    const auto origin = dir / "origin";
+    const std::string sha = tests::make_repo(origin, {{".github/workflows/g.yml", workflow}});
+    const auto result = tests::gate_cli::gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " +
+                                              (dir / "state").string() + " --report " + (dir / "r.json").string());
+    UNSCOPED_INFO(result.out);
+    std::error_code ec;
+    return {result.code, result.out, fs::exists(dir / "r.json", ec) ? tests::read_file(dir / "r.json") : ""};
+}
+
 }  // namespace
 
 TEST_CASE("file-command files swapped for links to host files are refused, never read (run)") {
@@ -246,9 +264,7 @@ jobs:
 
 TEST_CASE("a gate's steps cannot read host files through file-command links (gate)") {
     const Host host = host_side();
-    const auto dir = tests::make_temp_dir("seams");
-    const auto origin = dir / "origin";
-    const std::string sha = tests::make_repo(origin, {{".github/workflows/g.yml", with(R"(on: merge_group
+    const auto gated = gate(with(R"(on: merge_group
 jobs:
   a:
     runs-on: ubuntu-latest
@@ -257,13 +273,106 @@ jobs:
         continue-on-error: true
         run: ln -sf SECRET "$GITHUB_OUTPUT"
       - run: echo "outputs=${{ toJSON(steps.plant.outputs) }}"
-)", "SECRET", host.secret.string())}});
-    const auto result = tests::gate_cli::gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " +
-                                              (dir / "state").string() + " --report " + (dir / "r.json").string());
-    INFO(result.out);
-    CHECK(result.code == 0);
-    CHECK(result.out.find(k_secret) == std::string::npos);
-    CHECK(tests::read_file(dir / "r.json").find("$GITHUB_OUTPUT is not a regular file") != std::string::npos);
+)",
+                                 "SECRET", host.secret.string()));
+    CHECK(gated.code == 0);
+    CHECK(gated.output.find(k_secret) == std::string::npos);
+    CHECK(gated.report.find("$GITHUB_OUTPUT is not a regular file") != std::string::npos);
+}
+
+TEST_CASE("actions/checkout into a path a step led through a link writes nothing outside (gate)") {
+    const Host host = host_side();
+    tests::write_file(host.target / "x", "a host file\n");
+    const auto gated = gate(with(R"(on: merge_group
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - run: ln -s TARGET sub
+      - continue-on-error: true
+        uses: actions/checkout@v4
+        with:
+          path: sub/x
+      - if: always()
+        run: echo after
+)",
+                                 "TARGET", host.target.string()));
+    CHECK(gated.code == 0);
+    // Neither removed from nor checked out into.
+    CHECK(tests::read_file(host.target / "x") == "a host file\n");
+    CHECK(std::distance(fs::directory_iterator(host.target), fs::directory_iterator()) == 1);
+    CHECK(gated.report.find("actions/checkout path 'sub/x' is not beneath the workspace") != std::string::npos);
+}
+
+TEST_CASE("a local action's manifest swapped for a FIFO or a link fails its step at once (run)") {
+    const Host host = host_side();
+    const auto repo = tests::make_temp_dir("seams");
+    const auto started = Clock::now();
+    const auto ran = run(repo, with(R"(on: push
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          mkdir -p fifo-action link-action
+          mkfifo fifo-action/action.yml
+          ln -s SECRET link-action/action.yml
+      - continue-on-error: true
+        uses: ./fifo-action
+      - continue-on-error: true
+        uses: ./link-action
+      - if: always()
+        run: echo after > after.txt
+)",
+                                    "SECRET", host.secret.string()));
+    CHECK(Clock::now() - started < std::chrono::seconds(60));
+    CHECK(ran.exit_code == 0);
+    const auto report = report_of(repo);
+    CHECK(report.find((repo / "fifo-action/action.yml").string() + " is not a regular file") != std::string::npos);
+    CHECK(report.find((repo / "link-action/action.yml").string() + " is not a regular file") != std::string::npos);
+    CHECK(report.find(k_secret) == std::string::npos);
+    CHECK(tests::read_file(repo / "after.txt") == "after\n");
+}
+
+TEST_CASE("a called workflow an earlier job swapped for a link to a host file is not run (run)") {
+    const Host host = host_side();
+    tests::write_file(host.dir / "host-workflow.yml", R"(on: workflow_call
+jobs:
+  host:
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo HOST-WORKFLOW-RAN
+)");
+    const auto repo = tests::make_temp_dir("seams");
+    tests::write_file(repo / ".github/workflows/called.yml", R"(on: workflow_call
+jobs:
+  inner:
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo the repository's own
+)");
+    const auto ran = run(repo, with(R"(on: push
+jobs:
+  plant:
+    runs-on: ubuntu-latest
+    steps:
+      - run: ln -sf HOST .github/workflows/called.yml
+  call:
+    needs: plant
+    uses: ./.github/workflows/called.yml
+  after:
+    needs: call
+    if: always()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo after > after.txt
+)",
+                                    "HOST", (host.dir / "host-workflow.yml").string()));
+    CHECK(ran.exit_code != 0);  // the calling job fails
+    CHECK(ran.output.find("HOST-WORKFLOW-RAN") == std::string::npos);
+    CHECK(report_of(repo).find("the called workflow './.github/workflows/called.yml' is not a regular file") !=
+          std::string::npos);
+    CHECK(tests::read_file(repo / "after.txt") == "after\n");
 }
 
 namespace {

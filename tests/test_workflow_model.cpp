@@ -207,7 +207,7 @@ TEST_CASE("every workflow of the act corpus parses") {
         const auto ext = entry.path().extension();
         if (ext != ".yml" && ext != ".yaml") continue;
         if (entry.path().filename() == "action.yml") {
-            auto action = jobs::load_action(entry.path().parent_path());
+            auto action = jobs::load_action(entry.path().parent_path(), entry.path().parent_path());
             INFO(entry.path());
             CHECK(action.has_value());
             continue;
