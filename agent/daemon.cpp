@@ -18,6 +18,7 @@
 #include "agent/job_process.hpp"
 #include "agent/launcher.hpp"
 #include "agent/mirror_upkeep.hpp"
+#include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
@@ -110,7 +111,7 @@ private:
     void start(Job job) {
         const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
         std::error_code ec;
-        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
+        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);  // trusted path: the agent's state
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
         if (m_config.persistent_sandbox) {
@@ -153,7 +154,7 @@ private:
     sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
         auto workspace = job_workspace(m_config, job.id);
         std::error_code ec;
-        std::filesystem::create_directories(workspace / "tmp", ec);
+        std::filesystem::create_directories(workspace / "tmp", ec);  // trusted path: made before the job's first step
         if (!ec) workspace = std::filesystem::canonical(workspace, ec);
         if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, workspace.string() + ": " + ec.message());
         SandboxIdentity identity{job.spec.key.repository, job.spec.key.sha, job.id,
@@ -194,11 +195,9 @@ private:
         remove_workspace(id);
     }
 
-    void remove_workspace(std::int64_t id) {
-        std::error_code ec;
-        std::filesystem::remove_all(job_workspace(m_config, id), ec);  // never follows symlinks
-        if (ec) spdlog::warn("job {}: {}", id, ec.message());
-    }
+    // The workspace is the job's steps': removed without following a link they left, closed
+    // directories opened up first (sandbox/safe_access.hpp).
+    void remove_workspace(std::int64_t id) { remove_tree(job_workspace(m_config, id)); }
 
     void force(Running& running, JobState state, std::string reason) {
         if (running.kill_at) return;
@@ -303,13 +302,13 @@ private:
 // Workspaces of jobs no longer running (a previous life's, after recovery).
 void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
     std::error_code ec;
+    // trusted path: the agent's own list of workspaces (each removed without following links)
     for (const auto& entry : std::filesystem::directory_iterator(agent_dir(config) / "work", ec)) {
         const auto name = entry.path().filename().string();
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
         auto job = queue.get(std::stoll(name));
         if (job && *job && (*job)->state == JobState::running) continue;
-        std::error_code removed;
-        std::filesystem::remove_all(entry.path(), removed);
+        remove_tree(entry.path());
     }
 }
 
@@ -326,7 +325,7 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string
     }
     const auto path = api_socket_path(config);
     std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
+    std::filesystem::create_directories(path.parent_path(), ec);  // trusted path: the agent's state
     ::chmod(path.parent_path().c_str(), 0700);
     return sandbox::listen_unix(path);
 }
