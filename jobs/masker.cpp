@@ -143,26 +143,6 @@ std::uint32_t pair_key(unsigned char first, unsigned char second) {
     return (static_cast<std::uint32_t>(first) << 8) | second;
 }
 
-std::vector<std::string> encodings(const std::string& value);
-
-}  // namespace
-
-bool Masker::add_secret(std::string_view value) {
-    const auto whole = trim(value);
-    if (whole.empty()) return false;
-    std::unique_lock lock(m_mutex);
-    add_value_locked(std::string(whole));
-    if (whole.find_first_of("\r\n") != std::string_view::npos) {
-        for (const auto line : split_lines(whole)) {
-            const auto item = trim(line);
-            if (item.size() >= k_min_derived_secret_length) add_value_locked(std::string(item));
-        }
-    }
-    return true;
-}
-
-namespace {
-
 // The encodings a secret is registered in besides itself, as the runner's ValueEncoders
 // (Runner.Common/HostContext.cs registers them): base64 at each of the three alignments the
 // secret can have inside a longer blob (Base64StringEscape, ...Shift1, ...Shift2: `user:` in
@@ -186,6 +166,20 @@ std::vector<std::string> encodings(const std::string& value) {
 }
 
 }  // namespace
+
+bool Masker::add_secret(std::string_view value) {
+    const auto whole = trim(value);
+    if (whole.empty()) return false;
+    std::unique_lock lock(m_mutex);
+    add_value_locked(std::string(whole));
+    if (whole.find_first_of("\r\n") != std::string_view::npos) {
+        for (const auto line : split_lines(whole)) {
+            const auto item = trim(line);
+            if (item.size() >= k_min_derived_secret_length) add_value_locked(std::string(item));
+        }
+    }
+    return true;
+}
 
 void Masker::add_value_locked(std::string value) {
     auto insert = [this](std::string item) {

@@ -67,7 +67,7 @@ std::optional<std::string> working_directory_error(const StepSpec& spec, const S
     }
     auto workspace = sandbox::SafeDir::open_trusted(context.workspace, "the workspace");
     if (!workspace) return workspace.error().message;
-    if (*relative == "." ) return std::nullopt;
+    if (*relative == ".") return std::nullopt;
     if (!workspace->open_dir(*relative, "working-directory")) return message;
     return std::nullopt;
 }

@@ -42,26 +42,37 @@ struct BrokeredJob {
     }
 };
 
+// What run_step needs for a step the job runner sends to the broker: a bash step in the
+// sandbox root, RUNNER_TEMP inside it (as the agent arranges), the sandbox off (the broker's
+// own is the wrap).
+struct BrokeredStep {
+    jobs::Masker masker;
+    jobs::MemoryLog log;
+    jobs::JobState state;
+    jobs::StepContext context;
+    jobs::StepSpec spec;
+
+    BrokeredStep(const std::filesystem::path& dir, jobs::StepExecutor& executor) {
+        context.label = {"build", "step"};
+        context.policy.mode = sandbox::SandboxMode::off;
+        context.temp_dir = dir / "root" / "temp";
+        context.masker = &masker;
+        context.log = &log;
+        context.host = sandbox::current_environment();
+        context.executor = &executor;
+        spec.shell = "bash";
+        spec.working_directory = dir / "root";
+    }
+};
+
 }  // namespace
 
 TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecutor") {
     BrokeredJob fixture;
     auto& [dir, identity, broker, queue, job, executor] = fixture;
 
-    jobs::Masker masker;
-    jobs::MemoryLog log;
-    jobs::JobState state;
-    jobs::StepContext context;
-    context.label = {"build", "step"};
-    context.policy.mode = sandbox::SandboxMode::off;
-    context.temp_dir = dir / "root" / "temp";  // inside the sandbox root, as the agent arranges
-    context.masker = &masker;
-    context.log = &log;
-    context.host = sandbox::current_environment();
-    context.executor = &executor;
-    jobs::StepSpec spec;
-    spec.shell = "bash";
-    spec.working_directory = dir / "root";
+    BrokeredStep step(dir, executor);
+    auto& [masker, log, state, context, spec] = step;
     spec.env = {{"STEP_SECRET", "v4lue-never-recorded"}};
     spec.script = "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
                   "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
@@ -108,23 +119,11 @@ TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothi
     tests::write_file(host / "api-token", "AGENT-API-TOKEN-20\n");
     std::filesystem::create_directory(host / "profile.d");
 
-    jobs::Masker masker;
-    jobs::MemoryLog log;
-    jobs::JobState state;
+    BrokeredStep step(dir, executor);
+    auto& [masker, log, state, context, spec] = step;
     auto root = sandbox::SafeDir::open_trusted(dir / "root", "the job's root");  // before any step
     REQUIRE(root);
-    jobs::StepContext context;
-    context.label = {"build", "step"};
-    context.policy.mode = sandbox::SandboxMode::off;
-    context.temp_dir = dir / "root" / "temp";
     context.temp_root = &*root;
-    context.masker = &masker;
-    context.log = &log;
-    context.host = sandbox::current_environment();
-    context.executor = &executor;
-    jobs::StepSpec spec;
-    spec.shell = "bash";
-    spec.working_directory = dir / "root";
     spec.env = {{"RUNNER_TEMP", context.temp_dir.string()}};  // the job runner's github environment sets it
     spec.script = "ln -sf " + (host / "api-token").string() + " \"$GITHUB_ENV\"; rm \"$GITHUB_OUTPUT\"; "
                   "mkfifo \"$GITHUB_OUTPUT\"";
