@@ -237,7 +237,10 @@ private:
             if (job.strategy->max_parallel) {
                 auto value = evaluate_yaml(*job.strategy->max_parallel, context);
                 if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                plan.max_parallel = static_cast<std::size_t>(std::max(1.0, value->to_number()));
+                // GitHub: max-parallel 0 or less is no limit (ConvertToStrategy); the double is
+                // range-checked before it becomes a count.
+                const double limit = value->to_number();
+                plan.max_parallel = limit >= 1 && limit < 1e9 ? static_cast<std::size_t>(limit) : 0;
             }
         }
         const std::size_t total = combinations->size();
