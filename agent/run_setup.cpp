@@ -36,7 +36,8 @@ sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::
 }
 
 sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files) {
+                                                              const std::vector<std::filesystem::path>& files,
+                                                              jobs::Dialect dialect) {
     std::vector<jobs::Workflow> out;
     for (const auto& file : files) {
         const std::filesystem::path full = file.is_absolute() ? file : repository / file;
@@ -44,7 +45,7 @@ sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesys
         if (!in) return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file");
         std::ostringstream text;
         text << in.rdbuf();
-        auto workflow = jobs::parse_workflow(text.str(), file.lexically_normal().string());
+        auto workflow = jobs::parse_workflow(text.str(), file.lexically_normal().string(), dialect);
         if (!workflow) return std::unexpected(workflow.error());
         for (const auto& job : workflow->jobs) {
             if (!job.uses || !job.uses->value.starts_with("./")) continue;

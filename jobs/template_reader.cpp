@@ -356,9 +356,13 @@ private:
             return true;
         std::string condition = scalar.type == Scalar::Type::expression ? scalar.text : std::string(trim(display(scalar)));
         if (condition.empty()) return true;
+        // ensureStatusFunction: a condition that parses and calls no status function is
+        // checked as `success() && (condition)`; one that does not parse reports its own error.
         const AllowedContext& context = allowed(info.context);
-        if (!calls_status_function(condition, context)) condition = "success() && (" + condition + ")";
         if (auto valid = validate_expression(condition, context); !valid) return fail(node.mark, valid.error().message);
+        if (calls_status_function(condition, context)) return true;
+        if (auto valid = validate_expression("success() && (" + condition + ")", context); !valid)
+            return fail(node.mark, valid.error().message);
         return true;
     }
 
@@ -459,12 +463,19 @@ private:
         if (mappings.size() > 1) return fail(node.mark, ambiguity(mappings));
         if (!has_expression_key) {
             for (const auto& property : mappings[0]->properties) {
-                if (!property.required) continue;
+                if (!property.required || is_optional(*mappings[0], property)) continue;
                 if (!seen.contains(fold_case(property.name)))
                     return fail(node.mark, "Required property is missing: " + std::string(property.name));
             }
         }
         return true;
+    }
+
+    bool is_optional(const Definition& mapping, const schema::Property& property) const {
+        return std::ranges::any_of(m_options.optional_properties, [&](std::string_view entry) {
+            return entry.size() == mapping.name.size() + 1 + property.name.size() && entry.starts_with(mapping.name) &&
+                   entry[mapping.name.size()] == '/' && entry.ends_with(property.name);
+        });
     }
 
     std::string ambiguity(const std::vector<const Definition*>& mappings) const {

@@ -33,6 +33,8 @@ struct TemplateReadOptions {
     // Properties GitHub refuses while its background-steps feature is off (the reader's
     // backgroundStepProperties: background, wait, wait-all, cancel).
     bool background_steps = false;
+    // Required properties not required here, as "definition/property" (a dialect's leniency).
+    std::span<const std::string_view> optional_properties;
 };
 
 // Validates `root` against the definition `type` of `schema`. invalid_input with the first

@@ -42,18 +42,18 @@ bool fail_with(ParseContext& ctx, const sandbox::Expected<void>& read) {
 // cross-check test holds each one to its on-mapping-strict key.
 // workflow_dispatch ignores keys it does not know, as GitHub does (languageservices'
 // on-workflow_dispatch-unknown-keys-ignored).
-bool check_event_config(ParseContext& ctx, const YamlEntry& entry) {
+bool check_event_config(ParseContext& ctx, const YamlEntry& entry, const TemplateReadOptions& options) {
     const schema::Property* event = find_event(entry.key);
     if (event == nullptr) return ctx.fail(entry.key_mark, "Unexpected value " + q(entry.key));
     if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
         const YamlNode* inputs = entry.value.find("inputs");
         if (inputs == nullptr) return true;
-        return fail_with(ctx, read_template(workflow_grammar(), "workflow-dispatch-inputs", *inputs));
+        return fail_with(ctx, read_template(workflow_grammar(), "workflow-dispatch-inputs", *inputs, options));
     }
-    return fail_with(ctx, read_template(workflow_grammar(), event->type, entry.value));
+    return fail_with(ctx, read_template(workflow_grammar(), event->type, entry.value, options));
 }
 
-bool check_on(ParseContext& ctx, const YamlNode& on) {
+bool check_on(ParseContext& ctx, const YamlNode& on, const TemplateReadOptions& options) {
     if (on.is_scalar()) {
         if (find_event(on.text) == nullptr) return ctx.fail(on.mark, "Unexpected value " + q(on.text));
         return true;
@@ -67,7 +67,7 @@ bool check_on(ParseContext& ctx, const YamlNode& on) {
     }
     if (on.is_mapping()) {
         for (const auto& entry : on.entries) {
-            if (!check_event_config(ctx, entry)) return false;
+            if (!check_event_config(ctx, entry, options)) return false;
         }
     }
     return true;
@@ -247,6 +247,8 @@ void check_needs(ParseContext& ctx, Workflow& workflow, const YamlNode& jobs_nod
         const YamlNode* needs = jobs_node.find(job.id)->find("needs");
         return needs != nullptr ? needs->mark : job.mark;
     };
+    if (std::ranges::none_of(workflow.jobs, [](const Job& job) { return job.needs.empty(); }))
+        return (void)ctx.fail(jobs_node.mark, "The workflow must contain at least one job with no dependencies.");
     for (auto& job : workflow.jobs) {
         for (auto& need : job.needs) {
             const auto found = by_id.find(fold_case(need));
@@ -255,8 +257,6 @@ void check_needs(ParseContext& ctx, Workflow& workflow, const YamlNode& jobs_nod
             need = found->second->id;  // the spelling of the job's own id, for the runner
         }
     }
-    if (std::ranges::none_of(workflow.jobs, [](const Job& job) { return job.needs.empty(); }))
-        return (void)ctx.fail(jobs_node.mark, "The workflow must contain at least one job with no dependencies.");
     // Kahn's algorithm: what is left once every ready job is placed is a cycle.
     std::map<std::string, std::size_t> waiting;
     std::vector<const Job*> ready;
@@ -322,11 +322,13 @@ bool is_valid_identifier(std::string_view id) {
     return std::ranges::all_of(id, [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '-'; });
 }
 
-sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file) {
+sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file, Dialect dialect) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
     // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
-    const TemplateReadOptions options{k_conditions};
+    static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
+    TemplateReadOptions options{k_conditions};
+    if (dialect == Dialect::act) options.optional_properties = k_act_optional;
     if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
         return std::unexpected(read.error());
     ParseContext ctx;
@@ -335,7 +337,7 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     auto failed = [&]() { return sandbox::fail(sandbox::ErrorKind::invalid_input, ctx.error()); };
     const YamlNode* on = root->find("on");
     if (on == nullptr) return ctx.fail(root->mark, "Required property is missing: on"), failed();
-    if (!check_on(ctx, *on)) return failed();
+    if (!check_on(ctx, *on, options)) return failed();
     workflow.on = parse_on(ctx, *on);
     if (const auto* name = root->find("name")) workflow.name = ctx.text(*name, "name");
     if (const auto* name = root->find("run-name")) workflow.run_name = ctx.text(*name, "run-name");
@@ -354,12 +356,12 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     return workflow;
 }
 
-sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path) {
+sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, one_line(path.string()) + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
-    return parse_workflow(buffer.str(), path.string());
+    return parse_workflow(buffer.str(), path.string(), dialect);
 }
 
 std::vector<std::string> topological_order(const Workflow& workflow) {

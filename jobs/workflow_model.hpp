@@ -153,10 +153,16 @@ struct Workflow {
 // digits, `-` or `_` (the reserved `__` prefix and the length are checked by the parser).
 bool is_valid_identifier(std::string_view id);
 
+// Whose rules a workflow is held to. github: GitHub's, exactly (merge gates, the agent). act:
+// GitHub's but for what nektos/act also runs and `sandgate run` (act's local runner) keeps
+// running: a workflow_call input without a `type` (a string, as act reads it).
+enum class Dialect { github, act };
+
 // Parses and validates a workflow from text; `file` names it in errors.
-sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file);
+sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
+                                           Dialect dialect = Dialect::github);
 // Reads and parses a workflow file; the path as given names it.
-sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path);
+sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect = Dialect::github);
 
 // Job ids in an order where every job comes after the jobs it needs (file order otherwise).
 // The model is acyclic once validated, so this never fails on a parsed Workflow.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/run_session.hpp"
 #include "sandbox/run_tree.hpp"
 #include "sandbox/spawn.hpp"
@@ -274,6 +275,7 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
     RunSession session(request, child, tree, std::move(pipes.out.read),
                        std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
+    if (plan) apply_payload_status(plan->payload_status, result);
     classify_end(request, plan, session, result);
 }
 

@@ -72,6 +72,9 @@ struct WrapPlan {
     // tells a payload that ran from a wrapper that failed to build the sandbox. Empty for
     // arms without one.
     Fd status;
+    // The payload reporter's pipe (payload_status.hpp), read end, non-blocking: how the payload
+    // ended ("signal N"), which the wrapper's exit code cannot say. Empty for other arms.
+    Fd payload_status;
     // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
     // env, inherited_fds, the limits and tree_kill are final already; argv changes only when
     // the payload cannot run inside (see PendingWrap::complete).

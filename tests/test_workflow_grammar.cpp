@@ -81,9 +81,10 @@ TEST_CASE("grammar: scalar types") {
 
 TEST_CASE("grammar: where expressions may appear and what they may name") {
     accepted(job("    env:\n      X: ${{ github.sha }}\n" + k_step));
-    CHECK(refusal(steps("      - uses: ${{ github.sha }}\n")) ==
-          "w.yml:6:15: A template expression is not allowed in this context");
-    CHECK(refusal("name: ${{ github.sha }}\n" + job(k_step)) ==
+    // GitHub parses the expression against the (empty) context first, then refuses it there.
+    CHECK(refusal(steps("      - uses: ${{ github.sha }}\n")).starts_with("w.yml:6:15: Unrecognized named-value: 'github'"));
+    CHECK(refusal(steps("      - uses: ${{ 1 }}\n")) == "w.yml:6:15: A template expression is not allowed in this context");
+    CHECK(refusal("name: ${{ true }}\n" + job(k_step)) ==
           "w.yml:1:7: A template expression is not allowed in this context");
     CHECK(refusal(job("    env:\n      X: ${{ steps.a.outputs.b }}\n" + k_step))
               .starts_with("w.yml:6:10: Unrecognized named-value: 'steps'"));
@@ -120,7 +121,7 @@ TEST_CASE("grammar: a `run` folded with its expressions stays within 21000 chara
 TEST_CASE("grammar: `if` conditions parse when the workflow is read") {
     accepted(steps("      - run: echo\n        if: github.event_name == 'push' && success()\n"));
     accepted(job("    needs: []\n    if: failure('b') || always()\n" + k_step));
-    CHECK(refusal(steps("      - run: echo\n        if: github.event_name == \n")).starts_with("w.yml:7:13: Unexpected end of expression"));
+    CHECK(refusal(steps("      - run: echo\n        if: github.event_name ==\n")).starts_with("w.yml:7:13: Unexpected end of expression"));
     CHECK(refusal(job("    if: ${{ github.ref == }}\n" + k_step)).starts_with("w.yml:5:9: Unexpected end of expression"));
     CHECK(refusal(steps("      - run: echo\n        if: failure('b')\n")).starts_with("w.yml:7:13: Too many parameters supplied"));
     CHECK(refusal(job("    if: nosuch.thing\n" + k_step)).starts_with("w.yml:5:9: Unrecognized named-value: 'nosuch'"));
@@ -150,11 +151,11 @@ TEST_CASE("grammar: step ids are unique in their job, whatever the case") {
 
 TEST_CASE("grammar: needs") {
     accepted("on: push\njobs:\n  a:\n    runs-on: x\n  b:\n    needs: A\n    runs-on: x\n");
-    CHECK(refusal(job("    needs: zz\n")) == "w.yml:5:12: Job 'a' depends on unknown job 'zz'.");
+    CHECK(refusal(job("    needs: zz\n") + "  b:\n    runs-on: x\n") == "w.yml:5:12: Job 'a' depends on unknown job 'zz'.");
     CHECK(refusal("on: push\njobs:\n  a:\n    runs-on: x\n  b:\n    needs: c\n    runs-on: x\n  c:\n    needs: b\n    runs-on: x\n") ==
           "w.yml:6:12: Job 'b' depends on job 'c' which creates a cycle in the dependency graph.");
     CHECK(refusal("on: push\njobs:\n  a:\n    needs: a\n    runs-on: x\n") ==
-          "w.yml:3:1: The workflow must contain at least one job with no dependencies.");
+          "w.yml:3:3: The workflow must contain at least one job with no dependencies.");
 }
 
 TEST_CASE("grammar: runs-on.group prefixes") {
@@ -251,20 +252,20 @@ TEST_CASE("grammar: matrices: vectors, nesting and 256 legs after exclude") {
     for (int i = 0; i < 9; ++i) excludes += "          - a: " + std::to_string(i) + "\n";
     accepted(matrix("        a: [" + values + "]\n        b: [" + values + "]\n        exclude:\n" + excludes));
     CHECK(refusal(matrix("        a: [" + values + "]\n        b: [" + values + "]\n")) ==
-          "w.yml:6:7: the matrix has more than 256 combinations");
+          "w.yml:7:9: the matrix has more than 256 combinations");
     // 10^10 legs: refused without enumerating them.
     std::string huge;
     for (int v = 0; v < 10; ++v) huge += "        v" + std::to_string(v) + ": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n";
-    CHECK(refusal(matrix(huge)) == "w.yml:6:7: the matrix has more than 256 combinations");
+    CHECK(refusal(matrix(huge)) == "w.yml:7:9: the matrix has more than 256 combinations");
     std::string nested = "[x]";
     for (int i = 0; i < 60; ++i) nested = "[" + nested + "]";
     CHECK(refusal(matrix("        a: " + nested + "\n")).ends_with("Maximum object depth exceeded"));
 }
 
 TEST_CASE("grammar: ${{ insert }} in mappings, matrix entries included") {
-    auto w = accepted(job("    env:\n      A: 1\n      ${{ insert }}: ${{ fromJSON('{\"B\": \"2\"}') }}\n" +
+    auto w = accepted(job("    env:\n      A: 1\n      ${{ insert }}: ${{ fromJSON('{\"B\":\"2\"}') }}\n" +
                           std::string("    strategy:\n      matrix:\n        os: [a]\n        include:\n") +
-                          "          - os: a\n            ${{ insert }}: ${{ fromJSON('{\"extra\": true}') }}\n" + k_step));
+                          "          - os: a\n            ${{ insert }}: ${{ fromJSON('{\"extra\":true}') }}\n" + k_step));
     jobs::EvalContext context;
     context.contexts.set("github", jobs::Value(jobs::Object{}));
     auto env = jobs::evaluate_yaml(w.jobs[0].env, context);
