@@ -90,7 +90,9 @@ sandbox::Expected<Action> parse_action(std::string_view text, std::string_view f
     if (!root) return std::unexpected(root.error());
     // The runner reads action.yml against action-root (ActionManifestManager).
     static constexpr std::string_view k_conditions[] = {"step-if"};
-    if (auto read = read_template(schema::action_schema(), "action-root", *root, TemplateReadOptions{k_conditions}); !read)
+    TemplateReadOptions options;
+    options.condition_types = k_conditions;
+    if (auto read = read_template(schema::action_schema(), "action-root", *root, options); !read)
         return std::unexpected(read.error());
     ParseContext ctx;
     Action action;

@@ -327,7 +327,8 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     if (!root) return std::unexpected(root.error());
     // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
     static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
-    TemplateReadOptions options{k_conditions};
+    TemplateReadOptions options;
+    options.condition_types = k_conditions;
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
     if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
         return std::unexpected(read.error());

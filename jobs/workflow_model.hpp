@@ -107,6 +107,9 @@ struct Strategy {
     YamlNode matrix;  // mapping, expression string, or null
     std::optional<YamlNode> fail_fast;
     std::optional<YamlNode> max_parallel;
+    // `strategy: ${{ ... }}`: the whole strategy computed when the job starts (then the
+    // fields above are unset), to an object with matrix, fail-fast and max-parallel.
+    std::optional<YamlNode> computed;
     SourceMark mark;
 };
 

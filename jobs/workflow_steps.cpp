@@ -282,8 +282,8 @@ std::optional<Strategy> ParseContext::strategy(const YamlNode& node, std::string
     Strategy out;
     out.mark = node.mark;
     if (is_expression_string(node)) {
-        out.matrix = node;  // the whole strategy an expression: GitHub evaluates it; sandgate needs its parts
-        return fail(node.mark, what + ": sandgate cannot run a strategy computed by an expression"), std::nullopt;
+        out.computed = node;
+        return out;
     }
     if (!require_mapping(node, what)) return std::nullopt;
     if (const auto* matrix = node.find("matrix")) {

@@ -257,6 +257,9 @@ TEST_CASE("grammar: matrices: vectors, nesting and 256 legs after exclude") {
     std::string huge;
     for (int v = 0; v < 10; ++v) huge += "        v" + std::to_string(v) + ": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n";
     CHECK(refusal(matrix(huge)) == "w.yml:7:9: the matrix has more than 256 combinations");
+    // A strategy computed whole is GitHub's too: it is expanded when the job starts.
+    auto computed = accepted(job("    strategy: ${{ fromJSON('{\"matrix\":{\"a\":[1,2]}}') }}\n" + k_step));
+    CHECK(computed.jobs[0].strategy->computed.has_value());
     std::string nested = "[x]";
     for (int i = 0; i < 60; ++i) nested = "[" + nested + "]";
     CHECK(refusal(matrix("        a: " + nested + "\n")).ends_with("Maximum object depth exceeded"));
@@ -293,6 +296,22 @@ TEST_CASE("grammar: documents are bounded and refusals are one line whatever the
     CHECK(refusal(",") .starts_with("w.yml:1:1: "));
     CHECK(refusal("a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n")
               .ends_with("Maximum object depth exceeded"));
+}
+
+TEST_CASE("grammar: many keys cost linear time; beyond GitHub's 50,000 parse events they are refused") {
+    auto env_of = [](int count) {
+        std::string env = "    env:\n";
+        for (int i = 0; i < count; ++i) env += "      K" + std::to_string(i) + ": v\n";
+        return env;
+    };
+    auto w = accepted(job(env_of(20000) + k_step));
+    jobs::EvalContext context;
+    for (const char* name : {"github", "inputs", "vars", "needs", "strategy", "matrix", "secrets"})
+        context.contexts.set(name, jobs::Value(jobs::Object{}));
+    auto env = jobs::evaluate_yaml(w.jobs[0].env, context);
+    REQUIRE(env.has_value());
+    CHECK(env->as_object().size() == 20000);
+    CHECK(refusal(job(env_of(60000) + k_step)).ends_with("Maximum YAML nodes exceeded"));
 }
 
 TEST_CASE("grammar: block scalars with every indentation indicator and chomping mode") {

@@ -252,8 +252,12 @@ runs:
                                        "action.yml", ".");
     REQUIRE_FALSE(no_shell.has_value());
     CHECK(no_shell.error().message == "action.yml:4:7: Required property is missing: shell");
-    auto bad_using = jobs::parse_action("runs:\n  using: python\n", "action.yml", ".");
+    auto bad_using = jobs::parse_action("runs:\n  using: python\n  main: m.py\n", "action.yml", ".");
     REQUIRE_FALSE(bad_using.has_value());
     CHECK(bad_using.error().message ==
           "action.yml:2:10: unknown runs.using 'python' (composite, node12/16/20/24 or docker)");
+    // Which kind of runs it is must follow from its keys (GitHub's reader).
+    auto unclear = jobs::parse_action("runs:\n  using: python\n", "action.yml", ".");
+    REQUIRE_FALSE(unclear.has_value());
+    CHECK(unclear.error().message.starts_with("action.yml:2:3: There's not enough info to determine what you meant."));
 }
