@@ -102,16 +102,21 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     REQUIRE(second);
     REQUIRE(first->inherited_fds.size() == second->inherited_fds.size());
     REQUIRE(first->inherited_fds.size() > 5);
-    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files.
-    // The last one is bwrap's status pipe (write end): checked below.
+    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files. The last two
+    // are pipes (write ends): bwrap's status, then the payload reporter's (payload_status.hpp).
     REQUIRE(first->status);
-    struct stat pipe_st {};
-    REQUIRE(::fstat(first->inherited_fds.back().get(), &pipe_st) == 0);
-    CHECK(S_ISFIFO(pipe_st.st_mode));
-    CHECK(::write(first->inherited_fds.back().get(), "{}", 2) == 2);
-    char echo[8] = {};
-    CHECK(::read(first->status.get(), echo, sizeof echo) == 2);
-    for (std::size_t i = 0; i + 1 < first->inherited_fds.size(); ++i) {
+    REQUIRE(first->payload_status);
+    const auto count = first->inherited_fds.size();
+    for (auto [fd, read_end] : {std::pair{first->inherited_fds[count - 2].get(), first->status.get()},
+                                std::pair{first->inherited_fds[count - 1].get(), first->payload_status.get()}}) {
+        struct stat pipe_st {};
+        REQUIRE(::fstat(fd, &pipe_st) == 0);
+        CHECK(S_ISFIFO(pipe_st.st_mode));
+        CHECK(::write(fd, "{}", 2) == 2);
+        char echo[8] = {};
+        CHECK(::read(read_end, echo, sizeof echo) == 2);
+    }
+    for (std::size_t i = 0; i + 2 < first->inherited_fds.size(); ++i) {
         if (i == 0) continue;
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
