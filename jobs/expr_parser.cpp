@@ -330,6 +330,18 @@ private:
 
 namespace jobs {
 
+Expression::Node::~Node() {
+    std::vector<std::unique_ptr<const Node>> pending;
+    for (auto& child : children) pending.push_back(std::move(child));
+    while (!pending.empty()) {
+        std::unique_ptr<const Node> node = std::move(pending.back());
+        pending.pop_back();
+        if (!node) continue;
+        // Every node is made non-const (make_unique<Node>) and only held as const.
+        for (auto& child : const_cast<Node&>(*node).children) pending.push_back(std::move(child));
+    }
+}
+
 namespace {
 
 struct Parsed {

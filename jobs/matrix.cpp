@@ -83,11 +83,12 @@ sandbox::Expected<void> check_vector(const std::string& key, const Value& vector
 // True when every key/value of the exclude entry equals the combination's (the combination
 // given as one value index per vector).
 bool excluded(const std::vector<Vector>& vectors, const std::vector<std::size_t>& at, const Object& exclude) {
-    for (const auto& [key, value] : exclude) {
-        const auto vector = std::ranges::find_if(vectors, [&](const Vector& v) { return equals_ignore_case(v.key, key); });
+    for (const auto& entry : exclude) {
+        const auto vector =
+            std::ranges::find_if(vectors, [&](const Vector& v) { return equals_ignore_case(v.key, entry.first); });
         if (vector == vectors.end()) return false;
         const auto index = static_cast<std::size_t>(vector - vectors.begin());
-        if (!deep_equal((*vector->values)[at[index]], value)) return false;
+        if (!deep_equal((*vector->values)[at[index]], entry.second)) return false;
     }
     return true;
 }

@@ -16,7 +16,8 @@ using simdjson::ondemand::json_type;
 // integers beyond 64 bits, which JavaScript's JSON.parse accepts as doubles). On demand does
 // not bound nesting itself (a document 100,000 deep would recurse as deep): the conversion
 // counts it and refuses what is deeper than k_max_json_depth.
-constexpr int k_max_json_depth = 1024;
+// Below the parser's own max depth (1024), which on demand asserts rather than checks.
+constexpr int k_max_json_depth = 512;
 
 sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth);
 
