@@ -193,6 +193,18 @@ private:
         return true;
     }
 
+    // YamlDotNet's name of a scalar style (GitHub's messages name it).
+    static std::string_view style_name(yaml_scalar_style_t style) {
+        switch (style) {
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE: return "SingleQuoted";
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return "DoubleQuoted";
+            case YAML_LITERAL_SCALAR_STYLE: return "Literal";
+            case YAML_FOLDED_SCALAR_STYLE: return "Folded";
+            case YAML_PLAIN_SCALAR_STYLE: return "Plain";
+            default: return "Any";
+        }
+    }
+
     // GitHub's rules for a scalar's tag: only the core tags, a non-string tag only on a plain
     // scalar, and the value valid for it.
     bool scalar_node(const yaml_event_t& e, YamlNode& node) {
@@ -206,7 +218,8 @@ private:
             if (tag == k_tag_str || tag == "!") {
                 node.plain = false;  // `!` is YAML's non-specific tag: a string
             } else if (!node.plain) {
-                return set_error(node.mark, "The scalar style on line " + std::to_string(node.mark.line) + " and column " +
+                return set_error(node.mark, "The scalar style '" + std::string(style_name(s.style)) + "' on line " +
+                                                std::to_string(node.mark.line) + " and column " +
                                                 std::to_string(node.mark.column) + " is not valid with the tag '" +
                                                 std::string(tag) + "'");
             } else {
@@ -331,11 +344,8 @@ private:
             top->key_mark = std::move(node.mark);
             return true;
         }
-        if (node.is_null()) {
-            // An empty mapping value has no position of its own worth naming: use the key's.
-            if (node.text.empty() && top != nullptr && top->node.is_mapping()) node.mark = top->key_mark;
-            node.text.clear();
-        }
+        // An empty value keeps libyaml's position for it, just after the `:` (GitHub's too).
+        if (node.is_null()) node.text.clear();
         if (top == nullptr) {
             m_root = std::move(node);
         } else if (top->node.is_sequence()) {

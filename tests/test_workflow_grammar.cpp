@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jobs/action_model.hpp"
 #include "jobs/expr.hpp"
@@ -221,7 +223,10 @@ TEST_CASE("grammar: explicit tags as GitHub's reader takes them") {
     accepted(job("    env:\n      A: !!str 1\n      B: !!int 0x1F\n      C: !!float 1.5\n      D: !!bool true\n" + k_step));
     CHECK(refusal(job("    timeout-minutes: !!int abc\n" + k_step)) ==
           "w.yml:5:22: The value 'abc' on line 5 and column 22 is invalid for the type 'tag:yaml.org,2002:int'");
-    CHECK(refusal(job("    timeout-minutes: !!int '5'\n" + k_step)).find("is not valid with the tag 'tag:yaml.org,2002:int'") !=
+    CHECK(refusal(job("    timeout-minutes: !!int '5'\n" + k_step)) ==
+          "w.yml:5:22: The scalar style 'SingleQuoted' on line 5 and column 22 is not valid with the tag "
+          "'tag:yaml.org,2002:int'");
+    CHECK(refusal(job("    timeout-minutes: !!int \"5\"\n" + k_step)).find("The scalar style 'DoubleQuoted' on line 5") !=
           std::string::npos);
     CHECK(refusal(job("    env:\n      A: !custom x\n" + k_step)) == "w.yml:6:10: Unexpected tag '!custom'");
     CHECK(refusal(job("    timeout-minutes: !!str 5\n" + k_step)) == "w.yml:5:22: Unexpected value '5'");
@@ -237,6 +242,30 @@ TEST_CASE("grammar: hex and octal integers are 32-bit, as GitHub reads them (the
     CHECK(refusal(job("    timeout-minutes: 0o777777777777777\n" + k_step)).find("is invalid for the type") != std::string::npos);
     // Decimal integers of any size are numbers (an infinity beyond a double, as GitHub).
     accepted(job("    timeout-minutes: " + std::string(400, '9') + "\n" + k_step));
+}
+
+TEST_CASE("grammar: integers of YAML 1.2's core schema, as GitHub reads them") {
+    // GitHub's yaml-schema-int case: leading zeros are decimal, 0o and 0x are octal and hex.
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"-0000", "0"}, {"+1", "1"},        {"0xFF", "255"}, {"0o10", "8"}, {"0755", "755"},
+        {"+00755", "755"}, {"-00755", "-755"}, {"!!int 0xff", "255"}, {"!<tag:yaml.org,2002:int> 0o10", "8"}};
+    std::string env = "    env:\n";
+    for (std::size_t i = 0; i < cases.size(); ++i) env += "      K" + std::to_string(i) + ": " + cases[i].first + "\n";
+    auto w = accepted(job(env + k_step));
+    jobs::EvalContext context;
+    for (const char* name : {"github", "inputs", "vars", "needs", "strategy", "matrix", "secrets"})
+        context.contexts.set(name, jobs::Value(jobs::Object{}));
+    auto values = jobs::evaluate_yaml(w.jobs[0].env, context);
+    REQUIRE(values.has_value());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        INFO(cases[i].first);
+        CHECK(values->get("K" + std::to_string(i))->to_display_string() == cases[i].second);
+    }
+}
+
+TEST_CASE("grammar: an empty value is placed where GitHub places it, after the colon") {
+    CHECK(refusal(job("    container:\n      image:\n" + k_step)) == "w.yml:6:13: Unexpected value ''");
+    CHECK(refusal(job("    services:\n      db:\n        image:\n" + k_step)) == "w.yml:7:15: Unexpected value ''");
 }
 
 TEST_CASE("grammar: matrices: vectors, nesting and 256 legs after exclude") {
