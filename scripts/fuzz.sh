@@ -57,8 +57,16 @@ for binary in "$build"/fuzz/fuzz_*; do
   options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
            -artifact_prefix="$findings/" -print_final_stats=1)
   [[ -f "$root/fuzz/dicts/$target.dict" ]] && options+=(-dict="$root/fuzz/dicts/$target.dict")
-  if "$binary" "${options[@]}" "${dirs[@]}" >"$build/$target.log" 2>&1; then
+  # -max_total_time is checked between inputs, after the seeds are loaded: the outer timeout
+  # bounds the stage whatever a seed costs or however large the kept corpus has grown.
+  status=0
+  timeout -k 10 "$((seconds + 90))" "$binary" "${options[@]}" "${dirs[@]}" >"$build/$target.log" 2>&1 || status=$?
+  if ((status == 0)); then
     echo "fuzz.sh: $target: $(grep -o 'stat::number_of_executed_units: [0-9]*' "$build/$target.log" | grep -o '[0-9]*$') runs, no finding"
+  elif ((status == 124 || status == 137)); then
+    echo "fuzz.sh: $target did not stop within $((seconds + 90))s (log: $build/$target.log)"
+    tail -n 30 "$build/$target.log" >&2
+    failed+=("$target")
   else
     echo "fuzz.sh: $target FAILED; the input is in $findings/ (log: $build/$target.log)"
     tail -n 30 "$build/$target.log" >&2
@@ -69,4 +77,4 @@ if ((${#failed[@]})); then
   echo "fuzz.sh: findings in: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz.sh: every target ran ${seconds}s without a finding"
+echo "fuzz.sh: every target ran ${seconds}s without a finding (the stage: ${SECONDS}s, build included)"
