@@ -6,19 +6,31 @@
 
 #include "agent/commands.hpp"
 #include "sandbox/doctor.hpp"
+#include "sandbox/identity.hpp"
 
 namespace agent {
 
 int doctor_command(CommandArgs args) {
     CLI::App app("sandgate doctor: what this machine allows the sandbox to use", "sandgate doctor");
     bool json = false;
+    std::string user;
     app.add_flag("--json", json, "print one JSON document");
+    app.add_option("--sandbox-user", user, "the host identity to report, as `sandgate exec` takes it");
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& error) {
         return app.exit(error) == 0 ? 0 : 2;
     }
-    const auto report = sandbox::run_doctor();
+    std::optional<sandbox::Owner> identity;
+    if (!user.empty()) {
+        auto parsed = sandbox::parse_host_identity(user, "--sandbox-user");
+        if (!parsed) {
+            std::fprintf(stderr, "sandgate doctor: %s\n", parsed.error().message.c_str());
+            return 2;
+        }
+        identity = *parsed;
+    }
+    const auto report = sandbox::run_doctor(identity);
     if (json) {
         std::printf("%s\n", report.to_json().dump(2).c_str());
     } else {

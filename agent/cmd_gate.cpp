@@ -40,6 +40,7 @@
 #include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
+#include "agent/random_id.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/changed_paths.hpp"
 #include "jobs/git_handles.hpp"
@@ -51,6 +52,7 @@
 #include "jobs/run_report.hpp"
 #include "jobs/runner_labels.hpp"
 #include "jobs/workflow_events.hpp"
+#include "sandbox/identity.hpp"
 #include "jobs/workflow_runner.hpp"
 
 namespace agent {
@@ -173,22 +175,43 @@ jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
 // A directory removed (never following symlinks) when the gate ends.
 class ScopedDir {
 public:
-    // Under `base`, or $TMPDIR (/tmp) when it is empty.
-    sandbox::Expected<std::filesystem::path> create(const std::string& label, const std::filesystem::path& base) {
+    // Under `base` (a directory held open, in a job sandbox's workspace), or $TMPDIR (/tmp)
+    // when there is none. The new directory is made and opened through its parent's fd, so a
+    // step that replaced a path component meanwhile leads nowhere else.
+    // In a job sandbox, the directory belongs to the sandbox's host identity (`owner`), which
+    // reaches RUNNER_TEMP through it.
+    sandbox::Expected<std::filesystem::path> create(const std::string& label, const sandbox::SafeDir* base,
+                                                    const std::optional<sandbox::Owner>& owner) {
+        if (base != nullptr) {
+            auto name = random_id("sandgate-" + label + "-", 12);
+            if (!name) return std::unexpected(name.error());
+            auto made = base->make_dirs(*name, {0700, owner}, "the gate's temp root");
+            if (!made) return std::unexpected(made.error());
+            m_path = made->path();
+            m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*made));
+            return m_path;
+        }
         const char* tmp = std::getenv("TMPDIR");
-        const std::string parent = !base.empty() ? base.string() : tmp && *tmp ? tmp : "/tmp";
+        const std::string parent = tmp && *tmp ? tmp : "/tmp";
         std::string pattern = parent + "/sandgate-" + label + "-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)
+        if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
             return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
         m_path = pattern;
+        auto opened = sandbox::SafeDir::open_trusted(m_path, "the gate's temp root");
+        if (!opened) return std::unexpected(opened.error());
+        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
         return m_path;
     }
+    // The directory, opened when it was made (before any step ran).
+    std::shared_ptr<const sandbox::SafeDir> dir() const { return m_dir; }
     ~ScopedDir() {
+        m_dir.reset();
         if (!m_path.empty()) (void)jobs::remove_tree(m_path);
     }
 
 private:
     std::filesystem::path m_path;
+    std::shared_ptr<const sandbox::SafeDir> m_dir;
 };
 
 struct Gate {
@@ -210,14 +233,15 @@ std::filesystem::path worktree_root(const Gate& gate) {
     return gate.job_sandbox ? gate.job_sandbox->workspace : gate.state;
 }
 
-// The scratch's parent: inside the job's workspace in a job sandbox (created), else $TMPDIR.
-sandbox::Expected<std::filesystem::path> scratch_parent(const Gate& gate) {
-    if (!gate.job_sandbox) return std::filesystem::path();
-    const auto dir = gate.job_sandbox->workspace / "tmp";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, dir.string() + ": " + ec.message());
-    return dir;
+// The scratch's parent: the job's workspace's tmp in a job sandbox (created beneath the
+// workspace's fd: earlier steps of the job may have written there), else none ($TMPDIR).
+sandbox::Expected<std::optional<sandbox::SafeDir>> scratch_parent(const Gate& gate) {
+    if (!gate.job_sandbox) return std::optional<sandbox::SafeDir>();
+    auto workspace = sandbox::SafeDir::open_trusted(gate.job_sandbox->workspace, "the job's workspace");
+    if (!workspace) return std::unexpected(workspace.error());
+    auto dir = workspace->make_dirs("tmp", {0755, std::nullopt}, "the job's workspace tmp");
+    if (!dir) return std::unexpected(dir.error());
+    return std::optional<sandbox::SafeDir>(std::move(*dir));
 }
 
 // Why the gate stops before any job runs; `commit`: the commit's own doing (its workflows),
@@ -288,7 +312,7 @@ std::optional<int> prepare_state(Gate& gate) {
     std::filesystem::path state = gate.flags.state_dir.empty() ? jobs::MirrorCache::default_state_dir()
                                                                : std::filesystem::absolute(gate.flags.state_dir);
     std::error_code ec;
-    std::filesystem::create_directories(state, ec);
+    std::filesystem::create_directories(state, ec);  // trusted path: --state-dir, the gate's own
     if (ec) return say(k_exit_local, "--state-dir " + state.string() + ": " + ec.message());
     gate.state = std::filesystem::canonical(state, ec);
     if (ec) return say(k_exit_local, "--state-dir " + state.string() + ": " + ec.message());
@@ -363,9 +387,10 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     ScopedDir temp;
     auto parent = scratch_parent(gate);
     if (!parent) return say(k_exit_local, parent.error().message);
-    auto temp_path = temp.create("gate", *parent);
+    auto temp_path = temp.create("gate", *parent ? &**parent : nullptr, sandbox::sandbox_owner(gate.policy));
     if (!temp_path) return say(k_exit_local, temp_path.error().message);
     settings.temp_root = *temp_path;
+    settings.temp_root_dir = temp.dir();
     jobs::Masker& masker = gate.masker;
     jobs::ConsoleLog console(stdout);
     TailLog log(console, masker);

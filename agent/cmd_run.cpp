@@ -26,6 +26,7 @@
 #include "jobs/changed_paths.hpp"
 #include "jobs/checkout.hpp"
 #include "jobs/dotenv.hpp"
+#include "jobs/git_remove.hpp"
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/run_report.hpp"
@@ -85,19 +86,24 @@ public:
     sandbox::Expected<std::filesystem::path> create() {
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)
+        if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
             return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
         m_path = pattern;
+        auto opened = sandbox::SafeDir::open_trusted(m_path, "the run's temp root");
+        if (!opened) return std::unexpected(opened.error());
+        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
         return m_path;
     }
+    // The directory, opened when it was made (before any step ran).
+    std::shared_ptr<const sandbox::SafeDir> dir() const { return m_dir; }
     ~TempRoot() {
-        if (m_path.empty()) return;
-        std::error_code ec;
-        std::filesystem::remove_all(m_path, ec);
+        m_dir.reset();
+        if (!m_path.empty()) (void)jobs::remove_tree(m_path);  // links unlinked, never followed
     }
 
 private:
     std::filesystem::path m_path;
+    std::shared_ptr<const sandbox::SafeDir> m_dir;
 };
 
 struct Prepared {
@@ -157,6 +163,10 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     jobs::RunSettings& settings = out.settings;
     settings.repository = f.directory.empty() ? cwd : std::filesystem::absolute(f.directory, ec).lexically_normal();
     if (!std::filesystem::is_directory(settings.repository, ec)) return invalid("-C " + f.directory + ": not a directory");
+    // A physical path: the workspace is reached through descriptors that refuse links
+    // (sandbox/safe_access.hpp), and a link in the caller's own path is the caller's.
+    settings.repository = std::filesystem::canonical(settings.repository, ec);
+    if (ec) return invalid("-C " + f.directory + ": " + ec.message());
     settings.event_name = f.event;
     settings.actor = f.actor;
     settings.labels = jobs::default_runner_labels();
@@ -180,7 +190,7 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.repo = jobs::read_repo_info(settings.repository);
     auto files = workflow_files(settings.repository, f.workflows);
     if (!files) return invalid(files.error().message);
-    auto workflows = load_workflows(settings.repository, *files);
+    auto workflows = load_workflows(settings.repository, *files, jobs::Dialect::act);
     if (!workflows) return invalid(workflows.error().message);
     // paths filters diff the commits the payload names in the repository (-C); a diff that
     // cannot be made leaves them unapplied (the workflow runs) with a warning.
@@ -264,6 +274,7 @@ int run_command(CommandArgs args) {
     auto temp_path = temp.create();
     if (!temp_path) return invalid(temp_path.error().message);
     settings.temp_root = *temp_path;
+    settings.temp_root_dir = temp.dir();
     jobs::Masker masker;
     for (const auto& [name, value] : settings.secrets) masker.add_secret(value.to_display_string());
     jobs::ConsoleLog log(stdout);

@@ -2,6 +2,7 @@
 // (which serialises them) and wake the loop with SIGUSR1.
 #include "agent/daemon.hpp"
 
+#include <charconv>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "agent/launcher.hpp"
 #include "agent/mirror_upkeep.hpp"
 #include "agent/queue_open.hpp"
+#include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
@@ -161,7 +163,7 @@ private:
     void start(Job job) {
         const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
         std::error_code ec;
-        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
+        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);  // trusted path: the agent's state
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
         if (m_config.persistent_sandbox) {
@@ -202,7 +204,7 @@ private:
     sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
         auto workspace = job_workspace(m_config, job.id);
         std::error_code ec;
-        std::filesystem::create_directories(workspace / "tmp", ec);
+        std::filesystem::create_directories(workspace / "tmp", ec);  // trusted path: made before the job's first step
         if (!ec) workspace = std::filesystem::canonical(workspace, ec);
         if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, workspace.string() + ": " + ec.message());
         SandboxIdentity identity{job.spec.key.repository, job.spec.key.sha, job.id,
@@ -247,11 +249,9 @@ private:
         remove_workspace(id);
     }
 
-    void remove_workspace(std::int64_t id) {
-        std::error_code ec;
-        std::filesystem::remove_all(job_workspace(m_config, id), ec);  // never follows symlinks
-        if (ec) spdlog::warn("job {}: {}", id, ec.message());
-    }
+    // The workspace is the job's steps': removed without following a link they left, closed
+    // directories opened up first (sandbox/safe_access.hpp).
+    void remove_workspace(std::int64_t id) { remove_tree(job_workspace(m_config, id)); }
 
     void force(Running& running, JobState state, std::string reason) {
         if (running.kill_at) return;

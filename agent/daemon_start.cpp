@@ -18,6 +18,7 @@
 #include "agent/http_server.hpp"
 #include "agent/launcher.hpp"
 #include "agent/queue_open.hpp"
+#include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/unix_socket.hpp"
 
@@ -32,16 +33,17 @@ constexpr std::chrono::seconds k_queue_open_backoff_cap{30};
 // Workspaces of jobs no longer running (a previous life's, after recovery).
 void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
     std::error_code ec;
+    // trusted path: the agent's own list of workspaces (each removed without following links)
     for (const auto& entry : std::filesystem::directory_iterator(agent_dir(config) / "work", ec)) {
         const auto name = entry.path().filename().string();
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
         std::int64_t id = 0;
-        if (std::from_chars(name.data(), name.data() + name.size(), id).ec != std::errc()) continue;
+        const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), id);
+        if (parsed != std::errc() || end != name.data() + name.size()) continue;
         auto job = queue.get(id);
         // A pool's job may run on another agent now: only a lease of ours keeps the directory.
         if (job && *job && (*job)->state == JobState::running && (*job)->lease_owner == config.id) continue;
-        std::error_code removed;
-        std::filesystem::remove_all(entry.path(), removed);
+        remove_tree(entry.path());
     }
 }
 
@@ -50,7 +52,11 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
 sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string* where) {
     *where = config.listen;
     if (config.listen.rfind("127.0.0.1:", 0) == 0) {
-        const int port = std::stoi(config.listen.substr(10));
+        int port = -1;
+        const std::string_view digits = std::string_view(config.listen).substr(10);
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+        if (ec != std::errc() || end != digits.data() + digits.size() || port < 0 || port > 65535)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input, "listen: invalid port in '" + config.listen + "'");
         std::uint16_t bound = 0;
         auto listener = listen_loopback(static_cast<std::uint16_t>(port), &bound);
         if (listener) *where = "127.0.0.1:" + std::to_string(bound);
@@ -58,7 +64,7 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string
     }
     const auto path = api_socket_path(config);
     std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
+    std::filesystem::create_directories(path.parent_path(), ec);  // trusted path: the agent's state
     ::chmod(path.parent_path().c_str(), 0700);
     return sandbox::listen_unix(path);
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "agent/units.hpp"
+#include "sandbox/identity.hpp"
 
 namespace agent {
 namespace {
@@ -106,13 +107,18 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
                    "private /tmp tmpfs, bounded by --tmp-size, gone with the run)");
     app.add_option("--memory", options.memory, "memory limit (bytes, 512M, 2G)");
     app.add_option("--pids", options.pids, "process limit");
-    app.add_option("--tmp-size", options.tmp_size, "size of the private /tmp, which also holds the default scratch (default 1G)");
+    app.add_option("--tmp-size", options.tmp_size,
+                   "size of the private /tmp and of /dev/shm; /tmp also holds the default scratch "
+                   "(default 1G each)");
     app.add_option("--toolchain-cache", options.toolchain_cache,
                    "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
     app.add_option("--allow-egress", options.allow_egress,
                    "let the step reach HOST[:PORT] (repeatable); refused (exit 125) where the "
                    "sandbox cannot enforce selective egress, which today is every arm")
         ->allow_extra_args(false);
+    app.add_option("--sandbox-user", options.sandbox_user,
+                   "as root: the unprivileged host UID[:GID] the sandbox runs as, "
+                   "which is given the trees it may write (default 65534:65534; never root)");
     app.add_option("--image", options.image, "container image (--sandbox container)");
     app.add_option("--container-runtime", options.container_runtime,
                    "podman or docker executable (default: podman, then docker, on PATH)");
@@ -165,6 +171,11 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
         auto rule = parse_egress(text);
         if (!rule) return std::unexpected(rule.error());
         policy.egress.push_back(std::move(*rule));
+    }
+    if (!options.sandbox_user.empty()) {
+        auto identity = sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user");
+        if (!identity) return std::unexpected(identity.error());
+        policy.host_identity = *identity;
     }
     policy.image = options.image;
     policy.container_runtime = options.container_runtime;

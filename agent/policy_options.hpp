@@ -30,6 +30,7 @@ struct PolicyOptions {
     std::vector<std::string> allow_egress;  // HOST[:PORT] as typed
     std::string image;
     std::string container_runtime;
+    std::string sandbox_user;  // UID[:GID], numbers; "" = 65534:65534 (as root)
 };
 
 // Adds the policy flags to `app`; CLI11 stores what it parses into `options`, which must

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "jobs/workflow_call.hpp"
+#include "sandbox/safe_access.hpp"
+#include "sandbox/safe_read.hpp"
 
 namespace agent {
 
@@ -16,35 +18,73 @@ sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::
                                                                      const std::string& path) {
     const std::filesystem::path given(path);
     const std::filesystem::path full = given.is_absolute() ? given : base / given;
+    // The repository is a pull request's tree: looked at through its fd, links never followed
+    // (sandbox/safe_access.hpp). A path outside it is the caller's, taken as it is.
+    auto relative = sandbox::relative_beneath(base, full);
+    std::filesystem::path root_path = base;
+    if (!relative) {
+        root_path = full.parent_path();
+        relative = full.filename().string();
+    }
+    const auto missing = [&] { return fail(ErrorKind::invalid_input, "-W " + path + ": no such file or directory"); };
     std::error_code ec;
+    root_path = std::filesystem::weakly_canonical(root_path, ec);  // the caller's path: a link there is theirs
+    auto root = sandbox::SafeDir::open_trusted(root_path, "-W " + path);
+    if (!root) return missing();
     std::vector<std::filesystem::path> out;
-    if (std::filesystem::is_regular_file(full, ec)) {
+    if (*relative != "." && root->open_file(*relative, "-W " + path)) {
         out.push_back(given);
         return out;
     }
-    if (!std::filesystem::is_directory(full, ec))
-        return fail(ErrorKind::invalid_input, "-W " + path + ": no such file or directory");
-    for (const auto& entry : std::filesystem::directory_iterator(full, ec)) {
-        const auto ext = entry.path().extension();
-        if ((ext == ".yml" || ext == ".yaml") && entry.is_regular_file(ec))
-            out.push_back(given / entry.path().filename());
-    }
-    if (ec) return fail(ErrorKind::invalid_input, "-W " + path + ": " + ec.message());
+    auto dir = *relative == "." ? sandbox::SafeDir::open_trusted(root_path, "-W " + path)
+                                : root->open_dir(*relative, "-W " + path);
+    if (!dir) return missing();
+    auto listed = dir->walk([&](const sandbox::WalkEntry& entry) {
+        const auto ext = std::filesystem::path(entry.relative).extension();
+        if ((ext == ".yml" || ext == ".yaml") && entry.kind == sandbox::EntryKind::regular)
+            out.push_back(given / entry.relative);
+        return sandbox::WalkStep::skip;  // the directory itself, not below
+    });
+    if (!listed) return fail(ErrorKind::invalid_input, "-W " + path + ": " + listed.error().message);
     std::ranges::sort(out);
     if (out.empty()) return fail(ErrorKind::invalid_input, "-W " + path + ": no *.yml or *.yaml workflow there");
     return out;
 }
 
+namespace {
+
+constexpr std::uint64_t k_max_workflow_bytes = 4 * 1024 * 1024;
+
+// A workflow file of the repository (a pull request's tree): read through the repository's fd,
+// a regular file beneath it reached without a link (sandbox/safe_access.hpp). An absolute path
+// outside the repository is the caller's own file (-W /some/file.yml), read as it is.
+sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& repository,
+                                                  const std::filesystem::path& file) {
+    const std::filesystem::path full = file.is_absolute() ? file : repository / file;
+    const auto unreadable = [&] { return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file"); };
+    auto relative = sandbox::relative_beneath(repository, full);
+    std::filesystem::path base = repository;
+    if (!relative) {
+        base = full.parent_path();
+        relative = full.filename().string();
+    }
+    std::error_code ec;
+    base = std::filesystem::weakly_canonical(base, ec);  // the caller's path: a link there is theirs
+    auto text = sandbox::read_file_beneath(base, base / *relative, {k_max_workflow_bytes, std::nullopt, -1}, file.string());
+    if (!text) return unreadable();
+    return text;
+}
+
+}  // namespace
+
 sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files) {
+                                                              const std::vector<std::filesystem::path>& files,
+                                                              jobs::Dialect dialect) {
     std::vector<jobs::Workflow> out;
     for (const auto& file : files) {
-        const std::filesystem::path full = file.is_absolute() ? file : repository / file;
-        std::ifstream in(full, std::ios::binary);
-        if (!in) return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file");
-        std::ostringstream text;
-        text << in.rdbuf();
-        auto workflow = jobs::parse_workflow(text.str(), file.lexically_normal().string());
+        auto text = read_workflow_file(repository, file);
+        if (!text) return std::unexpected(text.error());
+        auto workflow = jobs::parse_workflow(*text, file.lexically_normal().string(), dialect);
         if (!workflow) return std::unexpected(workflow.error());
         for (const auto& job : workflow->jobs) {
             if (!job.uses || !job.uses->value.starts_with("./")) continue;
@@ -79,7 +119,7 @@ sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const
 
 sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path) {
     if (path.empty()) return jobs::Value(jobs::Object{});
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary);  // trusted path: -e, the caller's own file
     if (!in) return fail(ErrorKind::invalid_input, "-e " + path.string() + ": cannot read the file");
     std::ostringstream text;
     text << in.rdbuf();

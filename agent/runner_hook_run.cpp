@@ -6,11 +6,12 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 
 #include "agent/runner_hook.hpp"
 #include "agent/random_id.hpp"
 #include "jobs/git_remove.hpp"
+#include "sandbox/identity.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace agent {
 namespace {
@@ -31,18 +32,14 @@ nlohmann::ordered_json mounts_json(const std::vector<HookMount>& mounts) {
     return out;
 }
 
-// Writes next to the destination, then renames: the runner never reads half a response.
+// Writes next to the destination, then renames, through the directory's fd: the runner never
+// reads half a response, and a link planted at either name (the runner's temp directory is
+// bound into its steps) is replaced, never followed.
 sandbox::Expected<void> write_atomically(const std::filesystem::path& path, const std::string& text) {
-    const auto temp = path.string() + ".sandgate-tmp";
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out.flush()) return fail(ErrorKind::permanent, "cannot write response file " + temp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(temp, path, ec);
-    if (ec) return fail(ErrorKind::permanent, "cannot write response file " + path.string() + ": " + ec.message());
-    return {};
+    auto dir = sandbox::SafeDir::open_trusted(path.parent_path().empty() ? "." : path.parent_path(),
+                                              "the response file's directory");
+    if (!dir) return std::unexpected(dir.error());
+    return dir->replace_file(path.filename().string(), text, {0644, std::nullopt}, "the response file");
 }
 
 sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& options) {
@@ -56,9 +53,12 @@ sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& op
     job.id = *id;
     job.scratch = options.state_dir / "hook-jobs" / job.id;
     std::error_code ec;
-    std::filesystem::create_directories(job.scratch, ec);
-    if (ec) return fail(ErrorKind::permanent, "cannot create " + job.scratch.string() + ": " + ec.message());
-    std::filesystem::permissions(job.scratch, std::filesystem::perms::owner_all, ec);
+    std::filesystem::create_directories(job.scratch.parent_path(), ec);  // trusted path: the hook's state
+    if (ec) return fail(ErrorKind::permanent, "cannot create " + job.scratch.parent_path().string() + ": " + ec.message());
+    // The job's scratch (HOME, TMPDIR) is the sandbox's: made for its host identity.
+    auto scratch = sandbox::SafeDir::make_trusted(job.scratch, {0700, sandbox::sandbox_owner(options.policy)},
+                                                  "the job's scratch");
+    if (!scratch) return std::unexpected(scratch.error());
     if (!job.image.empty() && options.policy.mode != sandbox::SandboxMode::container)
         spdlog::warn("job image {} is not pulled: steps run on this machine's userland inside the wrap",
                      job.image);

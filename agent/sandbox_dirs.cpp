@@ -10,34 +10,29 @@
 #include <spdlog/spdlog.h>
 
 #include "sandbox/fd.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace agent {
 
 sandbox::Expected<void> make_private_dir(const std::filesystem::path& dir) {
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    std::filesystem::create_directories(dir, ec);  // trusted path: the agent's own state
     if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, dir.string() + ": " + ec.message());
     if (::chmod(dir.c_str(), 0700) != 0)
         return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("chmod " + dir.string()));
     return {};
 }
 
-// Removes a tree without following symlinks (remove_all unlinks a symlink, never its
-// target); read-only directories left by steps are made writable first.
+// Removes a tree through the safe-access module (sandbox/safe_access.hpp): links unlinked as
+// entries, directories entered only through descriptors opened beneath, owner rwx restored on
+// directories a step closed.
 void remove_tree(const std::filesystem::path& dir) {
-    std::error_code ec;
-    for (auto it = std::filesystem::recursive_directory_iterator(
-             dir, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->symlink_status(ec).type() == std::filesystem::file_type::directory)
-            ::chmod(it->path().c_str(), 0700);
-    }
-    std::filesystem::remove_all(dir, ec);
-    if (ec) spdlog::warn("sandbox: cannot remove {}: {}", dir.string(), ec.message());
+    if (auto removed = sandbox::remove_tree(dir); !removed)
+        spdlog::warn("sandbox: cannot remove {}: {}", dir.string(), removed.error().message);
 }
 
 std::string read_small_file(const std::filesystem::path& path) {
-    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));  // trusted path: /proc/PID files
     std::string text;
     char buffer[4096];
     ssize_t got = 0;
@@ -54,7 +49,8 @@ sandbox::Expected<std::filesystem::path> socket_dir_for(const std::filesystem::p
     auto dir = box_dir / "sock";
     if ((dir / "broker.sock").native().size() <= k_max_socket_path) return dir;
     std::string pattern = std::string(k_short_socket_prefix) + "XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)  // mode 0700
+    // trusted path: a new directory of the host's /tmp, mode 0700
+    if (::mkdtemp(pattern.data()) == nullptr)
         return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
     return std::filesystem::path(pattern);
 }

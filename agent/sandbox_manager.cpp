@@ -1,5 +1,7 @@
 #include "agent/sandbox_manager.hpp"
 
+#include "sandbox/safe_access.hpp"
+
 #include "agent/random_id.hpp"
 
 #include <fcntl.h>
@@ -13,7 +15,6 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <fstream>
 #include <thread>
 
 #include "agent/launcher.hpp"
@@ -227,7 +228,10 @@ void SandboxManager::write_meta(const Sandbox& box) {
     meta["owner_pid"] = ::getpid();
     meta["expires_at_ms"] = box.info.expires_at_ms;
     meta["socket"] = box.socket.string();
-    std::ofstream(box.dir / "meta.json") << meta.dump() << '\n';
+    // Through the directory's fd, renamed into place: never through a link at that name.
+    auto dir = sandbox::SafeDir::open_trusted(box.dir, "the sandbox directory");
+    if (!dir || !dir->replace_file("meta.json", meta.dump() + "\n", {0600, std::nullopt}, "meta.json"))
+        spdlog::warn("sandbox {}: cannot write its meta.json", box.info.id);
 }
 
 // Polls the broker until it answers a ping with our identity, or its run ended.

@@ -1,5 +1,6 @@
 // SandboxManager (sandbox_manager.hpp), continued: reaping the sandboxes of a previous life.
 // Tested with the rest of the manager in tests/test_broker.cpp.
+#include <charconv>
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ std::size_t SandboxManager::reap_stale() {
     const auto root = m_config.state_dir / "sandboxes";
     std::error_code ec;
     std::size_t reaped = 0;
+    // trusted path: the agent's own list of sandboxes (each removed below without following)
     for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
         const auto id = entry.path().filename().string();
         if (find(id) || entry.symlink_status(ec).type() != std::filesystem::file_type::directory)
@@ -51,13 +53,17 @@ std::size_t SandboxManager::reap_stale() {
 // it by its socket path on its command line and kill it.
 void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
     std::error_code ec;
-    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {  // trusted path: /proc
         const auto name = proc.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
         const std::string cmdline = read_small_file(proc.path() / "cmdline");
         if (cmdline.find(std::string("broker") + '\0') != std::string::npos &&
             cmdline.find(socket.string() + '\0') != std::string::npos)
-            ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
+        {
+            pid_t pid = 0;
+            const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), pid);
+            if (parsed == std::errc() && end == name.data() + name.size() && pid > 0) ::kill(pid, SIGKILL);
+        }
     }
 }
 

@@ -21,6 +21,10 @@
 // time there mostly measures how long each wake-up waits for a core. Only the variants that
 // wait for bwrap's pid 1 (sandgate exec and the torn-down raw one) count its CPU, which is
 // most of the sandbox's setup; the CPU ratio compares those two.
+// Two more: `true` with a 2000-file tree as its writable working directory (as root, the walk
+// that gives the writable trees to the sandbox's host identity, sandbox/identity.hpp), and,
+// given another sandgate binary (`bench_wrap ROUNDS /work/main/build/sandgate`, or
+// $SANDGATE_BENCH_BASELINE), both runs by that binary too: this version against an older one.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -190,6 +194,31 @@ std::vector<std::string> raw_bwrap(const std::string& bwrap, const std::string& 
     return argv;
 }
 
+constexpr int k_tree_files = 2000;
+
+// A fresh tree of k_tree_files small files in 20 directories (a small worktree), for runs
+// whose working directory it is.
+std::string make_tree() {
+    char pattern[] = "/tmp/sandgate-bench-wrap-XXXXXX";
+    const char* made = ::mkdtemp(pattern);
+    if (made == nullptr) return "/tmp";
+    const std::filesystem::path root = made;
+    for (int d = 0; d < 20; ++d) {
+        const auto dir = root / ("d" + std::to_string(d));
+        std::filesystem::create_directory(dir);
+        for (int f = 0; f < k_tree_files / 20; ++f) {
+            const int fd = ::open((dir / ("f" + std::to_string(f))).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd >= 0) ::close(fd);
+        }
+    }
+    ::chmod(made, 0755);
+    return root.string();
+}
+
+std::vector<std::string> exec_in_tree(const std::string& sandgate, const std::string& tree) {
+    return {sandgate, "exec", "--sandbox", "bwrap", "--cwd", tree, "--", "true"};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +252,19 @@ int main(int argc, char** argv) {
         gone.name = "raw bwrap, same options, until torn down";
         gone.until_tree_gone = true;
         variants.push_back(std::move(gone));
+    }
+    // The cost of the host identity (as root: the drop, the walk that gives the writable trees
+    // to it, the portal): `true` in a writable tree of k_tree_files files, and, given another
+    // sandgate binary (argv[2] or $SANDGATE_BENCH_BASELINE, e.g. main's), the same two runs by
+    // it in this very run, so that the ratios compare like with like.
+    const auto tree = make_tree();
+    variants.push_back({"sandgate exec bwrap, --cwd tree", exec_in_tree(sandgate, tree), {}, {}, {}, {}});
+    const char* baseline_env = std::getenv("SANDGATE_BENCH_BASELINE");
+    const std::string baseline = argc > 2 ? argv[2] : baseline_env != nullptr ? baseline_env : "";
+    if (!baseline.empty()) {
+        variants.push_back({"baseline exec --sandbox bwrap -- true",
+                            {baseline, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}, {}});
+        variants.push_back({"baseline exec bwrap, --cwd tree", exec_in_tree(baseline, tree), {}, {}, {}, {}});
     }
     const auto firejail = sandbox::find_on_path("firejail", sandbox::host_path_list());
     if (firejail)
@@ -280,9 +322,24 @@ int main(int argc, char** argv) {
         std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path; CPU %.2fx)\n",
                     in_process / same,
                     med("sandbox::run in-process, bwrap, true", true) / med("raw bwrap, sandgate's options", true));
+    const double in_tree = med("sandgate exec bwrap, --cwd tree");
+    if (in_tree > 0)
+        std::printf("  sandgate bwrap in a %d-file tree / in cwd  %6.2fx  (%+.2f ms: the walk giving it away)\n",
+                    k_tree_files, in_tree / wrap, in_tree - wrap);
+    if (const double old_wrap = med("baseline exec --sandbox bwrap"); old_wrap > 0) {
+        std::printf("  sandgate bwrap / baseline binary's       %6.2fx  (%+.2f ms; CPU %.2fx)\n", wrap / old_wrap,
+                    wrap - old_wrap, med("sandgate exec --sandbox bwrap", true) / med("baseline exec --sandbox bwrap", true));
+        if (const double old_tree = med("baseline exec bwrap, --cwd tree"); old_tree > 0 && in_tree > 0)
+            std::printf("  the same in a %d-file tree               %6.2fx  (%+.2f ms)\n", k_tree_files,
+                        in_tree / old_tree, in_tree - old_tree);
+    } else {
+        std::printf("  baseline binary: none (bench_wrap ROUNDS /path/to/other/sandgate)\n");
+    }
     if (const double firejail_ms = med("firejail"); firejail_ms > 0)
         std::printf("  sandgate bwrap / firejail                %6.2fx\n", wrap / firejail_ms);
     else
         std::printf("  firejail: not installed (or fails here)\n");
+    std::error_code ec;
+    if (tree != "/tmp") std::filesystem::remove_all(tree, ec);
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "jobs/checkout.hpp"
 
+#include "sandbox/safe_access.hpp"
+
 namespace jobs {
 
 DirectoryWorkspace::DirectoryWorkspace(std::filesystem::path repository, std::string name)
@@ -30,19 +32,25 @@ sandbox::Expected<std::string> DirectoryWorkspace::checkout(const std::filesyste
     if (relative.empty() || *relative.begin() == "..")
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "actions/checkout path '" + request.path + "' leaves the workspace");
-    std::error_code ec;
-    std::filesystem::create_directories(target, ec);
-    if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, "cannot create " + target.string() + ": " + ec.message());
-    for (const auto& entry : std::filesystem::directory_iterator(m_repository, ec)) {
-        // Never copy the checkout target into itself.
-        if (target.string().starts_with(entry.path().string())) continue;
-        std::filesystem::copy(entry.path(), target / entry.path().filename(),
-                              std::filesystem::copy_options::recursive |
-                                  std::filesystem::copy_options::copy_symlinks |
-                                  std::filesystem::copy_options::overwrite_existing,
-                              ec);
-        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, "checkout copy of " + entry.path().string() + ": " + ec.message());
-    }
+    // The workspace is the steps' (earlier ones may have run): the copy goes through
+    // descriptors opened beneath it, into a fresh directory, links copied as links and never
+    // followed on either side (sandbox/safe_access.hpp).
+    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
+    auto source = sandbox::SafeDir::open_trusted(m_repository, "the repository");
+    if (!root) return std::unexpected(root.error());
+    if (!source) return std::unexpected(source.error());
+    const std::string into = relative.generic_string();
+    if (auto cleared = root->remove(into, "actions/checkout path '" + request.path + "'"); !cleared)
+        return std::unexpected(cleared.error());
+    auto dest = root->make_dirs(into, {0755, std::nullopt}, "actions/checkout path '" + request.path + "'");
+    if (!dest) return std::unexpected(dest.error());
+    // Never copy the checkout target into itself.
+    const auto inside = sandbox::relative_beneath(m_repository, target);
+    std::vector<std::string> skip;
+    if (inside) skip.push_back(std::filesystem::path(*inside).begin()->string());
+    if (auto copied = sandbox::copy_tree(*source, *dest, std::nullopt, skip); !copied)
+        return sandbox::fail(sandbox::ErrorKind::permanent, "checkout copy of " + m_repository.string() + ": " +
+                                                                copied.error().message);
     return "copied the repository " + m_repository.string() + " to " + target.string();
 }
 

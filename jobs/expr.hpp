@@ -17,6 +17,7 @@
 // or exits. Evaluation is bounded: 21000 characters of expression, depth 50, and about 1 MiB
 // of intermediate strings (GitHub's limits).
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "jobs/value.hpp"
+#include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 
 namespace jobs {
@@ -76,6 +78,10 @@ struct EvalContext {
     RunStatus status = RunStatus::success;
     // Where hashFiles globs (GITHUB_WORKSPACE). Unset: hashFiles fails at evaluation.
     std::optional<std::filesystem::path> workspace;
+    // Bounds on hashFiles (a step's workspace is hostile: a 1 TiB sparse file, a huge tree):
+    // past the deadline, or once the token fires, it fails (the step's timeout, SIGTERM).
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    const sandbox::CancelToken* cancel = nullptr;
     // Overrides the built-in hashFiles (for callers that hash elsewhere, e.g. inside the
     // wrap). Receives the patterns as given; returns the hex digest or "".
     std::function<sandbox::Expected<std::string>(std::span<const std::string>)> hash_files;
@@ -142,6 +148,35 @@ ExprExpected<void> check_template(std::string_view text, std::span<const std::st
 ExprExpected<void> check_condition(std::string_view if_text, std::span<const std::string> context_names,
                                    FunctionSet functions);
 
+// A function an allowed context adds, as GitHub's schemas write it (`hashFiles(1,255)`,
+// `failure(0,MAX)`): the name and the number of arguments it takes.
+struct FunctionSignature {
+    std::string name;
+    std::size_t min_args = 0;
+    std::size_t max_args = 0;
+};
+
+// What an expression may name where the schema puts it: the named values (contexts) and,
+// besides the core functions (contains, startsWith, endsWith, format, join, toJSON,
+// fromJSON, case), the functions with their arities. A schema `context` list splits into
+// these with split_allowed_context().
+struct AllowedContext {
+    std::vector<std::string> names;
+    std::vector<FunctionSignature> functions;
+};
+
+// GitHub's splitAllowedContext (workflow-parser templates/allowed-context.ts): entries of the
+// form `name(min,max)` (max may be MAX) are functions, the others named values.
+AllowedContext split_allowed_context(std::span<const std::string_view> context);
+
+// GitHub's validateExpression: lexes and parses `expression` (no `${{ }}` wrapper) against
+// `allowed`, without evaluating it. The errors are the parser's, of phase lexing or parsing.
+ExprExpected<void> validate_expression(std::string_view expression, const AllowedContext& allowed);
+
+// True when the parsed expression calls success(), failure(), always() or cancelled()
+// (GitHub's ensureStatusFunction). False when it does not parse.
+bool calls_status_function(std::string_view expression, const AllowedContext& allowed);
+
 // True when `text` contains a `${{`.
 bool has_expression(std::string_view text);
 
@@ -150,7 +185,14 @@ bool has_expression(std::string_view text);
 // dot files included, `!pattern` excluding, a matched directory standing for everything
 // below it. Matching regular files, sorted by path, outside the workspace ignored; the result
 // is the hex sha256 of the concatenated sha256 digests of their contents, "" when none match.
+// Only regular files count: symlinks, to files or directories, are neither followed nor hashed
+// (the workspace is a step's: sandbox/safe_access.hpp). ErrorKind::timeout once `limits`'
+// deadline passes or its token fires.
+struct HashLimits {
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    const sandbox::CancelToken* cancel = nullptr;
+};
 sandbox::Expected<std::string> hash_files(const std::filesystem::path& workspace,
-                                          std::span<const std::string> patterns);
+                                          std::span<const std::string> patterns, const HashLimits& limits = {});
 
 }  // namespace jobs

@@ -1,16 +1,21 @@
 // hashFiles(): the algorithm of actions/runner's hashFiles (sha256 over the sha256 digests
 // of the matched files) with @actions/glob's pattern rules, matched with fnmatch(3) one path
-// segment at a time and `**` spanning segments.
+// segment at a time and `**` spanning segments. The workspace is a step's: it is walked and
+// read only through sandbox/safe_access.hpp (regular files, no links followed), within the
+// step's time and cancellable.
 #include <fnmatch.h>
 #include <openssl/evp.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
-#include <fstream>
+#include <cerrno>
 #include <memory>
 #include <system_error>
 
 #include "jobs/expr.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace jobs {
 namespace {
@@ -75,22 +80,44 @@ bool selected(const std::vector<Pattern>& patterns, std::span<const std::string>
     return included;
 }
 
+// ErrorKind::timeout once the deadline passed or the token fired.
+std::optional<sandbox::Error> expired(const HashLimits& limits) {
+    if (limits.cancel != nullptr && limits.cancel->cancelled())
+        return sandbox::Error{sandbox::ErrorKind::timeout, "hashFiles: cancelled"};
+    if (limits.deadline && std::chrono::steady_clock::now() >= *limits.deadline)
+        return sandbox::Error{sandbox::ErrorKind::timeout, "hashFiles: the step's time ran out"};
+    return std::nullopt;
+}
+
+// A timeout of the walk or a read is said as hashFiles' own.
+sandbox::Error hash_error(const sandbox::Error& error) {
+    if (error.kind != sandbox::ErrorKind::timeout) return error;
+    return {error.kind, error.message.find("cancelled") != std::string::npos ? "hashFiles: cancelled"
+                                                                             : "hashFiles: the step's time ran out"};
+}
+
 using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 using Digest = std::array<unsigned char, 32>;
 
-sandbox::Expected<Digest> sha256_file(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::permanent, "cannot read " + file.string());
+// The digest of one regular file beneath the workspace, read through the workspace's fd in
+// chunks, the limits checked between them.
+sandbox::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const std::string& relative,
+                                      const HashLimits& limits) {
+    auto fd = workspace.open_file(relative, "hashFiles: " + relative);
+    if (!fd) return std::unexpected(fd.error());
     DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
     if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
         return sandbox::fail(sandbox::ErrorKind::permanent, "sha256 unavailable");
     }
     std::array<char, 65536> buffer{};
-    while (in) {
-        in.read(buffer.data(), buffer.size());
-        if (in.gcount() > 0) EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(in.gcount()));
+    for (;;) {
+        if (auto stop = expired(limits)) return std::unexpected(*stop);
+        const ssize_t got = ::read(fd->get(), buffer.data(), buffer.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return sandbox::fail(sandbox::ErrorKind::permanent, "hashFiles: cannot read " + relative);
+        if (got == 0) break;
+        EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(got));
     }
-    if (in.bad()) return sandbox::fail(sandbox::ErrorKind::permanent, "cannot read " + file.string());
     Digest digest{};
     EVP_DigestFinal_ex(context.get(), digest.data(), nullptr);
     return digest;
@@ -106,31 +133,34 @@ std::string to_hex(const unsigned char* bytes, std::size_t size) {
     return out;
 }
 
-// Regular files (symlinks to files count; symlinked directories are not entered) under
-// `workspace` selected by `patterns`.
-sandbox::Expected<std::vector<fs::path>> matching_files(const fs::path& workspace,
-                                                        const std::vector<Pattern>& patterns) {
-    std::vector<fs::path> files;
-    std::error_code ec;
-    fs::recursive_directory_iterator it(workspace, fs::directory_options::skip_permission_denied, ec);
-    if (ec) return sandbox::fail(sandbox::ErrorKind::invalid_input, "cannot read workspace " + workspace.string() + ": " + ec.message());
-    for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
-        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, "cannot walk " + workspace.string() + ": " + ec.message());
-        std::error_code status_ec;
-        if (!it->is_regular_file(status_ec)) continue;  // follows a symlink; dirs and dangling links skip
-        const auto segments = split_segments(it->path().lexically_relative(workspace));
-        if (selected(patterns, segments)) files.push_back(it->path());
-    }
+// Regular files under `workspace` selected by `patterns`, walked through its fd: symlinks (to
+// files or directories), FIFOs and devices are neither followed nor hashed.
+sandbox::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDir& workspace,
+                                                           const std::vector<Pattern>& patterns,
+                                                           const HashLimits& limits) {
+    std::vector<std::string> files;
+    const sandbox::ReadLimits walk_limits{0, limits.deadline, limits.cancel != nullptr ? limits.cancel->fd() : -1};
+    auto walked = workspace.walk(
+        [&](const sandbox::WalkEntry& entry) {
+            if (entry.kind == sandbox::EntryKind::regular &&
+                selected(patterns, split_segments(fs::path(entry.relative))))
+                files.push_back(entry.relative);
+            return sandbox::WalkStep::descend;
+        },
+        walk_limits);
+    if (!walked) return std::unexpected(hash_error(walked.error()));
     std::sort(files.begin(), files.end());
     return files;
 }
 
 }  // namespace
 
-sandbox::Expected<std::string> hash_files(const fs::path& workspace_in, std::span<const std::string> arguments) {
+sandbox::Expected<std::string> hash_files(const fs::path& workspace_in, std::span<const std::string> arguments,
+                                          const HashLimits& limits) {
     std::error_code ec;
     const fs::path workspace = fs::absolute(workspace_in, ec).lexically_normal();
-    if (ec || !fs::is_directory(workspace, ec)) {
+    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
+    if (ec || !root) {
         return sandbox::fail(sandbox::ErrorKind::invalid_input, "workspace is not a directory: " + workspace_in.string());
     }
     std::vector<Pattern> patterns;
@@ -143,7 +173,7 @@ sandbox::Expected<std::string> hash_files(const fs::path& workspace_in, std::spa
             rest.remove_prefix(newline + 1);
         }
     }
-    auto files = matching_files(workspace, patterns);
+    auto files = matching_files(*root, patterns, limits);
     if (!files) return std::unexpected(files.error());
     if (files->empty()) return std::string();
     DigestContext total(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
@@ -151,8 +181,8 @@ sandbox::Expected<std::string> hash_files(const fs::path& workspace_in, std::spa
         return sandbox::fail(sandbox::ErrorKind::permanent, "sha256 unavailable");
     }
     for (const auto& file : *files) {
-        auto digest = sha256_file(file);
-        if (!digest) return std::unexpected(digest.error());
+        auto digest = sha256_file(*root, file, limits);
+        if (!digest) return std::unexpected(hash_error(digest.error()));
         EVP_DigestUpdate(total.get(), digest->data(), digest->size());
     }
     Digest result{};

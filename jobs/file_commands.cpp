@@ -1,14 +1,11 @@
 #include "jobs/file_commands.hpp"
 
-#include <fcntl.h>
+#include <sys/stat.h>
 
-#include <array>
-#include <unistd.h>
-
-#include <cerrno>
 #include <random>
 #include <system_error>
 
+#include "jobs/yaml_tree.hpp"
 #include "sandbox/fd.hpp"
 
 namespace jobs {
@@ -31,12 +28,6 @@ std::string random_suffix() {
         for (int j = 0; j < 8; ++j, word >>= 4) out += k_hex[word & 0xF];
     }
     return out;
-}
-
-sandbox::Expected<void> create_empty(const std::filesystem::path& path) {
-    sandbox::Fd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666));
-    if (!fd) return fail(ErrorKind::permanent, sandbox::errno_message("create " + path.string()));
-    return {};
 }
 
 // One line of `text` from `index`: the content without its line ending, and the ending's
@@ -67,89 +58,120 @@ std::optional<Line> read_line(std::string_view text, std::size_t& index) {
 
 std::unexpected<sandbox::Error> parse_error(std::string_view label, std::size_t line,
                                             std::string_view message) {
+    // One printable line, whatever bytes the file holds (yaml_tree.hpp's one_line).
     return fail(ErrorKind::invalid_input,
-                std::string(label) + ":" + std::to_string(line) + ": " + std::string(message));
+                std::string(label) + ":" + std::to_string(line) + ": " + one_line(message));
 }
 
-sandbox::Expected<std::optional<std::string>> read_text(const std::filesystem::path& path) {
-    sandbox::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) {
-        if (errno == ENOENT) return std::optional<std::string>();
-        return fail(ErrorKind::permanent, sandbox::errno_message("open " + path.string()));
-    }
-    std::string text;
-    std::array<char, 65536> buffer{};
-    for (;;) {
-        const auto got = ::read(fd.get(), buffer.data(), buffer.size());
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return fail(ErrorKind::permanent, sandbox::errno_message("read " + path.string()));
-        if (got == 0) break;
-        text.append(buffer.data(), static_cast<std::size_t>(got));
-    }
-    return std::optional<std::string>(std::move(text));
+// The file's label in refusals: the variable the step knows it by.
+struct FileSlot {
+    const char* prefix;    // the file's name before the suffix
+    const char* variable;  // "GITHUB_ENV"
+};
+constexpr FileSlot k_slots[] = {{"set_env_", "GITHUB_ENV"},
+                                {"set_output_", "GITHUB_OUTPUT"},
+                                {"add_path_", "GITHUB_PATH"},
+                                {"save_state_", "GITHUB_STATE"},
+                                {"step_summary_", "GITHUB_STEP_SUMMARY"}};
+
+Annotation error_annotation(std::string message) {
+    return {AnnotationLevel::error, std::move(message), {}, {}, {}, {}, {}, {}, {}};
 }
 
-void read_pairs(const std::filesystem::path& path, std::string_view label, NamedValues& into,
-                FileCommandResults& results) {
-    auto text = read_text(path);
+// The text of one file (nullopt when missing); a refusal is recorded as the step's failure.
+std::optional<std::string> read_text(const sandbox::SafeDir& dir, const std::string& name,
+                                     std::string_view variable, std::size_t cap, FileCommandResults& results) {
+    const sandbox::ReadLimits limits{cap, std::nullopt, -1};
+    auto text = dir.read_file_if_present(name, limits, "$" + std::string(variable));
     if (!text) {
+        results.annotations.push_back(error_annotation(text.error().message));
         results.failures.push_back(text.error().message);
-        return;
+        return std::nullopt;
     }
-    if (!*text) return;
-    auto pairs = parse_key_value_text(**text, label);
+    return std::move(*text);
+}
+
+void read_pairs(const sandbox::SafeDir& dir, const std::string& name, std::string_view label,
+                NamedValues& into, FileCommandResults& results) {
+    auto text = read_text(dir, name, label, k_max_file_command_bytes, results);
+    if (!text) return;
+    auto pairs = parse_key_value_text(*text, label);
     if (!pairs) {
-        results.annotations.push_back({AnnotationLevel::error,
-                                       "Unable to process file command '" + std::string(label) +
-                                           "' successfully.",
-                                       {}, {}, {}, {}, {}, {}, {}});
         results.annotations.push_back(
-            {AnnotationLevel::error, pairs.error().message, {}, {}, {}, {}, {}, {}, {}});
+            error_annotation("Unable to process file command '" + std::string(label) + "' successfully."));
+        results.annotations.push_back(error_annotation(pairs.error().message));
         results.failures.push_back(pairs.error().message);
         return;
     }
     into = std::move(*pairs);
 }
 
-void read_summary(const std::filesystem::path& path, FileCommandResults& results) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec || size == 0) return;
+void read_summary(const sandbox::SafeDir& dir, const std::string& name, FileCommandResults& results) {
+    struct stat st {};
+    auto fd = dir.open_file_if_present(name, "$GITHUB_STEP_SUMMARY", &st);
+    if (!fd) {
+        results.annotations.push_back(error_annotation(fd.error().message));
+        results.failures.push_back(fd.error().message);
+        return;
+    }
+    if (!*fd) return;
+    const auto size = static_cast<std::uintmax_t>(st.st_size);
+    if (size == 0) return;
     if (size > k_max_summary_bytes) {
         std::string message(k_summary_too_large);
         message.replace(message.find("{}"), 2, std::to_string(k_max_summary_bytes / 1024));
         message.replace(message.find("{}"), 2, std::to_string(size / 1024));
-        results.annotations.push_back({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}, {}});
+        results.annotations.push_back(error_annotation(message));
         return;
     }
-    auto text = read_text(path);
-    if (text && *text) results.summary = std::move(**text);
+    auto text = sandbox::read_all(**fd, {k_max_summary_bytes, std::nullopt, -1}, "$GITHUB_STEP_SUMMARY");
+    if (text) results.summary = std::move(*text);
 }
 
 }  // namespace
 
-sandbox::Expected<FileCommandPaths> create_file_commands(const std::filesystem::path& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return fail(ErrorKind::permanent, "create " + dir.string() + ": " + ec.message());
-    const auto suffix = random_suffix();
-    FileCommandPaths paths{dir / ("set_env_" + suffix), dir / ("set_output_" + suffix),
-                           dir / ("add_path_" + suffix), dir / ("save_state_" + suffix),
-                           dir / ("step_summary_" + suffix)};
-    for (const auto* file : {&paths.env, &paths.output, &paths.path, &paths.state, &paths.summary}) {
-        if (auto made = create_empty(*file); !made) {
-            remove_file_commands(paths);
-            return std::unexpected(made.error());
-        }
+sandbox::Expected<FileCommandFiles> FileCommandFiles::create(const sandbox::SafeDir& root, std::string_view relative,
+                                                              const sandbox::CreateOptions& options) {
+    auto dir = root.make_dirs(relative, {0755, options.owner}, "the file-command directory");
+    if (!dir) return std::unexpected(dir.error());
+    FileCommandFiles files;
+    files.m_suffix = random_suffix();
+    const auto& base = dir->path();
+    files.m_paths = {base / (k_slots[0].prefix + files.m_suffix), base / (k_slots[1].prefix + files.m_suffix),
+                     base / (k_slots[2].prefix + files.m_suffix), base / (k_slots[3].prefix + files.m_suffix),
+                     base / (k_slots[4].prefix + files.m_suffix)};
+    files.m_dir = std::move(*dir);
+    for (const auto& slot : k_slots) {
+        auto made = files.m_dir.create_file(slot.prefix + files.m_suffix, {}, options, "$" + std::string(slot.variable));
+        if (!made) return std::unexpected(made.error());  // the destructor removes the others
     }
-    return paths;
+    return files;
 }
 
-void remove_file_commands(const FileCommandPaths& paths) {
-    std::error_code ec;
-    for (const auto* file : {&paths.env, &paths.output, &paths.path, &paths.state, &paths.summary}) {
-        if (!file->empty()) std::filesystem::remove(*file, ec);
-    }
+FileCommandFiles::~FileCommandFiles() { remove(); }
+
+void FileCommandFiles::remove() {
+    if (!m_dir) return;
+    for (const auto& slot : k_slots) (void)m_dir.remove(slot.prefix + m_suffix, slot.variable);
+    m_dir = sandbox::SafeDir();
+}
+
+FileCommandResults FileCommandFiles::read() const {
+    FileCommandResults results;
+    if (!m_dir) return results;
+    read_pairs(m_dir, k_slots[0].prefix + m_suffix, "GITHUB_ENV", results.env, results);
+    std::erase_if(results.env, [&](const auto& pair) {
+        if (pair.first != "NODE_OPTIONS") return false;
+        results.annotations.push_back(
+            error_annotation("Can't store NODE_OPTIONS output parameter using '$GITHUB_ENV' command."));
+        return true;
+    });
+    read_pairs(m_dir, k_slots[1].prefix + m_suffix, "GITHUB_OUTPUT", results.outputs, results);
+    read_pairs(m_dir, k_slots[3].prefix + m_suffix, "GITHUB_STATE", results.state, results);
+    if (auto text = read_text(m_dir, k_slots[2].prefix + m_suffix, "GITHUB_PATH", k_max_file_command_bytes, results))
+        results.path = parse_path_text(*text);
+    read_summary(m_dir, k_slots[4].prefix + m_suffix, results);
+    return results;
 }
 
 sandbox::Environment file_command_environment(const FileCommandPaths& paths) {
@@ -217,28 +239,6 @@ std::vector<std::string> parse_path_text(std::string_view text) {
         if (!line->content.empty()) dirs.emplace_back(line->content);
     }
     return dirs;
-}
-
-FileCommandResults read_file_commands(const FileCommandPaths& paths) {
-    FileCommandResults results;
-    read_pairs(paths.env, "GITHUB_ENV", results.env, results);
-    std::erase_if(results.env, [&](const auto& pair) {
-        if (pair.first != "NODE_OPTIONS") return false;
-        results.annotations.push_back({AnnotationLevel::error,
-                                       "Can't store NODE_OPTIONS output parameter using "
-                                       "'$GITHUB_ENV' command.",
-                                       {}, {}, {}, {}, {}, {}, {}});
-        return true;
-    });
-    read_pairs(paths.output, "GITHUB_OUTPUT", results.outputs, results);
-    read_pairs(paths.state, "GITHUB_STATE", results.state, results);
-    if (auto text = read_text(paths.path); !text) {
-        results.failures.push_back(text.error().message);
-    } else if (*text) {
-        results.path = parse_path_text(**text);
-    }
-    read_summary(paths.summary, results);
-    return results;
 }
 
 void PathPrepends::add(const std::string& dir) {

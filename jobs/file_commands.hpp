@@ -26,6 +26,7 @@
 #include "jobs/workflow_commands.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace jobs {
 
@@ -38,11 +39,6 @@ struct FileCommandPaths {
     std::filesystem::path state;    // GITHUB_STATE
     std::filesystem::path summary;  // GITHUB_STEP_SUMMARY
 };
-
-// Creates `dir` (if missing) and five new empty files in it with a unique suffix. The caller
-// owns them; remove_file_commands() deletes them.
-sandbox::Expected<FileCommandPaths> create_file_commands(const std::filesystem::path& dir);
-void remove_file_commands(const FileCommandPaths& paths);
 
 // GITHUB_ENV=..., GITHUB_OUTPUT=..., GITHUB_PATH=..., GITHUB_STATE=..., GITHUB_STEP_SUMMARY=...
 sandbox::Environment file_command_environment(const FileCommandPaths& paths);
@@ -65,9 +61,40 @@ struct FileCommandResults {
     std::vector<std::string> failures;    // errors that fail the step
 };
 
-// Reads and parses all five files. A missing file counts as empty. NODE_OPTIONS written to
-// GITHUB_ENV is refused with the runner's error annotation.
-FileCommandResults read_file_commands(const FileCommandPaths& paths);
+// Files a step writes are read with a byte cap each (beyond it the step fails, the file is not
+// read): the summary's is GitHub's, the others' this.
+inline constexpr std::size_t k_max_file_command_bytes = 16 * 1024 * 1024;
+
+// The five files of one step, in a directory the trusted side opened itself (safe_access.hpp):
+// created fresh (O_EXCL) through its fd before the step, read through it afterwards (regular
+// files only, within the caps; a symlink, FIFO, device or directory planted in a file's place
+// fails the step with "$GITHUB_ENV is not a regular file"), removed through it at the end.
+// A directory swapped for another after the step started changes nothing: the fd still names
+// the one created. Move-only; the destructor removes the files.
+class FileCommandFiles {
+public:
+    // Creates the directory `relative` beneath `root` when missing (an existing one must be a
+    // real directory) and five new empty files in it with a unique suffix; `options` gives
+    // their mode and owner (the sandbox's host identity, which must write them).
+    static sandbox::Expected<FileCommandFiles> create(const sandbox::SafeDir& root, std::string_view relative,
+                                                      const sandbox::CreateOptions& options);
+    FileCommandFiles(FileCommandFiles&&) noexcept = default;
+    FileCommandFiles& operator=(FileCommandFiles&&) noexcept = default;
+    ~FileCommandFiles();
+
+    const FileCommandPaths& paths() const { return m_paths; }
+    // Reads and parses all five files. A missing file counts as empty. NODE_OPTIONS written to
+    // GITHUB_ENV is refused with the runner's error annotation.
+    FileCommandResults read() const;
+    // Removes the five files (through the directory fd); idempotent.
+    void remove();
+
+private:
+    FileCommandFiles() = default;
+    sandbox::SafeDir m_dir;
+    FileCommandPaths m_paths;
+    std::string m_suffix;
+};
 
 // The runner's PrependPath list: add() moves an existing entry to the end; the PATH a step
 // sees is the entries newest first, then the base PATH.

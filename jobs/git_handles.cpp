@@ -6,7 +6,14 @@ namespace jobs {
 
 void ensure_libgit2() {
     static std::once_flag once;
-    std::call_once(once, [] { git_libgit2_init(); });
+    std::call_once(once, [] {
+        git_libgit2_init();
+        // The repositories opened here are sandgate's own (its mirrors, the worktrees it leases
+        // and gives to the sandbox's host identity, a `-C` directory it was pointed at): the
+        // owner check would refuse the worktrees after their first step, and protects nothing
+        // the trusted side relies on (libgit2 runs no hooks or fsmonitor).
+        git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+    });
 }
 
 std::string git_error_text(std::string_view what, int code) {

@@ -107,6 +107,7 @@ sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& r
     remove_leftovers(dir, name);
     std::string tmp = (dir / (name + ".tmp-XXXXXX")).string();
     if (::mkdtemp(tmp.data()) == nullptr) return io_fail("mkdtemp " + tmp);
+    ::chmod(tmp.c_str(), 0755);  // readable by the sandbox's host identity (see prepare)
     auto created = [&]() -> sandbox::Expected<void> {
         git_repository* raw = nullptr;
         if (int rc = git_repository_init(&raw, tmp.c_str(), 1); rc != 0)
@@ -166,6 +167,12 @@ sandbox::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& m
         spdlog::warn("mirror {}: {}", layout.scope.string(), used.error().message);
     if (auto adopted = adopt_legacy_mirror(layout); !adopted)
         spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(), adopted.error().message);
+    // The mirror is bound read-only into the sandboxes of its repository's jobs, which run as an
+    // unprivileged host uid when sandgate is root (sandbox/identity.hpp): its own directory must
+    // be readable by anyone who reaches it (mkdtemp made it 0700, as it did for older mirrors).
+    // The state dir (0700) still keeps other host users out; the sandbox gets the mirror bound
+    // through the portal (sandbox/wrap_bwrap.cpp).
+    ::chmod(layout.gitdir.c_str(), 0755);
     return lock;
 }
 

@@ -1,11 +1,13 @@
 #include "jobs/git_provider.hpp"
 
+#include <charconv>
 #include <sys/stat.h>
 
 #include <algorithm>
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace jobs {
 namespace {
@@ -28,12 +30,28 @@ sandbox::Expected<fs::path> target_path(const fs::path& workspace, const std::st
 }
 
 // Empties `target` (a previous checkout there, as actions/checkout's clean) and recreates it.
-sandbox::Expected<void> fresh_dir(const fs::path& target) {
-    if (auto removed = remove_tree(target); !removed) return removed;
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    if (::mkdir(target.c_str(), 0755) != 0)
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + target.string()));
+// The workspace itself is removed through its parent, the trusted side's. A `path:` below it
+// is the steps' (earlier steps of the leg wrote there): removed and made again beneath the
+// workspace's fd, so a link a step left on the way (`sub -> /etc` for `path: sub/x`) fails
+// the step instead of leading the removal or the checkout out (sandbox/safe_access.hpp).
+// libgit2 then writes by path into a directory each component of which was just found or
+// made a real one; no step of the leg runs meanwhile.
+sandbox::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& target) {
+    const auto relative = target.lexically_relative(workspace).generic_string();
+    if (relative.empty() || relative == "." || relative == "./") {
+        if (auto removed = remove_tree(target); !removed) return removed;
+        std::error_code ec;
+        fs::create_directories(target.parent_path(), ec);  // trusted path: the workspace's parent is sandgate's
+        if (::mkdir(target.c_str(), 0755) != 0)
+            return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + target.string()));
+        return {};
+    }
+    const std::string label = "actions/checkout path '" + relative + "'";
+    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
+    if (!root) return std::unexpected(root.error());
+    if (auto removed = root->remove(relative, label); !removed) return removed;
+    auto made = root->make_dirs(relative, {0755, std::nullopt}, label);
+    if (!made) return std::unexpected(made.error());
     return {};
 }
 
@@ -43,7 +61,9 @@ sandbox::Expected<unsigned> parse_fetch_depth(const std::string& text) {
     if (text.empty()) return 1u;
     if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
         return sandbox::fail(ErrorKind::invalid_input, "actions/checkout fetch-depth '" + text + "' is not a number");
-    return static_cast<unsigned>(std::stoul(text));
+    unsigned depth = 0;
+    std::from_chars(text.data(), text.data() + text.size(), depth);  // nine digits at most: fits
+    return depth;
 }
 
 sandbox::Expected<SubmoduleMode> parse_submodules(const std::string& text) {
@@ -109,7 +129,7 @@ sandbox::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
     if (!target) return std::unexpected(target.error());
     auto sha = resolve_ref(request.ref);
     if (!sha) return std::unexpected(sha.error());
-    if (auto fresh = fresh_dir(*target); !fresh) return std::unexpected(fresh.error());
+    if (auto fresh = fresh_dir(workspace, *target); !fresh) return std::unexpected(fresh.error());
     GitCheckoutRequest git;
     git.source = MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token, ""};
     git.path = *target;

@@ -114,12 +114,16 @@ public:
     JobReport m_report;
     std::string m_label;  // job label for logs
     std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
+    // temp_root, opened before the first step (RunSettings::temp_root_dir, or here by path).
+    std::shared_ptr<const sandbox::SafeDir> m_temp_root;
 };
 
 // The environment of a step as Text values evaluated: `env` (mapping or expression).
 ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalContext& context);
 // Sets name=value in an Environment (replacing in place).
 void set_env(sandbox::Environment& env, const std::string& name, const std::string& value);
+// set_env for each of `more`, in linear time however many there are.
+void merge_env(sandbox::Environment& env, const sandbox::Environment& more);
 Object env_object(const sandbox::Environment& env);
 
 }  // namespace jobs::detail

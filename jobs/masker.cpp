@@ -67,6 +67,44 @@ std::string base64_stable_prefix(std::string_view value) {
     return out;
 }
 
+// Replaces each `from` byte of `value` by `to`.
+std::string replaced(std::string_view value, char from, std::string_view to) {
+    std::string out;
+    for (const char c : value) {
+        if (c == from) out += to;
+        else out += c;
+    }
+    return out;
+}
+
+// SecurityElement.Escape, the runner's XmlDataEscape.
+std::string xml_escape(std::string_view value) {
+    std::string out;
+    for (const char c : value) {
+        switch (c) {
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            case '&': out += "&amp;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+// The value as a shell prints it quoted: bash's `printf %q` (a backslash before each byte the
+// shell would take specially); single-quoting (`set -x`, `'...'`) changes only `'` (see below).
+std::string shell_backslash_escape(std::string_view value) {
+    static constexpr std::string_view k_special = " \t\n!\"#$&'()*,;<=>?[\\]^`{|}~";
+    std::string out;
+    for (const char c : value) {
+        if (k_special.find(c) != std::string_view::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
 std::string url_escape(std::string_view value) {
     static constexpr char k_hex[] = "0123456789ABCDEF";
     std::string out;
@@ -105,6 +143,28 @@ std::uint32_t pair_key(unsigned char first, unsigned char second) {
     return (static_cast<std::uint32_t>(first) << 8) | second;
 }
 
+// The encodings a secret is registered in besides itself, as the runner's ValueEncoders
+// (Runner.Common/HostContext.cs registers them): base64 at each of the three alignments the
+// secret can have inside a longer blob (Base64StringEscape, ...Shift1, ...Shift2: `user:` in
+// Basic auth puts it at any), each without the characters that depend on what surrounds it;
+// CommandLineArgumentEscape, ExpressionStringEscape, JsonStringEscape, UriDataEscape,
+// XmlDataEscape, TrimDoubleQuotes; and the shell's quoted forms.
+std::vector<std::string> encodings(const std::string& value) {
+    std::vector<std::string> out;
+    out.push_back(base64_stable_prefix(value));
+    if (value.size() > 1) out.push_back(base64_stable_prefix(std::string_view(value).substr(1)));
+    if (value.size() > 2) out.push_back(base64_stable_prefix(std::string_view(value).substr(2)));
+    out.push_back(replaced(value, '"', "\\\""));
+    out.push_back(replaced(value, '\'', "''"));
+    out.push_back(json_escape(value));
+    out.push_back(url_escape(value));
+    out.push_back(xml_escape(value));
+    if (value.size() > 8 && value.front() == '"' && value.back() == '"') out.push_back(value.substr(1, value.size() - 2));
+    out.push_back(replaced(value, '\'', "'\\''"));
+    out.push_back(shell_backslash_escape(value));
+    return out;
+}
+
 }  // namespace
 
 bool Masker::add_secret(std::string_view value) {
@@ -122,8 +182,6 @@ bool Masker::add_secret(std::string_view value) {
 }
 
 void Masker::add_value_locked(std::string value) {
-    std::array<std::string, 3> encoded{json_escape(value), base64_stable_prefix(value),
-                                       url_escape(value)};
     auto insert = [this](std::string item) {
         if (item.empty()) return;
         if (std::find(m_values.begin(), m_values.end(), item) != m_values.end()) return;
@@ -136,7 +194,7 @@ void Masker::add_value_locked(std::string value) {
         m_by_first[first].push_back(static_cast<std::uint32_t>(m_values.size()));
         m_values.push_back(std::move(item));
     };
-    for (auto& item : encoded) {
+    for (auto& item : encodings(value)) {
         // An encoding shorter than the derived minimum would mask unrelated text.
         if (item != value && item.size() >= k_min_derived_secret_length) insert(std::move(item));
     }

@@ -8,8 +8,11 @@
 //    trimmed), because a step's output is masked a line at a time; derived lines shorter than
 //    k_min_derived_secret_length are not registered (actions/runner PR 2578: a lone `}` of a
 //    JSON secret must not blank every brace in the log);
-//  - the encodings a secret commonly leaks in are registered too (JSON string escape, base64,
-//    URL escape), as the runner's ValueEncoders do;
+//  - the encodings a secret commonly leaks in are registered too, as the runner's ValueEncoders
+//    do: base64 at all three byte alignments (the secret after a prefix of any length, as in
+//    base64("user:" + secret) for Basic auth), JSON string escape, URL escape, XML escape,
+//    command-line (\") and expression ('') escapes, the runner's TrimDoubleQuotes, and the
+//    shell-quoted forms ('\'' inside single quotes, printf %q's backslashes);
 //  - overlapping and adjacent matches merge and each merged range becomes `***`.
 // Masking applies from the moment a value is added: add_secret() is visible to every later
 // mask() call, from any thread.

@@ -19,7 +19,11 @@ struct RemoteDeleter {
 
 // libgit2's global state, initialised once for the process and kept.
 void init_libgit2() {
-    static const int k_once = git_libgit2_init();
+    static const int k_once = [] {
+        const int count = git_libgit2_init();
+        git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);  // as in ensure_libgit2 (git_handles.cpp)
+        return count;
+    }();
     (void)k_once;
 }
 

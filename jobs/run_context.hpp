@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -40,6 +41,10 @@ struct RunSettings {
     sandbox::Policy policy;
     sandbox::Environment host;        // the base of every child environment (allowlisted)
     std::filesystem::path temp_root;  // per-run scratch: RUNNER_TEMP, file commands, scripts
+    // temp_root opened by the caller that made it, before any step ran (may be null: each job
+    // then opens temp_root by its path when it starts). Every step reaches RUNNER_TEMP beneath
+    // this descriptor, whatever a step does to the path meanwhile (sandbox/safe_access.hpp).
+    std::shared_ptr<const sandbox::SafeDir> temp_root_dir;
     std::string run_id = "1";
     std::string run_number = "1";
 };

@@ -1,11 +1,8 @@
 #include "jobs/shell.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <random>
-
-#include "sandbox/fd.hpp"
 
 namespace jobs {
 namespace {
@@ -61,20 +58,6 @@ std::string fix_up(const ShellTemplate& shell, std::string_view script) {
            "\nif ((Test-Path -LiteralPath variable:\\LASTEXITCODE)) { exit $LASTEXITCODE }";
 }
 
-sandbox::Expected<void> write_new_file(const std::filesystem::path& path, std::string_view text) {
-    sandbox::Fd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
-    if (!fd) return fail(ErrorKind::permanent, sandbox::errno_message("create " + path.string()));
-    while (!text.empty()) {
-        const auto written = ::write(fd.get(), text.data(), text.size());
-        if (written < 0) {
-            if (errno == EINTR) continue;
-            return fail(ErrorKind::permanent, sandbox::errno_message("write " + path.string()));
-        }
-        text.remove_prefix(static_cast<std::size_t>(written));
-    }
-    return {};
-}
-
 std::string replace_placeholder(std::string text, const std::string& script) {
     for (auto pos = text.find("{0}"); pos != std::string::npos; pos = text.find("{0}", pos + script.size())) {
         text.replace(pos, 3, script);
@@ -96,6 +79,7 @@ std::filesystem::path find_program(std::string_view program, std::string_view pa
         if (dir.empty()) dir = ".";
         const auto candidate = std::filesystem::path(dir) / program;
         std::error_code ec;
+        // trusted path: a stat, not an open; what it finds runs inside the wrap
         if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
         }
@@ -167,21 +151,21 @@ sandbox::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::stri
 }
 
 sandbox::Expected<ShellCommand> prepare_script(std::string_view shell, std::string_view script,
-                                               const std::filesystem::path& temp_dir,
+                                               const sandbox::SafeDir& temp_dir,
+                                               const sandbox::CreateOptions& options,
                                                std::string_view path_env) {
     auto resolved = resolve_shell(shell, path_env);
     if (!resolved) return std::unexpected(resolved.error());
-    std::error_code ec;
-    std::filesystem::create_directories(temp_dir, ec);
-    if (ec) return fail(ErrorKind::permanent, "create " + temp_dir.string() + ": " + ec.message());
-    const auto path = temp_dir / (random_name() + resolved->extension);
-    if (auto written = write_new_file(path, fix_up(*resolved, script)); !written) {
+    ShellCommand command;
+    command.script_name = random_name() + resolved->extension;
+    command.script = temp_dir.path() / command.script_name;
+    if (auto written = temp_dir.create_file(command.script_name, fix_up(*resolved, script), options,
+                                            "the step's script in $RUNNER_TEMP");
+        !written) {
         return std::unexpected(written.error());
     }
-    ShellCommand command;
-    command.script = path;
     command.argv.push_back(resolved->program);
-    for (const auto& arg : resolved->args) command.argv.push_back(replace_placeholder(arg, path.string()));
+    for (const auto& arg : resolved->args) command.argv.push_back(replace_placeholder(arg, command.script.string()));
     return command;
 }
 

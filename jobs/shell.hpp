@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sandbox/error.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace jobs {
 
@@ -32,16 +33,19 @@ struct ShellTemplate {
 struct ShellCommand {
     std::vector<std::string> argv;
     std::filesystem::path script;  // the written file; the caller removes it when done
+    std::string script_name;       // its name in the temp dir (for removal through the dirfd)
 };
 
 // Resolves `shell` against `path_env` (a PATH value). Errors: invalid_input for a custom
 // shell without {0} or an empty template; unavailable when the program is not on PATH.
 sandbox::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::string_view path_env);
 
-// Resolves the shell, writes `script` (fixed up for the shell) into `temp_dir` and returns
-// the argv that runs it.
+// Resolves the shell, writes `script` (fixed up for the shell) as a new file (O_EXCL, through
+// the directory fd: never through a link a step planted) into `temp_dir`, owned as `options`
+// says, and returns the argv that runs it.
 sandbox::Expected<ShellCommand> prepare_script(std::string_view shell, std::string_view script,
-                                               const std::filesystem::path& temp_dir,
+                                               const sandbox::SafeDir& temp_dir,
+                                               const sandbox::CreateOptions& options,
                                                std::string_view path_env);
 
 // Searches `path_env` for an executable regular file named `program` (returned as is when

@@ -8,30 +8,69 @@
 #include <utility>
 
 #include "jobs/shell.hpp"
+#include "sandbox/identity.hpp"
 
 namespace jobs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Removes the step's scratch files however run_step() returns.
+// Removes the step's script and file-command files however run_step() returns, through the
+// directory fds they were created in.
 class ScratchFiles {
 public:
     ScratchFiles() = default;
     ScratchFiles(const ScratchFiles&) = delete;
     ScratchFiles& operator=(const ScratchFiles&) = delete;
     ~ScratchFiles() {
-        if (m_files) remove_file_commands(*m_files);
-        std::error_code ec;
-        if (!m_script.empty()) std::filesystem::remove(m_script, ec);
+        if (m_files) m_files->remove();
+        if (m_temp && !m_script.empty()) (void)m_temp->remove(m_script, "the step's script");
     }
-    void set_files(FileCommandPaths files) { m_files = std::move(files); }
-    void set_script(std::filesystem::path script) { m_script = std::move(script); }
+    void set_files(FileCommandFiles files) { m_files.emplace(std::move(files)); }
+    FileCommandFiles& files() { return *m_files; }
+    void set_script(const sandbox::SafeDir* temp, std::string name) {
+        m_temp = temp;
+        m_script = std::move(name);
+    }
 
 private:
-    std::optional<FileCommandPaths> m_files;
-    std::filesystem::path m_script;
+    std::optional<FileCommandFiles> m_files;
+    const sandbox::SafeDir* m_temp = nullptr;
+    std::string m_script;
 };
+
+// RUNNER_TEMP through a directory fd: its parent is the trusted side's own, RUNNER_TEMP itself
+// and everything in it the steps' (a step that replaced it by a link is refused here).
+sandbox::Expected<sandbox::SafeDir> open_temp(const StepContext& context, const sandbox::CreateOptions& options) {
+    const sandbox::CreateOptions dirs{0755, options.owner};
+    const auto name = context.temp_dir.filename().string();
+    if (context.temp_root != nullptr) return context.temp_root->make_dirs(name, dirs, "$RUNNER_TEMP");
+    const auto parent = context.temp_dir.parent_path();
+    auto root = sandbox::SafeDir::open_trusted(parent.empty() ? "." : parent, "the runner's temp root");
+    if (!root) return std::unexpected(root.error());
+    return root->make_dirs(name, dirs, "$RUNNER_TEMP");
+}
+
+// The working directory, when it lies in the workspace, must be a real directory there (not a
+// link a step planted); elsewhere the wrap's own checks decide.
+std::optional<std::string> working_directory_error(const StepSpec& spec, const StepContext& context) {
+    if (spec.working_directory.empty()) return std::nullopt;
+    const std::string message = "working-directory '" + spec.working_directory.string() +
+                                "' does not exist or is not a directory";
+    const auto relative = context.workspace.empty()
+                              ? std::nullopt
+                              : sandbox::relative_beneath(context.workspace, spec.working_directory);
+    if (!relative) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(spec.working_directory, ec)) return message;
+        return std::nullopt;
+    }
+    auto workspace = sandbox::SafeDir::open_trusted(context.workspace, "the workspace");
+    if (!workspace) return workspace.error().message;
+    if (*relative == ".") return std::nullopt;
+    if (!workspace->open_dir(*relative, "working-directory")) return message;
+    return std::nullopt;
+}
 
 // Feeds both streams, line by line, through the step's command processor.
 class StepObserver final : public sandbox::OutputObserver {
@@ -120,14 +159,15 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
 
 // The step's command line: its own argv, or the shell's argv for its script, which is
 // written under temp_dir and removed with the scratch files.
-sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec, const StepContext& context,
+sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec, const sandbox::SafeDir& temp,
+                                                      const sandbox::CreateOptions& options,
                                                       const sandbox::Environment& env, ScratchFiles& scratch) {
     if (!spec.argv.empty()) return spec.argv;
     const auto* path = lookup(env, "PATH");
-    auto command = prepare_script(spec.shell, spec.script, context.temp_dir,
+    auto command = prepare_script(spec.shell, spec.script, temp, options,
                                   path ? std::string_view(*path) : std::string_view());
     if (!command) return std::unexpected(command.error());
-    scratch.set_script(command->script);
+    scratch.set_script(&temp, command->script_name);
     return std::move(command->argv);
 }
 
@@ -273,19 +313,27 @@ sandbox::Environment step_environment(const sandbox::Environment& host, const Jo
 StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& job) {
     const auto started = Clock::now();
     context.log->status(context.label, StatusKind::start, "Run " + context.label.step);
+    // Everything the step may write to is created for the sandbox's host identity.
+    const sandbox::CreateOptions options{0644, sandbox::sandbox_owner(context.policy)};
+    auto temp = open_temp(context, options);
+    if (!temp) return not_started(spec, context, temp.error().message);
     ScratchFiles scratch;
-    auto files = create_file_commands(context.temp_dir / "_runner_file_commands");
+    auto files = FileCommandFiles::create(*temp, "_runner_file_commands", options);
     if (!files) return not_started(spec, context, files.error().message);
-    scratch.set_files(*files);
+    scratch.set_files(std::move(*files));
 
-    const auto env = step_environment(context.host, job, spec.env, file_command_environment(*files));
-    auto argv = step_argv(spec, context, env, scratch);
+    const auto env = step_environment(context.host, job, spec.env, file_command_environment(scratch.files().paths()));
+    auto argv = step_argv(spec, *temp, options, env, scratch);
     if (!argv) return not_started(spec, context, argv.error().message);
-    std::error_code ec;
-    if (!spec.working_directory.empty() && !std::filesystem::is_directory(spec.working_directory, ec)) {
-        return not_started(spec, context,
-                           "working-directory '" + spec.working_directory.string() +
-                               "' does not exist or is not a directory");
+    if (auto error = working_directory_error(spec, context)) return not_started(spec, context, *error);
+    // A step sent elsewhere (the agent's job sandbox, started once) writes as the sandbox's host
+    // identity too: what the trusted side put in the workspace since (a checkout) is given to it
+    // here, as the wrap does for the trees of each run it starts.
+    if (context.executor != nullptr && options.owner && !context.workspace.empty()) {
+        auto workspace = sandbox::SafeDir::open_trusted(context.workspace, "the workspace");
+        if (!workspace) return not_started(spec, context, workspace.error().message);
+        if (auto given = workspace->chown_tree(*options.owner); !given)
+            return not_started(spec, context, given.error().message);
     }
 
     CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env), command_echo(env));
@@ -299,7 +347,7 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
 
     StepResult result;
     record_run(run, result);
-    auto file_results = read_file_commands(*files);
+    auto file_results = scratch.files().read();
     std::vector<std::string> failures;
     apply_effects(processor.effects(), file_results, context, result, job, failures);
     finish_outcome(spec, run, result, failures, context);

@@ -74,8 +74,13 @@ struct StepContext {
     StepLabel label;
     sandbox::Policy policy;            // the posture for the step's process
     // RUNNER_TEMP: the script and the file-command files go here; run_step() adds it to the
-    // policy's writable binds so the wrapped step can write its file commands.
+    // policy's writable binds so the wrapped step can write its file commands. Its parent is
+    // the trusted side's own (no step writes there); temp_dir itself and everything below are
+    // the steps', reached only through sandbox/safe_access.hpp.
     std::filesystem::path temp_dir;
+    // temp_dir's parent, opened by the trusted side before any step ran (not owned; null: it
+    // is opened by its path for the step). temp_dir is reached beneath it.
+    const sandbox::SafeDir* temp_root = nullptr;
     std::filesystem::path workspace;   // github.workspace: annotation files become relative
     Masker* masker = nullptr;          // required; secrets known so far, add-mask adds
     LogSink* log = nullptr;            // required

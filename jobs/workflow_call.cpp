@@ -5,8 +5,14 @@
 
 #include "jobs/run_context.hpp"
 #include "jobs/yaml_value.hpp"
+#include "sandbox/safe_read.hpp"
 
 namespace jobs {
+namespace {
+
+constexpr std::uint64_t k_max_called_workflow_bytes = 4 * 1024 * 1024;
+
+}  // namespace
 
 sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job) {
     const std::string& uses = job.uses->value;
@@ -15,11 +21,13 @@ sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& re
                              located(job.uses->mark, "the remote reusable workflow '" + uses +
                                                          "' is not available: sandgate runs offline"));
     const std::filesystem::path path = repository / uses.substr(2);
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             located(job.uses->mark, "the called workflow '" + uses + "' does not exist"));
-    auto workflow = load_workflow(path);
+    // The repository is the steps' (earlier jobs of the run may have written it): read through
+    // its fd, a regular file beneath it reached without a link (sandbox/safe_access.hpp); a
+    // FIFO or a link planted there is "not a regular file", never followed or waited on.
+    auto text = sandbox::read_file_beneath(repository, path, {k_max_called_workflow_bytes, std::nullopt, -1},
+                                           "the called workflow '" + uses + "'");
+    if (!text) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, text.error().message));
+    auto workflow = parse_workflow(*text, path.string());
     if (!workflow) return workflow;
     workflow->file = uses.substr(2);
     if (workflow->on.find("workflow_call") == nullptr)

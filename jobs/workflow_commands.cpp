@@ -365,7 +365,7 @@ std::filesystem::path CommandProcessor::rooted(const std::string& file) const {
 // AddMatcherCommandExtension: the file is rooted at the workspace; a bad file fails the step.
 void CommandProcessor::add_matcher(const ParsedCommand& command, std::string_view raw) {
     if (command.data.empty()) return warn("File path must be specified.");
-    auto matchers = load_problem_matchers(rooted(command.data));
+    auto matchers = load_problem_matchers(m_workspace, rooted(command.data));
     if (!matchers) return fail(raw, matchers.error().message);
     for (const auto& matcher : *matchers) {
         m_matchers->add(matcher);
@@ -388,7 +388,7 @@ void CommandProcessor::remove_matcher(const ParsedCommand& command, std::string_
     if (!owner.empty()) {
         owners.push_back(owner);
     } else {
-        auto matchers = load_problem_matchers(rooted(command.data));
+        auto matchers = load_problem_matchers(m_workspace, rooted(command.data));
         if (!matchers) return fail(raw, matchers.error().message);
         for (const auto& matcher : *matchers) owners.push_back(matcher.owner);
     }

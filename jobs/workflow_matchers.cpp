@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "jobs/value.hpp"
+#include "sandbox/safe_access.hpp"
+#include "sandbox/safe_read.hpp"
 
 namespace jobs {
 
@@ -217,17 +218,18 @@ std::optional<std::string> repository_file(const MatcherHit& hit, const std::fil
     }
     if (!file.is_absolute()) file = workspace / file;
     file = file.lexically_normal();
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) {
-        why = "Dropping file value '" + file.string() + "'. Path does not exist";
-        return std::nullopt;
-    }
-    const auto relative = file.lexically_relative(workspace.lexically_normal());
-    if (workspace.empty() || relative.empty() || *relative.begin() == "..") {
+    // Under the workspace first (lexically): nothing outside it is ever looked at.
+    const auto relative = workspace.empty() ? std::nullopt : sandbox::relative_beneath(workspace, file);
+    if (!relative) {
         why = "Dropping file value '" + file.string() + "'. Path is not under the workflow repo.";
         return std::nullopt;
     }
-    return relative.generic_string();
+    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
+    if (!root || !root->open_file(*relative, "the annotation's file")) {
+        why = "Dropping file value '" + file.string() + "'. Path does not exist";
+        return std::nullopt;
+    }
+    return std::filesystem::path(*relative).generic_string();
 }
 
 }  // namespace
@@ -253,12 +255,17 @@ sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::strin
     return out;
 }
 
-sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot be read");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_problem_matchers(text.str(), file.string());
+sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& workspace,
+                                                                     const std::filesystem::path& file) {
+    // One message for every way the file cannot be had (outside the workspace, a link, a FIFO,
+    // missing, too large): the answer never tells whether some host path exists.
+    const auto unreadable = [&] {
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot be read");
+    };
+    if (workspace.empty()) return unreadable();
+    auto text = sandbox::read_file_beneath(workspace, file, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
+    if (!text) return unreadable();
+    return parse_problem_matchers(*text, file.string());
 }
 
 MatcherSet::MatcherSet(const std::vector<ProblemMatcher>& matchers) {

@@ -53,8 +53,14 @@ struct ProblemMatcher {
 // "SOURCE: message").
 sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::string_view json,
                                                                       std::string_view source);
-// Reads and parses FILE; unreadable files are invalid_input too.
-sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& file);
+// Matcher files are at most this large.
+inline constexpr std::size_t k_max_matcher_file_bytes = 1024 * 1024;
+// Reads and parses FILE, which must be a regular file beneath `workspace` (no links on the
+// way, sandbox/safe_access.hpp). Every way it cannot be had is the one invalid_input
+// "FILE: cannot be read", so the answer never tells whether a host path exists; a file that
+// was read and does not parse is the parser's error.
+sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& workspace,
+                                                                     const std::filesystem::path& file);
 
 // What one match captured (IssueMatch): values as matched, unset when no group gave them.
 struct MatcherHit {

@@ -1,5 +1,7 @@
 #include "sandbox/broker.hpp"
 
+#include "sandbox/safe_access.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -10,10 +12,13 @@
 
 #include <atomic>
 #include <optional>
-#include <utility>
+#include <charconv>
+#include <fstream>
 #include <thread>
+#include <utility>
 
 #include "sandbox/cancel.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace sandbox {
@@ -35,19 +40,19 @@ void send_refusal(int fd, Refusal refusal, std::string message) {
     (void)write_frame(fd, encode_reply(reply));  // the peer may be gone; nothing to do then
 }
 
-// cwd inside root (`base`, the root made canonical once per broker), with symlinks resolved
-// as far as they exist: a cwd (or a symlink in it) that leads out of the root is a refusal.
-// The root itself (an empty cwd, the common step) costs no system call.
+// cwd inside root (`base`, the root made canonical once per broker): a real directory beneath
+// it, reached without a symlink (sandbox/safe_access.hpp), or a refusal. The root itself (an
+// empty cwd, the common step) costs no system call.
 Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
                                             const std::string& cwd) {
     if (cwd.empty() || cwd == ".") return base;
-    std::error_code ec;
-    const auto resolved = std::filesystem::weakly_canonical(base / cwd, ec);
-    if (ec) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "': " + ec.message());
-    const auto relative = resolved.lexically_relative(base);
-    if (relative.empty() || *relative.begin() == "..")
-        return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
-    return resolved;
+    const auto relative = relative_beneath(base, base / cwd);
+    if (!relative) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
+    if (*relative == ".") return base;
+    auto root = SafeDir::open_trusted(base, "the sandbox root");
+    if (!root) return std::unexpected(root.error());
+    if (auto dir = root->open_dir(*relative, "cwd '" + cwd + "'"); !dir) return std::unexpected(dir.error());
+    return (base / *relative).lexically_normal();
 }
 
 Environment merged_env(const Environment& base, const Environment& set) {
@@ -98,6 +103,28 @@ Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) 
 // Two threads accept on the listening socket and each runs what it accepted itself: while
 // one runs a step, the other is free to answer a ping or refuse a concurrent exec as busy, and
 // a step needs no hand-over between threads (each one costs a wake-up on a loaded machine).
+
+// True when this process is the first under a pid namespace's init: its parent is pid 1, or
+// the wrap's payload reporter (payload_status.hpp), which is pid 1's child and exits when we
+// do, so that the namespace dies with us either way.
+bool first_under_init() {
+    const pid_t parent = ::getppid();
+    if (parent == 1) return true;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(parent) + "/exe", ec);
+    if (ec || exe != k_status_init_path) return false;
+    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    // After the command (which may hold ')'): ") STATE PPID ...".
+    const auto close = line.rfind(')');
+    if (close == std::string::npos || close + 5 > line.size()) return false;
+    const char* start = line.data() + close + 4;
+    pid_t grandparent = 0;
+    const auto [end, parsed] = std::from_chars(start, line.data() + line.size(), grandparent);
+    return parsed == std::errc() && end != start && grandparent == 1;
+}
+
 class Server {
 public:
     explicit Server(const BrokerConfig& config) : m_config(config) {
@@ -106,7 +133,7 @@ public:
         // back to it and is swept when the step ends, without a reaper process forked per step.
         // Elsewhere each step keeps its own reaper, which also kills the tree if we die.
         if (config.reaper == StepReaper::broker) {
-            if (::getppid() != 1)
+            if (!first_under_init())
                 spdlog::warn("broker {}: not under a pid namespace's init; a reaper per step",
                              config.identity);
             else if (auto ok = make_caller_subreaper(); !ok)

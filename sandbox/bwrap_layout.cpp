@@ -2,29 +2,18 @@
 // layout as options.
 #include "sandbox/bwrap_layout.hpp"
 
+#include "sandbox/offline.hpp"
+
 #include <stdlib.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 #include <unistd.h>
 
 #include <cstdlib>
 
 namespace sandbox {
 namespace {
-
-void remove_tree(const std::filesystem::path& root) {
-    std::error_code ec;
-    // remove_all never follows links. Every metadata write costs a journal entry, so the
-    // chmod pass runs only when the payload left a read-only directory behind.
-    if (std::filesystem::remove_all(root, ec) != static_cast<std::uintmax_t>(-1) && !ec) return;
-    ec.clear();
-    for (auto it = std::filesystem::recursive_directory_iterator(
-             root, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_directory(ec) && !it->is_symlink(ec))
-            ::chmod(it->path().c_str(), 0700);
-    }
-    std::filesystem::remove_all(root, ec);
-}
 
 // Policy binds: a host path at another path inside. System directories are never a
 // destination (a bind there would replace what the wrap keeps read-only).
@@ -53,12 +42,14 @@ Expected<void> add_binds(const std::vector<Bind>& binds, std::vector<MountEntry>
 
 BwrapResources::~BwrapResources() {
     limits.reset();  // the cgroups first: their processes are gone with the pid namespace
-    if (owned_scratch) remove_tree(*owned_scratch);
+    // Links unlinked, never followed; closed directories a step left are opened up first.
+    if (owned_scratch) (void)remove_tree(*owned_scratch);
 }
 
 Expected<Scratch> make_scratch(const Policy& policy) {
     if (policy.scratch) {
         std::error_code ec;
+        // trusted path: --scratch is the caller's (a job runner makes its legs' beneath its fd)
         std::filesystem::create_directories(*policy.scratch, ec);
         auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
@@ -68,7 +59,7 @@ Expected<Scratch> make_scratch(const Policy& policy) {
         return Scratch{std::filesystem::path(k_private_scratch), ScratchPlace::in_wrap};
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
+    if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
         return fail(ErrorKind::unavailable, errno_message("creating the run's scratch in " + pattern));
     auto checked = checked_bind_path(pattern, "scratch", MustExist::yes);
     if (!checked) {
@@ -101,10 +92,15 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         entries.push_back({MountKind::bind, *checked, *checked, {}, 2});
     }
     if (auto added = add_binds(policy.binds, entries); !added) return added;
+    // The cache's allowlisted directories (offline.hpp), each read-only at its own path; never
+    // the directory itself, whose other files (credentials.toml in a ~/.cargo) stay unseen.
     if (policy.toolchain_cache) {
         auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
-        entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
+        for (const auto& dir : toolchain_cache_binds(*checked)) {
+            auto sub = checked_bind_path(dir, "--toolchain-cache", MustExist::yes);
+            if (sub) entries.push_back({MountKind::ro_bind, *sub, *sub, {}, 2});
+        }
     }
     // The agent's own files: masked wherever a bind would otherwise show them.
     for (const auto& path : agent_private_paths(entries)) {
@@ -121,6 +117,37 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         const auto kind = std::filesystem::is_directory(*checked, ec) ? MountKind::hide_dir
                                                                       : MountKind::hide_file;
         entries.push_back({kind, *checked, {}, {}, 3});
+    }
+    return {};
+}
+
+Expected<std::string> portal_directory() {
+    static constexpr const char* k_portal = "/tmp/.sandgate-portal";
+    if (::mkdir(k_portal, 0755) != 0 && errno != EEXIST)
+        return fail(ErrorKind::unavailable, errno_message(std::string("creating ") + k_portal));
+    struct stat st {};
+    if (::lstat(k_portal, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+        return fail(ErrorKind::unavailable,
+                    std::string(k_portal) + " is not root's own directory (mode 0755): remove it; "
+                    "sandgate mounts its runs' paths over it");
+    return std::string(k_portal);
+}
+
+Expected<void> give_trees(const BwrapStartTrees& trees) {
+    for (const auto& path : trees.writable) {
+        std::vector<std::string> skip;
+        for (const auto& mask : trees.masks) {
+            if (mask.kind != MountKind::hide_dir && mask.kind != MountKind::hide_file) continue;
+            if (auto relative = relative_beneath(path, mask.dest)) skip.push_back(*relative);
+        }
+        auto dir = SafeDir::open_trusted(path, path.string());
+        if (!dir) {
+            // A file bound writable: its own owner changes (it cannot be a link: checked).
+            if (::chown(path.c_str(), trees.owner.uid, trees.owner.gid) != 0)
+                return fail(ErrorKind::unavailable, errno_message("giving " + path.string() + " to the sandbox"));
+            continue;
+        }
+        if (auto ok = dir->chown_tree(trees.owner, skip); !ok) return ok;
     }
     return {};
 }
@@ -142,7 +169,9 @@ void mount_options(const std::vector<MountEntry>& entries, std::vector<std::stri
             case MountKind::hide_file: args.insert(args.end(), {"--ro-bind", "/dev/null", dest}); break;
             case MountKind::symlink: args.insert(args.end(), {"--symlink", entry.source.string(), dest}); break;
             case MountKind::proc: args.insert(args.end(), {"--proc", dest}); break;
-            case MountKind::dev: args.insert(args.end(), {"--dev", dest}); break;
+            // The payload owns bwrap's /dev tmpfs, which has no size: read-only (its device
+            // nodes are binds of their own and stay writable; /dev/shm is a tmpfs of its own).
+            case MountKind::dev: args.insert(args.end(), {"--dev", dest, "--remount-ro", dest}); break;
             case MountKind::tmpfs:
                 args.insert(args.end(), {"--perms", "01777", "--size", std::to_string(entry.size),
                                          "--tmpfs", dest});
@@ -150,9 +179,12 @@ void mount_options(const std::vector<MountEntry>& entries, std::vector<std::stri
             case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
             case MountKind::data:
             case MountKind::host_file:
-            case MountKind::private_file: {
+            case MountKind::private_file:
+            case MountKind::program: {
                 if (entry.fd < 0) break;
-                const char* mode = entry.kind == MountKind::private_file ? "0644" : "0444";
+                const char* mode = entry.kind == MountKind::private_file ? "0644"
+                                   : entry.kind == MountKind::program    ? "0555"
+                                                                         : "0444";
                 args.insert(args.end(), {"--perms", mode, "--file", std::to_string(entry.fd), dest});
                 break;
             }

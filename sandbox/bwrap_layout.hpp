@@ -47,6 +47,23 @@ public:
 Expected<void> add_policy_mounts(const RunRequest& request, const std::filesystem::path& cwd,
                                  const Scratch& scratch, std::vector<MountEntry>& entries);
 
+// Where the portal of a run under a host identity of its own is mounted (SpawnSpec::portal):
+// /tmp/.sandgate-portal, made once (root's, mode 0755). Only a mount point: each run mounts a
+// tmpfs of its own over it in a mount namespace of its own. unavailable when the path is
+// something else than root's own directory (another user planted it: sandgate will not mount
+// over it).
+Expected<std::string> portal_directory();
+
+// Gives each writable tree of the run (its working directory, --writable, the scratch) to the
+// sandbox's host identity (SafeDir::chown_tree: links themselves, never their targets), except
+// the agent's private paths masked inside them.
+struct BwrapStartTrees {
+    const std::vector<std::filesystem::path>& writable;
+    const std::vector<MountEntry>& masks;
+    const Owner& owner;
+};
+Expected<void> give_trees(const BwrapStartTrees& trees);
+
 // The ordered layout as bwrap options, appended to `args`. A file entry (data, host_file,
 // private_file) names the fd its contents come from (MountEntry::fd); one without is left out.
 void mount_options(const std::vector<MountEntry>& entries, std::vector<std::string>& args);

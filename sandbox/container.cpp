@@ -20,8 +20,7 @@ class ContainerResources : public WrapResources {
 public:
     std::optional<std::filesystem::path> owned_scratch;
     ~ContainerResources() override {
-        std::error_code ec;
-        if (owned_scratch) std::filesystem::remove_all(*owned_scratch, ec);
+        if (owned_scratch) (void)remove_tree(*owned_scratch);
     }
 };
 
@@ -35,7 +34,7 @@ std::string unique_name() {
 Expected<std::filesystem::path> owned_scratch_root() {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)
+    if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
         return fail(ErrorKind::unavailable, errno_message("creating the run's scratch"));
     return std::filesystem::path(pattern);
 }
@@ -69,7 +68,7 @@ namespace {
 Expected<std::filesystem::path> container_scratch(const Policy& policy, ContainerResources& resources) {
     if (policy.scratch) {
         std::error_code ec;
-        std::filesystem::create_directories(*policy.scratch, ec);
+        std::filesystem::create_directories(*policy.scratch, ec);  // trusted path: --scratch, the caller's
         return checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
     }
     auto made = owned_scratch_root();
@@ -90,8 +89,10 @@ Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>
         if (auto ok = add(path, "--read-only", "ro"); !ok) return ok;
     for (const auto& path : policy.writable)
         if (auto ok = add(path, "--writable", "rw"); !ok) return ok;
+    // The cache's allowlisted directories only, never the whole directory (credentials).
     if (policy.toolchain_cache)
-        if (auto ok = add(*policy.toolchain_cache, "--toolchain-cache", "ro"); !ok) return ok;
+        for (const auto& dir : toolchain_cache_binds(*policy.toolchain_cache))
+            if (auto ok = add(dir, "--toolchain-cache", "ro"); !ok) return ok;
     return {};
 }
 
@@ -149,10 +150,13 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     auto scratch_root = container_scratch(policy, *resources);
     if (!scratch_root) return std::unexpected(scratch_root.error());
     const ScratchLayout layout = scratch_layout(*scratch_root);
-    if (auto ok = create_scratch(layout); !ok) return std::unexpected(ok.error());
+    auto fresh = create_scratch(layout, std::nullopt);
+    if (!fresh) return std::unexpected(fresh.error());
     const OfflineEnv offline = offline_enabled(policy) ? OfflineEnv::on : OfflineEnv::off;
-    if (auto ok = seed_toolchain_home(layout, offline, policy.toolchain_cache); !ok)
-        return std::unexpected(ok.error());
+    if (*fresh) {
+        if (auto ok = seed_toolchain_home(**fresh, layout, offline, policy.toolchain_cache, std::nullopt); !ok)
+            return std::unexpected(ok.error());
+    }
 
     const std::string name = unique_name();
     WrapPlan plan;

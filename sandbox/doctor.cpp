@@ -1,5 +1,7 @@
 #include "sandbox/doctor.hpp"
 
+#include "sandbox/identity.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -129,9 +131,29 @@ std::vector<DoctorCheck> container_checks() {
 
 }  // namespace
 
-DoctorReport run_doctor() {
+// Who the sandbox is on the host: as root an unprivileged identity of its own (threat row 34).
+DoctorCheck check_host_identity(const std::optional<Owner>& identity) {
+    Policy policy;
+    policy.host_identity = identity;
+    if (auto owner = sandbox_owner(policy))
+        return {"host_identity", true,
+                "sandgate is root: the sandbox runs as host uid:gid " + to_string(*owner) +
+                    " (unprivileged, no supplementary groups; --sandbox-user to choose), which is "
+                    "given the trees it may write"};
+    return {"host_identity", true,
+            "the sandbox runs as this user (uid " + std::to_string(::geteuid()) + "): sandgate is not root"};
+}
+
+DoctorReport run_doctor(const std::optional<Owner>& identity) {
     DoctorReport report;
     report.checks.push_back(check_bwrap());
+    report.checks.push_back(check_host_identity(identity));
+    report.checks.push_back({"openat2", openat2_available(),
+                             openat2_available()
+                                 ? "step-written files are reached beneath directory fds (RESOLVE_BENEATH, "
+                                   "no symlinks, no magic links, no mount crossing)"
+                                 : "this kernel has no openat2 (Linux 5.6+): sandgate refuses to read "
+                                   "or write step-written files (file commands, hashFiles, matchers)"});
     auto userns = check_user_namespaces();
     report.checks.push_back({"user_namespaces", userns.has_value(),
                              userns ? "user, mount, pid, net, ipc and uts namespaces can be created"

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/safe_access.hpp"
+
 namespace sandbox {
 
 struct DoctorCheck {
@@ -26,6 +28,7 @@ struct DoctorReport {
     std::string to_text() const;
 };
 
-DoctorReport run_doctor();
+// `identity`: the --sandbox-user to report (unset: the default).
+DoctorReport run_doctor(const std::optional<Owner>& identity = std::nullopt);
 
 }  // namespace sandbox

@@ -1,13 +1,13 @@
 #pragma once
-// Resource limits of a wrapped run: memory, process count, /tmp size.
+// Resource limits of a wrapped run: memory, process count, /tmp and /dev/shm size.
 //
 // Mechanism, strongest first: the run's own cgroup2 leaf (sandbox::run creates one per run
 // and starts the command in it with CLONE_INTO_CGROUP) when the memory/pids controllers are
 // delegated to our cgroup; otherwise, for an explicit --memory/--pids only, a per-run cgroup in
 // the v1 memory/pids hierarchy when writable; otherwise rlimits (RLIMIT_AS for memory,
-// RLIMIT_NPROC for processes). RLIMIT_NPROC is not enforced for processes whose real uid is the
-// host's root: under a user namespace created by root the sandbox uid maps to host uid 0, so as
-// root only a pids cgroup bounds a fork bomb. The /tmp size is the tmpfs's own `size=`.
+// RLIMIT_NPROC for processes). RLIMIT_NPROC counts per host uid, and as root the sandbox's
+// host uid is shared by every concurrent run (see "RLIMIT_NPROC and the shared sandbox uid" at
+// the end): as root only a pids cgroup bounds a fork bomb. /tmp and /dev/shm: tmpfs `size=`.
 //
 // Defaults: pids 4096 where the run's cgroup2 leaf or (unprivileged) RLIMIT_NPROC can enforce
 // it; no memory limit unless --memory is given (a default RLIMIT_AS breaks runtimes that reserve
@@ -90,3 +90,13 @@ std::string_view to_string(LimitMechanism mechanism);
 LimitMechanism cgroup_mechanism_for(std::string_view controller);
 
 }  // namespace sandbox
+
+// RLIMIT_NPROC and the shared sandbox uid. RLIMIT_NPROC counts every process of the run's real
+// host uid, so it bounds one run only where that uid is the run's alone: unprivileged, sandgate's
+// own user (and there it counts sandgate's other processes too). As root it is not used (an
+// explicit --pids without a pids cgroup is refused): the bwrap arm runs the sandbox as an
+// unprivileged host identity (identity.hpp: 65534:65534 unless --sandbox-user says otherwise)
+// that every concurrent sandbox on the host shares, so a per-run RLIMIT_NPROC would count the
+// other runs' processes too, and one run's fork bomb would starve them all. A distinct uid
+// leased per run from a range would make it a per-run bound as root too; not built: a dedicated
+// --sandbox-user per agent keeps agents apart, and the run's pids cgroup is the bound.

@@ -1,8 +1,9 @@
 #include "sandbox/offline.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <charconv>
 #include <string>
 #include <utility>
 
@@ -37,32 +38,48 @@ void set(Environment& env, std::string name, std::string value) {
     env.emplace_back(std::move(name), std::move(value));
 }
 
-Expected<void> write_text(const std::filesystem::path& path, const std::string& text) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) return fail(ErrorKind::permanent, "cannot write " + path.string());
-    return {};
-}
-
-Expected<void> make_dir(const std::filesystem::path& path) {
-    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
-        return fail(ErrorKind::permanent, errno_message("creating " + path.string()));
-    return {};
-}
-
 }  // namespace
 
 ScratchLayout scratch_layout(const std::filesystem::path& root) {
     return ScratchLayout{root, root / "home", root / "tmp"};
 }
 
-Expected<void> create_scratch(const ScratchLayout& layout) {
-    for (const auto* dir : {&layout.root, &layout.home, &layout.tmp}) {
-        if (auto ok = make_dir(*dir); !ok) return ok;
+Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout, const std::optional<Owner>& owner) {
+    auto root = SafeDir::make_trusted(layout.root, {0700, owner}, "the scratch");
+    if (!root) return std::unexpected(root.error());
+    if (owner && ::fchown(root->fd(), owner->uid, owner->gid) != 0)
+        return fail(ErrorKind::permanent, errno_message("giving the scratch to the sandbox"));
+    if (auto tmp = root->make_dirs("tmp", {0700, owner}, "the scratch's tmp"); !tmp)
+        return std::unexpected(tmp.error());
+    if (auto home = root->open_dir("home", "the scratch's home")) return std::optional<SafeDir>();
+    auto home = root->make_dirs("home", {0700, owner}, "the scratch's home");
+    if (!home) return std::unexpected(home.error());
+    return std::optional<SafeDir>(std::move(*home));
+}
+
+void trust_git_directories(Environment& env) {
+    unsigned count = 0;
+    for (const auto& [key, value] : env) {
+        if (key != "GIT_CONFIG_COUNT") continue;
+        const auto* end = value.data() + value.size();
+        if (std::from_chars(value.data(), end, count).ptr != end) count = 0;
     }
-    return {};
+    set(env, "GIT_CONFIG_KEY_" + std::to_string(count), "safe.directory");
+    set(env, "GIT_CONFIG_VALUE_" + std::to_string(count), "*");
+    set(env, "GIT_CONFIG_COUNT", std::to_string(count + 1));
+}
+
+std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::path& cache) {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    const auto add = [&](const char* below) {
+        const auto dir = cache / below;
+        if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) out.push_back(dir);
+    };
+    for (const auto& copy : k_copies) add(copy.from);
+    add("pnpm/store");
+    add("pip/wheelhouse");
+    return out;
 }
 
 bool offline_enabled(const Policy& policy) {
@@ -126,29 +143,34 @@ Environment wrapped_environment(const Environment& base, const ScratchLayout& sc
     return env;
 }
 
-Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offline,
-                                   const std::optional<std::filesystem::path>& cache) {
-    std::error_code ec;
+Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch, OfflineEnv offline,
+                                   const std::optional<std::filesystem::path>& cache,
+                                   const std::optional<Owner>& owner) {
     if (cache) {
+        auto root = SafeDir::open_trusted(*cache, "--toolchain-cache");
         for (const auto& copy : k_copies) {
-            const auto from = *cache / copy.from;
-            if (!std::filesystem::is_directory(from, ec)) continue;
-            const auto to = scratch.home / copy.to;
-            std::filesystem::create_directories(to, ec);
-            // copy_symlinks: a link in the cache is copied as a link, never followed.
-            std::filesystem::copy(from, to,
-                                  std::filesystem::copy_options::recursive |
-                                      std::filesystem::copy_options::copy_symlinks |
-                                      std::filesystem::copy_options::overwrite_existing,
-                                  ec);
-            if (ec)
+            if (!root) break;
+            auto from = root->open_dir(copy.from, copy.from);
+            if (!from) continue;  // not cached (or not a plain directory): nothing to seed
+            auto to = home.make_dirs(copy.to, {0755, owner}, copy.to);
+            if (!to) return std::unexpected(to.error());
+            if (auto copied = copy_tree(*from, *to, owner); !copied)
                 return fail(ErrorKind::permanent, "seeding the toolchain home from " +
-                                                      from.string() + ": " + ec.message());
+                                                      (*cache / copy.from).string() + ": " +
+                                                      copied.error().message);
         }
     }
     if (offline == OfflineEnv::off) return {};
     for (const auto& file : offline_config_files(scratch, cache)) {
-        if (auto ok = write_text(file.path, file.content); !ok) return ok;
+        const auto relative = relative_beneath(scratch.home, file.path);
+        if (!relative) continue;
+        const auto parent = std::filesystem::path(*relative).parent_path().string();
+        if (!parent.empty()) {
+            if (auto dir = home.make_dirs(parent, {0755, owner}, parent); !dir)
+                return std::unexpected(dir.error());
+        }
+        if (auto made = home.create_file_once(*relative, file.content, {0644, owner}, *relative); !made)
+            return std::unexpected(made.error());
     }
     return {};
 }

@@ -15,7 +15,9 @@
 //   DIR/pnpm/store                       used in place (bound read-only), pnpm copies from it
 //   DIR/pip/wheelhouse                   used in place (bound read-only) as PIP_FIND_LINKS
 // Copies make the cache impossible to poison from inside a run (a hard link or an in-place
-// write would reach the shared files); the DIR itself is bound read-only.
+// write would reach the shared files). Inside the wrap only these directories are bound
+// (read-only, at their own paths), never DIR itself: whatever else DIR holds
+// (`--toolchain-cache ~/.cargo` has credentials.toml) stays out of sight.
 
 #include <filesystem>
 #include <optional>
@@ -24,6 +26,7 @@
 
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace sandbox {
 
@@ -35,8 +38,15 @@ struct ScratchLayout {
 
 ScratchLayout scratch_layout(const std::filesystem::path& root);
 
-// Creates root (if missing), home and tmp, mode 0700 where created.
-Expected<void> create_scratch(const ScratchLayout& layout);
+// Creates root (if missing), home and tmp beneath it, mode 0700 where created, each given to
+// `owner` when set (the sandbox's host identity). Returns the home when it was made now (a
+// fresh scratch, to be seeded), nullopt when it existed: a scratch is seeded once, before its
+// first run, never again through paths a step of that run could have replaced. An existing
+// home or tmp that is not a real directory (a step left a link) is an error.
+Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout, const std::optional<Owner>& owner);
+
+// The allowlisted directories of `cache` that exist, as the wrap binds them (read-only).
+std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::path& cache);
 
 // Whether the policy asks for the cache-only environment (automatic: when network is none).
 bool offline_enabled(const Policy& policy);
@@ -50,11 +60,17 @@ Environment wrapped_environment(const Environment& base, const ScratchLayout& sc
                                 OfflineEnv offline,
                                 const std::optional<std::filesystem::path>& cache);
 
-// Seeds the per-run toolchain homes in scratch.home from `cache` (the allowlist above) and
-// writes the offline configuration files (maven settings.xml, gradle init script, NuGet.Config)
-// when `offline` is on.
-Expected<void> seed_toolchain_home(const ScratchLayout& scratch, OfflineEnv offline,
-                                   const std::optional<std::filesystem::path>& cache);
+// Adds safe.directory=* to the command-line configuration git takes from the environment
+// (GIT_CONFIG_COUNT/KEY_n/VALUE_n, after any the environment has already): inside the wrap,
+// files sandgate made (a worktree's git directory in the mirror) belong to another uid.
+void trust_git_directories(Environment& env);
+
+// Seeds the fresh `home` (create_scratch's) of `scratch` from `cache` (the allowlist above)
+// and writes the offline configuration files (maven settings.xml, gradle init script,
+// NuGet.Config) when `offline` is on, all through the home's fd, as new files given to `owner`.
+Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch, OfflineEnv offline,
+                                   const std::optional<std::filesystem::path>& cache,
+                                   const std::optional<Owner>& owner);
 
 // The offline configuration files (maven settings.xml, gradle init script, NuGet.Config) with
 // their paths below scratch.home: what seed_toolchain_home writes on the host, and what the

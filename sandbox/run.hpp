@@ -19,6 +19,7 @@
 
 #include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace sandbox {
 
@@ -91,6 +92,9 @@ struct Policy {
     std::optional<std::uint64_t> pids;
     std::optional<std::uint64_t> tmp_size_bytes;
     std::vector<EgressRule> egress;  // selective egress asked for; see EgressRule
+    // bwrap arm, when sandgate runs as root: the unprivileged host uid/gid the sandbox runs as
+    // (identity.hpp); unset: 65534:65534. Never root.
+    std::optional<Owner> host_identity;
     std::string image;                        // container arm only
     std::filesystem::path container_runtime;  // container arm; empty: podman or docker on PATH
 };

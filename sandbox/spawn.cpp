@@ -6,10 +6,12 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/keyctl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,8 +21,57 @@
 #include <span>
 
 #include "sandbox/reaper.hpp"
+#include "sandbox/spawn_child.hpp"
 
 namespace sandbox {
+
+// The portal: a mount namespace of the child's own whose mounts never propagate back (slave),
+// a small tmpfs over portal_dir, and each source bound at an entry of it. Run as root, before
+// the drop. The sources are the caller's fds, cloned as detached trees (open_tree) while the
+// child is still in the caller's namespace, then attached in its own (move_mount): a bind by
+// path from the caller's fds would be refused there (EINVAL, another namespace's mount), and
+// nothing is resolved by path.
+bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const std::vector<std::string>& targets,
+                  const std::vector<bool>& directories) {
+    constexpr std::size_t k_max = 64;
+    const std::size_t count = targets.size();
+    int trees[k_max];
+    if (count > k_max || sources.size() != count || directories.size() != count) {
+        errno = E2BIG;
+        return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        trees[i] = static_cast<int>(::syscall(SYS_open_tree, sources[i], "",
+                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+        if (trees[i] < 0) return false;
+    }
+    if (::unshare(CLONE_NEWNS) != 0) return false;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
+    if (::mount("tmpfs", portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
+        return false;
+    for (std::size_t i = 0; i < count; ++i) {
+        const char* target = targets[i].c_str();
+        if (directories[i]) {
+            if (::mkdir(target, 0755) != 0) return false;
+        } else {
+            const int fd = ::open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+            if (fd < 0) return false;
+            ::close(fd);
+        }
+        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0) return false;
+        ::close(trees[i]);
+    }
+    return true;
+}
+
+// Raw system calls: they change this task's credentials only. glibc's wrappers would change
+// every thread's, and after vfork_child the "threads" are the caller's.
+bool drop_identity(const Owner& owner) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return false;
+    if (::syscall(SYS_setresgid, owner.gid, owner.gid, owner.gid) != 0) return false;
+    return ::syscall(SYS_setresuid, owner.uid, owner.uid, owner.uid) == 0;
+}
+
 namespace {
 
 // glibc 2.36's <sys/pidfd.h> lacks extern "C", so its wrappers cannot be linked from C++.
@@ -42,6 +93,13 @@ struct ExecPlan {
     int netns_fd = -1;
     int error_fd = -1;
     pid_t caller = -1;
+    bool drop = false;
+    Owner identity;
+    bool fresh_keyring = false;
+    const char* portal_dir = nullptr;
+    std::vector<int> portal_sources;          // O_PATH fds of the caller's
+    std::vector<std::string> portal_targets;  // "<portal_dir>/<index>"
+    std::vector<bool> portal_directories;
 };
 
 std::vector<std::string> exec_candidates(const std::string& program, const Environment& env) {
@@ -81,6 +139,19 @@ ExecPlan make_plan(const SpawnSpec& spec) {
         plan.rlimits.push_back({limit.resource, rlimit{value, value}});
     }
     plan.caller = ::getpid();
+    if (spec.identity) {
+        plan.drop = true;
+        plan.identity = *spec.identity;
+    }
+    plan.fresh_keyring = spec.fresh_session_keyring;
+    if (!spec.portal.empty()) {
+        plan.portal_dir = spec.portal_dir.c_str();
+        for (std::size_t i = 0; i < spec.portal.size(); ++i) {
+            plan.portal_sources.push_back(spec.portal[i].fd);
+            plan.portal_targets.push_back(spec.portal_dir + "/" + std::to_string(i));
+            plan.portal_directories.push_back(spec.portal[i].directory);
+        }
+    }
     return plan;
 }
 
@@ -115,6 +186,9 @@ void cloexec_from(int first) {
         child_fail(plan, stage_netns, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
+    if (plan.portal_dir != nullptr &&
+        !enter_portal(plan.portal_dir, plan.portal_sources, plan.portal_targets, plan.portal_directories))
+        child_fail(plan, stage_portal, errno);
 
     // Copy every source above the targets first, so that dup2 cannot clobber one with another
     // (a source may already sit at 0..n-1), then put them in place. dup2 clears CLOEXEC.
@@ -139,6 +213,12 @@ void cloexec_from(int first) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
     if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_fail(plan, stage_chdir, errno);
+    if (plan.drop) {
+        if (!drop_identity(plan.identity)) child_fail(plan, stage_identity, errno);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the credential change
+    }
+    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS)
+        child_fail(plan, stage_keyring, errno);
     for (const auto& [resource, value] : plan.rlimits)
         if (::setrlimit(static_cast<__rlimit_resource_t>(resource), &value) != 0)
             child_fail(plan, stage_rlimit, errno);
@@ -171,6 +251,9 @@ std::string failure_message(const std::string& program, const std::filesystem::p
         case stage_fork: return std::string("fork failed: ") + error;
         case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
         case stage_netns: return std::string("cannot join the run's network namespace: ") + error;
+        case stage_portal: return std::string("cannot bind the run's paths for the sandbox's identity: ") + error;
+        case stage_identity: return std::string("cannot drop to the sandbox's host identity: ") + error;
+        case stage_keyring: return std::string("cannot join a fresh session keyring: ") + error;
         default: return "cannot execute '" + program + "': " + error;
     }
 }

@@ -3,7 +3,9 @@
 // (async-signal-safe steps only) join any further (v1) cgroups and a given network namespace,
 // setsid, put stdio and the inherited fds in place, mark every other fd close-on-exec, reset
 // signal mask and dispositions, chdir, set the resource limits and execve with exactly the
-// given environment.
+// given environment. For a wrapper started by root it also binds the paths the wrapper needs
+// into a private "portal" (see SpawnSpec::portal), drops to an unprivileged host identity and
+// joins a fresh session keyring.
 // An O_CLOEXEC error pipe carries the failing step's errno back, so "not found" (ENOENT) and
 // "not executable" (EACCES, ENOEXEC) are told apart exactly, before any output is read.
 //
@@ -21,6 +23,7 @@
 
 #include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/safe_access.hpp"
 
 namespace sandbox {
 
@@ -66,6 +69,24 @@ struct SpawnSpec {
     int netns_fd = -1;
     Supervision supervision = Supervision::direct;
     ExecCheck exec_check = ExecCheck::before_return;
+    // Set: the child drops to this uid/gid with no supplementary groups (raw setgroups,
+    // setresgid, setresuid: every capability goes with root) after its chdir, just before
+    // exec. The parent-death signal is set after the drop (a credential change clears it).
+    std::optional<Owner> identity;
+    // The child joins a new anonymous session keyring before exec (after the drop, so the
+    // keyring is the new identity's): nothing of the caller's keyrings is possessed. ENOSYS
+    // (no keyrings, or a seccomp filter: inside sandgate's own wrap) is no error.
+    bool fresh_session_keyring = false;
+    // Paths the wrapper must bind but `identity` may not reach (a worktree under /root): each
+    // fd (O_PATH, open in the caller, not owned) is bind-mounted at portal_dir/<index> in a
+    // mount namespace of the child's own (private: nothing propagates back), on a tmpfs over
+    // portal_dir, before the drop; the wrapper is told those paths. Empty: no namespace.
+    struct PortalEntry {
+        int fd = -1;
+        bool directory = true;
+    };
+    std::vector<PortalEntry> portal;
+    std::string portal_dir;
 };
 
 struct SpawnError {

@@ -72,6 +72,17 @@ struct WrapPlan {
     // tells a payload that ran from a wrapper that failed to build the sandbox. Empty for
     // arms without one.
     Fd status;
+    // The wrapper's host identity when it is not the caller's (sandgate as root: identity.hpp),
+    // a fresh session keyring, and the portal of paths that identity needs bound but cannot
+    // reach (SpawnSpec::portal): an O_PATH fd each, bound at portal_dir/<index>.
+    std::optional<Owner> identity;
+    bool fresh_session_keyring = false;
+    std::vector<Fd> portal_fds;
+    std::vector<bool> portal_directories;
+    std::string portal_dir;
+    // The payload reporter's pipe (payload_status.hpp), read end, non-blocking: how the payload
+    // ended ("signal N"), which the wrapper's exit code cannot say. Empty for other arms.
+    Fd payload_status;
     // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
     // env, inherited_fds, the limits and tree_kill are final already; argv changes only when
     // the payload cannot run inside (see PendingWrap::complete).

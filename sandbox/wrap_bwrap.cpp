@@ -2,16 +2,22 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "sandbox/bwrap_layout.hpp"
+#include "sandbox/identity.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
 #include "sandbox/netns.hpp"
 #include "sandbox/offline.hpp"
 #include "sandbox/payload.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
 #include "sandbox/wrap_files.hpp"
@@ -75,12 +81,14 @@ Expected<void> send_all(const Fd& socket, std::string_view text) {
 }
 
 nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
-                                const Scratch& scratch, bool offline, const LimitPlan& limits) {
+                                const Scratch& scratch, bool offline, const LimitPlan& limits,
+                                const std::optional<Owner>& identity) {
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
     doc["bwrap"] = bwrap.string();
     doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
     doc["uid"] = k_sandbox_uid;
+    if (identity) doc["host_uid"] = to_string(*identity);
     doc["seccomp"] = true;
     doc["offline"] = offline;
     doc["scratch"] = scratch.root.string();
@@ -100,6 +108,11 @@ struct BwrapStart {
     bool offline = false;
     std::vector<MountEntry> files;
     int status_fd = -1;  // the number of bwrap's status pipe
+    std::filesystem::path cwd;             // checked
+    std::vector<MountEntry> policy_mounts;  // add_policy_mounts, sources through the portal
+    std::optional<Owner> identity;          // the sandbox's host identity when not ours
+    std::vector<std::filesystem::path> writable;  // the trees `identity` is given before the run
+    int payload_status_fd = -1;  // the number of the payload reporter's pipe (payload_status.hpp)
 };
 
 // The files bwrap copies into the sandbox: the /etc it shows, and an in-wrap scratch's offline
@@ -107,6 +120,7 @@ struct BwrapStart {
 std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch, bool offline) {
     const ScratchLayout dirs = scratch_layout(scratch.root);
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
+    files.push_back({MountKind::program, std::string(k_status_init_path), {}, std::string(status_init_program()), 1});
     if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
@@ -132,17 +146,94 @@ Expected<std::vector<Fd>> open_wrap_files(std::vector<MountEntry>& files) {
     return fds;
 }
 
+// The working directory the payload starts in, checked (it is bound at its own path).
+Expected<std::filesystem::path> checked_cwd(const RunRequest& request) {
+    std::error_code ec;
+    const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
+                                                             : request.cwd;
+    if (auto ok = refuse_private_scratch(cwd_in, "--cwd"); !ok) return std::unexpected(ok.error());
+    return checked_bind_path(cwd_in, "--cwd", MustExist::yes);
+}
+
 Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resources) {
     auto bwrap = find_bwrap();
     if (!bwrap) return std::unexpected(bwrap.error());
     auto limits = plan_limits(request.policy, request.cgroup);
     if (!limits) return std::unexpected(limits.error());
+    auto cwd = checked_cwd(request);
+    if (!cwd) return std::unexpected(cwd.error());
     auto scratch = make_scratch(request.policy);
     if (!scratch) return std::unexpected(scratch.error());
     if (scratch->place == ScratchPlace::host) resources.owned_scratch = scratch->root;
-    BwrapStart start{*bwrap, std::move(*limits), *scratch, offline_enabled(request.policy), {}, -1};
+    BwrapStart start;
+    start.bwrap = *bwrap;
+    start.limits = std::move(*limits);
+    start.scratch = *scratch;
+    start.offline = offline_enabled(request.policy);
+    start.cwd = std::move(*cwd);
+    start.identity = sandbox_owner(request.policy);
     start.files = wrap_files(request.policy, start.scratch, start.offline);
+    // The policy's binds are known before bwrap starts: under a host identity of its own,
+    // bwrap gets them through the portal (SpawnSpec::portal), made between fork and exec.
+    if (auto ok = add_policy_mounts(request, start.cwd, start.scratch, start.policy_mounts); !ok)
+        return std::unexpected(ok.error());
+    // The scratch is made for the identity already (create_scratch, its seeding, its payload).
+    for (const auto& entry : start.policy_mounts)
+        if (entry.kind == MountKind::bind && entry.source != start.scratch.root) start.writable.push_back(entry.source);
     return start;
+}
+
+// Whether `owner` may search every directory above `path` (mode bits: an ACL that denies
+// makes bwrap fail closed, one that allows only costs a portal that was not needed).
+bool reachable_by(const std::filesystem::path& path, const Owner& owner) {
+    std::filesystem::path prefix = "/";
+    for (auto it = path.begin(); it != path.end(); ++it) {
+        if (std::next(it) == path.end()) break;
+        if (*it != "/") prefix /= *it;
+        struct stat st {};
+        if (::stat(prefix.c_str(), &st) != 0) return false;
+        const bool search = st.st_uid == owner.uid   ? (st.st_mode & S_IXUSR) != 0
+                            : st.st_gid == owner.gid ? (st.st_mode & S_IXGRP) != 0
+                                                     : (st.st_mode & S_IXOTH) != 0;
+        if (!search) return false;
+    }
+    return true;
+}
+
+// Under a host identity of its own, bwrap resolves its bind sources as that identity. When it
+// cannot reach one of them (a worktree under root's 0700 home), every source is opened here
+// instead and bound into the portal, and bwrap is given the portal's paths.
+Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
+    if (!start.identity) return {};
+    plan.identity = start.identity;
+    const auto bound = [](const MountEntry& entry) {
+        return entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind || entry.kind == MountKind::ro_bind_try;
+    };
+    const bool all_reachable = std::all_of(start.policy_mounts.begin(), start.policy_mounts.end(), [&](const MountEntry& entry) {
+        return !bound(entry) || reachable_by(entry.source, *start.identity);
+    });
+    if (all_reachable) return {};
+    auto dir = portal_directory();
+    if (!dir) return std::unexpected(dir.error());
+    plan.portal_dir = *dir;
+    for (auto& entry : start.policy_mounts) {
+        if (!bound(entry)) continue;
+        // A bind source checked_bind_path resolved (no link in it): the portal binds this very
+        // inode, so nothing can be swapped in between.
+        // trusted path: see above
+        Fd fd(::open(entry.source.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+        if (!fd) {
+            if (entry.kind == MountKind::ro_bind_try && errno == ENOENT) continue;
+            return fail(ErrorKind::invalid_input, errno_message("bind source " + entry.source.string()));
+        }
+        struct stat st {};
+        if (::fstat(fd.get(), &st) != 0)
+            return fail(ErrorKind::unavailable, errno_message("bind source " + entry.source.string()));
+        entry.source = plan.portal_dir + "/" + std::to_string(plan.portal_fds.size());
+        plan.portal_fds.push_back(std::move(fd));
+        plan.portal_directories.push_back(S_ISDIR(st.st_mode));
+    }
+    return {};
 }
 
 // Creates what the limits need on the host (v1 cgroups) and records the rest for the spawn.
@@ -156,12 +247,14 @@ Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResou
     return {};
 }
 
-// `bwrap --disable-userns --args 3 -- PAYLOAD...`: the one option outside the stream is the
+// `bwrap --disable-userns --args 3 -- /.sandgate-status-init FD PAYLOAD...`: the payload runs
+// under its reporter (payload_status.hpp). The one option outside the stream is the
 // one that makes a stream cut short fail (see plan_bwrap in the header).
 std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap,
-                                    const std::vector<std::string>& payload) {
+                                    const std::vector<std::string>& payload, int payload_status_fd) {
     std::vector<std::string> argv = {bwrap.string(), "--disable-userns", "--args",
-                                     std::to_string(k_options_fd), "--"};
+                                     std::to_string(k_options_fd), "--", std::string(k_status_init_path),
+                                     std::to_string(payload_status_fd)};
     argv.insert(argv.end(), payload.begin(), payload.end());
     return argv;
 }
@@ -189,25 +282,26 @@ struct BwrapLayout {
     Environment env;
 };
 
-// Checks the request's paths, makes the host side of a host or kept scratch, and lays out the
-// mounts around `files` (moved in).
-Expected<BwrapLayout> plan_layout(const RunRequest& request, const BwrapStart& start,
+// Makes the host side of a host or kept scratch (seeded when it is new), gives the writable
+// trees to the sandbox's host identity, and lays out the mounts around `files` (moved in).
+Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
                                   std::vector<MountEntry> files) {
     const Policy& policy = request.policy;
-    std::error_code ec;
-    const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
-                                                             : request.cwd;
-    if (auto ok = refuse_private_scratch(cwd_in, "--cwd"); !ok) return std::unexpected(ok.error());
-    auto cwd = checked_bind_path(cwd_in, "--cwd", MustExist::yes);
-    if (!cwd) return std::unexpected(cwd.error());
-
-    BwrapLayout layout{*cwd, {}, {}};
+    BwrapLayout layout{start.cwd, {}, {}};
     const ScratchLayout dirs = scratch_layout(start.scratch.root);
     const OfflineEnv offline = start.offline ? OfflineEnv::on : OfflineEnv::off;
     const bool in_wrap = start.scratch.place == ScratchPlace::in_wrap;
     if (!in_wrap) {
-        if (auto ok = create_scratch(dirs); !ok) return std::unexpected(ok.error());
-        if (auto ok = seed_toolchain_home(dirs, offline, policy.toolchain_cache); !ok)
+        // Seeded once, when its home is made: never again through paths a step could replace.
+        auto fresh = create_scratch(dirs, start.identity);
+        if (!fresh) return std::unexpected(fresh.error());
+        if (*fresh) {
+            if (auto ok = seed_toolchain_home(**fresh, dirs, offline, policy.toolchain_cache, start.identity); !ok)
+                return std::unexpected(ok.error());
+        }
+    }
+    if (start.identity) {
+        if (auto ok = give_trees({start.writable, start.policy_mounts, *start.identity}); !ok)
             return std::unexpected(ok.error());
     }
     auto& entries = layout.entries;
@@ -215,15 +309,20 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, const BwrapStart& s
     entries.push_back({MountKind::proc, "/proc", {}, {}, 0});
     entries.push_back({MountKind::dev, "/dev", {}, {}, 0});
     entries.push_back({MountKind::tmpfs, "/tmp", {}, {}, 0, start.limits.tmp_size});
+    // bwrap's /dev is an unbounded tmpfs the payload owns: dev() remounts it read-only, and
+    // /dev/shm gets a tmpfs of its own, bounded like /tmp.
+    entries.push_back({MountKind::tmpfs, "/dev/shm", {}, {}, 0, start.limits.tmp_size});
     if (in_wrap) {
         for (const auto* dir : {&dirs.root, &dirs.home, &dirs.tmp})
             entries.push_back({MountKind::private_dir, *dir, {}, {}, 1});
     }
     for (auto& file : files) entries.push_back(std::move(file));
-    if (auto ok = add_policy_mounts(request, *cwd, start.scratch, entries); !ok)
-        return std::unexpected(ok.error());
+    for (auto& entry : start.policy_mounts) entries.push_back(std::move(entry));
     order_mounts(entries);
     layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
+    // Under a host identity of its own, what the trusted side made (the mirror a worktree's
+    // .git names, read-only) shows as another user's: git would call it dubious ownership.
+    if (start.identity) trust_git_directories(layout.env);
     return layout;
 }
 
@@ -262,9 +361,10 @@ public:
         if (!layout) return std::unexpected(layout.error());
         m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
         const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
-        if (verdict != 0) plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]));
+        if (verdict != 0)
+            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]), m_start.payload_status_fd);
         plan.description = describe(m_start.bwrap, request.policy, m_start.scratch, m_start.offline,
-                                    m_start.limits);
+                                    m_start.limits, m_start.identity);
         return {};
     }
 
@@ -305,17 +405,24 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     if (!filter) return std::unexpected(filter.error());
     auto files = open_wrap_files(start->files);
     if (!files) return std::unexpected(files.error());
+    WrapPlan plan;
+    if (auto ok = plan_portal(*start, plan); !ok) return std::unexpected(ok.error());
+    plan.fresh_session_keyring = true;
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
+    auto payload_status = status_channel();
+    if (!payload_status) return std::unexpected(payload_status.error());
 
-    WrapPlan plan;
-    plan.argv = bwrap_argv(start->bwrap, request.argv);
     plan.inherited_fds.push_back(std::move(channel->bwrap_end));
     plan.inherited_fds.push_back(std::move(*filter));
     for (auto& fd : *files) plan.inherited_fds.push_back(std::move(fd));
     start->status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
     plan.inherited_fds.push_back(std::move(status->write));
     plan.status = std::move(status->read);
+    start->payload_status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+    plan.inherited_fds.push_back(std::move(payload_status->write));
+    plan.payload_status = std::move(payload_status->read);
+    plan.argv = bwrap_argv(start->bwrap, request.argv, start->payload_status_fd);
     if (auto ok = attach_limits(start->limits, plan, *resources); !ok)
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "jobs/file_commands.hpp"
@@ -76,25 +79,37 @@ TEST_CASE("PathPrepends puts the newest entry first and moves re-added ones") {
     CHECK(PathPrepends().apply("/usr/bin") == "/usr/bin");
 }
 
+namespace {
+
+sandbox::SafeDir trusted(const std::filesystem::path& dir) {
+    auto opened = sandbox::SafeDir::open_trusted(dir, "the temp root");
+    REQUIRE(opened);
+    return std::move(*opened);
+}
+
+}  // namespace
+
 TEST_CASE("the five files are created empty, read back and removed") {
-    const auto dir = tests::make_temp_dir("filecmd") / "nested";
-    auto paths = create_file_commands(dir);
-    REQUIRE(paths.has_value());
-    for (const auto& file : {paths->env, paths->output, paths->path, paths->state, paths->summary}) {
+    const auto root = tests::make_temp_dir("filecmd");
+    auto files = FileCommandFiles::create(trusted(root), "nested/dir", {});
+    REQUIRE(files.has_value());
+    const auto& paths = files->paths();
+    for (const auto& file : {paths.env, paths.output, paths.path, paths.state, paths.summary}) {
+        CHECK(file.parent_path() == root / "nested/dir");
         CHECK(std::filesystem::is_regular_file(file));
         CHECK(std::filesystem::file_size(file) == 0);
     }
-    const auto env = file_command_environment(*paths);
+    const auto env = file_command_environment(paths);
     REQUIRE(env.size() == 5);
     CHECK(env[0].first == "GITHUB_ENV");
-    CHECK(env[4].second == paths->summary.string());
+    CHECK(env[4].second == paths.summary.string());
 
-    tests::write_file(paths->env, "FOO=bar\nNODE_OPTIONS=--inspect\n");
-    tests::write_file(paths->output, "o<<X\nmulti\nline\nX\n");
-    tests::write_file(paths->path, "/opt/tool/bin\n");
-    tests::write_file(paths->state, "s=1\n");
-    tests::write_file(paths->summary, "# Title\n");
-    const auto results = read_file_commands(*paths);
+    tests::write_file(paths.env, "FOO=bar\nNODE_OPTIONS=--inspect\n");
+    tests::write_file(paths.output, "o<<X\nmulti\nline\nX\n");
+    tests::write_file(paths.path, "/opt/tool/bin\n");
+    tests::write_file(paths.state, "s=1\n");
+    tests::write_file(paths.summary, "# Title\n");
+    const auto results = files->read();
     CHECK(results.failures.empty());
     CHECK(results.env == NamedValues{{"FOO", "bar"}});
     CHECK(results.outputs == NamedValues{{"o", "multi\nline"}});
@@ -104,18 +119,18 @@ TEST_CASE("the five files are created empty, read back and removed") {
     REQUIRE(results.annotations.size() == 1);
     CHECK(results.annotations[0].message.find("NODE_OPTIONS") != std::string::npos);
 
-    remove_file_commands(*paths);
-    CHECK_FALSE(std::filesystem::exists(paths->env));
-    CHECK_FALSE(std::filesystem::exists(paths->summary));
+    files->remove();
+    CHECK_FALSE(std::filesystem::exists(paths.env));
+    CHECK_FALSE(std::filesystem::exists(paths.summary));
 }
 
 TEST_CASE("a bad file contributes nothing and fails; an oversized summary is dropped") {
     const auto dir = tests::make_temp_dir("filecmd");
-    auto paths = create_file_commands(dir);
-    REQUIRE(paths.has_value());
-    tests::write_file(paths->output, "good=1\nbad line\n");
-    tests::write_file(paths->summary, std::string(k_max_summary_bytes + 1, 'x'));
-    const auto results = read_file_commands(*paths);
+    auto files = FileCommandFiles::create(trusted(dir), ".", {});
+    REQUIRE(files.has_value());
+    tests::write_file(files->paths().output, "good=1\nbad line\n");
+    tests::write_file(files->paths().summary, std::string(k_max_summary_bytes + 1, 'x'));
+    const auto results = files->read();
     CHECK(results.outputs.empty());
     REQUIRE(results.failures.size() == 1);
     CHECK(results.failures[0] == "GITHUB_OUTPUT:2: Invalid format 'bad line'");
@@ -129,17 +144,70 @@ TEST_CASE("a bad file contributes nothing and fails; an oversized summary is dro
     }
     CHECK(summary_error);
     // Exactly at the limit is accepted.
-    auto again = create_file_commands(dir);
+    auto again = FileCommandFiles::create(trusted(dir), ".", {});
     REQUIRE(again.has_value());
-    tests::write_file(again->summary, std::string(k_max_summary_bytes, 'y'));
-    CHECK(read_file_commands(*again).summary.size() == k_max_summary_bytes);
+    tests::write_file(again->paths().summary, std::string(k_max_summary_bytes, 'y'));
+    CHECK(again->read().summary.size() == k_max_summary_bytes);
 }
 
 TEST_CASE("missing files count as empty") {
     const auto dir = tests::make_temp_dir("filecmd");
-    FileCommandPaths paths{dir / "a", dir / "b", dir / "c", dir / "d", dir / "e"};
-    const auto results = read_file_commands(paths);
+    auto files = FileCommandFiles::create(trusted(dir), ".", {});
+    REQUIRE(files.has_value());
+    for (const auto& file : {files->paths().env, files->paths().summary}) std::filesystem::remove(file);
+    const auto results = files->read();
     CHECK(results.failures.empty());
     CHECK(results.env.empty());
     CHECK(results.summary.empty());
+}
+
+TEST_CASE("a planted symlink, FIFO, directory or sparse file in a file's place fails the step unread") {
+    const auto dir = tests::make_temp_dir("filecmd");
+    tests::write_file(dir / "host-secret", "API_TOKEN=hunter2\n");
+    auto files = FileCommandFiles::create(trusted(dir), "cmds", {});
+    REQUIRE(files.has_value());
+    const auto& paths = files->paths();
+    std::filesystem::remove(paths.env);
+    std::filesystem::create_symlink(dir / "host-secret", paths.env);
+    std::filesystem::remove(paths.output);
+    REQUIRE(::mkfifo(paths.output.c_str(), 0600) == 0);
+    std::filesystem::remove(paths.state);
+    std::filesystem::create_directory(paths.state);
+    {
+        std::ofstream sparse(paths.path, std::ios::binary);
+    }
+    std::filesystem::resize_file(paths.path, std::uintmax_t(1) << 40);  // 1 TiB, no blocks
+    std::filesystem::remove(paths.summary);
+    std::filesystem::create_symlink("/proc/self/environ", paths.summary);
+    const auto results = files->read();  // returns at once: nothing is opened that could block
+    CHECK(results.env.empty());
+    CHECK(results.path.empty());
+    CHECK(results.summary.empty());
+    const std::vector<std::string> expected = {
+        "$GITHUB_ENV is not a regular file", "$GITHUB_OUTPUT is not a regular file",
+        "$GITHUB_STATE is not a regular file", "$GITHUB_PATH is larger than 16777216 bytes",
+        "$GITHUB_STEP_SUMMARY is not a regular file"};
+    CHECK(results.failures == expected);
+    for (const auto& annotation : results.annotations)
+        CHECK(annotation.message.find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("a file-command directory swapped for a link after creation changes nothing") {
+    const auto dir = tests::make_temp_dir("filecmd");
+    std::filesystem::create_directory(dir / "elsewhere");
+    auto files = FileCommandFiles::create(trusted(dir), "cmds", {});
+    REQUIRE(files.has_value());
+    tests::write_file(files->paths().env, "A=1\n");
+    std::filesystem::rename(dir / "cmds", dir / "moved");
+    std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "cmds");
+    const auto results = files->read();  // through the fd: the directory it created
+    CHECK(results.env == NamedValues{{"A", "1"}});
+    files->remove();
+    CHECK(std::filesystem::is_empty(dir / "moved"));
+    CHECK(std::filesystem::is_empty(dir / "elsewhere"));
+    // A link where the directory should be is refused, not followed.
+    auto refused = FileCommandFiles::create(trusted(dir), "cmds", {});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message == "the file-command directory is not a directory");
+    CHECK(std::filesystem::is_empty(dir / "elsewhere"));
 }

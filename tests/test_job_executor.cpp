@@ -11,6 +11,7 @@
 #include "jobs/step_runner.hpp"
 #include "sandbox/cancel.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/safe_access.hpp"
 #include "tests/helpers/broker_process.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -41,26 +42,37 @@ struct BrokeredJob {
     }
 };
 
+// What run_step needs for a step the job runner sends to the broker: a bash step in the
+// sandbox root, RUNNER_TEMP inside it (as the agent arranges), the sandbox off (the broker's
+// own is the wrap).
+struct BrokeredStep {
+    jobs::Masker masker;
+    jobs::MemoryLog log;
+    jobs::JobState state;
+    jobs::StepContext context;
+    jobs::StepSpec spec;
+
+    BrokeredStep(const std::filesystem::path& dir, jobs::StepExecutor& executor) {
+        context.label = {"build", "step"};
+        context.policy.mode = sandbox::SandboxMode::off;
+        context.temp_dir = dir / "root" / "temp";
+        context.masker = &masker;
+        context.log = &log;
+        context.host = sandbox::current_environment();
+        context.executor = &executor;
+        spec.shell = "bash";
+        spec.working_directory = dir / "root";
+    }
+};
+
 }  // namespace
 
 TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecutor") {
     BrokeredJob fixture;
     auto& [dir, identity, broker, queue, job, executor] = fixture;
 
-    jobs::Masker masker;
-    jobs::MemoryLog log;
-    jobs::JobState state;
-    jobs::StepContext context;
-    context.label = {"build", "step"};
-    context.policy.mode = sandbox::SandboxMode::off;
-    context.temp_dir = dir / "root" / "temp";  // inside the sandbox root, as the agent arranges
-    context.masker = &masker;
-    context.log = &log;
-    context.host = sandbox::current_environment();
-    context.executor = &executor;
-    jobs::StepSpec spec;
-    spec.shell = "bash";
-    spec.working_directory = dir / "root";
+    BrokeredStep step(dir, executor);
+    auto& [masker, log, state, context, spec] = step;
     spec.env = {{"STEP_SECRET", "v4lue-never-recorded"}};
     spec.script = "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
                   "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
@@ -98,6 +110,38 @@ TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecuto
     events = *queue->events(job);
     REQUIRE(events.size() == 2);
     CHECK(events[1].body_json.find(R"("refusal":"identity")") != std::string::npos);
+}
+
+TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothing written or read through them") {
+    BrokeredJob fixture;
+    auto& [dir, identity, broker, queue, job, executor] = fixture;
+    const auto host = tests::make_temp_dir("host");
+    tests::write_file(host / "api-token", "AGENT-API-TOKEN-20\n");
+    std::filesystem::create_directory(host / "profile.d");
+
+    BrokeredStep step(dir, executor);
+    auto& [masker, log, state, context, spec] = step;
+    auto root = sandbox::SafeDir::open_trusted(dir / "root", "the job's root");  // before any step
+    REQUIRE(root);
+    context.temp_root = &*root;
+    spec.env = {{"RUNNER_TEMP", context.temp_dir.string()}};  // the job runner's github environment sets it
+    spec.script = "ln -sf " + (host / "api-token").string() + " \"$GITHUB_ENV\"; rm \"$GITHUB_OUTPUT\"; "
+                  "mkfifo \"$GITHUB_OUTPUT\"";
+    auto planted = jobs::run_step(spec, context, state);
+    CHECK(planted.outcome == jobs::Outcome::failure);
+    CHECK(planted.error.find("$GITHUB_ENV is not a regular file") != std::string::npos);
+    CHECK(planted.error.find("$GITHUB_OUTPUT is not a regular file") != std::string::npos);
+    CHECK(log.joined().find("AGENT-API-TOKEN-20") == std::string::npos);
+    CHECK(jobs::find_named(state.env, "API_TOKEN") == nullptr);
+
+    spec.script = "mv \"$RUNNER_TEMP\" \"$RUNNER_TEMP.moved\" && ln -s " + (host / "profile.d").string() +
+                  " \"$RUNNER_TEMP\"";
+    CHECK(jobs::run_step(spec, context, state).outcome == jobs::Outcome::success);
+    spec.script = "echo the next step";
+    auto next = jobs::run_step(spec, context, state);
+    CHECK(next.outcome == jobs::Outcome::failure);
+    CHECK(next.error == "$RUNNER_TEMP is not a directory");
+    CHECK(std::filesystem::is_empty(host / "profile.d"));  // no script, no file-command files
 }
 
 TEST_CASE("the BrokerStepExecutor stops a step mid-way when its CancelToken fires") {

@@ -48,6 +48,61 @@ TEST_CASE("common encodings of a secret are masked too") {
     CHECK(masked.find("cEBzcyB3b3Jk") == std::string::npos);
 }
 
+namespace {
+
+std::string base64(std::string_view text) {
+    static constexpr char k_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 3 <= text.size(); i += 3) {
+        const unsigned n = (static_cast<unsigned char>(text[i]) << 16) | (static_cast<unsigned char>(text[i + 1]) << 8) |
+                           static_cast<unsigned char>(text[i + 2]);
+        for (int shift = 18; shift >= 0; shift -= 6) out += k_alphabet[(n >> shift) & 63];
+    }
+    if (i < text.size()) {
+        unsigned n = static_cast<unsigned char>(text[i]) << 16;
+        if (i + 1 < text.size()) n |= static_cast<unsigned char>(text[i + 1]) << 8;
+        out += k_alphabet[(n >> 18) & 63];
+        out += k_alphabet[(n >> 12) & 63];
+        out += i + 1 < text.size() ? k_alphabet[(n >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("base64 of a secret is masked at every alignment, as in Basic auth (user:SECRET)") {
+    const std::string secret = "s3cr3t-T0ken-value";
+    Masker masker;
+    masker.add_secret(secret);
+    // Any prefix length: the secret starts at each of the three byte offsets of a group.
+    for (const std::string prefix : {"", "u", "us", "user:", "admin:", "x-access-token:"}) {
+        const auto encoded = base64(prefix + secret + "@trailing");
+        const auto masked = masker.mask("Authorization: Basic " + encoded);
+        INFO(prefix << " -> " << encoded << " -> " << masked);
+        CHECK(masked.find("***") != std::string::npos);
+        // At most the few characters that mix secret bits with the prefix's or suffix's stay.
+        const auto kept = masked.size() - std::string("Authorization: Basic ***").size();
+        CHECK(kept <= base64(prefix).size() + base64("@trailing").size() + 4);
+    }
+}
+
+TEST_CASE("the runner's other encodings and the shell-quoted forms are masked") {
+    Masker masker;
+    masker.add_secret("it's a \"<secret>\" & more");
+    CHECK(masker.mask("xml: it&apos;s a &quot;&lt;secret&gt;&quot; &amp; more") == "xml: ***");
+    CHECK(masker.mask("cmd: it's a \\\"<secret>\\\" & more") == "cmd: ***");
+    CHECK(masker.mask("expr: 'it''s a \"<secret>\" & more'") == "expr: '***'");
+    CHECK(masker.mask("set -x: 'it'\\''s a \"<secret>\" & more'") == "set -x: '***'");
+    CHECK(masker.mask("printf %q: it\\'s\\ a\\ \\\"\\<secret\\>\\\"\\ \\&\\ more") == "printf %q: ***");
+    CHECK(masker.mask("json: \"it's a \\\"<secret>\\\" & more\"") == "json: \"***\"");
+    CHECK(masker.mask("url: it%27s%20a%20%22%3Csecret%3E%22%20%26%20more") == "url: ***");
+    Masker quoted;
+    quoted.add_secret("\"quoted-value\"");
+    CHECK(quoted.mask("bare: quoted-value") == "bare: ***");  // TrimDoubleQuotes
+}
+
 TEST_CASE("the line splitter reassembles lines split at arbitrary points") {
     Masker masker;
     masker.add_secret("s3cr3t-value");

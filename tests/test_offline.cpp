@@ -79,9 +79,15 @@ TEST_CASE("offline: a warm cache is copied by allowlist, credentials stay behind
     tests::write_file(cache / "m2/repository/org/x.jar", "jar");
     tests::write_file(cache / "m2/settings.xml", "<servers>CANARY</servers>");
     const auto scratch = sandbox::scratch_layout(tests::make_temp_dir("scratch") / "run");
-    REQUIRE(sandbox::create_scratch(scratch));
-    REQUIRE(sandbox::seed_toolchain_home(scratch, sandbox::OfflineEnv::on, cache));
+    auto fresh = sandbox::create_scratch(scratch, std::nullopt);
+    REQUIRE(fresh);
+    REQUIRE(*fresh);  // a new home: to be seeded
+    REQUIRE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on, cache, std::nullopt));
     const fs::path home = scratch.home;
+    // Made already: not seeded again.
+    auto again = sandbox::create_scratch(scratch, std::nullopt);
+    REQUIRE(again);
+    CHECK_FALSE(*again);
     CHECK(tests::read_file(home / ".cargo/registry/index/crates") == "index");
     CHECK(tests::read_file(home / ".cargo/git/db/repo") == "git");
     CHECK(tests::read_file(home / ".npm/_cacache/index-v5/x") == "npm");
@@ -96,6 +102,30 @@ TEST_CASE("offline: a warm cache is copied by allowlist, credentials stay behind
     struct stat st {};
     REQUIRE(::stat((cache / "m2/repository/org/x.jar").c_str(), &st) == 0);
     CHECK(st.st_nlink == 1);
+}
+
+TEST_CASE("offline: a scratch home a step replaced by a link is refused, and seeding never writes through links") {
+    const fs::path host = tests::make_temp_dir("host");
+    tests::write_file(host / "settings.xml", "host file\n");
+    const auto scratch = sandbox::scratch_layout(tests::make_temp_dir("scratch") / "run");
+    auto fresh = sandbox::create_scratch(scratch, std::nullopt);
+    REQUIRE(fresh);
+    REQUIRE(*fresh);
+    // A step made the seeded paths links before the (fresh) home was seeded: O_EXCL and
+    // beneath-only resolution refuse them instead of writing the host file.
+    fs::create_directories(scratch.home / ".m2");
+    fs::create_symlink(host / "settings.xml", scratch.home / ".m2/settings.xml");
+    fs::create_directories(scratch.home / ".gradle");
+    fs::create_directory_symlink(host, scratch.home / ".gradle/init.d");
+    CHECK_FALSE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on, std::nullopt, std::nullopt));
+    CHECK(tests::read_file(host / "settings.xml") == "host file\n");
+    CHECK_FALSE(fs::exists(host / "sandgate-offline.gradle"));
+    // The home itself replaced by a link: the next run's scratch is refused.
+    fs::rename(scratch.home, scratch.root / "moved");
+    fs::create_directory_symlink(host, scratch.home);
+    auto refused = sandbox::create_scratch(scratch, std::nullopt);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message == "the scratch's home is not a directory");
 }
 
 TEST_CASE("offline: the maven, gradle and NuGet files configure offline mode and stay well-formed") {

@@ -173,6 +173,21 @@ TEST_CASE("a job through the hooks: prepare, steps in the wrap at container path
     CHECK(hook(cleanup.dump(), runner.state).exit_status() == 0);  // idempotent
 }
 
+TEST_CASE("a link a step planted at the response file is replaced, never written through (hook)") {
+    Runner runner;
+    tests::write_file(runner.root / "host-file", "host content\n");
+    // The runner's temp directory is bound into its steps: one of them left a link where the
+    // next job's response goes.
+    fs::create_symlink(runner.root / "host-file", runner.root / "response.json");
+    fs::create_symlink(runner.root / "host-file", runner.root / ".response.json.sandgate-tmp");
+    auto prepared = hook(runner.prepare_input().dump(), runner.state);
+    INFO(prepared.err.head);
+    REQUIRE(prepared.exit_status() == 0);
+    CHECK(tests::read_file(runner.root / "host-file") == "host content\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(runner.root / "response.json")));
+    CHECK(json::parse(tests::read_file(runner.root / "response.json")).contains("state"));
+}
+
 TEST_CASE("run_container_step without a container runtime fails the step with the reason") {
     Runner runner;
     json input = json::parse(tests::read_file(k_examples / "run-container-step.json"));

@@ -90,7 +90,10 @@ TEST_CASE("custom templates need {0}; missing programs are unavailable") {
 TEST_CASE("prepare_script writes the script and substitutes its path") {
     const auto dir = tests::make_temp_dir("shell");
     const auto path = fake_path(dir / "bin", {"bash", "pwsh", "perl"});
-    auto command = prepare_script("bash", "echo hi\n", dir / "tmp", path);
+    std::filesystem::create_directory(dir / "tmp");
+    auto temp = sandbox::SafeDir::open_trusted(dir / "tmp", "tmp");
+    REQUIRE(temp);
+    auto command = prepare_script("bash", "echo hi\n", *temp, {}, path);
     REQUIRE(command);
     CHECK(command->script.parent_path() == dir / "tmp");
     CHECK(command->script.extension() == ".sh");
@@ -98,12 +101,12 @@ TEST_CASE("prepare_script writes the script and substitutes its path") {
     CHECK(command->argv.back() == command->script.string());
     CHECK(command->argv.size() == 6);
 
-    auto ps = prepare_script("pwsh", "Write-Host hi", dir / "tmp", path);
+    auto ps = prepare_script("pwsh", "Write-Host hi", *temp, {}, path);
     REQUIRE(ps);
     CHECK(ps->argv[2] == ". '" + ps->script.string() + "'");
     CHECK(tests::read_file(ps->script).starts_with("$ErrorActionPreference = 'stop'\nWrite-Host hi\n"));
 
-    auto custom = prepare_script("perl {0} {0}", "print 1", dir / "tmp", path);
+    auto custom = prepare_script("perl {0} {0}", "print 1", *temp, {}, path);
     REQUIRE(custom);
     CHECK(custom->argv == std::vector<std::string>{(dir / "bin" / "perl").string(),
                                                    custom->script.string(), custom->script.string()});

@@ -24,6 +24,7 @@
 #include "tests/support/wrap_detect.hpp"
 #include "tests/support/read_fd.hpp"
 #include "tests/wrap_spawn.hpp"
+#include "tests/run_helpers.hpp"
 
 namespace {
 
@@ -76,7 +77,14 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     CHECK(has_sequence(options, {"--seccomp", "4"}));
     CHECK(has_sequence(options, {"--uid", "1000", "--gid", "1000"}));
     CHECK(has_sequence(options, {"--remount-ro", "/"}));
-    CHECK(has_sequence(options, {"--bind", dir.string(), dir.string()}));
+    // The working directory bound at its own path; as root its source is the portal's entry
+    // (the sandbox's unprivileged host identity may not reach it itself).
+    bool cwd_bound = false;
+    for (std::size_t i = 0; i + 2 < options.size(); ++i)
+        cwd_bound = cwd_bound || (options[i] == "--bind" && options[i + 2] == dir.string() &&
+                                  (options[i + 1] == dir.string() ||
+                                   (::geteuid() == 0 && options[i + 1].starts_with("/tmp/.sandgate-portal/"))));
+    CHECK(cwd_bound);
     CHECK(std::find(options.begin(), options.end(), "--share-net") == options.end());
     // Never /run, the host /tmp or the real HOME.
     const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "/root";
@@ -101,16 +109,21 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     REQUIRE(second);
     REQUIRE(first->inherited_fds.size() == second->inherited_fds.size());
     REQUIRE(first->inherited_fds.size() > 5);
-    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files.
-    // The last one is bwrap's status pipe (write end): checked below.
+    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files. The last two
+    // are pipes (write ends): bwrap's status, then the payload reporter's (payload_status.hpp).
     REQUIRE(first->status);
-    struct stat pipe_st {};
-    REQUIRE(::fstat(first->inherited_fds.back().get(), &pipe_st) == 0);
-    CHECK(S_ISFIFO(pipe_st.st_mode));
-    CHECK(::write(first->inherited_fds.back().get(), "{}", 2) == 2);
-    char echo[8] = {};
-    CHECK(::read(first->status.get(), echo, sizeof echo) == 2);
-    for (std::size_t i = 0; i + 1 < first->inherited_fds.size(); ++i) {
+    REQUIRE(first->payload_status);
+    const auto count = first->inherited_fds.size();
+    for (auto [fd, read_end] : {std::pair{first->inherited_fds[count - 2].get(), first->status.get()},
+                                std::pair{first->inherited_fds[count - 1].get(), first->payload_status.get()}}) {
+        struct stat pipe_st {};
+        REQUIRE(::fstat(fd, &pipe_st) == 0);
+        CHECK(S_ISFIFO(pipe_st.st_mode));
+        CHECK(::write(fd, "{}", 2) == 2);
+        char echo[8] = {};
+        CHECK(::read(read_end, echo, sizeof echo) == 2);
+    }
+    for (std::size_t i = 0; i + 2 < first->inherited_fds.size(); ++i) {
         if (i == 0) continue;
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
@@ -209,6 +222,35 @@ TEST_CASE("exit statuses: the child's code, 128+signal, 127 not found, 126 not e
     CHECK(run_plan(request_in(dir, {"/root/.bashrc"})).status == 127);
 }
 
+TEST_CASE("a payload that dies of a signal reports the signal under the wrap, as without it") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    // The reporter (sandbox/payload_status.hpp) tells a signal from an exit code of 128+N.
+    auto killed = sandbox::run(request_in(dir, {"sh", "-c", "kill -USR1 $$"}));
+    INFO(killed.err.head);
+    REQUIRE_FALSE(killed.error);
+    CHECK_FALSE(killed.exit_code);
+    REQUIRE(killed.signal);
+    CHECK(*killed.signal == SIGUSR1);
+    CHECK(killed.exit_status() == 128 + SIGUSR1);
+    auto segv = sandbox::run(request_in(dir, {"sh", "-c", "kill -SEGV $$"}));
+    REQUIRE(segv.signal);
+    CHECK(*segv.signal == SIGSEGV);
+    // An exit code that looks like a signal stays an exit code.
+    auto exited = sandbox::run(request_in(dir, {"sh", "-c", "exit 138"}));
+    REQUIRE(exited.exit_code);
+    CHECK(*exited.exit_code == 138);
+    CHECK_FALSE(exited.signal);
+    // The same through the command line: "signal": N in the JSON, exit 128+N.
+    const auto cli = tests::run_sandgate(dir, {"exec", "--sandbox", "bwrap", "--json", "--", "sh", "-c", "kill -TERM $$"});
+    INFO(cli.output);
+    CHECK(cli.exit_code == 128 + SIGTERM);
+    CHECK((cli.output.find("\"signal\":15") != std::string::npos || cli.output.find("\"signal\": 15") != std::string::npos));
+    // The reporter is the payload's parent.
+    auto parent = sandbox::run(request_in(dir, {"sh", "-c", "cat /proc/$PPID/comm"}));
+    CHECK(parent.out.head.find(".sandgate-stat") != std::string::npos);
+}
+
 TEST_CASE("a bind destination through a symlink is refused before anything runs") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
     const auto dir = tests::make_temp_dir("wrap");
@@ -259,6 +301,11 @@ TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --
     const auto dir = tests::make_temp_dir("wrap");
     const auto ro = tests::make_temp_dir("wrap-ro");
     tests::write_file(ro / "file", "x");
+    // Readable by anyone: as root the sandbox is an unprivileged host uid, which root's 0700
+    // temp dir would shut out (test_seams.cpp checks that it does).
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
     auto request = request_in(dir, {"sh", "-c",
                                     "echo a > worktree-file && echo b > \"$HOME/h\" && "
                                     "echo c > \"$TMPDIR/t\" && echo d > /tmp/private && "

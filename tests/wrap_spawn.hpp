@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/spawn_child.hpp"
 #include "sandbox/wrap.hpp"
 
 namespace tests {
@@ -52,11 +53,22 @@ inline StartedPlan start_plan(sandbox::WrapPlan& plan, const std::string& stdin_
     std::vector<char*> envp;
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
+    std::vector<int> portal_sources;
+    std::vector<std::string> portal_targets;
+    for (const auto& fd : plan.portal_fds) {
+        portal_targets.push_back(plan.portal_dir + "/" + std::to_string(portal_sources.size()));
+        portal_sources.push_back(fd.get());
+    }
     const pid_t pid = ::fork();
     if (pid == 0) {
         // The limits and the network namespace the process core would apply
         // (sandbox/spawn.cpp), minus the run's leaf.
         if (plan.netns && ::setns(plan.netns.get(), CLONE_NEWNET) != 0) ::_exit(125);
+        // As root, the portal and the host identity, as the process core does them.
+        if (!plan.portal_fds.empty() &&
+            !sandbox::enter_portal(plan.portal_dir.c_str(), portal_sources, portal_targets, plan.portal_directories))
+            ::_exit(125);
+        if (plan.identity && !sandbox::drop_identity(*plan.identity)) ::_exit(125);
         for (auto& fd : plan.join_cgroups)
             if (::write(fd.get(), "0", 1) != 1) ::_exit(125);
         for (const auto& limit : plan.rlimits) {
