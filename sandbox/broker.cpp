@@ -6,14 +6,16 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <optional>
 #include <charconv>
+#include <optional>
 #include <fstream>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -23,6 +25,48 @@
 
 namespace sandbox {
 namespace {
+
+// The uid an unmapped uid shows as in this user namespace (/proc/sys/kernel/overflowuid), when
+// this process is in a user namespace other than the initial one; nullopt otherwise.
+std::optional<uid_t> unmapped_uid() {
+    const auto read_small = [](const char* path) {
+        std::string text;
+        const int fd = ::open(path, O_RDONLY | O_CLOEXEC);  // trusted path: /proc
+        char buffer[256];
+        ssize_t got = 0;
+        while (fd >= 0 && (got = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < 4096)
+            text.append(buffer, static_cast<std::size_t>(got));
+        if (fd >= 0) ::close(fd);
+        return text;
+    };
+    const std::string map = read_small("/proc/self/uid_map");
+    if (map.find("4294967295") != std::string::npos) return std::nullopt;  // the initial namespace
+    const std::string overflow = read_small("/proc/sys/kernel/overflowuid");
+    uid_t uid = 65534;
+    std::from_chars(overflow.data(), overflow.data() + overflow.size(), uid);
+    return uid;
+}
+
+// A client the broker serves: its own uid, or root. As root, sandgate runs the broker under
+// the sandbox's unprivileged host identity (sandbox/identity.hpp) and calls it as root, which
+// the sandbox's user namespace does not map: root shows as the overflow uid there. The socket
+// lies in root's own 0700 sandbox directory, so no other host uid reaches it to show as that.
+bool trusted_client(const PeerCredentials& peer) {
+    static const std::optional<uid_t> unmapped = unmapped_uid();
+    return peer.uid == ::geteuid() || peer.uid == 0 || (unmapped && peer.uid == *unmapped);
+}
+
+// A broker the client trusts: one of its own uid, or, for root, one running as the owner of
+// the socket's directory: a directory only root could have given to that uid (the sandbox's
+// host identity, which the broker runs as), inside root's own 0700 sandbox directory.
+bool trusted_broker(const PeerCredentials& peer, const std::filesystem::path& socket) {
+    if (peer.uid == ::geteuid()) return true;
+    if (::geteuid() != 0) return false;
+    struct stat dir {}, parent {};
+    return ::lstat(socket.parent_path().c_str(), &dir) == 0 && S_ISDIR(dir.st_mode) && dir.st_uid == peer.uid &&
+           (dir.st_mode & 077) == 0 && ::lstat(socket.parent_path().parent_path().c_str(), &parent) == 0 &&
+           S_ISDIR(parent.st_mode) && parent.st_uid == 0 && (parent.st_mode & 022) == 0;
+}
 
 constexpr std::chrono::seconds k_request_read_timeout{10};
 constexpr std::chrono::seconds k_reply_margin{30};
@@ -197,7 +241,7 @@ private:
 
     void handle(Fd connection) {
         auto peer = peer_credentials(connection.get());
-        if (!peer || peer->uid != ::geteuid()) {
+        if (!peer || !trusted_client(*peer)) {
             spdlog::warn("broker {}: dropped a connection from another uid", m_config.identity);
             return;
         }
@@ -349,7 +393,7 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
     if (!connection) return std::unexpected(connection.error());
     auto credentials = peer_credentials(connection->get());
     if (!credentials) return std::unexpected(credentials.error());
-    if (credentials->uid != ::geteuid())
+    if (!trusted_broker(*credentials, socket))
         return fail(ErrorKind::permanent, socket.string() + ": the broker runs as another uid");
     if (peer) *peer = *credentials;
     if (auto ok = write_frame(connection->get(), encode_request(request)); !ok)

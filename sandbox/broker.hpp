@@ -7,7 +7,7 @@
 //
 // Server contract (serve_broker):
 // - listens on `socket` (0600, in a 0700 directory of ours); each connection is checked with
-//   SO_PEERCRED (same uid as the broker, else dropped) and carries one request;
+//   SO_PEERCRED (same uid as the broker, or root, else dropped) and carries one request;
 // - one command at a time: an exec arriving while another runs is refused `busy`;
 // - an exec whose identity differs is refused `identity`; after expires_at, `expired`;
 //   a cwd outside `root`, a bad field, stdin over the limit: `invalid`. A refused request
@@ -57,8 +57,8 @@ struct BrokerConfig {
 
 Expected<void> serve_broker(const BrokerConfig& config);
 
-// Client side. Each call is one connection. The peer is checked to run as our uid, and its
-// credentials are stored in *peer when asked. `wait` bounds the wait for the reply (nullopt:
+// Client side. Each call is one connection. The peer must run as our uid (root: or own the socket's
+// 0700 dir in a dir of root's: the sandbox identity), its credentials in *peer when asked. `wait` bounds the wait for the reply (nullopt:
 // the request's timeout plus a margin; no bound for an exec without a timeout). `cancel`
 // (not owned; may be null): when it fires before the reply starts, the connection's sending
 // side is shut down, which cancels the step, and the call still waits (for the kill grace

@@ -1,5 +1,8 @@
 // The isolation flags (agent/policy_options.cpp) as `sandgate exec` takes them, end to end.
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
 #include <string>
 
 #include "agent/policy_options.hpp"
@@ -86,6 +89,9 @@ TEST_CASE("sandgate exec defaults to the wrap: no network, a private HOME, the f
     const auto dir = tests::make_temp_dir("policy");
     const auto ro = tests::make_temp_dir("policy-ro");
     tests::write_file(ro / "data", "readonly-data");
+    // Readable by anyone: as root the sandbox is an unprivileged host uid, which root's 0700
+    // temp dir would shut out (as in test_wrap.cpp).
+    ::chmod(ro.c_str(), 0755);
     auto result = sandgate_exec("--json --cwd " + dir.string() + " --read-only " + ro.string() +
                                 " --tmp-size 8M -- sh -c 'id -u; cat " + (ro / "data").string() +
                                 "; echo; touch " + (ro / "x").string() + " 2>/dev/null || echo ro; "
