@@ -20,7 +20,7 @@ FROM debian:12-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       bubblewrap ca-certificates git python3 \
-      libcurl4 libgit2-1.5 libsimdjson14 libspdlog1.10 libfmt9 libyaml-cpp0.7 \
+      libcurl4 libgit2-1.5 libsimdjson14 libspdlog1.10 libfmt9 libyaml-0-2 \
       libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/sandgate --shell /usr/sbin/nologin sandgate

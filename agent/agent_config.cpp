@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
-#include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "github/report_format.hpp"
+#include "jobs/yaml_tree.hpp"
 
 namespace agent {
 
@@ -26,54 +27,91 @@ struct BadConfig {
     std::string message;
 };
 
-std::string where(const std::filesystem::path& file, const YAML::Node& node) {
-    return file.string() + ":" + std::to_string(node.Mark().line + 1);
+// The file is read with the workflow reader (jobs/yaml_tree.hpp): bounded, and one line per
+// error whatever the file holds.
+using Node = jobs::YamlNode;
+
+std::string where(const std::filesystem::path& file, const Node& node) {
+    return jobs::one_line(file.string()) + ":" + std::to_string(node.mark.line);
+}
+
+[[noreturn]] void invalid(const std::filesystem::path& file, const std::string& key, const Node& node) {
+    throw BadConfig{where(file, node) + ": " + key + ": not a valid value"};
 }
 
 template <typename T>
-T scalar(const std::filesystem::path& file, const std::string& key, const YAML::Node& node) {
-    try {
-        return node.as<T>();
-    } catch (const YAML::Exception&) {
-        throw BadConfig{where(file, node) + ": " + key + ": not a valid value"};
+T scalar(const std::filesystem::path& file, const std::string& key, const Node& node);
+
+template <>
+std::string scalar<std::string>(const std::filesystem::path& file, const std::string& key, const Node& node) {
+    if (node.is_null()) return {};
+    if (!node.is_scalar()) invalid(file, key, node);
+    return node.text;
+}
+
+template <>
+std::int64_t scalar<std::int64_t>(const std::filesystem::path& file, const std::string& key, const Node& node) {
+    if (!node.is_scalar()) invalid(file, key, node);
+    std::int64_t value = 0;
+    const std::string& text = node.text;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) invalid(file, key, node);
+    return value;
+}
+
+template <>
+bool scalar<bool>(const std::filesystem::path& file, const std::string& key, const Node& node) {
+    if (!node.is_scalar() || node.scalar_type() != Node::ScalarType::boolean) invalid(file, key, node);
+    return node.as_bool();
+}
+
+template <>
+std::vector<std::string> scalar<std::vector<std::string>>(const std::filesystem::path& file, const std::string& key,
+                                                          const Node& node) {
+    if (!node.is_sequence()) invalid(file, key, node);
+    std::vector<std::string> out;
+    for (const auto& item : node.items) {
+        if (!item.is_scalar()) invalid(file, key, item);
+        out.push_back(item.text);
     }
+    return out;
 }
 
 std::int64_t positive(const std::filesystem::path& file, const std::string& key,
-                      const YAML::Node& node) {
+                      const Node& node) {
     const auto value = scalar<std::int64_t>(file, key, node);
     if (value <= 0) throw BadConfig{where(file, node) + ": " + key + ": must be > 0"};
     return value;
 }
 
-using Setter = std::function<void(const YAML::Node&)>;
+using Setter = std::function<void(const Node&)>;
 
-void apply(const std::filesystem::path& file, const std::string& section, const YAML::Node& node,
+void apply(const std::filesystem::path& file, const std::string& section, const Node& node,
            const std::map<std::string, Setter>& setters) {
-    if (!node.IsMap()) throw BadConfig{where(file, node) + ": " + section + ": must be a mapping"};
-    for (const auto& item : node) {
-        const auto key = item.first.as<std::string>();
-        const auto it = setters.find(key);
+    if (!node.is_mapping()) throw BadConfig{where(file, node) + ": " + section + ": must be a mapping"};
+    for (const auto& item : node.entries) {
+        const auto it = setters.find(item.key);
         if (it == setters.end())
-            throw BadConfig{where(file, item.first) + ": " + section + "." + key + ": unknown key"};
-        it->second(item.second);
+            throw BadConfig{jobs::one_line(file.string()) + ":" + std::to_string(item.key_mark.line) + ": " + section +
+                            "." + jobs::one_line(item.key) + ": unknown key"};
+        it->second(item.value);
     }
 }
 
-void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfig& c) {
+void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) {
     auto text = [&](const std::string& key) {
-        return [&, key](const YAML::Node& n) { return scalar<std::string>(file, key, n); };
+        return [&, key](const Node& n) { return scalar<std::string>(file, key, n); };
     };
     std::map<std::string, Setter> agent_keys = {
-        {"id", [&](const YAML::Node& n) { c.id = text("agent.id")(n); }},
-        {"state_dir", [&](const YAML::Node& n) { c.state_dir = text("agent.state_dir")(n); }},
-        {"max_jobs", [&](const YAML::Node& n) { c.max_jobs = static_cast<std::size_t>(positive(file, "agent.max_jobs", n)); }},
-        {"lease_seconds", [&](const YAML::Node& n) { c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n)); }},
-        {"max_attempts", [&](const YAML::Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
-        {"drain_seconds", [&](const YAML::Node& n) { c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n)); }},
-        {"mirror_idle_days", [&](const YAML::Node& n) { c.mirror_max_idle = std::chrono::hours(24 * positive(file, "agent.mirror_idle_days", n)); }},
-        {"reap_seconds", [&](const YAML::Node& n) { c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n)); }},
-        {"on_lost_job", [&](const YAML::Node& n) {
+        {"id", [&](const Node& n) { c.id = text("agent.id")(n); }},
+        {"state_dir", [&](const Node& n) { c.state_dir = text("agent.state_dir")(n); }},
+        {"max_jobs", [&](const Node& n) { c.max_jobs = static_cast<std::size_t>(positive(file, "agent.max_jobs", n)); }},
+        {"lease_seconds", [&](const Node& n) { c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n)); }},
+        {"max_attempts", [&](const Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
+        {"drain_seconds", [&](const Node& n) { c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n)); }},
+        {"mirror_idle_days", [&](const Node& n) { c.mirror_max_idle = std::chrono::hours(24 * positive(file, "agent.mirror_idle_days", n)); }},
+        {"reap_seconds", [&](const Node& n) { c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n)); }},
+        {"on_lost_job", [&](const Node& n) {
              const auto value = text("agent.on_lost_job")(n);
              if (value != "conclude" && value != "requeue")
                  throw BadConfig{where(file, n) + ": agent.on_lost_job: conclude or requeue"};
@@ -81,34 +119,34 @@ void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfi
          }},
     };
     std::map<std::string, Setter> api_keys = {
-        {"listen", [&](const YAML::Node& n) { c.listen = text("api.listen")(n); }},
-        {"token_file", [&](const YAML::Node& n) { c.token_file = text("api.token_file")(n); }},
-        {"webhook_secret_file", [&](const YAML::Node& n) { c.webhook_secret_file = text("api.webhook_secret_file")(n); }},
+        {"listen", [&](const Node& n) { c.listen = text("api.listen")(n); }},
+        {"token_file", [&](const Node& n) { c.token_file = text("api.token_file")(n); }},
+        {"webhook_secret_file", [&](const Node& n) { c.webhook_secret_file = text("api.webhook_secret_file")(n); }},
     };
     std::map<std::string, Setter> github_keys = {
-        {"repositories", [&](const YAML::Node& n) { c.repositories = scalar<std::vector<std::string>>(file, "github.repositories", n); }},
-        {"label", [&](const YAML::Node& n) { c.pr_label = text("github.label")(n); }},
-        {"api_url", [&](const YAML::Node& n) { c.api_url = text("github.api_url")(n); }},
-        {"token_file", [&](const YAML::Node& n) { c.github_token_file = text("github.token_file")(n); }},
-        {"poll_seconds", [&](const YAML::Node& n) { c.poll_interval = std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n)); }},
-        {"check_name", [&](const YAML::Node& n) { c.check_name = text("github.check_name")(n); }},
-        {"clone_url", [&](const YAML::Node& n) {
+        {"repositories", [&](const Node& n) { c.repositories = scalar<std::vector<std::string>>(file, "github.repositories", n); }},
+        {"label", [&](const Node& n) { c.pr_label = text("github.label")(n); }},
+        {"api_url", [&](const Node& n) { c.api_url = text("github.api_url")(n); }},
+        {"token_file", [&](const Node& n) { c.github_token_file = text("github.token_file")(n); }},
+        {"poll_seconds", [&](const Node& n) { c.poll_interval = std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n)); }},
+        {"check_name", [&](const Node& n) { c.check_name = text("github.check_name")(n); }},
+        {"clone_url", [&](const Node& n) {
              c.clone_url = text("github.clone_url")(n);
              if (c.clone_url.find("{repository}") == std::string::npos)
                  throw BadConfig{where(file, n) + ": github.clone_url: must contain {repository}"};
          }},
     };
     std::map<std::string, Setter> job_keys = {
-        {"command", [&](const YAML::Node& n) { c.job_command = scalar<std::vector<std::string>>(file, "job.command", n); }},
-        {"timeout_minutes", [&](const YAML::Node& n) { c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n)); }},
-        {"persistent_sandbox", [&](const YAML::Node& n) { c.persistent_sandbox = scalar<bool>(file, "job.persistent_sandbox", n); }},
-        {"sandbox", [&](const YAML::Node& n) {
+        {"command", [&](const Node& n) { c.job_command = scalar<std::vector<std::string>>(file, "job.command", n); }},
+        {"timeout_minutes", [&](const Node& n) { c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n)); }},
+        {"persistent_sandbox", [&](const Node& n) { c.persistent_sandbox = scalar<bool>(file, "job.persistent_sandbox", n); }},
+        {"sandbox", [&](const Node& n) {
              const auto value = text("job.sandbox")(n);
              if (value != "bwrap" && value != "off")
                  throw BadConfig{where(file, n) + ": job.sandbox: bwrap or off"};
              c.sandbox = value == "off" ? sandbox::SandboxMode::off : sandbox::SandboxMode::bwrap;
          }},
-        {"network", [&](const YAML::Node& n) {
+        {"network", [&](const Node& n) {
              const auto value = text("job.network")(n);
              if (value != "none" && value != "host")
                  throw BadConfig{where(file, n) + ": job.network: none or host"};
@@ -116,12 +154,12 @@ void parse(const std::filesystem::path& file, const YAML::Node& root, AgentConfi
          }},
     };
     std::map<std::string, Setter> sections = {
-        {"agent", [&](const YAML::Node& n) { apply(file, "agent", n, agent_keys); }},
-        {"api", [&](const YAML::Node& n) { apply(file, "api", n, api_keys); }},
-        {"github", [&](const YAML::Node& n) { apply(file, "github", n, github_keys); }},
-        {"job", [&](const YAML::Node& n) { apply(file, "job", n, job_keys); }},
+        {"agent", [&](const Node& n) { apply(file, "agent", n, agent_keys); }},
+        {"api", [&](const Node& n) { apply(file, "api", n, api_keys); }},
+        {"github", [&](const Node& n) { apply(file, "github", n, github_keys); }},
+        {"job", [&](const Node& n) { apply(file, "job", n, job_keys); }},
     };
-    if (root.IsNull()) return;
+    if (root.is_null()) return;
     apply(file, "", root, sections);
 }
 
@@ -137,15 +175,12 @@ std::filesystem::path default_state_dir() {
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
     config.source = path;
+    auto root = jobs::load_yaml_file(path.string());
+    if (!root) return std::unexpected(root.error());
     try {
-        parse(path, YAML::LoadFile(path.string()), config);
+        parse(path, *root, config);
     } catch (const BadConfig& bad) {
         return fail(ErrorKind::invalid_input, bad.message);
-    } catch (const YAML::BadFile&) {
-        return fail(ErrorKind::invalid_input, path.string() + ": cannot read the file");
-    } catch (const YAML::Exception& error) {
-        return fail(ErrorKind::invalid_input, path.string() + ":" + std::to_string(error.mark.line + 1) +
-                                                  ": " + error.msg);
     }
     if (config.id.empty()) {
         char host[256] = {};

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <thread>
 
+#include "agent/api_bodies.hpp"
 #include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
 #include "github/webhook.hpp"
@@ -43,35 +44,6 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
     return value;
-}
-
-bool is_hex_sha(std::string_view sha) {
-    return (sha.size() == 40 || sha.size() == 64) &&
-           sha.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
-
-// A branch name as git would take it, and never an option: printable, no space, no leading '-'.
-bool is_branch_name(std::string_view name) {
-    if (name.empty() || name.size() > 255 || name.starts_with('-')) return false;
-    return std::ranges::all_of(name, [](char c) { return c > ' ' && c != 0x7f; });
-}
-
-// The optional base of a submitted job (agent/job_base.hpp) into `base`; an error (a
-// one-line message naming the field) when a field is there but malformed.
-std::optional<std::string> read_base(simdjson::dom::element doc, JobBase& base) {
-    simdjson::dom::element value;
-    std::string_view text;
-    if (doc["base_sha"].get(value) == simdjson::SUCCESS) {
-        if (value.get(text) != simdjson::SUCCESS || !jobs::is_commit_sha(text))
-            return "field base_sha: 40 lower-case hex digits are required (40 zeros: a new branch)";
-        base.sha = std::string(text);
-    }
-    if (doc["base_ref"].get(value) == simdjson::SUCCESS) {
-        if (value.get(text) != simdjson::SUCCESS || !is_branch_name(text))
-            return "field base_ref: a branch name is required (no spaces, not starting with '-')";
-        base.ref = std::string(text);
-    }
-    return std::nullopt;
 }
 
 // Streams a log file from the start; with follow, waits for more until the job is finished.
@@ -229,41 +201,9 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
 }
 
 HttpResponse Api::submit(const HttpRequest& request) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (parser.parse(simdjson::padded_string(request.body)).get(doc) != simdjson::SUCCESS ||
-        !doc.is_object())
-        return error_response(400, "body: a JSON object is required");
-    JobSpec spec;
-    spec.source = "api";
-    spec.event = "push";
-    std::string_view text;
-    if (doc["repository"].get(text) != simdjson::SUCCESS || text.empty())
-        return error_response(400, "field repository: a non-empty string is required");
-    spec.key.repository = std::string(text);
-    if (doc["sha"].get(text) != simdjson::SUCCESS || !is_hex_sha(text))
-        return error_response(400, "field sha: 40 (or 64) lower-case hex digits are required");
-    spec.key.sha = std::string(text);
-    for (auto [name, target] : {std::pair{"workflow_job", &spec.key.workflow_job},
-                                std::pair{"ref", &spec.ref}, std::pair{"event", &spec.event}}) {
-        simdjson::dom::element value;
-        if (doc[name].get(value) != simdjson::SUCCESS) continue;
-        if (value.get(text) != simdjson::SUCCESS)
-            return error_response(400, std::string("field ") + name + ": a string is required");
-        *target = std::string(text);
-    }
-    if (spec.event != "push" && spec.event != "pull_request" && spec.event != "merge_group")
-        return error_response(400, "field event: one of push, pull_request, merge_group");
-    simdjson::dom::element attempt;
-    if (doc["attempt"].get(attempt) == simdjson::SUCCESS &&
-        (attempt.get(spec.key.attempt) != simdjson::SUCCESS || spec.key.attempt < 1))
-        return error_response(400, "field attempt: an integer >= 1 is required");
-    JobBase base;
-    if (auto bad = read_base(doc, base)) return error_response(400, *bad);
-    Json payload = Json::object();
-    record_base(payload, base);
-    spec.payload_json = payload.dump();
-    auto submitted = m_queue.submit(spec);
+    auto spec = read_job_submission(request.body);
+    if (!spec) return error_response(400, spec.error());
+    auto submitted = m_queue.submit(*spec);
     if (!submitted) return error_response(503, submitted.error().message);
     changed();
     auto json = job_to_json(submitted->job);

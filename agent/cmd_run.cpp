@@ -190,7 +190,7 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.repo = jobs::read_repo_info(settings.repository);
     auto files = workflow_files(settings.repository, f.workflows);
     if (!files) return invalid(files.error().message);
-    auto workflows = load_workflows(settings.repository, *files);
+    auto workflows = load_workflows(settings.repository, *files, jobs::Dialect::act);
     if (!workflows) return invalid(workflows.error().message);
     // paths filters diff the commits the payload names in the repository (-C); a diff that
     // cannot be made leaves them unapplied (the workflow runs) with a warning.

@@ -2,6 +2,7 @@
 // (which serialises them) and wake the loop with SIGUSR1.
 #include "agent/daemon.hpp"
 
+#include <charconv>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -306,7 +307,10 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
     for (const auto& entry : std::filesystem::directory_iterator(agent_dir(config) / "work", ec)) {
         const auto name = entry.path().filename().string();
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        auto job = queue.get(std::stoll(name));
+        std::int64_t id = 0;
+        const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), id);
+        if (parsed != std::errc() || end != name.data() + name.size()) continue;
+        auto job = queue.get(id);
         if (job && *job && (*job)->state == JobState::running) continue;
         remove_tree(entry.path());
     }
@@ -317,7 +321,11 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
 sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string* where) {
     *where = config.listen;
     if (config.listen.rfind("127.0.0.1:", 0) == 0) {
-        const int port = std::stoi(config.listen.substr(10));
+        int port = -1;
+        const std::string_view digits = std::string_view(config.listen).substr(10);
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+        if (ec != std::errc() || end != digits.data() + digits.size() || port < 0 || port > 65535)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input, "listen: invalid port in '" + config.listen + "'");
         std::uint16_t bound = 0;
         auto listener = listen_loopback(static_cast<std::uint16_t>(port), &bound);
         if (listener) *where = "127.0.0.1:" + std::to_string(bound);

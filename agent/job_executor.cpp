@@ -1,5 +1,6 @@
 #include "agent/job_executor.hpp"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
@@ -192,7 +193,7 @@ sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(const Job
     const std::string state_dir = variable("SANDGATE_STATE_DIR");
     const std::string job = variable("SANDGATE_JOB_ID");
     if (!state_dir.empty() && !job.empty()) {
-        job_id = std::strtoll(job.c_str(), nullptr, 10);
+        std::from_chars(job.data(), job.data() + job.size(), job_id);  // 0 (no evidence) unless a number
         if (auto opened = open_sqlite_queue(default_queue_path(state_dir)); opened) {
             queue = std::move(*opened);
             posture = recorded_posture(*queue, job_id);

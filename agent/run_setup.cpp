@@ -78,12 +78,13 @@ sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& r
 }  // namespace
 
 sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files) {
+                                                              const std::vector<std::filesystem::path>& files,
+                                                              jobs::Dialect dialect) {
     std::vector<jobs::Workflow> out;
     for (const auto& file : files) {
         auto text = read_workflow_file(repository, file);
         if (!text) return std::unexpected(text.error());
-        auto workflow = jobs::parse_workflow(*text, file.lexically_normal().string());
+        auto workflow = jobs::parse_workflow(*text, file.lexically_normal().string(), dialect);
         if (!workflow) return std::unexpected(workflow.error());
         for (const auto& job : workflow->jobs) {
             if (!job.uses || !job.uses->value.starts_with("./")) continue;

@@ -20,9 +20,11 @@ namespace agent {
 sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::filesystem::path& base,
                                                                      const std::string& path);
 
-// Loads and validates every file, and the local workflows their jobs call.
+// Loads and validates every file, and the local workflows their jobs call, by the rules of
+// `dialect` (jobs/workflow_model.hpp: GitHub's for gates; `sandgate run` runs act's too).
 sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files);
+                                                              const std::vector<std::filesystem::path>& files,
+                                                              jobs::Dialect dialect = jobs::Dialect::github);
 
 // NAME=VALUE (flag names the option in errors). `NAME` alone takes the value from the
 // agent's environment when `from_environment`.

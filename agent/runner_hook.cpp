@@ -3,6 +3,8 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include "jobs/yaml_tree.hpp"
+
 namespace agent {
 namespace {
 
@@ -10,8 +12,9 @@ using sandbox::ErrorKind;
 using sandbox::fail;
 namespace dom = simdjson::dom;
 
+// One printable line, whatever the input's strings hold.
 sandbox::Error field_error(std::string_view field, std::string_view what) {
-    return {ErrorKind::invalid_input, std::string(field) + ": " + std::string(what)};
+    return {ErrorKind::invalid_input, jobs::one_line(std::string(field) + ": " + std::string(what))};
 }
 
 // An optional string member: absent or null gives "".

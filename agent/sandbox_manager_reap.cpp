@@ -1,5 +1,6 @@
 // SandboxManager (sandbox_manager.hpp), continued: reaping the sandboxes of a previous life.
 // Tested with the rest of the manager in tests/test_broker.cpp.
+#include <charconv>
 #include <signal.h>
 #include <unistd.h>
 
@@ -58,7 +59,11 @@ void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
         const std::string cmdline = read_small_file(proc.path() / "cmdline");
         if (cmdline.find(std::string("broker") + '\0') != std::string::npos &&
             cmdline.find(socket.string() + '\0') != std::string::npos)
-            ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL);
+        {
+            pid_t pid = 0;
+            const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), pid);
+            if (parsed == std::errc() && end == name.data() + name.size() && pid > 0) ::kill(pid, SIGKILL);
+        }
     }
 }
 

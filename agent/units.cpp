@@ -1,5 +1,6 @@
 #include "agent/units.hpp"
 
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -19,8 +20,9 @@ bool read_number(std::string_view text, std::size_t& i, double& value) {
     if (i == start) return false;
     const std::string digits(text.substr(start, i - start));
     if (digits.find('.') != digits.rfind('.') || digits == ".") return false;
-    value = std::stod(digits);
-    return true;
+    // from_chars: no exception and no locale; a value too large for a double is refused.
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return ec == std::errc() && end == digits.data() + digits.size();
 }
 
 }  // namespace
@@ -58,8 +60,9 @@ sandbox::Expected<std::uint64_t> parse_bytes(std::string_view text) {
     };
     std::size_t i = 0;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    if (i == 0 || i > 19) return bad();
-    std::uint64_t value = std::stoull(std::string(text.substr(0, i)));
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + i, value);
+    if (i == 0 || ec != std::errc() || end != text.data() + i) return bad();
     std::string unit(text.substr(i));
     for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (unit.ends_with("IB")) unit.erase(unit.size() - 2);

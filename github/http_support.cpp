@@ -19,6 +19,10 @@ bool iequals(std::string_view left, std::string_view right) {
            });
 }
 
+// GitHub's waits, bounded before they become durations (a header's 10^17 seconds would
+// overflow the nanoseconds of a time_point): no wait is longer than a day.
+constexpr long long k_max_wait_seconds = 24 * 60 * 60;
+
 std::optional<long long> parse_integer(const std::optional<std::string>& text) {
     if (!text) return std::nullopt;
     std::string_view view = *text;
@@ -58,12 +62,15 @@ RetryAdvice advise_retry(const Response& response, std::chrono::system_clock::ti
     if (status >= 500) return {true, std::nullopt};
     if (status != 403 && status != 429) return {};
     if (auto after = parse_integer(response.header("retry-after"))) {
-        return {true, milliseconds(seconds(*after))};
+        return {true, milliseconds(seconds(std::min(*after, k_max_wait_seconds)))};
     }
     auto remaining = parse_integer(response.header("x-ratelimit-remaining"));
     auto reset = parse_integer(response.header("x-ratelimit-reset"));
     if (remaining && *remaining == 0 && reset) {
-        auto until = std::chrono::system_clock::time_point(seconds(*reset));
+        // The reset is a Unix time, bounded to the next day before it becomes a time_point.
+        const long long now_s = std::chrono::duration_cast<seconds>(now.time_since_epoch()).count();
+        const long long bounded = std::clamp(*reset, now_s - 1, now_s + k_max_wait_seconds);
+        auto until = std::chrono::system_clock::time_point(seconds(bounded));
         auto wait = std::chrono::duration_cast<milliseconds>(until - now) + seconds(1);
         return {true, std::max(wait, milliseconds(seconds(1)))};
     }

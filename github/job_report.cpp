@@ -281,9 +281,8 @@ std::optional<std::chrono::system_clock::time_point> parse_github_time(std::stri
     long offset = 0;
     if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' &&
         all_digits(zone.substr(1, 2)) && all_digits(zone.substr(4, 2))) {
-        offset = (std::stol(std::string(zone.substr(1, 2))) * 60 +
-                  std::stol(std::string(zone.substr(4, 2)))) *
-                 60;
+        const auto two_digits = [](std::string_view d) { return (d[0] - '0') * 10 + (d[1] - '0'); };
+        offset = (two_digits(zone.substr(1, 2)) * 60L + two_digits(zone.substr(4, 2))) * 60L;
         if (zone[0] == '-') offset = -offset;
     } else if (zone != "Z") {
         return std::nullopt;

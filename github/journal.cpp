@@ -1,5 +1,6 @@
 #include "github/journal.hpp"
 
+#include <charconv>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <simdjson.h>
@@ -52,7 +53,12 @@ std::optional<std::uint64_t> start_time_of(int pid) {
     std::istringstream fields(stat.substr(close + 2));
     std::string field;
     for (int index = 3; fields >> field; ++index) {
-        if (index == 22) return std::stoull(field);
+        if (index == 22) {
+            std::uint64_t ticks = 0;
+            const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
+            if (ec != std::errc() || end != field.data() + field.size()) return std::nullopt;
+            return ticks;
+        }
     }
     return std::nullopt;
 }

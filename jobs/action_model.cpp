@@ -1,5 +1,11 @@
 #include "jobs/action_model.hpp"
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "jobs/template_reader.hpp"
+#include "jobs/template_schema.hpp"
 #include "jobs/workflow_parse.hpp"
 #include "sandbox/safe_access.hpp"
 
@@ -16,9 +22,6 @@ void parse_inputs(ParseContext& ctx, const YamlNode& node, Action& action) {
         input.mark = entry.key_mark;
         if (entry.value.is_mapping()) {
             const std::string where = "inputs." + entry.key;
-            if (!ctx.check_keys(entry.value, {"description", "required", "default",
-                                              "deprecationMessage"}, where))
-                return;
             if (const auto* d = entry.value.find("description"))
                 input.description = ctx.text(*d, where + ".description").value_or(Text{}).value;
             if (const auto* r = entry.value.find("required"))
@@ -41,7 +44,6 @@ void parse_outputs(ParseContext& ctx, const YamlNode& node, Action& action) {
         output.mark = entry.key_mark;
         if (entry.value.is_mapping()) {
             const std::string where = "outputs." + entry.key;
-            if (!ctx.check_keys(entry.value, {"description", "value"}, where)) return;
             if (const auto* v = entry.value.find("value")) output.value = ctx.text(*v, where + ".value").value_or(Text{});
             else if (action.kind == ActionKind::composite)
                 return (void)ctx.fail(entry.key_mark, "composite action output '" + entry.key + "' needs a 'value'");
@@ -56,16 +58,18 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
     if (using_node == nullptr || !using_node->is_scalar())
         return (void)ctx.fail(runs.mark, "runs needs 'using' (composite, node20, docker)");
     action.using_ = using_node->text;
+    // The runner's ConvertRuns: `using` is one of the schema's values (action-v1.0.json `using`).
+    const auto* known = schema::action_schema().find("using");
+    if (std::ranges::find(known->one_of, std::string_view(action.using_)) == known->one_of.end())
+        return (void)ctx.fail(using_node->mark, "unknown runs.using '" + action.using_ +
+                                                    "' (composite, node12/16/20/24 or docker)");
     if (action.using_ == "composite") {
         action.kind = ActionKind::composite;
-        if (!ctx.check_keys(runs, {"using", "steps"}, "runs")) return;
         const YamlNode* steps = runs.find("steps");
         if (steps == nullptr) return (void)ctx.fail(runs.mark, "a composite action needs runs.steps");
         action.steps = ctx.steps(*steps, "the composite action", true);
     } else if (action.using_.starts_with("node")) {
         action.kind = ActionKind::node;
-        if (!ctx.check_keys(runs, {"using", "main", "pre", "post", "pre-if", "post-if"}, "runs"))
-            return;
         const YamlNode* main = runs.find("main");
         if (main == nullptr) return (void)ctx.fail(runs.mark, "a JavaScript action needs runs.main");
         action.main = ctx.text(*main, "runs.main").value_or(Text{}).value;
@@ -76,9 +80,6 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
     } else if (action.using_ == "docker") {
         action.kind = ActionKind::docker;
         if (const auto* env = runs.find("env")) action.env = ctx.env(*env, "runs.env");
-    } else {
-        ctx.fail(using_node->mark, "unknown runs.using '" + action.using_ +
-                                       "' (composite, node12/16/20/24 or docker)");
     }
 }
 
@@ -88,15 +89,18 @@ sandbox::Expected<Action> parse_action(std::string_view text, std::string_view f
                                        const std::filesystem::path& dir) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
+    // The runner reads action.yml against action-root (ActionManifestManager).
+    static constexpr std::string_view k_conditions[] = {"step-if"};
+    TemplateReadOptions options;
+    options.condition_types = k_conditions;
+    if (auto read = read_template(schema::action_schema(), "action-root", *root, options); !read)
+        return std::unexpected(read.error());
     ParseContext ctx;
     Action action;
     action.directory = dir;
     action.file = std::string(file);
     auto failed = [&]() { return sandbox::fail(sandbox::ErrorKind::invalid_input, ctx.error()); };
-    if (!ctx.require_mapping(*root, "an action manifest") ||
-        !ctx.check_keys(*root, {"name", "author", "description", "inputs", "outputs", "runs",
-                                "branding"}, "the action manifest"))
-        return failed();
+    if (!ctx.require_mapping(*root, "an action manifest")) return failed();
     if (const auto* name = root->find("name")) action.name = ctx.text(*name, "name").value_or(Text{}).value;
     const YamlNode* runs = root->find("runs");
     if (runs == nullptr) return ctx.fail(root->mark, "the action has no 'runs'"), failed();

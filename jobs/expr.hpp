@@ -148,6 +148,35 @@ ExprExpected<void> check_template(std::string_view text, std::span<const std::st
 ExprExpected<void> check_condition(std::string_view if_text, std::span<const std::string> context_names,
                                    FunctionSet functions);
 
+// A function an allowed context adds, as GitHub's schemas write it (`hashFiles(1,255)`,
+// `failure(0,MAX)`): the name and the number of arguments it takes.
+struct FunctionSignature {
+    std::string name;
+    std::size_t min_args = 0;
+    std::size_t max_args = 0;
+};
+
+// What an expression may name where the schema puts it: the named values (contexts) and,
+// besides the core functions (contains, startsWith, endsWith, format, join, toJSON,
+// fromJSON, case), the functions with their arities. A schema `context` list splits into
+// these with split_allowed_context().
+struct AllowedContext {
+    std::vector<std::string> names;
+    std::vector<FunctionSignature> functions;
+};
+
+// GitHub's splitAllowedContext (workflow-parser templates/allowed-context.ts): entries of the
+// form `name(min,max)` (max may be MAX) are functions, the others named values.
+AllowedContext split_allowed_context(std::span<const std::string_view> context);
+
+// GitHub's validateExpression: lexes and parses `expression` (no `${{ }}` wrapper) against
+// `allowed`, without evaluating it. The errors are the parser's, of phase lexing or parsing.
+ExprExpected<void> validate_expression(std::string_view expression, const AllowedContext& allowed);
+
+// True when the parsed expression calls success(), failure(), always() or cancelled()
+// (GitHub's ensureStatusFunction). False when it does not parse.
+bool calls_status_function(std::string_view expression, const AllowedContext& allowed);
+
 // True when `text` contains a `${{`.
 bool has_expression(std::string_view text);
 

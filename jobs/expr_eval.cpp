@@ -128,15 +128,24 @@ public:
     }
 
 private:
-    ExprExpected<Operand> compare(const Node& node) {
-        auto left = eval(*node.children[0]);
+    // A chain `a == b == c ...` is a left-deep tree as long as the expression (GitHub counts
+    // no depth for it): walked iteratively, whatever its length.
+    ExprExpected<Operand> compare(const Node& top) {
+        std::vector<const Node*> chain{&top};
+        while (chain.back()->children[0]->type == Node::Type::compare) chain.push_back(chain.back()->children[0].get());
+        auto left = eval(*chain.back()->children[0]);
         if (!left) return left;
-        auto right = eval(*node.children[1]);
-        if (!right) return right;
-        const Value& l = left->value;
-        const Value& r = right->value;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            auto right = eval(*(*it)->children[1]);
+            if (!right) return right;
+            left = Operand{Value(compare_values((*it)->op, left->value, right->value))};
+        }
+        return left;
+    }
+
+    static bool compare_values(TokenType op, const Value& l, const Value& r) {
         bool result = false;
-        switch (node.op) {
+        switch (op) {
             case TokenType::equal_equal: result = expr_detail::loose_equals(l, r); break;
             case TokenType::bang_equal: result = !expr_detail::loose_equals(l, r); break;
             case TokenType::greater: result = expr_detail::greater_than(l, r); break;
@@ -149,7 +158,7 @@ private:
                 break;
             default: break;
         }
-        return Operand{Value(result)};
+        return result;
     }
 
     // && and || return the deciding operand itself, not a boolean.

@@ -182,6 +182,21 @@ bool less_than(const Value& left, const Value& right) {
     return result && *result < 0;
 }
 
+// success(ids...) is true when every named needed job succeeded, failure(ids...) when one of
+// them failed: their `needs.<id>.result`.
+Value needs_results(std::span<const Value> args, const EvalContext& context, std::string_view wanted) {
+    const Value* needs = context.contexts.find("needs");
+    const bool all = wanted == "success";
+    for (const auto& arg : args) {
+        const Value* job = needs != nullptr ? needs->get(arg.to_display_string()) : nullptr;
+        const Value* result = job != nullptr ? job->get("result") : nullptr;
+        const bool is = result != nullptr && result->is_string() && result->as_string() == wanted;
+        if (all && !is) return Value(false);
+        if (!all && is) return Value(true);
+    }
+    return Value(all);
+}
+
 ExprExpected<Value> call_function(Function function, std::span<const Value> args, const EvalContext& context) {
     switch (function) {
         case Function::contains: return contains(args[0], args[1]);
@@ -193,8 +208,12 @@ ExprExpected<Value> call_function(Function function, std::span<const Value> args
         case Function::from_json: return from_json(args[0]);
         case Function::case_: return case_function(args);
         case Function::hash_files: return hash_files_function(args, context);
-        case Function::success: return Value(context.status == RunStatus::success);
-        case Function::failure: return Value(context.status == RunStatus::failure);
+        case Function::success:
+            if (!args.empty()) return needs_results(args, context, "success");
+            return Value(context.status == RunStatus::success);
+        case Function::failure:
+            if (!args.empty()) return needs_results(args, context, "failure");
+            return Value(context.status == RunStatus::failure);
         case Function::always: return Value(true);
         case Function::cancelled: return Value(context.status == RunStatus::cancelled);
     }

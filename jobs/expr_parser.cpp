@@ -2,6 +2,7 @@
 // the same nodes GitHub counts, so the same expressions pass and fail).
 #include "jobs/expr_parser.hpp"
 
+#include <charconv>
 #include <limits>
 #include <optional>
 
@@ -20,8 +21,10 @@ constexpr FunctionInfo k_functions[] = {
     {"fromjson", Function::from_json, 1, 1, FunctionSet::core},
     {"case", Function::case_, 3, k_unbounded, FunctionSet::core},
     {"hashfiles", Function::hash_files, 1, 255, FunctionSet::hash_files},
-    {"success", Function::success, 0, 0, FunctionSet::status},
-    {"failure", Function::failure, 0, 0, FunctionSet::status},
+    // success(job, ...) and failure(job, ...) test given needed jobs: GitHub allows that in a
+    // job's `if` only (job-if's `success(0,MAX)`), which the schema check enforces at load.
+    {"success", Function::success, 0, k_unbounded, FunctionSet::status},
+    {"failure", Function::failure, 0, k_unbounded, FunctionSet::status},
     {"always", Function::always, 0, 0, FunctionSet::status},
     {"cancelled", Function::cancelled, 0, 0, FunctionSet::status},
 };
@@ -46,6 +49,13 @@ public:
            const Object* contexts, FunctionSet functions)
         : m_input(input), m_tokens(std::move(tokens)), m_names(names), m_contexts(contexts),
           m_functions(functions) {}
+
+    // The functions beyond the core ones come from `signatures` (a schema's allowed context)
+    // instead of the function set, with the arities given there.
+    void use_signatures(std::span<const FunctionSignature> signatures) {
+        m_signatures = signatures;
+        m_use_signatures = true;
+    }
 
     // nullptr with no error for the empty expression.
     ExprExpected<NodePtr> run() {
@@ -188,13 +198,24 @@ private:
             if (!check(TokenType::right_paren) && !consume(TokenType::comma)) return nullptr;
         }
         const FunctionInfo* info = find_function(identifier.lexeme);
-        if (info == nullptr || !has(m_functions, info->group)) {
+        std::size_t min_args = info != nullptr ? info->min_args : 0;
+        std::size_t max_args = info != nullptr ? info->max_args : 0;
+        if (m_use_signatures && (info == nullptr || info->group != FunctionSet::core)) {
+            const FunctionSignature* signature = find_signature(identifier.lexeme);
+            if (signature == nullptr) return error("Unrecognized function", identifier), nullptr;
+            min_args = signature->min_args;
+            max_args = signature->max_args;
+        } else if (info == nullptr || !has(m_functions, info->group)) {
             error("Unrecognized function", identifier);
             return nullptr;
         }
         const auto count = node->children.size();
-        if (count < info->min_args) return error("Too few parameters supplied", identifier), nullptr;
-        if (count > info->max_args) return error("Too many parameters supplied", identifier), nullptr;
+        if (count < min_args) return error("Too few parameters supplied", identifier), nullptr;
+        if (count > max_args) return error("Too many parameters supplied", identifier), nullptr;
+        if (info == nullptr) {  // a schema's function this engine does not evaluate: syntax only
+            node->name = std::string(identifier.lexeme);
+            return node;
+        }
         if (info->id == Function::case_ && count % 2 == 0) {
             error("Even number of parameters supplied, requires an odd number of parameters", identifier);
             return nullptr;
@@ -258,6 +279,13 @@ private:
         return false;
     }
 
+    const FunctionSignature* find_signature(std::string_view name) const {
+        for (const auto& signature : m_signatures) {
+            if (equals_ignore_case(signature.name, name)) return &signature;
+        }
+        return nullptr;
+    }
+
     bool known_name(std::string_view name) const {
         if (m_contexts != nullptr) return m_contexts->contains(name);
         for (const auto& known : m_names) {
@@ -289,6 +317,8 @@ private:
     std::span<const std::string> m_names;
     const Object* m_contexts = nullptr;
     FunctionSet m_functions;
+    std::span<const FunctionSignature> m_signatures;
+    bool m_use_signatures = false;
     std::size_t m_offset = 0;
     int m_depth = 0;
     bool m_uses_status = false;
@@ -299,6 +329,18 @@ private:
 }  // namespace jobs::expr_detail
 
 namespace jobs {
+
+Expression::Node::~Node() {
+    std::vector<std::unique_ptr<const Node>> pending;
+    for (auto& child : children) pending.push_back(std::move(child));
+    while (!pending.empty()) {
+        std::unique_ptr<const Node> node = std::move(pending.back());
+        pending.pop_back();
+        if (!node) continue;
+        // Every node is made non-const (make_unique<Node>) and only held as const.
+        for (auto& child : const_cast<Node&>(*node).children) pending.push_back(std::move(child));
+    }
+}
 
 namespace {
 
@@ -338,6 +380,70 @@ ExprExpected<Expression> parse(std::string_view text, const Object& contexts, Fu
     expression.m_text = std::string(text);
     expression.m_uses_status = parsed->uses_status;
     return expression;
+}
+
+namespace {
+
+// Whether the tree calls a status function (GitHub's walkTreeToFindStatusFunctionCalls).
+bool has_status_call(const Expression::Node& node) {
+    // Iterative: the tree is at most k_max_depth deep, but comparison chains are wide.
+    std::vector<const Expression::Node*> pending{&node};
+    while (!pending.empty()) {
+        const Expression::Node* current = pending.back();
+        pending.pop_back();
+        if (current->type == Expression::Node::Type::call) {
+            const auto* info = expr_detail::find_function(current->name);
+            if (info != nullptr && info->group == FunctionSet::status) return true;
+        }
+        for (const auto& child : current->children) {
+            if (child) pending.push_back(child.get());
+        }
+    }
+    return false;
+}
+
+ExprExpected<std::unique_ptr<Expression::Node>> parse_allowed(std::string_view text, const AllowedContext& allowed) {
+    auto tokens = expr_detail::lex(text);
+    if (!tokens) return std::unexpected(tokens.error());
+    expr_detail::Parser parser(text, std::move(*tokens), allowed.names, nullptr, FunctionSet::core);
+    parser.use_signatures(allowed.functions);
+    auto root = parser.run();
+    if (!root) return std::unexpected(root.error());
+    return std::move(*root);
+}
+
+}  // namespace
+
+AllowedContext split_allowed_context(std::span<const std::string_view> context) {
+    AllowedContext out;
+    for (auto entry : context) {
+        const auto open = entry.find('(');
+        const auto comma = entry.find(',', open == std::string_view::npos ? 0 : open);
+        if (open == std::string_view::npos || comma == std::string_view::npos || !entry.ends_with(")")) {
+            out.names.emplace_back(entry);
+            continue;
+        }
+        FunctionSignature signature;
+        signature.name = std::string(entry.substr(0, open));
+        const auto min_text = entry.substr(open + 1, comma - open - 1);
+        const auto max_text = entry.substr(comma + 1, entry.size() - comma - 2);
+        std::from_chars(min_text.data(), min_text.data() + min_text.size(), signature.min_args);
+        if (max_text == "MAX") signature.max_args = std::numeric_limits<std::size_t>::max();
+        else std::from_chars(max_text.data(), max_text.data() + max_text.size(), signature.max_args);
+        out.functions.push_back(std::move(signature));
+    }
+    return out;
+}
+
+ExprExpected<void> validate_expression(std::string_view expression, const AllowedContext& allowed) {
+    auto root = parse_allowed(expression, allowed);
+    if (!root) return std::unexpected(root.error());
+    return {};
+}
+
+bool calls_status_function(std::string_view expression, const AllowedContext& allowed) {
+    auto root = parse_allowed(expression, allowed);
+    return root && *root && has_status_call(**root);
 }
 
 }  // namespace jobs

@@ -50,6 +50,12 @@ struct Expression::Node {
     expr_detail::TokenType op = expr_detail::TokenType::end;
     expr_detail::Function function = expr_detail::Function::contains;
     std::vector<std::unique_ptr<const Node>> children;
+
+    Node() = default;
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    // Releases the children iteratively: a comparison chain is as deep as it is long.
+    ~Node();
 };
 
 }  // namespace jobs

@@ -3,6 +3,10 @@
 #include <sys/stat.h>
 
 #include <random>
+#include <system_error>
+
+#include "jobs/yaml_tree.hpp"
+#include "sandbox/fd.hpp"
 
 namespace jobs {
 namespace {
@@ -54,8 +58,9 @@ std::optional<Line> read_line(std::string_view text, std::size_t& index) {
 
 std::unexpected<sandbox::Error> parse_error(std::string_view label, std::size_t line,
                                             std::string_view message) {
+    // One printable line, whatever bytes the file holds (yaml_tree.hpp's one_line).
     return fail(ErrorKind::invalid_input,
-                std::string(label) + ":" + std::to_string(line) + ": " + std::string(message));
+                std::string(label) + ":" + std::to_string(line) + ": " + one_line(message));
 }
 
 // The file's label in refusals: the variable the step knows it by.

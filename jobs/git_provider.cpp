@@ -1,5 +1,6 @@
 #include "jobs/git_provider.hpp"
 
+#include <charconv>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -60,7 +61,9 @@ sandbox::Expected<unsigned> parse_fetch_depth(const std::string& text) {
     if (text.empty()) return 1u;
     if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
         return sandbox::fail(ErrorKind::invalid_input, "actions/checkout fetch-depth '" + text + "' is not a number");
-    return static_cast<unsigned>(std::stoul(text));
+    unsigned depth = 0;
+    std::from_chars(text.data(), text.data() + text.size(), depth);  // nine digits at most: fits
+    return depth;
 }
 
 sandbox::Expected<SubmoduleMode> parse_submodules(const std::string& text) {

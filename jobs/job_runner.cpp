@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <unordered_map>
 
 #include "jobs/job_steps.hpp"
 #include "jobs/yaml_value.hpp"
@@ -17,6 +18,23 @@ void set_env(sandbox::Environment& env, const std::string& name, const std::stri
         }
     }
     env.emplace_back(name, value);
+}
+
+void merge_env(sandbox::Environment& env, const sandbox::Environment& more) {
+    if (more.empty()) return;
+    if (env.size() * more.size() < 1024) {  // small: the scan is cheaper than an index
+        for (const auto& [name, value] : more) set_env(env, name, value);
+        return;
+    }
+    // Large (thousands of variables): one index, so merging stays linear.
+    std::unordered_map<std::string, std::size_t> index;
+    index.reserve(env.size() + more.size());
+    for (std::size_t i = 0; i < env.size(); ++i) index.emplace(env[i].first, i);
+    for (const auto& [name, value] : more) {
+        const auto [at, added] = index.emplace(name, env.size());
+        if (added) env.emplace_back(name, value);
+        else env[at->second].second = value;
+    }
 }
 
 Object env_object(const sandbox::Environment& env) {
@@ -109,8 +127,8 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
     Object github = m_github;
     if (!scope.action_path.empty()) github.set("action_path", scope.action_path.string());
     sandbox::Environment env = m_state.env;
-    for (const auto& [name, value] : scope.extra_env) set_env(env, name, value);
-    for (const auto& [name, value] : step_env) set_env(env, name, value);
+    merge_env(env, scope.extra_env);
+    merge_env(env, step_env);
     Object job = m_job_context;
     job.set("status", std::string(status(scope) == RunStatus::success ? "success"
                                   : status(scope) == RunStatus::failure ? "failure" : "cancelled"));
@@ -272,8 +290,8 @@ sandbox::Environment JobRun::process_env(const Scope& scope, const sandbox::Envi
     sandbox::Environment env = m_github_env;
     if (!scope.action_path.empty()) set_env(env, "GITHUB_ACTION_PATH", scope.action_path.string());
     set_env(env, "GITHUB_ACTION", action_id);
-    for (const auto& [name, value] : scope.extra_env) set_env(env, name, value);
-    for (const auto& [name, value] : step_env) set_env(env, name, value);
+    merge_env(env, scope.extra_env);
+    merge_env(env, step_env);
     return env;
 }
 
@@ -343,7 +361,7 @@ void JobRun::run_posts() {
             spec.id = post.id;
             spec.argv = {"node", (post.action.directory / post.action.post).string()};
             spec.env = post.env;
-            for (const auto& pair : state_environment(post.state)) set_env(spec.env, pair.first, pair.second);
+            merge_env(spec.env, state_environment(post.state));
             spec.working_directory = m_leg.workspace;
             execute(std::move(spec), report.name, report);
         }
@@ -382,14 +400,14 @@ RunDefaults JobRun::job_defaults() const {
 }
 
 std::optional<std::string> JobRun::set_up(const Scope& scope) {
-    for (const auto& [name, value] : m_settings.env) set_env(m_state.env, name, value);
+    merge_env(m_state.env, m_settings.env);
     // The workflow env sees no env of its own; the job env sees the workflow's.
     auto workflow_env = evaluate_env(m_leg.workflow->env, context(scope));
     if (!workflow_env) return workflow_env.error().message;
-    for (const auto& [name, value] : *workflow_env) set_env(m_state.env, name, value);
+    merge_env(m_state.env, *workflow_env);
     auto job_env = evaluate_env(m_leg.job->env, context(scope));
     if (!job_env) return job_env.error().message;
-    for (const auto& [name, value] : *job_env) set_env(m_state.env, name, value);
+    merge_env(m_state.env, *job_env);
     std::string error;
     const auto timeout = evaluate_number(m_leg.job->timeout_minutes, context(scope), error);
     if (!error.empty()) return error;

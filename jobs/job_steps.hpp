@@ -122,6 +122,8 @@ public:
 ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalContext& context);
 // Sets name=value in an Environment (replacing in place).
 void set_env(sandbox::Environment& env, const std::string& name, const std::string& value);
+// set_env for each of `more`, in linear time however many there are.
+void merge_env(sandbox::Environment& env, const sandbox::Environment& more);
 Object env_object(const sandbox::Environment& env);
 
 }  // namespace jobs::detail

@@ -61,26 +61,62 @@ std::unexpected<sandbox::Error> too_many_combinations() {
                 "the matrix has more than " + std::to_string(k_max_matrix_combinations) + " combinations");
 }
 
-// The cross product of the combinations so far (none before the first vector) with the
-// vector `key`'s values.
-sandbox::Expected<std::vector<Object>> multiply_by_vector(std::vector<Object> combinations, const std::string& key,
-                                                          const Value& vector) {
+// The vectors' cross product is enumerated lazily, and only combinations that survive
+// `exclude` are built: GitHub's limit of 256 applies after exclude (MatrixBuilder.Build), so
+// a product may be larger, but no more than this many combinations are ever looked at.
+constexpr std::size_t k_max_matrix_product = std::size_t{1} << 20;
+
+struct Vector {
+    std::string key;
+    const Array* values;
+};
+
+sandbox::Expected<void> check_vector(const std::string& key, const Value& vector) {
     if (!vector.is_array())
         return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' must be an array, not " +
                                                   std::string(to_string(vector.kind())));
     if (vector.as_array().empty())
         return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' has no values");
-    if (combinations.empty()) combinations.emplace_back();
-    std::vector<Object> next;
-    for (const auto& base : combinations) {
-        for (const auto& item : vector.as_array()) {
-            Object combination = base;
-            combination.set(key, item);
-            next.push_back(std::move(combination));
-            if (next.size() > k_max_matrix_combinations) return too_many_combinations();
+    return {};
+}
+
+// True when every key/value of the exclude entry equals the combination's (the combination
+// given as one value index per vector).
+bool excluded(const std::vector<Vector>& vectors, const std::vector<std::size_t>& at, const Object& exclude) {
+    for (const auto& entry : exclude) {
+        const auto vector =
+            std::ranges::find_if(vectors, [&](const Vector& v) { return equals_ignore_case(v.key, entry.first); });
+        if (vector == vectors.end()) return false;
+        const auto index = static_cast<std::size_t>(vector - vectors.begin());
+        if (!deep_equal((*vector->values)[at[index]], entry.second)) return false;
+    }
+    return true;
+}
+
+sandbox::Expected<std::vector<Object>> cross_product(const std::vector<Vector>& vectors,
+                                                     const std::vector<Object>& excludes) {
+    std::vector<Object> out;
+    if (vectors.empty()) return out;
+    std::size_t product = 1;
+    for (const auto& vector : vectors) {
+        if (product > k_max_matrix_product / vector.values->size()) return too_many_combinations();
+        product *= vector.values->size();
+    }
+    std::vector<std::size_t> at(vectors.size(), 0);  // mixed radix, the first vector slowest
+    for (std::size_t n = 0; n < product; ++n) {
+        const bool dropped = std::ranges::any_of(excludes, [&](const Object& ex) { return excluded(vectors, at, ex); });
+        if (!dropped) {
+            if (out.size() == k_max_matrix_combinations) return too_many_combinations();
+            Object combination;
+            for (std::size_t i = 0; i < vectors.size(); ++i) combination.set(vectors[i].key, (*vectors[i].values)[at[i]]);
+            out.push_back(std::move(combination));
+        }
+        for (std::size_t i = vectors.size(); i-- > 0;) {
+            if (++at[i] < vectors[i].values->size()) break;
+            at[i] = 0;
         }
     }
-    return next;
+    return out;
 }
 
 // GitHub's include: an entry extends every original combination whose vector values it
@@ -106,6 +142,10 @@ ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& c
     if (!matrix.is_mapping()) return evaluate_yaml(matrix, context);
     Object out;
     for (const auto& entry : matrix.entries) {
+        if (has_expression(entry.key)) {  // ${{ insert }} or a computed vector name
+            if (auto added = evaluate_entry(entry, context, out); !added) return std::unexpected(added.error());
+            continue;
+        }
         auto value = evaluate_vector(entry.value, context);
         if (!value) return value;
         out.set(entry.key, std::move(*value));
@@ -117,7 +157,7 @@ sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
     if (!matrix.is_object())
         return fail(ErrorKind::invalid_input, "strategy.matrix must be an object, not " +
                                                   std::string(to_string(matrix.kind())));
-    std::vector<Object> combinations;
+    std::vector<Vector> vectors;
     std::set<std::string> vector_keys;  // folded
     std::vector<Object> includes, excludes;
     for (const auto& [key, value] : matrix.as_object()) {
@@ -127,20 +167,18 @@ sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
             (equals_ignore_case(key, "include") ? includes : excludes) = std::move(*list);
             continue;
         }
-        auto multiplied = multiply_by_vector(std::move(combinations), key, value);
-        if (!multiplied) return std::unexpected(multiplied.error());
-        combinations = std::move(*multiplied);
+        if (auto ok = check_vector(key, value); !ok) return std::unexpected(ok.error());
+        vectors.push_back(Vector{key, &value.as_array()});
         vector_keys.insert(fold_case(key));
     }
-    std::erase_if(combinations, [&](const Object& combination) {
-        return std::ranges::any_of(excludes, [&](const Object& ex) { return matches(combination, ex, nullptr); });
-    });
-    apply_includes(combinations, includes, vector_keys);
-    if (combinations.size() > k_max_matrix_combinations) return too_many_combinations();
-    if (combinations.empty())
+    auto combinations = cross_product(vectors, excludes);
+    if (!combinations) return std::unexpected(combinations.error());
+    apply_includes(*combinations, includes, vector_keys);
+    if (combinations->size() > k_max_matrix_combinations) return too_many_combinations();
+    if (combinations->empty())
         return fail(ErrorKind::invalid_input, "the matrix has no combinations left after 'exclude'");
     std::vector<Value> out;
-    for (auto& combination : combinations) out.emplace_back(std::move(combination));
+    for (auto& combination : *combinations) out.emplace_back(std::move(combination));
     return out;
 }
 

@@ -62,6 +62,13 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
                       std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
     const std::string& uses = step.uses->value;
     NamedValues with;
+    if (step.with_template) {  // `${{ insert }}` or computed keys: the whole mapping evaluated
+        auto value = evaluate_yaml(*step.with_template, ctx);
+        if (!value) return fail_step(report, value.error().message);
+        if (!value->is_object())
+            return fail_step(report, located(step.with_template->mark, "'with' must evaluate to a mapping"));
+        for (const auto& [name, item] : value->as_object()) with.emplace_back(name, item.to_display_string());
+    }
     for (const auto& [name, text] : step.with) {
         auto value = interpolate_at(text.value, text.mark, ctx);
         if (!value) return fail_step(report, value.error().message);
@@ -116,7 +123,7 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
     for (const auto& [name, value] : inputs) inputs_object.set(name, value);
     inner.inputs = std::move(inputs_object);
     inner.extra_env = scope.extra_env;
-    for (const auto& [name, value] : step_env) set_env(inner.extra_env, name, value);
+    merge_env(inner.extra_env, step_env);
     inner.action_path = action.directory;
     inner.action_name = id_part(step.uses->value);
     inner.depth = scope.depth + 1;
@@ -150,14 +157,14 @@ void JobRun::run_node(const Action& action, const NamedValues& inputs, const Ste
     Scope action_scope = scope;
     action_scope.action_path = action.directory;
     sandbox::Environment env = process_env(action_scope, step_env, report.id);
-    for (const auto& [name, value] : input_environment(inputs)) set_env(env, name, value);
+    merge_env(env, input_environment(inputs));
     NamedValues state;
     auto spec_for = [&](const std::string& script) {
         StepSpec spec;
         spec.id = report.id;
         spec.argv = {"node", (action.directory / script).string()};
         spec.env = env;
-        for (const auto& [name, value] : state_environment(state)) set_env(spec.env, name, value);
+        merge_env(spec.env, state_environment(state));
         spec.working_directory = m_leg.workspace;
         spec.timeout = timeout;
         return spec;

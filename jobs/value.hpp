@@ -54,8 +54,9 @@ public:
     bool insert(std::string key, Value value);
     bool erase(std::string_view key);
 
-    std::size_t size() const { return m_entries.size(); }
-    bool empty() const { return m_entries.empty(); }
+    // Defined below Value (a complete type there, as clang needs for the vector's members).
+    std::size_t size() const;
+    bool empty() const;
     auto begin() const { return m_entries.begin(); }
     auto end() const { return m_entries.end(); }
     auto begin() { return m_entries.begin(); }
@@ -137,6 +138,9 @@ private:
                  std::shared_ptr<Object>>
         m_data;
 };
+
+inline std::size_t Object::size() const { return m_entries.size(); }
+inline bool Object::empty() const { return m_entries.empty(); }
 
 // Number to string the way GitHub's expression engine does: at most 15 decimals, shortest
 // round-trip digits, integers without ".0", "-0" as "0", exponents for 1e21 and above and

@@ -13,27 +13,36 @@ namespace {
 using simdjson::ondemand::json_type;
 
 // The on-demand API, because its get_double() takes any JSON number (the DOM refuses
-// integers beyond 64 bits, which JavaScript's JSON.parse accepts as doubles). Nesting is
-// bounded by the parser's max depth (1024).
-sandbox::Expected<Value> from_value(simdjson::ondemand::value value);
+// integers beyond 64 bits, which JavaScript's JSON.parse accepts as doubles). On demand does
+// not bound nesting itself (a document 100,000 deep would recurse as deep): the conversion
+// counts it and refuses what is deeper than k_max_json_depth.
+// Below the parser's own max depth (1024), which on demand asserts rather than checks.
+constexpr int k_max_json_depth = 512;
+
+sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth);
 
 std::unexpected<sandbox::Error> json_error(simdjson::error_code error) {
     return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string("invalid JSON: ") + simdjson::error_message(error));
 }
 
-sandbox::Expected<Value> from_array(simdjson::ondemand::array items) {
+std::unexpected<sandbox::Error> too_deep() {
+    return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                         "invalid JSON: nested more than " + std::to_string(k_max_json_depth) + " deep");
+}
+
+sandbox::Expected<Value> from_array(simdjson::ondemand::array items, int depth) {
     Array array;
     for (auto item : items) {
         simdjson::ondemand::value element;
         if (auto error = item.get(element)) return json_error(error);
-        auto converted = from_value(element);
+        auto converted = from_value(element, depth);
         if (!converted) return converted;
         array.push_back(std::move(*converted));
     }
     return Value(std::move(array));
 }
 
-sandbox::Expected<Value> from_object(simdjson::ondemand::object fields) {
+sandbox::Expected<Value> from_object(simdjson::ondemand::object fields, int depth) {
     Object object;
     for (auto field : fields) {
         std::string_view key;
@@ -41,7 +50,7 @@ sandbox::Expected<Value> from_object(simdjson::ondemand::object fields) {
         std::string owned_key(key);  // the view lives only until the parser moves on
         simdjson::ondemand::value element;
         if (auto error = field.value().get(element)) return json_error(error);
-        auto converted = from_value(element);
+        auto converted = from_value(element, depth);
         if (!converted) return converted;
         object.set(std::move(owned_key), std::move(*converted));
     }
@@ -51,19 +60,21 @@ sandbox::Expected<Value> from_object(simdjson::ondemand::object fields) {
 // Scalars and containers alike; `Source` is an on-demand value or the document itself (a
 // scalar document cannot be taken as a value).
 template <typename Source>
-sandbox::Expected<Value> convert(Source& source) {
+sandbox::Expected<Value> convert(Source& source, int depth) {
     json_type type;
     if (auto error = source.type().get(type)) return json_error(error);
     switch (type) {
         case json_type::array: {
+            if (depth >= k_max_json_depth) return too_deep();
             simdjson::ondemand::array items;
             if (auto error = source.get_array().get(items)) return json_error(error);
-            return from_array(items);
+            return from_array(items, depth + 1);
         }
         case json_type::object: {
+            if (depth >= k_max_json_depth) return too_deep();
             simdjson::ondemand::object fields;
             if (auto error = source.get_object().get(fields)) return json_error(error);
-            return from_object(fields);
+            return from_object(fields, depth + 1);
         }
         case json_type::number: {
             double number = 0;
@@ -90,7 +101,7 @@ sandbox::Expected<Value> convert(Source& source) {
     return json_error(simdjson::INCORRECT_TYPE);
 }
 
-sandbox::Expected<Value> from_value(simdjson::ondemand::value value) { return convert(value); }
+sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth) { return convert(value, depth); }
 
 }  // namespace
 
@@ -100,7 +111,7 @@ sandbox::Expected<Value> parse_json(std::string_view text) {
     const simdjson::padded_string padded(text);
     simdjson::ondemand::document document;
     if (auto error = parser.iterate(padded).get(document)) return json_error(error);
-    auto value = convert(document);
+    auto value = convert(document, 0);
     if (!value) return value;
     // On demand reads lazily: trailing content is only found by asking.
     // (current_location() reports OUT_OF_BOUNDS exactly when everything was consumed.)

@@ -177,7 +177,8 @@ bool paths_filter_admits(const YamlNode& filters, std::span<const std::string> c
     const YamlNode* ignore = filters.find("paths-ignore");
     if (paths == nullptr && ignore == nullptr) return true;
     for (const std::string& path : changed) {
-        // `paths` and `paths-ignore` together are refused by the model; `paths` wins if not.
+        // `paths` and `paths-ignore` together: GitHub's parser accepts them (its docs advise
+        // against it); `paths` decides then, as `branches` does over `branches-ignore`.
         if (paths != nullptr ? filter_admits(filters, "paths", "", path)
                              : filter_admits(filters, "", "paths-ignore", path))
             return true;

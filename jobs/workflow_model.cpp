@@ -1,11 +1,13 @@
 #include "jobs/workflow_model.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "jobs/template_reader.hpp"
+#include "jobs/template_schema.hpp"
+#include "jobs/value.hpp"
 #include "jobs/workflow_parse.hpp"
 
 namespace jobs {
@@ -13,60 +15,84 @@ namespace {
 
 using detail::ParseContext;
 
-constexpr std::string_view k_events[] = {
-    "branch_protection_rule", "check_run", "check_suite", "create", "delete", "deployment",
-    "deployment_status", "discussion", "discussion_comment", "fork", "gollum", "issue_comment",
-    "issues", "label", "merge_group", "milestone", "page_build", "project", "project_card",
-    "project_column", "public", "pull_request", "pull_request_review",
-    "pull_request_review_comment", "pull_request_target", "push", "registry_package", "release",
-    "repository_dispatch", "schedule", "status", "watch", "workflow_call", "workflow_dispatch",
-    "workflow_run",
-};
-
-bool is_known_event(std::string_view event) {
-    return std::ranges::find(k_events, event) != std::end(k_events);
-}
-
 std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std::string_view what,
-                                     bool dispatch) {
+// The conditions GitHub's converters parse (convertToIfCondition).
+constexpr std::string_view k_conditions[] = {"job-if", "step-if", "snapshot-if"};
+
+const schema::Schema& workflow_grammar() { return schema::workflow_schema(); }
+
+// The events GitHub knows and how each is configured: the schema's on-mapping-strict.
+const schema::Property* find_event(std::string_view event) {
+    static const schema::Definition* events = workflow_grammar().find("on-mapping-strict");
+    for (const auto& property : events->properties) {
+        if (property.name == event) return &property;
+    }
+    return nullptr;
+}
+
+bool fail_with(ParseContext& ctx, const sandbox::Expected<void>& read) {
+    if (read) return true;
+    return ctx.fail_located(read.error().message);
+}
+
+// `on:` as GitHub's strict reading has it: every event known, each configuration valid for
+// its event. The schema's `*-string` constants are not used for the name forms: one of them
+// is wrong upstream (repository-dispatch-string reads "branch_protection_rule"), and the
+// cross-check test holds each one to its on-mapping-strict key.
+// workflow_dispatch ignores keys it does not know, as GitHub does (languageservices'
+// on-workflow_dispatch-unknown-keys-ignored).
+bool check_event_config(ParseContext& ctx, const YamlEntry& entry, const TemplateReadOptions& options) {
+    const schema::Property* event = find_event(entry.key);
+    if (event == nullptr) return ctx.fail(entry.key_mark, "Unexpected value " + q(entry.key));
+    if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
+        const YamlNode* inputs = entry.value.find("inputs");
+        if (inputs == nullptr) return true;
+        return fail_with(ctx, read_template(workflow_grammar(), "workflow-dispatch-inputs", *inputs, options));
+    }
+    return fail_with(ctx, read_template(workflow_grammar(), event->type, entry.value, options));
+}
+
+bool check_on(ParseContext& ctx, const YamlNode& on, const TemplateReadOptions& options) {
+    if (on.is_scalar()) {
+        if (find_event(on.text) == nullptr) return ctx.fail(on.mark, "Unexpected value " + q(on.text));
+        return true;
+    }
+    if (on.is_sequence()) {
+        for (const auto& item : on.items) {
+            if (!item.is_scalar() || find_event(item.text) == nullptr)
+                return ctx.fail(item.mark, "Unexpected value " + q(item.is_scalar() ? item.text : ""));
+        }
+        return true;
+    }
+    if (on.is_mapping()) {
+        for (const auto& entry : on.entries) {
+            if (!check_event_config(ctx, entry, options)) return false;
+        }
+    }
+    return true;
+}
+
+std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std::string_view what, bool dispatch) {
     std::vector<InputSpec> out;
-    if (node.is_null() || !ctx.require_mapping(node, what)) return out;
+    if (node.is_null() || !node.is_mapping()) return out;
     for (const auto& entry : node.entries) {
         const std::string where = std::string(what) + "." + entry.key;
         InputSpec input;
         input.name = entry.key;
         input.mark = entry.key_mark;
-        if (entry.value.is_null()) {
+        if (!entry.value.is_mapping()) {
             out.push_back(std::move(input));
             continue;
         }
-        if (!ctx.require_mapping(entry.value, where)) return out;
-        if (dispatch ? !ctx.check_keys(entry.value, {"description", "required", "default", "type",
-                                                      "options", "deprecationMessage"}, where)
-                     : !ctx.check_keys(entry.value, {"description", "required", "default", "type",
-                                                      "deprecationMessage"}, where))
-            return out;
         if (const auto* d = entry.value.find("description"))
             input.description = ctx.text(*d, where + ".description").value_or(Text{}).value;
-        if (const auto* r = entry.value.find("required")) {
-            if (r->scalar_type() != YamlNode::ScalarType::boolean || !r->is_scalar())
-                return ctx.fail(r->mark, where + ".required must be a boolean"), out;
-            input.required = r->as_bool();
-        }
+        if (const auto* r = entry.value.find("required")) input.required = r->as_bool();
         if (const auto* d = entry.value.find("default")) input.default_value = *d;
-        if (const auto* t = entry.value.find("type")) {
-            input.type = ctx.text(*t, where + ".type").value_or(Text{}).value;
-            const bool known = dispatch ? (input.type == "string" || input.type == "boolean" ||
-                                           input.type == "number" || input.type == "choice" ||
-                                           input.type == "environment")
-                                        : (input.type == "string" || input.type == "boolean" ||
-                                           input.type == "number");
-            if (!known) return ctx.fail(t->mark, where + ": unknown input type " + q(input.type)), out;
-        }
-        if (const auto* o = entry.value.find("options")) input.options = ctx.string_list(*o, where + ".options");
-        if (input.type == "choice" && input.options.empty())
+        if (const auto* t = entry.value.find("type")) input.type = t->text;
+        if (const auto* o = entry.value.find("options"); o != nullptr && !o->is_null())
+            input.options = ctx.string_list(*o, where + ".options");
+        if (dispatch && input.type == "choice" && input.options.empty())
             return ctx.fail(entry.key_mark, where + ": a choice input needs 'options'"), out;
         out.push_back(std::move(input));
     }
@@ -74,12 +100,10 @@ std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std
 }
 
 void parse_call(ParseContext& ctx, const YamlNode& node, Triggers& on) {
-    if (node.is_null() || !ctx.require_mapping(node, "on.workflow_call")) return;
-    if (!ctx.check_keys(node, {"inputs", "secrets", "outputs"}, "on.workflow_call")) return;
+    if (!node.is_mapping()) return;
     if (const auto* inputs = node.find("inputs"))
         on.call_inputs = parse_inputs(ctx, *inputs, "on.workflow_call.inputs", false);
-    if (const auto* secrets = node.find("secrets"); secrets && !secrets->is_null()) {
-        if (!ctx.require_mapping(*secrets, "on.workflow_call.secrets")) return;
+    if (const auto* secrets = node.find("secrets"); secrets && secrets->is_mapping()) {
         for (const auto& entry : secrets->entries) {
             SecretSpec secret;
             secret.name = entry.key;
@@ -88,101 +112,86 @@ void parse_call(ParseContext& ctx, const YamlNode& node, Triggers& on) {
             on.call_secrets.push_back(std::move(secret));
         }
     }
-    if (const auto* outputs = node.find("outputs"); outputs && !outputs->is_null()) {
-        if (!ctx.require_mapping(*outputs, "on.workflow_call.outputs")) return;
+    if (const auto* outputs = node.find("outputs"); outputs && outputs->is_mapping()) {
         for (const auto& entry : outputs->entries) {
-            const std::string where = "on.workflow_call.outputs." + entry.key;
-            if (!ctx.require_mapping(entry.value, where) ||
-                !ctx.check_keys(entry.value, {"description", "value"}, where))
-                return;
             const auto* value = entry.value.find("value");
-            if (value == nullptr) return (void)ctx.fail(entry.key_mark, where + " needs a 'value'");
-            on.call_outputs.push_back(
-                OutputSpec{entry.key, ctx.text(*value, where + ".value").value_or(Text{}), entry.key_mark});
+            if (value == nullptr) continue;
+            on.call_outputs.push_back(OutputSpec{entry.key, Text{value->text, value->mark}, entry.key_mark});
         }
     }
 }
 
-void parse_event(ParseContext& ctx, const std::string& event, const SourceMark& mark,
-                 const YamlNode* config, Triggers& on) {
-    if (!is_known_event(event)) return (void)ctx.fail(mark, "unknown event " + q(event) + " in 'on'");
-    if (on.find(event) != nullptr) return (void)ctx.fail(mark, "the event " + q(event) + " is listed twice");
+void add_event(Triggers& on, const std::string& event, const SourceMark& mark, const YamlNode* config) {
     EventTrigger trigger;
     trigger.event = event;
     trigger.mark = mark;
-    if (config != nullptr && !config->is_null()) {
-        const std::string where = "on." + event;
-        if (event == "workflow_dispatch") {
-            if (ctx.require_mapping(*config, where) && ctx.check_keys(*config, {"inputs"}, where)) {
-                if (const auto* inputs = config->find("inputs"))
-                    on.dispatch_inputs = parse_inputs(ctx, *inputs, where + ".inputs", true);
-            }
-        } else if (event == "workflow_call") {
-            parse_call(ctx, *config, on);
-        } else if (event == "schedule") {
-            if (!config->is_sequence()) ctx.fail(config->mark, "on.schedule must be a sequence of {cron: ...}");
-        } else if (ctx.require_mapping(*config, where)) {
-            if (event == "push" || event == "pull_request" || event == "pull_request_target") {
-                ctx.check_keys(*config, {"branches", "branches-ignore", "tags", "tags-ignore",
-                                         "paths", "paths-ignore", "types"}, where);
-                for (auto [a, b] : {std::pair{"branches", "branches-ignore"},
-                                    std::pair{"tags", "tags-ignore"}, std::pair{"paths", "paths-ignore"}}) {
-                    if (config->find(a) && config->find(b))
-                        ctx.fail(config->mark, where + ": '" + a + "' and '" + b +
-                                                   "' cannot be used together");
-                }
-            } else if (event == "workflow_run" || event == "merge_group") {
-                // merge_group filters on the queue's target branch (GitHub's changelog example
-                // `merge_group: branches: [main]`), workflow_run on the triggering run's branch.
-                if (event == "workflow_run")
-                    ctx.check_keys(*config, {"workflows", "types", "branches", "branches-ignore"}, where);
-                else
-                    ctx.check_keys(*config, {"types", "branches", "branches-ignore"}, where);
-                if (config->find("branches") && config->find("branches-ignore"))
-                    ctx.fail(config->mark, where + ": 'branches' and 'branches-ignore' cannot be used together");
-            } else {
-                ctx.check_keys(*config, {"types"}, where);
-            }
-        }
-        trigger.filters = *config;
-    }
+    if (config != nullptr && !config->is_null()) trigger.filters = *config;
     on.events.push_back(std::move(trigger));
 }
 
 Triggers parse_on(ParseContext& ctx, const YamlNode& node) {
     Triggers on;
     if (node.is_scalar()) {
-        parse_event(ctx, node.text, node.mark, nullptr, on);
+        add_event(on, node.text, node.mark, nullptr);
     } else if (node.is_sequence()) {
         for (const auto& item : node.items) {
-            if (!item.is_scalar()) return ctx.fail(item.mark, "'on' entries must be event names"), on;
-            parse_event(ctx, item.text, item.mark, nullptr, on);
+            if (on.find(item.text) == nullptr) add_event(on, item.text, item.mark, nullptr);
         }
     } else if (node.is_mapping()) {
-        for (const auto& entry : node.entries) parse_event(ctx, entry.key, entry.key_mark, &entry.value, on);
-    } else {
-        ctx.fail(node.mark, "'on' must name at least one event");
+        for (const auto& entry : node.entries) {
+            add_event(on, entry.key, entry.key_mark, &entry.value);
+            if (entry.key == "workflow_call") parse_call(ctx, entry.value, on);
+            if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
+                if (const auto* inputs = entry.value.find("inputs"))
+                    on.dispatch_inputs = parse_inputs(ctx, *inputs, "on.workflow_dispatch.inputs", true);
+            }
+        }
     }
-    if (ctx.ok() && on.events.empty()) ctx.fail(node.mark, "'on' must name at least one event");
     return on;
 }
 
+// GitHub's convertRunsOn: a literal `group` is a name, or org/NAME, organization/NAME,
+// ent/NAME or enterprise/NAME.
+bool check_runs_on(ParseContext& ctx, const YamlNode& runs_on) {
+    const YamlNode* group = runs_on.is_mapping() ? runs_on.find("group") : nullptr;
+    if (group == nullptr || !group->is_scalar() || detail::contains_expression(group->text)) return true;
+    const std::string& name = group->text;
+    const auto slash = name.find('/');
+    if (slash == std::string::npos) return true;
+    const std::string prefix = name.substr(0, slash);
+    const bool known = prefix == "org" || prefix == "organization" || prefix == "ent" || prefix == "enterprise";
+    if (name.find('/', slash + 1) != std::string::npos || !known)
+        return ctx.fail(group->mark, "Invalid runs-on group name " + q(name) +
+                                         ". Please use 'organization/' or 'enterprise/' prefix to target a single runner group.");
+    if (slash + 1 == name.size()) return ctx.fail(group->mark, "Invalid runs-on group name " + q(name) + ".");
+    return true;
+}
+
+// GitHub's convertToJobContainer: a container (or service) written out without expressions
+// names an image.
+bool check_container(ParseContext& ctx, const YamlNode& container) {
+    if (detail::holds_expression(container) || !container.is_mapping()) return true;
+    const YamlNode* image = container.find("image");
+    if (image == nullptr || image->is_null() || (image->is_scalar() && image->text.empty()))
+        return ctx.fail(container.mark, "Container image cannot be empty");
+    return true;
+}
+
+bool check_services(ParseContext& ctx, const YamlNode& services) {
+    if (!services.is_mapping()) return true;
+    for (const auto& entry : services.entries) {
+        if (!check_container(ctx, entry.value)) return false;
+    }
+    return true;
+}
+
 void parse_job_call(ParseContext& ctx, const YamlNode& node, Job& job, const std::string& where) {
-    if (!ctx.check_keys(node, {"name", "uses", "with", "secrets", "needs", "if", "permissions",
-                               "strategy", "concurrency"}, where))
-        return;
     job.uses = ctx.text(*node.find("uses"), where + ".uses");
-    if (job.uses && !job.uses->value.starts_with("./") &&
-        job.uses->value.find('@') == std::string::npos)
-        return (void)ctx.fail(job.uses->mark, where + ": a reusable workflow is ./path/to/file.yml or "
-                                              "{owner}/{repo}/path/to/file.yml@{ref}");
-    if (const auto* with = node.find("with"); with && !with->is_null()) {
-        if (!ctx.require_mapping(*with, where + ".with")) return;
-        for (const auto& entry : with->entries) {
-            if (!entry.value.is_scalar() && !entry.value.is_null())
-                return (void)ctx.fail(entry.value.mark, where + ".with." + entry.key + " must be a scalar");
-            job.with.emplace_back(entry.key, entry.value);
-        }
+    if (job.uses && !job.uses->value.starts_with("./") && job.uses->value.find('@') == std::string::npos)
+        return (void)ctx.fail(job.uses->mark, "Expected format {owner}/{repo}/{path}@{ref} or ./{path}. Actual " +
+                                                  q(job.uses->value));
+    if (const auto* with = node.find("with"); with && with->is_mapping()) {
+        for (const auto& entry : with->entries) job.with.emplace_back(entry.key, entry.value);
     }
     if (const auto* secrets = node.find("secrets"); secrets && !secrets->is_null()) {
         if (secrets->is_scalar() && secrets->text == "inherit") {
@@ -195,18 +204,13 @@ void parse_job_call(ParseContext& ctx, const YamlNode& node, Job& job, const std
 }
 
 void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std::string& where) {
-    if (!ctx.check_keys(node, {"name", "needs", "permissions", "if", "runs-on", "environment",
-                               "concurrency", "outputs", "env", "defaults", "steps",
-                               "timeout-minutes", "strategy", "continue-on-error", "container",
-                               "services"}, where))
-        return;
-    const auto* runs_on = node.find("runs-on");
-    if (runs_on == nullptr || runs_on->is_null())
-        return (void)ctx.fail(node.mark, where + " needs 'runs-on'");
-    job.runs_on = *runs_on;
-    const auto* steps = node.find("steps");
-    if (steps == nullptr) return (void)ctx.fail(node.mark, where + " needs 'steps'");
-    job.steps = ctx.steps(*steps, where, false);
+    if (const auto* runs_on = node.find("runs-on")) {
+        job.runs_on = *runs_on;
+        if (!check_runs_on(ctx, *runs_on)) return;
+    }
+    if (const auto* container = node.find("container"); container && !check_container(ctx, *container)) return;
+    if (const auto* services = node.find("services"); services && !check_services(ctx, *services)) return;
+    if (const auto* steps = node.find("steps")) job.steps = ctx.steps(*steps, where, false);
     if (const auto* env = node.find("env")) job.env = ctx.env(*env, where + ".env");
     if (const auto* d = node.find("defaults")) job.defaults = ctx.defaults(*d, where + ".defaults");
     if (const auto* o = node.find("outputs")) job.outputs = ctx.text_map(*o, where + ".outputs");
@@ -218,12 +222,7 @@ void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std
 
 std::optional<Job> parse_job(ParseContext& ctx, const YamlEntry& entry) {
     const std::string where = "job '" + entry.key + "'";
-    if (!is_valid_identifier(entry.key)) {
-        ctx.fail(entry.key_mark, "invalid job id " + q(entry.key) +
-                                     ": it must start with a letter or '_' and hold only letters, "
-                                     "digits, '-' and '_'");
-        return std::nullopt;
-    }
+    if (auto refused = detail::IdScope().add(entry.key)) return ctx.fail(entry.key_mark, *refused), std::nullopt;
     if (!ctx.require_mapping(entry.value, where)) return std::nullopt;
     Job job;
     job.id = entry.key;
@@ -239,38 +238,50 @@ std::optional<Job> parse_job(ParseContext& ctx, const YamlEntry& entry) {
     return job;
 }
 
-void check_needs(ParseContext& ctx, const Workflow& workflow, const YamlNode& jobs_node) {
-    for (const auto& job : workflow.jobs) {
+// GitHub's ConvertToJobs: needs name jobs of the workflow (case-insensitively), some job
+// needs nothing, and no cycle.
+void check_needs(ParseContext& ctx, Workflow& workflow, const YamlNode& jobs_node) {
+    std::map<std::string, const Job*> by_id;  // folded id
+    for (const auto& job : workflow.jobs) by_id[fold_case(job.id)] = &job;
+    const auto mark_of = [&](const Job& job) {
         const YamlNode* needs = jobs_node.find(job.id)->find("needs");
-        for (const auto& need : job.needs) {
-            if (workflow.find_job(need) == nullptr) {
-                ctx.fail(needs->mark, "job " + q(job.id) + " depends on unknown job " + q(need));
-                return;
-            }
+        return needs != nullptr ? needs->mark : job.mark;
+    };
+    if (std::ranges::none_of(workflow.jobs, [](const Job& job) { return job.needs.empty(); }))
+        return (void)ctx.fail(jobs_node.mark, "The workflow must contain at least one job with no dependencies.");
+    for (auto& job : workflow.jobs) {
+        for (auto& need : job.needs) {
+            const auto found = by_id.find(fold_case(need));
+            if (found == by_id.end())
+                return (void)ctx.fail(mark_of(job), "Job " + q(job.id) + " depends on unknown job " + q(need) + ".");
+            need = found->second->id;  // the spelling of the job's own id, for the runner
         }
     }
-    // Depth-first search for a cycle, reporting the path.
-    std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
-    std::vector<std::string> stack;
-    std::function<bool(const Job&)> visit = [&](const Job& job) {
-        state[job.id] = 1;
-        stack.push_back(job.id);
-        for (const auto& need : job.needs) {
-            if (state[need] == 1) {
-                std::string path;
-                auto from = std::ranges::find(stack, need);
-                for (auto it = from; it != stack.end(); ++it) path += *it + " -> ";
-                ctx.fail(jobs_node.find(job.id)->find("needs")->mark, "cyclic 'needs': " + path + need);
-                return false;
-            }
-            if (state[need] == 0 && !visit(*workflow.find_job(need))) return false;
-        }
-        stack.pop_back();
-        state[job.id] = 2;
-        return true;
-    };
+    // Kahn's algorithm: what is left once every ready job is placed is a cycle.
+    std::map<std::string, std::size_t> waiting;
+    std::vector<const Job*> ready;
     for (const auto& job : workflow.jobs) {
-        if (state[job.id] == 0 && !visit(job)) return;
+        waiting[job.id] = job.needs.size();
+        if (job.needs.empty()) ready.push_back(&job);
+    }
+    std::map<std::string, std::vector<const Job*>> dependents;
+    for (const auto& job : workflow.jobs) {
+        for (const auto& need : job.needs) dependents[need].push_back(&job);
+    }
+    while (!ready.empty()) {
+        const Job* current = ready.back();
+        ready.pop_back();
+        for (const Job* dependent : dependents[current->id]) {
+            if (--waiting[dependent->id] == 0) ready.push_back(dependent);
+        }
+    }
+    for (const auto& job : workflow.jobs) {
+        if (waiting[job.id] == 0) continue;
+        for (const auto& need : job.needs) {
+            if (waiting[need] != 0)
+                return (void)ctx.fail(mark_of(job), "Job " + q(job.id) + " depends on job " + q(need) +
+                                                        " which creates a cycle in the dependency graph.");
+        }
     }
 }
 
@@ -311,27 +322,30 @@ bool is_valid_identifier(std::string_view id) {
     return std::ranges::all_of(id, [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '-'; });
 }
 
-sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file) {
+sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file, Dialect dialect) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
+    // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
+    static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
+    TemplateReadOptions options;
+    options.condition_types = k_conditions;
+    if (dialect == Dialect::act) options.optional_properties = k_act_optional;
+    if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
+        return std::unexpected(read.error());
     ParseContext ctx;
     Workflow workflow;
     workflow.file = std::string(file);
     auto failed = [&]() { return sandbox::fail(sandbox::ErrorKind::invalid_input, ctx.error()); };
-    if (!ctx.require_mapping(*root, "a workflow") ||
-        !ctx.check_keys(*root, {"name", "run-name", "on", "env", "defaults", "concurrency", "jobs",
-                                "permissions"}, "the workflow"))
-        return failed();
     const YamlNode* on = root->find("on");
-    if (on == nullptr) return ctx.fail(root->mark, "the workflow has no 'on'"), failed();
+    if (on == nullptr) return ctx.fail(root->mark, "Required property is missing: on"), failed();
+    if (!check_on(ctx, *on, options)) return failed();
     workflow.on = parse_on(ctx, *on);
     if (const auto* name = root->find("name")) workflow.name = ctx.text(*name, "name");
     if (const auto* name = root->find("run-name")) workflow.run_name = ctx.text(*name, "run-name");
     if (const auto* env = root->find("env")) workflow.env = ctx.env(*env, "env");
     if (const auto* d = root->find("defaults")) workflow.defaults = ctx.defaults(*d, "defaults");
     const YamlNode* jobs_node = root->find("jobs");
-    if (jobs_node == nullptr) return ctx.fail(root->mark, "the workflow has no 'jobs'"), failed();
-    if (!ctx.ok() || !ctx.require_mapping(*jobs_node, "'jobs'")) return failed();
+    if (!ctx.ok() || jobs_node == nullptr || !ctx.require_mapping(*jobs_node, "'jobs'")) return failed();
     if (jobs_node->entries.empty()) return ctx.fail(jobs_node->mark, "'jobs' is empty"), failed();
     for (const auto& entry : jobs_node->entries) {
         auto job = parse_job(ctx, entry);
@@ -343,25 +357,26 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     return workflow;
 }
 
-sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path) {
+sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, path.string() + ": cannot read the file");
+    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, one_line(path.string()) + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
-    return parse_workflow(buffer.str(), path.string());
+    return parse_workflow(buffer.str(), path.string(), dialect);
 }
 
 std::vector<std::string> topological_order(const Workflow& workflow) {
     std::vector<std::string> order;
     std::vector<bool> placed(workflow.jobs.size(), false);
-    auto is_placed = [&](const std::string& id) { return std::ranges::find(order, id) != order.end(); };
+    std::map<std::string, bool> done;
     bool progress = true;
     while (progress && order.size() < workflow.jobs.size()) {
         progress = false;
         for (std::size_t i = 0; i < workflow.jobs.size(); ++i) {
             if (placed[i]) continue;
-            if (std::ranges::all_of(workflow.jobs[i].needs, is_placed)) {
+            if (std::ranges::all_of(workflow.jobs[i].needs, [&](const std::string& id) { return done[id]; })) {
                 order.push_back(workflow.jobs[i].id);
+                done[workflow.jobs[i].id] = true;
                 placed[i] = true;
                 progress = true;
             }

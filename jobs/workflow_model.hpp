@@ -2,9 +2,13 @@
 // The validated model of one GitHub Actions workflow file (and of a local action.yml).
 //
 // parse_workflow() turns YAML into this model and rejects, before anything runs, what GitHub
-// rejects: unknown keys where GitHub refuses them, a step with both `run` and `uses` or
-// neither, invalid job or step ids, unknown or cyclic `needs`, a malformed matrix, unknown
-// events. Every error is one line, "file:line:col: message", of kind invalid_input.
+// rejects: the file is read as GitHub's reader does (yaml_tree.hpp), validated against
+// GitHub's workflow schema (template_reader.hpp: keys, required keys, value lists, scalar
+// types, where `${{ }}` may appear and what it may name, `if` conditions), and then held to
+// the rules of GitHub's converters: job and step ids (IdBuilder), unknown or cyclic `needs`,
+// `uses` references, `runs-on.group` prefixes, container images, matrices (empty vectors, at
+// most 256 combinations after `exclude`). Every error is one line, "file:line:col: message"
+// with GitHub's wording where it has one, of kind invalid_input.
 //
 // Values that are only known at run time (anything that may hold `${{ }}`) stay as YamlNode
 // (typed, positioned) or Text (a string with its position); the runner evaluates them.
@@ -88,6 +92,9 @@ struct Step {
     std::optional<Text> working_directory;
     YamlNode env;   // mapping, expression string, or null
     TextMap with;   // stringified as GitHub does (true -> "true")
+    // A `with` holding `${{ insert }}` or expression keys (or itself an expression) is kept
+    // whole and evaluated when the step runs; `with` is then empty.
+    std::optional<YamlNode> with_template;
     std::optional<YamlNode> continue_on_error;  // boolean or expression
     std::optional<YamlNode> timeout_minutes;    // number or expression
     SourceMark mark;
@@ -100,6 +107,9 @@ struct Strategy {
     YamlNode matrix;  // mapping, expression string, or null
     std::optional<YamlNode> fail_fast;
     std::optional<YamlNode> max_parallel;
+    // `strategy: ${{ ... }}`: the whole strategy computed when the job starts (then the
+    // fields above are unset), to an object with matrix, fail-fast and max-parallel.
+    std::optional<YamlNode> computed;
     SourceMark mark;
 };
 
@@ -142,13 +152,20 @@ struct Workflow {
     std::string display_name() const;
 };
 
-// GitHub's rules for job and step ids: a letter or `_`, then letters, digits, `-` or `_`.
+// GitHub's rules for the characters of job and step ids: a letter or `_`, then letters,
+// digits, `-` or `_` (the reserved `__` prefix and the length are checked by the parser).
 bool is_valid_identifier(std::string_view id);
 
+// Whose rules a workflow is held to. github: GitHub's, exactly (merge gates, the agent). act:
+// GitHub's but for what nektos/act also runs and `sandgate run` (act's local runner) keeps
+// running: a workflow_call input without a `type` (a string, as act reads it).
+enum class Dialect { github, act };
+
 // Parses and validates a workflow from text; `file` names it in errors.
-sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file);
+sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
+                                           Dialect dialect = Dialect::github);
 // Reads and parses a workflow file; the path as given names it.
-sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path);
+sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect = Dialect::github);
 
 // Job ids in an order where every job comes after the jobs it needs (file order otherwise).
 // The model is acyclic once validated, so this never fails on a parsed Workflow.

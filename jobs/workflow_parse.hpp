@@ -1,15 +1,29 @@
 #pragma once
 // Internal to the model's parsers (workflow_model.cpp, workflow_steps.cpp, action_model.cpp):
-// the shared checks that turn a YamlNode into model fields and record the first error.
+// the shared steps that turn a YamlNode, already validated against GitHub's template schema
+// (template_reader.hpp), into model fields, with the rules GitHub's converters add beyond the
+// schema (ids, `uses` references, matrices). The first error is recorded.
 
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "jobs/workflow_model.hpp"
 
 namespace jobs::detail {
+
+// GitHub's IdBuilder.TryAddKnownId for job and step ids: the ids of one scope, compared
+// case-insensitively.
+class IdScope {
+public:
+    // nullopt when `id` is valid and new in the scope (it is then added); else GitHub's message.
+    std::optional<std::string> add(std::string_view id);
+
+private:
+    std::unordered_set<std::string> m_folded;
+};
 
 class ParseContext {
 public:
@@ -18,11 +32,10 @@ public:
 
     // Records `message` at `mark` unless an earlier error was recorded; returns false.
     bool fail(const SourceMark& mark, std::string_view message);
+    // Records an error that already reads "file:line:col: message" (the template reader's).
+    bool fail_located(std::string_view message);
 
     bool require_mapping(const YamlNode& node, std::string_view what);
-    // Fails on the first key not in `allowed` ("unknown key 'x' in WHERE").
-    bool check_keys(const YamlNode& mapping, std::initializer_list<std::string_view> allowed,
-                    std::string_view where);
 
     // A scalar as a Text (booleans and numbers as written); fails on other kinds.
     std::optional<Text> text(const YamlNode& node, std::string_view what);
@@ -43,7 +56,7 @@ public:
 
 private:
     std::optional<Step> step(const YamlNode& node, std::size_t index, std::string_view where,
-                             bool composite);
+                             bool composite, IdScope& ids);
     bool check_uses(const Text& uses);
     bool check_matrix(const YamlNode& matrix);
 
@@ -51,5 +64,12 @@ private:
 };
 
 bool contains_expression(std::string_view text);
+
+// True when some key of the mapping (at any depth) holds `${{ }}`: such a mapping is kept
+// whole and evaluated at run time (`${{ insert }}` splices, an expression key is evaluated).
+bool has_expression_key(const YamlNode& node);
+
+// True when the node or anything below it is an expression string.
+bool holds_expression(const YamlNode& node);
 
 }  // namespace jobs::detail

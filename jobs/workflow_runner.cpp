@@ -210,6 +210,7 @@ private:
     // combination without a matrix.
     sandbox::Expected<std::vector<Value>> matrix_combinations(const Job& job, const EvalContext& context) const {
         std::vector<Value> combinations;
+        if (job.strategy && job.strategy->computed) return computed_combinations(job, context);
         if (!job.strategy || job.strategy->matrix.is_null()) {
             combinations.emplace_back();
             return combinations;
@@ -224,11 +225,40 @@ private:
         return filter_matrix(std::move(*expanded), m_settings.matrix_filter);
     }
 
+    // `strategy: ${{ ... }}`: the object it evaluates to, its matrix expanded.
+    sandbox::Expected<Value> computed_strategy(const Job& job, const EvalContext& context) const {
+        const YamlNode& node = *job.strategy->computed;
+        auto value = evaluate_yaml(node, context);
+        if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
+        if (!value->is_object())
+            return sandbox::fail(sandbox::ErrorKind::invalid_input, located(node.mark, "strategy must evaluate to an object"));
+        return *value;
+    }
+
+    sandbox::Expected<std::vector<Value>> computed_combinations(const Job& job, const EvalContext& context) const {
+        auto strategy = computed_strategy(job, context);
+        if (!strategy) return std::unexpected(strategy.error());
+        const Value* matrix = strategy->get("matrix");
+        if (matrix == nullptr || matrix->is_null()) return std::vector<Value>(1);
+        auto expanded = expand_matrix(*matrix);
+        if (!expanded)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.strategy->computed->mark, expanded.error().message));
+        return filter_matrix(std::move(*expanded), m_settings.matrix_filter);
+    }
+
     sandbox::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context) const {
         LegPlan plan;
         auto combinations = matrix_combinations(job, context);
         if (!combinations) return std::unexpected(combinations.error());
-        if (job.strategy) {
+        if (job.strategy && job.strategy->computed) {
+            auto strategy = computed_strategy(job, context);
+            if (!strategy) return std::unexpected(strategy.error());
+            if (const Value* ff = strategy->get("fail-fast"); ff != nullptr && !ff->is_null()) plan.fail_fast = ff->truthy();
+            if (const Value* mp = strategy->get("max-parallel"); mp != nullptr && !mp->is_null()) {
+                const double limit = mp->to_number();
+                plan.max_parallel = limit >= 1 && limit < 1e9 ? static_cast<std::size_t>(limit) : 0;
+            }
+        } else if (job.strategy) {
             if (job.strategy->fail_fast) {
                 auto value = evaluate_yaml(*job.strategy->fail_fast, context);
                 if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
@@ -237,7 +267,10 @@ private:
             if (job.strategy->max_parallel) {
                 auto value = evaluate_yaml(*job.strategy->max_parallel, context);
                 if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                plan.max_parallel = static_cast<std::size_t>(std::max(1.0, value->to_number()));
+                // GitHub: max-parallel 0 or less is no limit (ConvertToStrategy); the double is
+                // range-checked before it becomes a count.
+                const double limit = value->to_number();
+                plan.max_parallel = limit >= 1 && limit < 1e9 ? static_cast<std::size_t>(limit) : 0;
             }
         }
         const std::size_t total = combinations->size();

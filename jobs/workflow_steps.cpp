@@ -1,15 +1,22 @@
 // The parts of workflow parsing shared with action.yml: scalars, env, defaults, steps and
-// strategy (see workflow_parse.hpp).
-#include <regex>
-#include <set>
+// strategy (see workflow_parse.hpp). The YAML was validated against GitHub's schema first, so
+// shapes are known; what is checked here are the rules of GitHub's converters
+// (actions/runner WorkflowTemplateConverter.cs, languageservices model/converter/*.ts).
+#include <algorithm>
 
+#include "jobs/matrix.hpp"
+#include "jobs/value.hpp"
 #include "jobs/workflow_parse.hpp"
+#include "jobs/yaml_value.hpp"
 
 namespace jobs::detail {
 
 bool contains_expression(std::string_view text) { return text.find("${{") != std::string_view::npos; }
 
 namespace {
+
+// GitHub's WorkflowConstants.MaxNodeNameLength.
+constexpr std::size_t k_max_id_length = 100;
 
 bool is_expression_string(const YamlNode& node) {
     return node.is_scalar() && node.scalar_type() == YamlNode::ScalarType::string &&
@@ -20,27 +27,60 @@ std::string q(std::string_view what) { return "'" + std::string(what) + "'"; }
 
 }  // namespace
 
+std::optional<std::string> IdScope::add(std::string_view id) {
+    if (id.empty() || !is_valid_identifier(id) || id.size() >= k_max_id_length) {
+        return "The identifier " + q(id) +
+               " is invalid. IDs may only contain alphanumeric characters, '_', and '-'. IDs must start with a "
+               "letter or '_' and must be less than " + std::to_string(k_max_id_length) + " characters.";
+    }
+    if (id.starts_with("__")) return "The identifier " + q(id) + " is invalid. IDs starting with '__' are reserved.";
+    if (!m_folded.insert(fold_case(id)).second)
+        return "The identifier " + q(id) + " may not be used more than once within the same scope.";
+    return std::nullopt;
+}
+
+bool has_expression_key(const YamlNode& node) {
+    std::vector<const YamlNode*> pending{&node};
+    while (!pending.empty()) {
+        const YamlNode* current = pending.back();
+        pending.pop_back();
+        for (const auto& entry : current->entries) {
+            if (contains_expression(entry.key)) return true;
+            pending.push_back(&entry.value);
+        }
+        for (const auto& item : current->items) pending.push_back(&item);
+    }
+    return false;
+}
+
+bool holds_expression(const YamlNode& node) {
+    std::vector<const YamlNode*> pending{&node};
+    while (!pending.empty()) {
+        const YamlNode* current = pending.back();
+        pending.pop_back();
+        if (is_expression_string(*current)) return true;
+        for (const auto& entry : current->entries) {
+            if (contains_expression(entry.key)) return true;
+            pending.push_back(&entry.value);
+        }
+        for (const auto& item : current->items) pending.push_back(&item);
+    }
+    return false;
+}
+
 bool ParseContext::fail(const SourceMark& mark, std::string_view message) {
     if (m_error.empty()) m_error = located(mark, message);
     return false;
 }
 
-bool ParseContext::require_mapping(const YamlNode& node, std::string_view what) {
-    if (node.is_mapping()) return true;
-    return fail(node.mark, std::string(what) + " must be a mapping, not a " +
-                               std::string(node.type_name()));
+bool ParseContext::fail_located(std::string_view message) {
+    if (m_error.empty()) m_error = std::string(message);
+    return false;
 }
 
-bool ParseContext::check_keys(const YamlNode& mapping,
-                              std::initializer_list<std::string_view> allowed,
-                              std::string_view where) {
-    for (const auto& entry : mapping.entries) {
-        bool known = false;
-        for (auto key : allowed) known = known || key == entry.key;
-        if (!known)
-            return fail(entry.key_mark, "unknown key " + q(entry.key) + " in " + std::string(where));
-    }
-    return true;
+bool ParseContext::require_mapping(const YamlNode& node, std::string_view what) {
+    if (node.is_mapping()) return true;
+    return fail(node.mark, std::string(what) + " must be a mapping, not a " + std::string(node.type_name()));
 }
 
 std::optional<Text> ParseContext::text(const YamlNode& node, std::string_view what) {
@@ -56,6 +96,7 @@ TextMap ParseContext::text_map(const YamlNode& node, std::string_view what) {
     TextMap out;
     if (node.is_null()) return out;
     if (!require_mapping(node, what)) return out;
+    out.reserve(node.entries.size());
     for (const auto& entry : node.entries) {
         auto value = text(entry.value, std::string(what) + "." + entry.key);
         if (!value) return out;
@@ -103,43 +144,48 @@ std::optional<YamlNode> ParseContext::number_or_expression(const YamlNode& node,
 YamlNode ParseContext::env(const YamlNode& node, std::string_view what) {
     if (node.is_null() || is_expression_string(node)) return node;
     if (!require_mapping(node, what)) return {};
-    for (const auto& entry : node.entries) {
-        if (entry.value.is_sequence() || entry.value.is_mapping())
-            fail(entry.value.mark, std::string(what) + "." + entry.key + " must be a string, not a " +
-                                       std::string(entry.value.type_name()));
-    }
     return node;
 }
 
 RunDefaults ParseContext::defaults(const YamlNode& node, std::string_view what) {
     RunDefaults out;
     if (node.is_null() || !require_mapping(node, what)) return out;
-    if (!check_keys(node, {"run"}, what)) return out;
     const YamlNode* run = node.find("run");
-    if (run == nullptr || run->is_null()) return out;
+    if (run == nullptr || run->is_null() || !run->is_mapping()) return out;
     const std::string run_what = std::string(what) + ".run";
-    if (!require_mapping(*run, run_what) || !check_keys(*run, {"shell", "working-directory"}, run_what))
-        return out;
     if (const auto* shell = run->find("shell")) out.shell = text(*shell, run_what + ".shell");
     if (const auto* dir = run->find("working-directory"))
         out.working_directory = text(*dir, run_what + ".working-directory");
     return out;
 }
 
+// GitHub's check of a `uses` reference (WorkflowTemplateConverter.ConvertToStep): ./local,
+// docker://image, or {org}/{repo}[/path]@ref split at '@' and '/' (spaces are GitHub's to
+// refuse at resolution, not here).
 bool ParseContext::check_uses(const Text& uses) {
     const std::string& value = uses.value;
-    if (value.starts_with("./") || value == "." || value.starts_with("docker://")) return true;
-    if (contains_expression(value))
-        return fail(uses.mark, "'uses' cannot hold an expression: " + q(value));
-    static const std::regex k_remote(R"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@]+)?@[^@\s]+)");
-    if (!std::regex_match(value, k_remote))
-        return fail(uses.mark, "expected 'uses' as {owner}/{repo}[/path]@{ref}, ./local/path or "
-                               "docker://image; got " + q(value));
+    if (value.starts_with("docker://") || value.starts_with("./") || value.starts_with(".\\")) return true;
+    const auto at = value.find('@');
+    const bool one_at = at != std::string::npos && value.find('@', at + 1) == std::string::npos;
+    std::vector<std::string_view> segments;
+    if (one_at) {
+        std::string_view path = std::string_view(value).substr(0, at);
+        std::size_t start = 0;
+        while (start <= path.size()) {
+            const auto end = path.find_first_of("/\\", start);
+            const auto segment = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+            if (!segment.empty()) segments.push_back(segment);
+            if (end == std::string_view::npos) break;
+            start = end + 1;
+        }
+    }
+    if (!one_at || segments.size() < 2 || at + 1 == value.size())
+        return fail(uses.mark, "Expected format {org}/{repo}[/path]@ref. Actual " + q(value));
     return true;
 }
 
-std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
-                                       std::string_view where, bool composite) {
+std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, std::string_view where,
+                                       bool composite, IdScope& ids) {
     const std::string what = std::string(where) + " step " + std::to_string(index + 1);
     if (!require_mapping(node, what)) return std::nullopt;
     Step step;
@@ -147,35 +193,29 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
     step.mark = node.mark;
     const YamlNode* run = node.find("run");
     const YamlNode* uses = node.find("uses");
-    if (run != nullptr && uses != nullptr)
-        return fail(node.mark, what + " has both 'run' and 'uses'; a step has exactly one"), std::nullopt;
     if (run == nullptr && uses == nullptr)
-        return fail(node.mark, what + " has neither 'run' nor 'uses'"), std::nullopt;
+        return fail(node.mark, "Expected one of uses, run, wait, wait-all, or cancel to be defined"), std::nullopt;
     if (run != nullptr) {
-        if (!check_keys(node, {"id", "if", "name", "run", "working-directory", "shell", "env",
-                               "continue-on-error", "timeout-minutes"}, what))
-            return std::nullopt;
         step.run = text(*run, what + ".run");
         if (const auto* shell = node.find("shell")) step.shell = text(*shell, what + ".shell");
         else if (composite)
-            return fail(node.mark, what + ": a composite action's run step needs 'shell'"), std::nullopt;
+            return fail(node.mark, "Required property is missing: shell"), std::nullopt;
         if (const auto* dir = node.find("working-directory"))
             step.working_directory = text(*dir, what + ".working-directory");
     } else {
-        if (!check_keys(node, {"id", "if", "name", "uses", "with", "env", "continue-on-error",
-                               "timeout-minutes"}, what))
-            return std::nullopt;
         step.uses = text(*uses, what + ".uses");
         if (step.uses && !check_uses(*step.uses)) return std::nullopt;
-        if (const auto* with = node.find("with")) step.with = text_map(*with, what + ".with");
+        if (const auto* with = node.find("with")) {
+            if (has_expression_key(*with) || is_expression_string(*with)) step.with_template = *with;
+            else step.with = text_map(*with, what + ".with");
+        }
     }
-    if (const auto* id = node.find("id")) {
+    if (const auto* id = node.find("id"); id != nullptr && !id->is_null()) {
         auto value = text(*id, what + ".id");
-        if (value && !is_valid_identifier(value->value))
-            return fail(id->mark, "invalid step id " + q(value->value) +
-                                      ": it must start with a letter or '_' and hold only "
-                                      "letters, digits, '-' and '_'"), std::nullopt;
-        if (value) step.id = value->value;
+        if (value && !value->value.empty()) {
+            if (auto refused = ids.add(value->value)) return fail(id->mark, *refused), std::nullopt;
+            step.id = value->value;
+        }
     }
     if (const auto* name = node.find("name")) step.name = text(*name, what + ".name");
     if (const auto* cond = node.find("if")) step.condition = text(*cond, what + ".if");
@@ -190,75 +230,68 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
 
 std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where, bool composite) {
     std::vector<Step> out;
+    if (node.is_null()) return out;
     if (!node.is_sequence()) {
-        fail(node.mark, std::string(where) + ": 'steps' must be a sequence, not a " +
-                            std::string(node.type_name()));
+        fail(node.mark, std::string(where) + ": 'steps' must be a sequence, not a " + std::string(node.type_name()));
         return out;
     }
-    if (node.items.empty() && !composite) {
-        fail(node.mark, std::string(where) + ": 'steps' is empty");
-        return out;
-    }
-    std::set<std::string> ids;
+    IdScope ids;
     for (std::size_t i = 0; i < node.items.size(); ++i) {
-        auto parsed = step(node.items[i], i, where, composite);
+        auto parsed = step(node.items[i], i, where, composite, ids);
         if (!parsed) return out;
-        if (parsed->id && !ids.insert(*parsed->id).second) {
-            fail(node.items[i].find("id")->mark,
-                 "the step id " + q(*parsed->id) + " is used more than once in " + std::string(where));
-            return out;
-        }
         out.push_back(std::move(*parsed));
     }
     return out;
 }
 
+// GitHub's ConvertToStrategy for a matrix without expressions: every vector has values, the
+// matrix defines a vector or an include, include and exclude entries are not empty, and the
+// matrix expands (after exclude) to at most 256 combinations. A matrix holding expressions is
+// checked when it is evaluated, before the job runs.
 bool ParseContext::check_matrix(const YamlNode& matrix) {
-    if (is_expression_string(matrix)) return true;
-    if (!require_mapping(matrix, "strategy.matrix")) return false;
-    if (matrix.entries.empty())
-        return fail(matrix.mark, "strategy.matrix must define at least one vector or 'include'");
+    if (is_expression_string(matrix) || !matrix.is_mapping()) return true;
+    bool has_vector = false, has_include = false;
     for (const auto& entry : matrix.entries) {
+        if (contains_expression(entry.key)) {
+            has_vector = true;
+            continue;
+        }
         const YamlNode& value = entry.value;
-        if (is_expression_string(value)) continue;
         if (entry.key == "include" || entry.key == "exclude") {
-            if (!value.is_sequence())
-                return fail(value.mark, "strategy.matrix." + entry.key + " must be a sequence of mappings");
+            if (!value.is_sequence()) continue;
+            if (entry.key == "include") has_include = has_include || !value.items.empty();
             for (const auto& item : value.items) {
-                if (!item.is_mapping() && !is_expression_string(item))
-                    return fail(item.mark, "strategy.matrix." + entry.key +
-                                               " entries must be mappings, not a " +
-                                               std::string(item.type_name()));
+                if (item.is_mapping() && item.entries.empty())
+                    return fail(item.mark, "Matrix " + entry.key + " mapping does not contain any values");
             }
             continue;
         }
-        if (!value.is_sequence())
-            return fail(value.mark, "the matrix vector " + q(entry.key) +
-                                        " must be a sequence, not a " + std::string(value.type_name()));
-        if (value.items.empty())
-            return fail(value.mark, "the matrix vector " + q(entry.key) + " has no values");
+        has_vector = true;
+        if (value.is_sequence() && value.items.empty())
+            return fail(value.mark, "Matrix vector " + q(entry.key) + " does not contain any values");
     }
+    if (!has_vector && !has_include) return fail(matrix.mark, "Matrix must define at least one vector");
+    if (holds_expression(matrix)) return true;
+    auto expanded = expand_matrix(yaml_to_value(matrix));
+    if (!expanded) return fail(matrix.mark, expanded.error().message);
     return true;
 }
 
 std::optional<Strategy> ParseContext::strategy(const YamlNode& node, std::string_view where) {
     const std::string what = std::string(where) + ".strategy";
-    if (!require_mapping(node, what) ||
-        !check_keys(node, {"matrix", "fail-fast", "max-parallel"}, what))
-        return std::nullopt;
     Strategy out;
     out.mark = node.mark;
+    if (is_expression_string(node)) {
+        out.computed = node;
+        return out;
+    }
+    if (!require_mapping(node, what)) return std::nullopt;
     if (const auto* matrix = node.find("matrix")) {
         if (!check_matrix(*matrix)) return std::nullopt;
         out.matrix = *matrix;
     }
     if (const auto* ff = node.find("fail-fast")) out.fail_fast = bool_or_expression(*ff, what + ".fail-fast");
-    if (const auto* mp = node.find("max-parallel")) {
-        out.max_parallel = number_or_expression(*mp, what + ".max-parallel");
-        if (out.max_parallel && out.max_parallel->scalar_type() == YamlNode::ScalarType::number &&
-            out.max_parallel->as_number() < 1)
-            fail(mp->mark, what + ".max-parallel must be at least 1");
-    }
+    if (const auto* mp = node.find("max-parallel")) out.max_parallel = number_or_expression(*mp, what + ".max-parallel");
     if (!ok()) return std::nullopt;
     return out;
 }

@@ -2,8 +2,17 @@
 // A parsed YAML document as a plain, immutable tree that remembers where every node came
 // from (file:line:col). The workflow model keeps these for values that are only evaluated at
 // run time (env maps, `with`, matrices), so that the model can be shared between threads
-// (yaml-cpp's own nodes cannot be read concurrently) and every later error can still name
-// the line it comes from.
+// and every later error can still name the line it comes from.
+//
+// The reader is GitHub's (actions/runner src/Sdk/WorkflowParser/Conversion/YamlObjectReader.cs
+// with anchors allowed, as github.com reads workflows since 2025): libyaml's event parser, no
+// recursion, and GitHub's bounds: at most 1 MiB of characters (ParseOptions.MaxFileSize), 50
+// levels of nesting (ParseOptions.MaxDepth), 50,000 parse events counting every event an
+// alias replays (c_maxYamlNodes: "billion laughs" stops there) and 10 MiB of scalar text
+// (ParseOptions.MaxResultSize). Scalars resolve under the YAML 1.2 core schema; the only tags
+// allowed are the core ones (!!str, !!int, !!float, !!bool, !!null), and a tagged scalar must
+// be valid for its tag (`!!int abc` is refused). A hex or octal integer must fit 32 bits, as
+// in GitHub's reader. Duplicate keys are refused ("'k' is already defined").
 
 #include <cstddef>
 #include <string>
@@ -24,8 +33,14 @@ struct SourceMark {
 // "file:line:col" (or "file" when the position is unknown).
 std::string to_string(const SourceMark& mark);
 
-// "file:line:col: message": the one-line form of every workflow error.
+// "file:line:col: message": the one-line form of every workflow error. Whatever bytes the
+// message holds, the result is one line of printable text: control characters (NUL, newline,
+// ESC, ...) are escaped as \n, \t, \r or \xNN.
 std::string located(const SourceMark& mark, std::string_view message);
+
+// `text` with control characters escaped as located() does, for any one-line message built
+// from input.
+std::string one_line(std::string_view text);
 
 struct YamlEntry;
 
@@ -62,12 +77,24 @@ struct YamlEntry {
     YamlNode value;
 };
 
+// Limits of the reader (see the top of this file).
+inline constexpr std::size_t k_yaml_max_chars = 1024 * 1024;
+inline constexpr int k_yaml_max_depth = 50;
+inline constexpr std::size_t k_yaml_max_events = 50000;
+inline constexpr std::size_t k_yaml_max_bytes = 10 * 1024 * 1024;
+
 // Parses one YAML document. `display_name` names the file in marks and errors. Errors
-// (syntax, duplicate keys, non-scalar keys, a second document) are invalid_input with the
-// "file:line:col: message" form.
+// (syntax, the limits above, tags, duplicate keys, non-scalar keys, unknown aliases, a second
+// document) are invalid_input with the one-line "file:line:col: message" form.
 sandbox::Expected<YamlNode> parse_yaml(std::string_view text, std::string_view display_name);
 
 // Reads and parses a file; the path as given is the display name.
 sandbox::Expected<YamlNode> load_yaml_file(const std::string& path);
+
+// The core-schema reading of a plain scalar (GitHub's MatchNull, MatchBoolean, MatchInteger
+// and MatchFloat). For numbers, `value` receives the number; `out_of_range` is set for a hex
+// or octal integer beyond 32 bits (GitHub refuses those rather than reading them).
+YamlNode::ScalarType resolve_plain_scalar(std::string_view text, double* value = nullptr,
+                                          bool* out_of_range = nullptr);
 
 }  // namespace jobs

@@ -1,5 +1,7 @@
 #include "jobs/yaml_value.hpp"
 
+#include "jobs/template_reader.hpp"
+
 namespace jobs {
 namespace {
 
@@ -9,6 +11,33 @@ ExprError at(const SourceMark& mark, ExprError error) {
 }
 
 }  // namespace
+
+ExprExpected<void> evaluate_entry(const YamlEntry& entry, const EvalContext& context, Object& out) {
+    // `${{ insert }}`: the value, a mapping once evaluated, is spliced in (GitHub's
+    // TemplateEvaluator); a key holding an expression is evaluated to a string.
+    if (has_expression(entry.key)) {
+        if (is_insert_directive(entry.key)) {
+            auto value = evaluate_yaml(entry.value, context);
+            if (!value) return std::unexpected(value.error());
+            if (!value->is_object())
+                return std::unexpected(ExprError{ExprError::Phase::evaluation,
+                                                 located(entry.key_mark, "${{ insert }} needs a mapping, not " +
+                                                                             std::string(to_string(value->kind())))});
+            for (const auto& [key, item] : value->as_object()) out.set(key, item);
+            return {};
+        }
+        auto key = interpolate_at(entry.key, entry.key_mark, context);
+        if (!key) return std::unexpected(key.error());
+        auto value = evaluate_yaml(entry.value, context);
+        if (!value) return std::unexpected(value.error());
+        out.set(std::move(*key), std::move(*value));
+        return {};
+    }
+    auto value = evaluate_yaml(entry.value, context);
+    if (!value) return std::unexpected(value.error());
+    out.set(entry.key, std::move(*value));
+    return {};
+}
 
 Value yaml_to_value(const YamlNode& node) {
     switch (node.kind) {
@@ -47,9 +76,7 @@ ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& conte
     if (node.is_mapping()) {
         Object object;
         for (const auto& entry : node.entries) {
-            auto value = evaluate_yaml(entry.value, context);
-            if (!value) return value;
-            object.set(entry.key, std::move(*value));
+            if (auto added = evaluate_entry(entry, context, object); !added) return std::unexpected(added.error());
         }
         return Value(std::move(object));
     }

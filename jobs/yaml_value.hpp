@@ -16,6 +16,10 @@ Value yaml_to_value(const YamlNode& node);
 // node's file:line:col in the message.
 ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& context);
 
+// One mapping entry into `out`: a `${{ insert }}` key splices its (mapping) value in, a key
+// holding an expression is evaluated, any other key is taken as written.
+ExprExpected<void> evaluate_entry(const YamlEntry& entry, const EvalContext& context, Object& out);
+
 // Interpolates a Text-like string and prefixes errors with its position.
 ExprExpected<std::string> interpolate_at(std::string_view text, const SourceMark& mark,
                                          const EvalContext& context);

@@ -13,12 +13,14 @@
 
 #include <atomic>
 #include <charconv>
+#include <fstream>
 #include <optional>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "sandbox/cancel.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace sandbox {
@@ -145,6 +147,28 @@ Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) 
 // Two threads accept on the listening socket and each runs what it accepted itself: while
 // one runs a step, the other is free to answer a ping or refuse a concurrent exec as busy, and
 // a step needs no hand-over between threads (each one costs a wake-up on a loaded machine).
+
+// True when this process is the first under a pid namespace's init: its parent is pid 1, or
+// the wrap's payload reporter (payload_status.hpp), which is pid 1's child and exits when we
+// do, so that the namespace dies with us either way.
+bool first_under_init() {
+    const pid_t parent = ::getppid();
+    if (parent == 1) return true;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(parent) + "/exe", ec);
+    if (ec || exe != k_status_init_path) return false;
+    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");  // trusted path: /proc
+    std::string line;
+    std::getline(stat, line);
+    // After the command (which may hold ')'): ") STATE PPID ...".
+    const auto close = line.rfind(')');
+    if (close == std::string::npos || close + 5 > line.size()) return false;
+    const char* start = line.data() + close + 4;
+    pid_t grandparent = 0;
+    const auto [end, parsed] = std::from_chars(start, line.data() + line.size(), grandparent);
+    return parsed == std::errc() && end != start && grandparent == 1;
+}
+
 class Server {
 public:
     explicit Server(const BrokerConfig& config) : m_config(config) {
@@ -153,7 +177,7 @@ public:
         // back to it and is swept when the step ends, without a reaper process forked per step.
         // Elsewhere each step keeps its own reaper, which also kills the tree if we die.
         if (config.reaper == StepReaper::broker) {
-            if (::getppid() != 1)
+            if (!first_under_init())
                 spdlog::warn("broker {}: not under a pid namespace's init; a reaper per step",
                              config.identity);
             else if (auto ok = make_caller_subreaper(); !ok)

@@ -179,9 +179,12 @@ void mount_options(const std::vector<MountEntry>& entries, std::vector<std::stri
             case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
             case MountKind::data:
             case MountKind::host_file:
-            case MountKind::private_file: {
+            case MountKind::private_file:
+            case MountKind::program: {
                 if (entry.fd < 0) break;
-                const char* mode = entry.kind == MountKind::private_file ? "0644" : "0444";
+                const char* mode = entry.kind == MountKind::private_file ? "0644"
+                                   : entry.kind == MountKind::program    ? "0555"
+                                                                         : "0444";
                 args.insert(args.end(), {"--perms", mode, "--file", std::to_string(entry.fd), dest});
                 break;
             }

@@ -30,13 +30,14 @@ enum class MountKind {
     tmpfs,      // a private tmpfs of `size` bytes, mode 1777
     private_dir,   // dest is a new directory, mode 0700, owned by the sandbox uid (no mount)
     private_file,  // dest is a new file holding `content`, mode 0644, the sandbox uid's
+    program,       // dest is a read-only executable holding `content`, mode 0555 (no mount)
 };
 
 struct MountEntry {
     MountKind kind = MountKind::ro_bind;
     std::filesystem::path dest;
     std::filesystem::path source;
-    std::string content;  // data and private_file only
+    std::string content;  // data, private_file and program only
     int priority = 0;     // same depth: lower first (a later mount covers an earlier one)
     std::uint64_t size = 0;  // tmpfs only
     int fd = -1;  // data, host_file, private_file: the fd bwrap copies the contents from

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/run_session.hpp"
 #include "sandbox/run_tree.hpp"
 #include "sandbox/spawn.hpp"
@@ -279,6 +280,7 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
     RunSession session(request, child, tree, std::move(pipes.out.read),
                        std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
+    if (plan) apply_payload_status(plan->payload_status, result);
     classify_end(request, plan, session, result);
 }
 
@@ -330,41 +332,6 @@ int RunResult::exit_status() const {
     if (exit_code) return *exit_code;
     if (signal) return 128 + *signal;
     return 125;
-}
-
-std::string posture_text(const RunResult& result) {
-    return result.sandbox_json.empty() ? result.sandbox.dump() : result.sandbox_json;
-}
-
-std::string_view to_string(SandboxMode mode) {
-    switch (mode) {
-        case SandboxMode::off: return "off";
-        case SandboxMode::bwrap: return "bwrap";
-        case SandboxMode::container: return "container";
-    }
-    return "off";
-}
-
-std::string_view to_string(NetworkMode mode) { return mode == NetworkMode::none ? "none" : "host"; }
-
-std::string_view to_string(TreeKill kill) {
-    switch (kill) {
-        case TreeKill::cgroup: return "cgroup";
-        case TreeKill::subreaper: return "subreaper";
-        case TreeKill::pidns: return "pidns";
-    }
-    return "subreaper";
-}
-
-std::string_view to_string(RunErrorKind kind) {
-    switch (kind) {
-        case RunErrorKind::timeout: return "timeout";
-        case RunErrorKind::spawn_failed: return "spawn_failed";
-        case RunErrorKind::invalid_request: return "invalid_request";
-        case RunErrorKind::sandbox_unavailable: return "sandbox_unavailable";
-        case RunErrorKind::cancelled: return "cancelled";
-    }
-    return "spawn_failed";
 }
 
 }  // namespace sandbox

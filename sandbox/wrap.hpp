@@ -80,6 +80,9 @@ struct WrapPlan {
     std::vector<Fd> portal_fds;
     std::vector<bool> portal_directories;
     std::string portal_dir;
+    // The payload reporter's pipe (payload_status.hpp), read end, non-blocking: how the payload
+    // ended ("signal N"), which the wrapper's exit code cannot say. Empty for other arms.
+    Fd payload_status;
     // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
     // env, inherited_fds, the limits and tree_kill are final already; argv changes only when
     // the payload cannot run inside (see PendingWrap::complete).

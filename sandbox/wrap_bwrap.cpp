@@ -17,6 +17,7 @@
 #include "sandbox/netns.hpp"
 #include "sandbox/offline.hpp"
 #include "sandbox/payload.hpp"
+#include "sandbox/payload_status.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
 #include "sandbox/wrap_files.hpp"
@@ -111,6 +112,7 @@ struct BwrapStart {
     std::vector<MountEntry> policy_mounts;  // add_policy_mounts, sources through the portal
     std::optional<Owner> identity;          // the sandbox's host identity when not ours
     std::vector<std::filesystem::path> writable;  // the trees `identity` is given before the run
+    int payload_status_fd = -1;  // the number of the payload reporter's pipe (payload_status.hpp)
 };
 
 // The files bwrap copies into the sandbox: the /etc it shows, and an in-wrap scratch's offline
@@ -118,6 +120,7 @@ struct BwrapStart {
 std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch, bool offline) {
     const ScratchLayout dirs = scratch_layout(scratch.root);
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
+    files.push_back({MountKind::program, std::string(k_status_init_path), {}, std::string(status_init_program()), 1});
     if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
@@ -244,12 +247,14 @@ Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResou
     return {};
 }
 
-// `bwrap --disable-userns --args 3 -- PAYLOAD...`: the one option outside the stream is the
+// `bwrap --disable-userns --args 3 -- /.sandgate-status-init FD PAYLOAD...`: the payload runs
+// under its reporter (payload_status.hpp). The one option outside the stream is the
 // one that makes a stream cut short fail (see plan_bwrap in the header).
 std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap,
-                                    const std::vector<std::string>& payload) {
+                                    const std::vector<std::string>& payload, int payload_status_fd) {
     std::vector<std::string> argv = {bwrap.string(), "--disable-userns", "--args",
-                                     std::to_string(k_options_fd), "--"};
+                                     std::to_string(k_options_fd), "--", std::string(k_status_init_path),
+                                     std::to_string(payload_status_fd)};
     argv.insert(argv.end(), payload.begin(), payload.end());
     return argv;
 }
@@ -356,7 +361,8 @@ public:
         if (!layout) return std::unexpected(layout.error());
         m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
         const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
-        if (verdict != 0) plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]));
+        if (verdict != 0)
+            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]), m_start.payload_status_fd);
         plan.description = describe(m_start.bwrap, request.policy, m_start.scratch, m_start.offline,
                                     m_start.limits, m_start.identity);
         return {};
@@ -404,14 +410,19 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     plan.fresh_session_keyring = true;
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
+    auto payload_status = status_channel();
+    if (!payload_status) return std::unexpected(payload_status.error());
 
-    plan.argv = bwrap_argv(start->bwrap, request.argv);
     plan.inherited_fds.push_back(std::move(channel->bwrap_end));
     plan.inherited_fds.push_back(std::move(*filter));
     for (auto& fd : *files) plan.inherited_fds.push_back(std::move(fd));
     start->status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
     plan.inherited_fds.push_back(std::move(status->write));
     plan.status = std::move(status->read);
+    start->payload_status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+    plan.inherited_fds.push_back(std::move(payload_status->write));
+    plan.payload_status = std::move(payload_status->read);
+    plan.argv = bwrap_argv(start->bwrap, request.argv, start->payload_status_fd);
     if (auto ok = attach_limits(start->limits, plan, *resources); !ok)
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;

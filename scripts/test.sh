@@ -23,3 +23,8 @@ fi
 "$build/sandgate" exec "${wrap_args[@]}" -- ctest --output-on-failure -j "$(nproc)"
 markers=$(grep -c 'SKIP-UNDER-WRAP(' "$build/Testing/Temporary/LastTest.log" || true)
 echo "test.sh: dogfood run green; skip markers: $markers"
+
+# The fuzz stage: every libFuzzer target of fuzz/ built with clang (ASan+UBSan) and run for
+# $SANDGATE_FUZZ_SECONDS (default 6) on the corpora's seeds and the regressions.
+echo "test.sh: fuzz: every target of fuzz/ for ${SANDGATE_FUZZ_SECONDS:-6}s each"
+"$root/scripts/fuzz.sh"

@@ -177,11 +177,13 @@ TEST_CASE("events: branches and paths filters must both pass; tag pushes ignore 
     CHECK_FALSE(jobs::event_matches(pr, "pull_request_target", base("dev"), &src));
 }
 
-TEST_CASE("events: paths with paths-ignore is a workflow error; merge_group has no paths filter") {
+TEST_CASE("events: paths with paths-ignore is GitHub's (paths decides); merge_group has no paths filter") {
     auto both = jobs::parse_workflow("on:\n  push:\n    paths: [a]\n    paths-ignore: [b]\njobs:\n  a:\n"
                                      "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
-    REQUIRE_FALSE(both);
-    CHECK(both.error().message == "w.yml:3:5: on.push: 'paths' and 'paths-ignore' cannot be used together");
+    REQUIRE(both);
+    const std::vector<std::string> changed_a = {"a"}, changed_b = {"b"};
+    CHECK(jobs::paths_filter_admits(both->on.find("push")->filters, changed_a));
+    CHECK_FALSE(jobs::paths_filter_admits(both->on.find("push")->filters, changed_b));
     auto queue = jobs::parse_workflow("on:\n  merge_group:\n    paths: [a]\njobs:\n  a:\n"
                                       "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
     REQUIRE_FALSE(queue);

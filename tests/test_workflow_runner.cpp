@@ -123,7 +123,7 @@ jobs:
     tests::write_file(dir / "bad/bad.yml", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        uses: ./b\n");
     auto bad = tests::run_workflows(dir, {"-W", "bad"});
     CHECK(bad.exit_code == 2);
-    CHECK(bad.output.find("bad/bad.yml:6:9: job 'a' step 1 has both 'run' and 'uses'") != std::string::npos);
+    CHECK(bad.output.find("bad/bad.yml:7:9: Unexpected value 'uses'") != std::string::npos);
     CHECK(tests::run_workflows(dir, {"--matrix", "nocolon"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-W", "missing"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-j", "nosuchjob"}).exit_code == 2);

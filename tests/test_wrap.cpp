@@ -24,6 +24,7 @@
 #include "tests/support/wrap_detect.hpp"
 #include "tests/support/read_fd.hpp"
 #include "tests/wrap_spawn.hpp"
+#include "tests/run_helpers.hpp"
 
 namespace {
 
@@ -108,16 +109,21 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     REQUIRE(second);
     REQUIRE(first->inherited_fds.size() == second->inherited_fds.size());
     REQUIRE(first->inherited_fds.size() > 5);
-    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files.
-    // The last one is bwrap's status pipe (write end): checked below.
+    // fd 3 is the options (per run), fd 4 the seccomp program, 5... the files. The last two
+    // are pipes (write ends): bwrap's status, then the payload reporter's (payload_status.hpp).
     REQUIRE(first->status);
-    struct stat pipe_st {};
-    REQUIRE(::fstat(first->inherited_fds.back().get(), &pipe_st) == 0);
-    CHECK(S_ISFIFO(pipe_st.st_mode));
-    CHECK(::write(first->inherited_fds.back().get(), "{}", 2) == 2);
-    char echo[8] = {};
-    CHECK(::read(first->status.get(), echo, sizeof echo) == 2);
-    for (std::size_t i = 0; i + 1 < first->inherited_fds.size(); ++i) {
+    REQUIRE(first->payload_status);
+    const auto count = first->inherited_fds.size();
+    for (auto [fd, read_end] : {std::pair{first->inherited_fds[count - 2].get(), first->status.get()},
+                                std::pair{first->inherited_fds[count - 1].get(), first->payload_status.get()}}) {
+        struct stat pipe_st {};
+        REQUIRE(::fstat(fd, &pipe_st) == 0);
+        CHECK(S_ISFIFO(pipe_st.st_mode));
+        CHECK(::write(fd, "{}", 2) == 2);
+        char echo[8] = {};
+        CHECK(::read(read_end, echo, sizeof echo) == 2);
+    }
+    for (std::size_t i = 0; i + 2 < first->inherited_fds.size(); ++i) {
         if (i == 0) continue;
         INFO("fd " << i + 3);
         const int a = first->inherited_fds[i].get();
@@ -214,6 +220,35 @@ TEST_CASE("exit statuses: the child's code, 128+signal, 127 not found, 126 not e
     CHECK(ran.out == "hi\n");
     // A program that exists on the host but not inside the wrap is not found.
     CHECK(run_plan(request_in(dir, {"/root/.bashrc"})).status == 127);
+}
+
+TEST_CASE("a payload that dies of a signal reports the signal under the wrap, as without it") {
+    SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
+    const auto dir = tests::make_temp_dir("wrap");
+    // The reporter (sandbox/payload_status.hpp) tells a signal from an exit code of 128+N.
+    auto killed = sandbox::run(request_in(dir, {"sh", "-c", "kill -USR1 $$"}));
+    INFO(killed.err.head);
+    REQUIRE_FALSE(killed.error);
+    CHECK_FALSE(killed.exit_code);
+    REQUIRE(killed.signal);
+    CHECK(*killed.signal == SIGUSR1);
+    CHECK(killed.exit_status() == 128 + SIGUSR1);
+    auto segv = sandbox::run(request_in(dir, {"sh", "-c", "kill -SEGV $$"}));
+    REQUIRE(segv.signal);
+    CHECK(*segv.signal == SIGSEGV);
+    // An exit code that looks like a signal stays an exit code.
+    auto exited = sandbox::run(request_in(dir, {"sh", "-c", "exit 138"}));
+    REQUIRE(exited.exit_code);
+    CHECK(*exited.exit_code == 138);
+    CHECK_FALSE(exited.signal);
+    // The same through the command line: "signal": N in the JSON, exit 128+N.
+    const auto cli = tests::run_sandgate(dir, {"exec", "--sandbox", "bwrap", "--json", "--", "sh", "-c", "kill -TERM $$"});
+    INFO(cli.output);
+    CHECK(cli.exit_code == 128 + SIGTERM);
+    CHECK((cli.output.find("\"signal\":15") != std::string::npos || cli.output.find("\"signal\": 15") != std::string::npos));
+    // The reporter is the payload's parent.
+    auto parent = sandbox::run(request_in(dir, {"sh", "-c", "cat /proc/$PPID/comm"}));
+    CHECK(parent.out.head.find(".sandgate-stat") != std::string::npos);
 }
 
 TEST_CASE("a bind destination through a symlink is refused before anything runs") {
