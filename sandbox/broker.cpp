@@ -13,8 +13,8 @@
 
 #include <atomic>
 #include <charconv>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -157,7 +157,7 @@ bool first_under_init() {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(parent) + "/exe", ec);
     if (ec || exe != k_status_init_path) return false;
-    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");
+    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");  // trusted path: /proc
     std::string line;
     std::getline(stat, line);
     // After the command (which may hold ')'): ") STATE PPID ...".

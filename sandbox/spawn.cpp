@@ -217,7 +217,11 @@ void cloexec_from(int first) {
         if (!drop_identity(plan.identity)) child_fail(plan, stage_identity, errno);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the credential change
     }
-    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS)
+    // Joining a new anonymous keyring fails only for memory or quota, or with EPERM from a
+    // seccomp filter: inside a sandbox (sandgate's own wrap: the dogfood run) that refuses
+    // keyctl, which has put us in a fresh keyring already. ENOSYS: no keyrings at all.
+    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS &&
+        errno != EPERM)
         child_fail(plan, stage_keyring, errno);
     for (const auto& [resource, value] : plan.rlimits)
         if (::setrlimit(static_cast<__rlimit_resource_t>(resource), &value) != 0)
