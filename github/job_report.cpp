@@ -287,6 +287,10 @@ std::optional<std::chrono::system_clock::time_point> parse_github_time(std::stri
     } else if (zone != "Z") {
         return std::nullopt;
     }
+    // system_clock counts nanoseconds (about 1678..2262): a year outside it, or an offset of a
+    // day or more, is no time GitHub writes, and would overflow the conversion below.
+    if (parts.tm_year < 70 || parts.tm_year > 2200 - 1900 || offset <= -86400 || offset >= 86400)
+        return std::nullopt;
     const time_t utc = ::timegm(&parts);
     if (utc == static_cast<time_t>(-1)) return std::nullopt;
     return std::chrono::system_clock::from_time_t(utc - offset);
