@@ -136,10 +136,11 @@ public:
     Expected<void> replace_file(std::string_view name, std::string_view content,
                                 const CreateOptions& options, const std::string& label) const;
 
-    // Removes the entry `name` (one component) of this directory: a file or a link is unlinked,
-    // a directory is emptied depth-first without following links (owner rwx restored on
-    // directories a step left closed) and removed. A missing entry is success.
-    Expected<void> remove(std::string_view name, const std::string& label) const;
+    // Removes the entry `relative` beneath this directory (its parents opened beneath, never
+    // followed): a file or a link is unlinked, a directory is emptied depth-first without
+    // following links (owner rwx restored on directories a step left closed) and removed. A
+    // missing entry or parent is success.
+    Expected<void> remove(std::string_view relative, const std::string& label) const;
     // Removes everything in this directory, keeping the directory itself.
     Expected<void> clear() const;
 

@@ -21,6 +21,7 @@
 #include "jobs/git_url.hpp"
 #include "sandbox/run.hpp"
 #include "tests/agent_fixture.hpp"
+#include "tests/fake_github/check_runs.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/helpers/mirror_attack.hpp"
@@ -312,19 +313,8 @@ std::string reporting_to(const tests::FakeGitHub& server, const std::filesystem:
            (dir / "github-token").string() + "\n";
 }
 
-// The status of each check run the stand-in holds.
-std::vector<std::string> run_statuses(const tests::FakeGitHub& server) {
-    simdjson::dom::parser parser;
-    const std::string text = server.state();
-    simdjson::dom::element root;
-    REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
-    std::vector<std::string> out;
-    for (auto run : root["check_runs"].get_array()) out.emplace_back(std::string_view(run["status"]));
-    return out;
-}
-
 void wait_statuses(const tests::FakeGitHub& server, const std::vector<std::string>& expected) {
-    while (run_statuses(server) != expected) std::this_thread::sleep_for(50ms);
+    while (tests::check_run_statuses(server) != expected) std::this_thread::sleep_for(50ms);
 }
 
 }  // namespace
@@ -340,7 +330,7 @@ TEST_CASE("SIGTERM drains with a report owed: the conclusion is sent before the 
     ::kill(daemon.pid, SIGTERM);
     tests::write_file(agent.marks / "release", "0");
     CHECK(daemon.wait() == 0);
-    CHECK(run_statuses(server) == std::vector<std::string>{"completed"});  // not left in progress
+    CHECK(tests::check_run_statuses(server) == std::vector<std::string>{"completed"});  // not left in progress
 }
 
 TEST_CASE("SIGTERM drains: reports GitHub refuses until the deadline stay queued, with a log "
@@ -360,7 +350,7 @@ TEST_CASE("SIGTERM drains: reports GitHub refuses until the deadline stay queued
     const auto text = tests::read_file(log);
     INFO(text);
     CHECK(text.find("report(s) still owed to GitHub; they stay queued") != std::string::npos);
-    CHECK(run_statuses(server) == std::vector<std::string>{"in_progress"});
+    CHECK(tests::check_run_statuses(server) == std::vector<std::string>{"in_progress"});
     CHECK((*agent.queue()->get(1))->state == agent::JobState::succeeded);
 
     server.post("/_control/faults", R"({"replace": true, "faults": []})");

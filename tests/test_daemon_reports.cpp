@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/daemon_reports.hpp"
+#include "tests/fake_github/check_runs.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/support/postgres.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -37,16 +38,6 @@ std::vector<Sent> check_run_requests(const tests::FakeGitHub& server) {
         if (item["status"].get(status) == simdjson::SUCCESS) sent.status = status;
         if (sent.target.find("check-runs") != std::string::npos) out.push_back(sent);
     }
-    return out;
-}
-
-std::vector<std::string> run_statuses(const tests::FakeGitHub& server) {
-    simdjson::dom::parser parser;
-    const std::string text = server.state();
-    simdjson::dom::element root;
-    REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
-    std::vector<std::string> out;
-    for (auto run : root["check_runs"].get_array()) out.emplace_back(std::string_view(run["status"]));
     return out;
 }
 
@@ -123,7 +114,7 @@ TEST_CASE("reports: a start that failed and is overtaken by the job's end never 
     std::this_thread::sleep_for(2500ms);  // past the start's backoff
     sender.deliver_due();
     sender.deliver_due();
-    CHECK(run_statuses(server) == std::vector<std::string>{"completed"});
+    CHECK(tests::check_run_statuses(server) == std::vector<std::string>{"completed"});
     // Nothing after the conclusion put the run back in progress.
     const auto sent = check_run_requests(server);
     bool concluded = false;
@@ -207,5 +198,5 @@ TEST_CASE("reports: two agents' senders on one PostgreSQL queue send each report
     }
     CHECK(created == k_jobs);
     CHECK(concluded == k_jobs);
-    CHECK(run_statuses(server) == std::vector<std::string>(k_jobs, "completed"));
+    CHECK(tests::check_run_statuses(server) == std::vector<std::string>(k_jobs, "completed"));
 }
