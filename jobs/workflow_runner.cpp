@@ -104,25 +104,28 @@ private:
     }
 
     // Waits for every job `job` needs, then returns the needs context and the status the
-    // status functions see (over all ancestors).
-    Object wait_needs(const Job& job, RunStatus& status, bool& need_skipped) {
+    // status functions see, over all ancestors (RunStatus, jobs/expr.hpp).
+    Object wait_needs(const Job& job, RunStatus& status) {
         std::unique_lock lock(m_mutex);
         m_done.wait(lock, [&] {
             return std::ranges::all_of(job.needs, [&](const std::string& id) { return m_outcomes.contains(id); });
         });
         Object needs;
-        status = RunStatus::success;
-        need_skipped = false;
         for (const auto& id : job.needs) {
             const JobOutcome& outcome = m_outcomes.at(id);
             needs.set(id, job_result_entry(outcome.result, outcome.outputs));
-            if (outcome.result == Outcome::skipped) need_skipped = true;
         }
+        bool failed = false, cancelled = false, skipped = false;
         for (const auto& id : ancestors(job)) {
             const Outcome result = m_outcomes.at(id).result;
-            if (result == Outcome::failure) status = RunStatus::failure;
-            else if (result == Outcome::cancelled && status == RunStatus::success) status = RunStatus::cancelled;
+            failed = failed || result == Outcome::failure;
+            cancelled = cancelled || result == Outcome::cancelled;
+            skipped = skipped || result == Outcome::skipped;
         }
+        status = failed      ? RunStatus::failure
+                 : cancelled ? RunStatus::cancelled
+                 : skipped   ? RunStatus::skipped
+                             : RunStatus::success;
         return needs;
     }
 
@@ -171,13 +174,17 @@ private:
 
     void run_job(const Job& job) {
         RunStatus status = RunStatus::success;
-        bool need_skipped = false;
-        const Object needs = wait_needs(job, status, need_skipped);
-        if (run_cancelled() && status == RunStatus::success) status = RunStatus::cancelled;
+        const Object needs = wait_needs(job, status);
+        if (run_cancelled() && (status == RunStatus::success || status == RunStatus::skipped))
+            status = RunStatus::cancelled;
         const EvalContext context = job_context(job, needs, status);
         const std::string condition = job.condition ? job.condition->value : "success()";
-        if (need_skipped && !uses_status_function(condition)) {
-            return finish(job, {}, {job_report(job, Outcome::skipped, "skipped: a job it needs was skipped", AnnotationLevel::notice)});
+        if (status == RunStatus::skipped && !(job.condition && uses_status_function(job.condition->value))) {
+            m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped,
+                                  "job " + job.id + " (a job it needs was skipped)");
+            return finish(job, {}, {job_report(job, Outcome::skipped,
+                                               "skipped: a job it needs (directly or through another) was skipped",
+                                               AnnotationLevel::notice)});
         }
         auto run_it = condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
         if (!run_it) {

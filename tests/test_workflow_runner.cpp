@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "jobs/value.hpp"
 #include "tests/run_helpers.hpp"
@@ -127,6 +128,63 @@ jobs:
     CHECK(tests::run_workflows(dir, {"--matrix", "nocolon"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-W", "missing"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-j", "nosuchjob"}).exit_code == 2);
+}
+
+TEST_CASE("a job below a skipped one is skipped, through a job that ran, unless its if calls always()") {
+    // GitHub (and act): success() over every ancestor is false once one was skipped;
+    // failure() and cancelled() are false too, so `!failure() && !cancelled()` runs.
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/skip.yml", R"(on: push
+jobs:
+  gate:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo gate-ran
+  direct:
+    needs: gate
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo direct-ran
+  plan:
+    needs: gate
+    if: always()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo plan-ran
+  build:
+    needs: plan
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo build-ran
+  explicit:
+    needs: plan
+    if: success()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo explicit-ran
+  guarded:
+    needs: plan
+    if: ${{ !failure() && !cancelled() }}
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo guarded-ran
+  tested:
+    needs: plan
+    if: always() && needs.plan.result == 'success'
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo tested-ran
+)");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    for (const char* job : {"gate", "direct", "build", "explicit"})
+        CHECK(ran.output.find(std::string(job) + "-ran") == std::string::npos);
+    for (const char* job : {"plan", "guarded", "tested"}) CHECK(ran.output.find(std::string(job) + "-ran") != std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    const std::vector<std::string> expected{"skipped", "skipped", "success", "skipped", "skipped", "success", "success"};
+    for (std::size_t i = 0; i < expected.size(); ++i) CHECK(text(job_at(report, 0, i), "conclusion") == expected[i]);
+    CHECK(text(job_at(report, 0, 3), "message").find("a job it needs") != std::string::npos);
 }
 
 TEST_CASE("matrix legs, strategy context, max-parallel and --matrix") {
