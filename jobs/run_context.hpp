@@ -79,9 +79,14 @@ struct RunServices {
 // github.* for one job of `workflow`.
 Object github_context(const RunSettings& settings, const Workflow& workflow, std::string_view job_id,
                       const std::filesystem::path& workspace);
-// runner.* (os, arch, name, temp, tool_cache, workspace, debug).
-Object runner_context(const RunSettings& settings);
-// The variables actions/runner sets for every step: CI, GITHUB_*, RUNNER_*.
+// runner.* (os, arch, name, temp, tool_cache, workspace, debug) for a job whose
+// GITHUB_WORKSPACE is `workspace`: runner.workspace is its parent, as on GitHub
+// (GITHUB_WORKSPACE = RUNNER_WORKSPACE/<repository name>).
+Object runner_context(const RunSettings& settings, const std::filesystem::path& workspace);
+// The directory runner.workspace names for `workspace`: its parent (trailing `/` ignored).
+std::filesystem::path runner_workspace(const std::filesystem::path& workspace);
+// The variables actions/runner sets for every step: CI, GITHUB_*, RUNNER_* (RUNNER_WORKSPACE
+// from runner.workspace).
 sandbox::Environment github_environment(const Object& github, const Object& runner);
 
 // Inputs of workflow_dispatch / workflow_call: given values (strings or typed) take

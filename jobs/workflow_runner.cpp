@@ -151,7 +151,7 @@ private:
         context.contexts.set("inputs", Value(m_inputs));
         context.contexts.set("secrets", Value(m_secrets));
         context.contexts.set("env", Value(Object{}));
-        context.contexts.set("runner", Value(runner_context(m_settings)));
+        context.contexts.set("runner", Value(runner_context(m_settings, workspace)));
         context.contexts.set("matrix", Value(Object{}));
         context.contexts.set("strategy", Value(Object{}));
         context.status = status;

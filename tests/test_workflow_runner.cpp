@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -544,4 +545,23 @@ TEST_CASE("sandgate run applies paths filters to the commits the event payload n
     CHECK(unknown.output.find("paths_job") != std::string::npos);  // fails open
     CHECK(unknown.output.find("warning") != std::string::npos);
     CHECK(unknown.output.find(std::string(40, 'f')) != std::string::npos);
+}
+
+TEST_CASE("runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the contexts") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/ws.yml", R"WF(on: push
+jobs:
+  ws:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          test -n "$RUNNER_WORKSPACE"
+          test "$RUNNER_WORKSPACE" = "${{ runner.workspace }}"
+          test "$GITHUB_WORKSPACE" = "$RUNNER_WORKSPACE/$(basename "$GITHUB_WORKSPACE")"
+          echo "runner-workspace=${{ runner.workspace }}"
+)WF");
+    auto ran = tests::run_workflows(dir, {"-W", "w"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() + "\n") !=
+          std::string::npos);
 }
