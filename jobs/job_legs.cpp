@@ -165,6 +165,10 @@ sandbox::Expected<LegPlacement> place_leg(const Job& job, const EvalContext& con
     auto runs_on = evaluate_yaml(job.runs_on, context);
     if (!runs_on) return sandbox::fail(sandbox::ErrorKind::invalid_input, runs_on.error().message);
     placement.runs_on = labels_of(*runs_on);
+    if (auto mismatch = platform_mismatch(placement.runs_on, settings.labels, settings.platform)) {
+        placement.refusal = "runs-on [" + joined(placement.runs_on) + "]: " + *mismatch;
+        return placement;
+    }
     if (!labels_satisfied(placement.runs_on, settings.labels)) {
         placement.refusal = "runs-on [" + joined(placement.runs_on) +
                             "] matches none of this runner's labels (add one with --label)";

@@ -1,7 +1,7 @@
 #pragma once
 // A job's legs before any runs: the combinations its strategy expands to (after `exclude`,
 // `include` and --matrix), the strategy context of each, the leg's display name, and where
-// it may run (runs-on against this runner's labels). Shared by the
+// it may run (runs-on against this runner's labels and platform). Shared by the
 // workflow runner and `sandgate run -l`, so that the listing says what a run does.
 //
 // Pure functions of the job, the settings and an evaluation context: no I/O, never throw.
@@ -59,7 +59,8 @@ std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context)
 
 struct LegPlacement {
     std::vector<std::string> runs_on;  // the labels runs-on evaluated to
-    // Why the leg does not run here: runs-on matches none of the labels. nullopt: it runs.
+    // Why the leg does not run here: runs-on names another OS or architecture, or matches
+    // none of the labels. nullopt: it runs.
     std::optional<std::string> refusal;
 };
 

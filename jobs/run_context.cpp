@@ -102,8 +102,8 @@ std::filesystem::path runner_workspace(const std::filesystem::path& workspace) {
 
 Object runner_context(const RunSettings& settings, const std::filesystem::path& workspace) {
     Object runner;
-    runner.set("os", "Linux");
-    runner.set("arch", "X64");
+    runner.set("os", settings.platform.os);
+    runner.set("arch", settings.platform.arch);
     runner.set("name", "sandgate");
     runner.set("environment", "self-hosted");
     runner.set("temp", (settings.temp_root / "temp").string());

@@ -18,6 +18,7 @@
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/repo_info.hpp"
+#include "jobs/runner_labels.hpp"
 #include "jobs/step_runner.hpp"
 #include "jobs/value.hpp"
 #include "jobs/workflow_model.hpp"
@@ -32,6 +33,7 @@ struct RunSettings {
     RepoInfo repo;                     // HEAD and origin of `repository`, when a git repo
     std::string actor;                 // github.actor; default: $USER or "sandgate"
     std::vector<std::string> labels;   // runner labels (globs allowed)
+    RunnerPlatform platform = host_platform();  // runner.os/arch; what runs-on may name
     Object secrets;                    // -s / --secret-file
     Object vars;                       // --var
     sandbox::Environment env;          // --env / --env-file: the workflow's env, lowest priority

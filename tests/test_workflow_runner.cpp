@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <sys/utsname.h>
 
 #include <filesystem>
 #include <string>
@@ -545,6 +546,46 @@ TEST_CASE("sandgate run applies paths filters to the commits the event payload n
     CHECK(unknown.output.find("paths_job") != std::string::npos);  // fails open
     CHECK(unknown.output.find("warning") != std::string::npos);
     CHECK(unknown.output.find(std::string(40, 'f')) != std::string::npos);
+}
+
+namespace {
+
+// runner.arch for this machine, worked out apart from sandgate's own mapping.
+std::string machine_arch() {
+    struct utsname name {};
+    REQUIRE(::uname(&name) == 0);
+    const std::string machine = name.machine;
+    if (machine == "x86_64") return "X64";
+    if (machine == "aarch64") return "ARM64";
+    return machine;
+}
+
+}  // namespace
+
+TEST_CASE("runs-on naming another architecture or OS is skipped with the reason; --label vouches for it") {
+    const std::string arch = machine_arch();
+    // The hosted image of the other architecture: x64's ubuntu-24.04 on arm64, else -arm.
+    const std::string foreign = arch == "ARM64" ? "ubuntu-24.04" : "ubuntu-24.04-arm";
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/arch.yml", "on: push\njobs:\n  native:\n    runs-on: [self-hosted, linux]\n    steps:\n"
+                                          "      - run: test \"${{ runner.arch }}\" = \"$RUNNER_ARCH\" && echo \"arch=$RUNNER_ARCH os=${{ runner.os }}\"\n"
+                                          "  foreign:\n    runs-on: " + foreign + "\n    steps:\n      - run: echo foreign-ran\n"
+                                          "  mac:\n    runs-on: macos-14\n    steps:\n      - run: echo mac-ran\n");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("arch=" + arch + " os=Linux") != std::string::npos);
+    CHECK(ran.output.find("foreign-ran") == std::string::npos);
+    CHECK(ran.output.find("mac-ran") == std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    CHECK(text(job_at(report, 0, 0), "conclusion") == "success");
+    const auto& skipped = job_at(report, 0, 1);
+    CHECK(text(skipped, "conclusion") == "skipped");
+    CHECK(text(skipped, "message").find(foreign + " asks for a Linux " + (arch == "ARM64" ? "X64" : "ARM64") +
+                                        " machine; this one is Linux " + arch) != std::string::npos);
+    CHECK(text(job_at(report, 0, 2), "message").find("macos-14 asks for a macOS machine") != std::string::npos);
+    auto vouched = tests::run_workflows(dir, {"-W", "w", "-j", "foreign", "--label", foreign});
+    CHECK(vouched.exit_code == 0);
+    CHECK(vouched.output.find("foreign-ran") != std::string::npos);
 }
 
 TEST_CASE("runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the contexts") {
