@@ -84,6 +84,17 @@ sandbox::Expected<void> strategy_settings(const Job& job, const Value* computed,
     return {};
 }
 
+// The image a job's `container:` names once evaluated; "" for none (an expression that
+// evaluates to an empty string or null runs the job on the runner, as on GitHub).
+std::string container_image(const Value& container) {
+    if (container.is_string()) return container.as_string();
+    if (container.is_object()) {
+        if (const Value* image = container.get("image"); image != nullptr && !image->is_null())
+            return image->to_display_string();
+    }
+    return "";
+}
+
 std::string joined(const std::vector<std::string>& labels) {
     std::string out;
     for (const auto& label : labels) out += (out.empty() ? "" : ", ") + label;
@@ -173,6 +184,16 @@ sandbox::Expected<LegPlacement> place_leg(const Job& job, const EvalContext& con
         placement.refusal = "runs-on [" + joined(placement.runs_on) +
                             "] matches none of this runner's labels (add one with --label)";
         return placement;
+    }
+    if (job.container) {
+        auto container = evaluate_yaml(*job.container, context);
+        if (!container)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input, container.error().message);
+        if (const std::string image = container_image(*container); !image.empty()) {
+            placement.refusal = "container: " + image +
+                                ": sandgate runs a job's steps in its own sandbox on this machine, "
+                                "not in a job container";
+        }
     }
     return placement;
 }

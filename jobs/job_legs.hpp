@@ -1,7 +1,7 @@
 #pragma once
 // A job's legs before any runs: the combinations its strategy expands to (after `exclude`,
 // `include` and --matrix), the strategy context of each, the leg's display name, and where
-// it may run (runs-on against this runner's labels and platform). Shared by the
+// it may run (runs-on against this runner's labels and platform, `container:`). Shared by the
 // workflow runner and `sandgate run -l`, so that the listing says what a run does.
 //
 // Pure functions of the job, the settings and an evaluation context: no I/O, never throw.
@@ -60,11 +60,13 @@ std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context)
 struct LegPlacement {
     std::vector<std::string> runs_on;  // the labels runs-on evaluated to
     // Why the leg does not run here: runs-on names another OS or architecture, or matches
-    // none of the labels. nullopt: it runs.
+    // none of the labels, or the job asks for a `container:` (sandgate runs steps in its own
+    // sandbox, not in a job container). nullopt: it runs.
     std::optional<std::string> refusal;
 };
 
-// Where the leg (context: leg_context) may run. Errors: runs-on that does not evaluate.
+// Where the leg (context: leg_context) may run. Errors: runs-on or container that does not
+// evaluate.
 sandbox::Expected<LegPlacement> place_leg(const Job& job, const EvalContext& context,
                                           const RunSettings& settings);
 

@@ -588,6 +588,38 @@ TEST_CASE("runs-on naming another architecture or OS is skipped with the reason;
     CHECK(vouched.output.find("foreign-ran") != std::string::npos);
 }
 
+TEST_CASE("a job with a container: is skipped naming the image; an empty container runs on the runner") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/c.yml", R"(on: push
+jobs:
+  boxed:
+    runs-on: ubuntu-latest
+    container:
+      image: node:20-bookworm
+    steps:
+      - run: echo boxed-ran
+  legs:
+    strategy:
+      matrix:
+        image: ['', 'alpine:3']
+    runs-on: ubuntu-latest
+    container: ${{ matrix.image }}
+    steps:
+      - run: echo "leg-ran-[${{ matrix.image }}]"
+)");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("boxed-ran") == std::string::npos);
+    CHECK(ran.output.find("leg-ran-[]") != std::string::npos);
+    CHECK(ran.output.find("leg-ran-[alpine") == std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    CHECK(text(job_at(report, 0, 0), "conclusion") == "skipped");
+    CHECK(text(job_at(report, 0, 0), "message").find("container: node:20-bookworm") != std::string::npos);
+    CHECK(text(job_at(report, 0, 1), "conclusion") == "success");
+    CHECK(text(job_at(report, 0, 2), "conclusion") == "skipped");
+    CHECK(text(job_at(report, 0, 2), "message").find("container: alpine:3") != std::string::npos);
+}
+
 TEST_CASE("runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the contexts") {
     auto dir = tests::make_temp_dir("run");
     tests::write_file(dir / "w/ws.yml", R"WF(on: push
