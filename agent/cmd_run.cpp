@@ -177,9 +177,10 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.policy = std::move(*policy);
     settings.host = sandbox::current_environment();
     if (auto message = collect_values(f, settings); !message.empty()) return invalid(message);
+    settings.repo = jobs::read_repo_info(settings.repository);
     auto event = load_event(f.event_file.empty() ? std::filesystem::path() : std::filesystem::absolute(f.event_file, ec));
     if (!event) return invalid(event.error().message);
-    settings.event = *event;
+    settings.event = f.event_file.empty() ? synthesized_event(settings.event_name, settings.repo) : *event;
     if (!settings.inputs.empty()) {
         // act puts --input values in the payload too (github.event.inputs).
         jobs::Object inputs;
@@ -187,7 +188,6 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
         for (const auto& [name, value] : settings.inputs) inputs.set(name, value);
         settings.event.mutable_object().set("inputs", jobs::Value(std::move(inputs)));
     }
-    settings.repo = jobs::read_repo_info(settings.repository);
     auto files = workflow_files(settings.repository, f.workflows);
     if (!files) return invalid(files.error().message);
     auto workflows = load_workflows(settings.repository, *files, jobs::Dialect::act);

@@ -129,4 +129,10 @@ sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path) {
     return value;
 }
 
+jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo& repo) {
+    jobs::Object payload;
+    if (event_name == "push" && !repo.ref.empty()) payload.set("ref", repo.ref);
+    return jobs::Value(std::move(payload));
+}
+
 }  // namespace agent

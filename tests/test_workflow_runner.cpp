@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "jobs/value.hpp"
+#include "tests/helpers/git_fixture.hpp"
 #include "tests/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -637,4 +638,35 @@ jobs:
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() + "\n") !=
           std::string::npos);
+}
+
+TEST_CASE("without -e, branch and tag filters match the ref github.ref names: the branch, or the tag HEAD is at") {
+    auto dir = tests::make_temp_dir("run");
+    const auto on_push = [](const std::string& filter, const std::string& word) {
+        return "on:\n  push:\n" + filter + "jobs:\n  " + word + ":\n    runs-on: ubuntu-latest\n    steps:\n"
+               "      - run: echo \"" + word + "-ran ${{ github.ref }} ${{ github.event.ref }}\"\n";
+    };
+    tests::make_repo(dir, {{".github/workflows/ci.yml", on_push("    branches: [main]\n", "ci")},
+                           {".github/workflows/release.yml", on_push("    tags: ['v*']\n", "release")},
+                           {".github/workflows/dev.yml", on_push("    branches-ignore: [main]\n", "dev")}});
+    auto branch = tests::run_workflows(dir, {"push"});
+    CHECK(branch.exit_code == 0);
+    CHECK(branch.output.find("ci-ran refs/heads/main refs/heads/main") != std::string::npos);
+    CHECK(branch.output.find("release-ran") == std::string::npos);
+    CHECK(branch.output.find("dev-ran") == std::string::npos);
+
+    // The run may leave the checkout owned by the sandbox's user: git is told it is ours.
+    tests::sh("cd " + dir.string() + " && git -c safe.directory='*' tag v1.0 && git -c safe.directory='*' checkout -q --detach v1.0");
+    auto tag = tests::run_workflows(dir, {"push"});
+    CHECK(tag.exit_code == 0);
+    CHECK(tag.output.find("release-ran refs/tags/v1.0 refs/tags/v1.0") != std::string::npos);
+    CHECK(tag.output.find("ci-ran") == std::string::npos);
+    CHECK(tag.output.find("dev-ran") == std::string::npos);
+
+    // A payload is taken as given: its ref decides.
+    tests::write_file(dir / "event.json", R"({"ref": "refs/heads/feature"})");
+    auto given = tests::run_workflows(dir, {"push", "-e", "event.json"});
+    CHECK(given.output.find("dev-ran refs/heads/feature") != std::string::npos);
+    CHECK(given.output.find("ci-ran") == std::string::npos);
+    CHECK(given.output.find("release-ran") == std::string::npos);
 }
