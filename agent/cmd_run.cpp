@@ -60,19 +60,30 @@ struct RunFlags {
     PolicyOptions policy;  // --sandbox, --network and the wrap's flags, shared with exec
 };
 
+// A repeatable option takes one value per use (as policy_options does), so that the event may
+// stand anywhere: `-j build --matrix os:linux push` runs push.
 void add_flags(CLI::App& app, RunFlags& f) {
-    app.add_option("event", f.event, "the event to run (push)");
+    app.add_option("event", f.event, "the event to run (push); anywhere among the flags");
     app.add_option("-W,--workflows", f.workflows, "a workflow file or a directory of them (.github/workflows)");
-    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable");
+    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable")
+        ->allow_extra_args(false);
     app.add_option("-e,--eventpath", f.event_file, "the event payload, a JSON file");
-    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable");
-    app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable");
-    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable");
-    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable");
-    app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable");
-    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable");
-    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable");
-    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable");
+    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable")
+        ->allow_extra_args(false);
     app.add_option("-a,--actor", f.actor, "github.actor (sandgate)");
     app.add_flag("-l,--list", f.list, "list the workflows and jobs the event selects, run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");

@@ -670,3 +670,26 @@ TEST_CASE("without -e, branch and tag filters match the ref github.ref names: th
     CHECK(given.output.find("ci-ran") == std::string::npos);
     CHECK(given.output.find("release-ran") == std::string::npos);
 }
+
+TEST_CASE("the event may stand anywhere among the flags; repeatable flags take one value each") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/d.yml", R"(on: workflow_dispatch
+jobs:
+  m:
+    strategy:
+      matrix:
+        os: [a, b]
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo "leg-${{ matrix.os }}-${{ github.event_name }}"
+)");
+    auto after_matrix = tests::run_workflows(dir, {"-W", "w", "-j", "m", "--matrix", "os:a", "workflow_dispatch"});
+    CHECK(after_matrix.exit_code == 0);
+    CHECK(after_matrix.output.find("leg-a-workflow_dispatch") != std::string::npos);
+    CHECK(after_matrix.output.find("leg-b-") == std::string::npos);
+    auto after_job = tests::run_workflows(dir, {"-j", "m", "workflow_dispatch", "-W", "w"});
+    CHECK(after_job.exit_code == 0);
+    CHECK(after_job.output.find("leg-b-workflow_dispatch") != std::string::npos);
+    auto two_events = tests::run_workflows(dir, {"-W", "w", "push", "workflow_dispatch"});
+    CHECK(two_events.exit_code == 2);
+}
