@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <filesystem>
 #include <optional>
 #include <semaphore>
@@ -22,6 +21,7 @@
 #include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
+#include "agent/run_list.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/changed_paths.hpp"
 #include "jobs/checkout.hpp"
@@ -85,7 +85,8 @@ void add_flags(CLI::App& app, RunFlags& f) {
     app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable")
         ->allow_extra_args(false);
     app.add_option("-a,--actor", f.actor, "github.actor (sandgate)");
-    app.add_flag("-l,--list", f.list, "list the workflows and jobs the event selects, run nothing");
+    app.add_flag("-l,--list", f.list,
+                 "list the workflows the event selects, each job's runs-on and legs and whether it runs; run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
     add_policy_options(app, f.policy);
@@ -120,6 +121,7 @@ private:
 struct Prepared {
     jobs::RunSettings settings;
     std::vector<jobs::Workflow> workflows;
+    std::vector<std::string> skipped_files;  // the workflows the event's filters leave out
 };
 
 int invalid(const std::string& message) {
@@ -205,9 +207,15 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     if (!workflows) return invalid(workflows.error().message);
     // paths filters diff the commits the payload names in the repository (-C); a diff that
     // cannot be made leaves them unapplied (the workflow runs) with a warning.
+    std::vector<std::string> files_loaded;
+    for (const auto& workflow : *workflows) files_loaded.push_back(workflow.file);
     auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, settings.repository);
     for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate run: warning: %s\n", warning.c_str());
     out.workflows = std::move(selection.workflows);
+    for (const auto& file : files_loaded) {
+        if (std::ranges::none_of(out.workflows, [&](const jobs::Workflow& w) { return w.file == file; }))
+            out.skipped_files.push_back(file);
+    }
     for (const auto& id : f.jobs) {
         const bool known = std::ranges::any_of(out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
         if (!known) return invalid("-j " + id + ": no job with that id in the workflows '" + f.event + "' selects");
@@ -218,37 +226,6 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
         });
     }
     return std::nullopt;
-}
-
-void print_list(const std::vector<jobs::Workflow>& workflows) {
-    std::printf("%-5s  %-30s  %-30s  %s\n", "Stage", "Job ID", "Workflow", "File");
-    for (const auto& workflow : workflows) {
-        const auto order = jobs::topological_order(workflow);
-        std::map<std::string, int> stage;
-        for (const auto& id : order) {
-            int s = 0;
-            for (const auto& need : workflow.find_job(id)->needs) s = std::max(s, stage[need] + 1);
-            stage[id] = s;
-        }
-        for (const auto& id : order) {
-            std::printf("%-5d  %-30s  %-30s  %s\n", stage[id], id.c_str(), workflow.display_name().c_str(),
-                        workflow.file.c_str());
-        }
-    }
-}
-
-// The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
-// the payload's `inputs` (and --input), typed and defaulted.
-sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow) {
-    jobs::Object given;
-    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object()) given = inputs->as_object();
-    jobs::EvalContext context;
-    context.contexts.set("github", jobs::Value(jobs::Object{}));
-    context.contexts.set("inputs", jobs::Value(given));
-    context.contexts.set("vars", jobs::Value(settings.vars));
-    if (settings.event_name == "workflow_dispatch") return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
-    if (settings.event_name == "workflow_call") return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
-    return given;
 }
 
 void print_summary(const jobs::RunReport& report) {
@@ -277,7 +254,7 @@ int run_command(CommandArgs args) {
     Prepared prepared;
     if (auto code = prepare(flags, prepared)) return *code;
     if (flags.list) {
-        print_list(prepared.workflows);
+        print_run_list(stdout, prepared.settings, prepared.workflows, prepared.skipped_files);
         return 0;
     }
     jobs::RunSettings& settings = prepared.settings;

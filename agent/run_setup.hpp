@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "jobs/repo_info.hpp"
+#include "jobs/run_context.hpp"
 #include "jobs/value.hpp"
 #include "jobs/workflow_model.hpp"
 #include "sandbox/error.hpp"
@@ -44,5 +45,9 @@ sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path);
 // and tag filters are matched as GitHub would for that push; {} otherwise, or when HEAD is
 // neither (then the filters are not applied).
 jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo& repo);
+
+// The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
+// the payload's `inputs` (and --input), typed and defaulted. Errors name the input.
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow);
 
 }  // namespace agent

@@ -654,6 +654,8 @@ TEST_CASE("without -e, branch and tag filters match the ref github.ref names: th
     CHECK(branch.output.find("ci-ran refs/heads/main refs/heads/main") != std::string::npos);
     CHECK(branch.output.find("release-ran") == std::string::npos);
     CHECK(branch.output.find("dev-ran") == std::string::npos);
+    auto listed = tests::run_workflows(dir, {"push", "-l"});
+    CHECK(listed.output.find("not run for 'push' (its on: filters): .github/workflows/release.yml") != std::string::npos);
 
     // The run may leave the checkout owned by the sandbox's user: git is told it is ours.
     tests::sh("cd " + dir.string() + " && git -c safe.directory='*' tag v1.0 && git -c safe.directory='*' checkout -q --detach v1.0");
@@ -692,4 +694,69 @@ jobs:
     CHECK(after_job.output.find("leg-b-workflow_dispatch") != std::string::npos);
     auto two_events = tests::run_workflows(dir, {"-W", "w", "push", "workflow_dispatch"});
     CHECK(two_events.exit_code == 2);
+}
+
+TEST_CASE("-l shows each job's runs-on, its legs and whether it runs for the event") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/l.yml", R"(name: listed
+on: push
+jobs:
+  build:
+    strategy:
+      matrix:
+        arch: [x64, arm64]
+    runs-on: ${{ matrix.arch == 'x64' && 'ubuntu-latest' || 'ubuntu-24.04-arm' }}
+    steps:
+      - run: echo never
+  docs:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-22.04
+    steps:
+      - run: echo never
+  publish:
+    needs: docs
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo never
+  boxed:
+    runs-on: [self-hosted, linux]
+    container: debian:12
+    steps:
+      - run: echo never
+  wide:
+    strategy:
+      matrix:
+        a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+        b: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        exclude:
+          - a: 1
+          - a: 2
+    runs-on: [self-hosted]
+    steps:
+      - run: echo never
+)");
+    const std::string foreign_arm = machine_arch() == "ARM64" ? "x64" : "arm64";
+    auto listed = tests::run_workflows(dir, {"-W", "w", "-l"});
+    REQUIRE(listed.exit_code == 0);
+    CHECK(listed.output.find("never") == std::string::npos);
+    const auto line_of = [&](const std::string& word) {
+        const auto at = listed.output.find(word);
+        REQUIRE(at != std::string::npos);
+        const auto start = listed.output.rfind('\n', at) + 1;
+        return listed.output.substr(start, listed.output.find('\n', at) - start);
+    };
+    CHECK(line_of("Runs for push").find("Runs on") != std::string::npos);
+    const std::string build = line_of("  build  ");
+    CHECK(build.find("(per leg)") != std::string::npos);
+    CHECK(build.find(" 2 ") != std::string::npos);
+    CHECK(line_of("build (x64)").find("ubuntu-latest") != std::string::npos);
+    CHECK(line_of("build (arm64)").find("ubuntu-24.04-arm") != std::string::npos);
+    CHECK(line_of("build (" + foreign_arm + ")").find("no: runs-on") != std::string::npos);
+    CHECK(line_of("docs").find("no: if: github.event_name == 'pull_request'") != std::string::npos);
+    CHECK(line_of("docs").find("ubuntu-22.04") == std::string::npos);  // not evaluated: it does not run
+    CHECK(line_of("publish").find("no: a job it needs does not run") != std::string::npos);
+    CHECK(line_of("boxed").find("no: container: debian:12") != std::string::npos);
+    // 17 x 16 legs before exclude, 240 after: GitHub's limit of 256 counts these.
+    CHECK(line_of("  wide  ").find(" 240 ") != std::string::npos);
+    CHECK(line_of("  wide  ").find("yes") != std::string::npos);
 }
