@@ -228,11 +228,14 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     return std::nullopt;
 }
 
+// One line per job leg, named by its workflow file (jobs of the same name in two workflows
+// stay apart), a failed one with its failing step and reason.
 void print_summary(const jobs::RunReport& report) {
     for (const auto& workflow : report.workflows) {
         for (const auto& job : workflow.jobs) {
-            std::printf("sandgate run: %-9s %s (%s)\n", std::string(jobs::to_string(job.conclusion)).c_str(),
-                        job.name.c_str(), workflow.file.c_str());
+            const std::string reason = jobs::failure_reason(job);
+            std::printf("sandgate run: %-9s %s: %s%s%s\n", std::string(jobs::to_string(job.conclusion)).c_str(),
+                        workflow.file.c_str(), job.name.c_str(), reason.empty() ? "" : ": ", reason.c_str());
         }
     }
     std::fflush(stdout);
@@ -289,7 +292,8 @@ int run_command(CommandArgs args) {
         for (const auto& job : workflow.jobs) {
             if (job.conclusion != jobs::Outcome::failure) continue;
             report.exit_code = k_exit_failed;
-            std::fprintf(stderr, "sandgate run: job '%s' failed\n", job.id.c_str());
+            std::fprintf(stderr, "sandgate run: job '%s' failed (%s): %s\n", job.id.c_str(), workflow.file.c_str(),
+                         jobs::failure_reason(job).c_str());
         }
     }
     print_summary(report);

@@ -760,3 +760,21 @@ jobs:
     CHECK(line_of("  wide  ").find(" 240 ") != std::string::npos);
     CHECK(line_of("  wide  ").find("yes") != std::string::npos);
 }
+
+TEST_CASE("the summary names each failed job's workflow, failing step and reason") {
+    auto dir = tests::make_temp_dir("run");
+    const auto failing = [](const std::string& step, int code) {
+        return "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n"
+               "      - name: " + step + "\n        run: |\n          echo '::error::" + step + " broke'\n"
+               "          exit " + std::to_string(code) + "\n";
+    };
+    tests::write_file(dir / "w/a.yml", failing("compile", 3));
+    tests::write_file(dir / "w/b.yml", failing("link", 4));
+    auto ran = tests::run_workflows(dir, {"-W", "w"});
+    CHECK(ran.exit_code == 1);
+    CHECK(ran.output.find("sandgate run: failure   w/a.yml: build: step 'compile': Process completed with exit code 3 "
+                          "(error: compile broke)\n") != std::string::npos);
+    CHECK(ran.output.find("sandgate run: failure   w/b.yml: build: step 'link': Process completed with exit code 4 "
+                          "(error: link broke)\n") != std::string::npos);
+    CHECK(ran.output.find("job 'build' failed (w/a.yml): step 'compile'") != std::string::npos);
+}
