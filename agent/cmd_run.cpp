@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <filesystem>
 #include <optional>
 #include <semaphore>
@@ -22,6 +21,7 @@
 #include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
 #include "agent/policy_options.hpp"
+#include "agent/run_list.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/changed_paths.hpp"
 #include "jobs/checkout.hpp"
@@ -60,21 +60,33 @@ struct RunFlags {
     PolicyOptions policy;  // --sandbox, --network and the wrap's flags, shared with exec
 };
 
+// A repeatable option takes one value per use (as policy_options does), so that the event may
+// stand anywhere: `-j build --matrix os:linux push` runs push.
 void add_flags(CLI::App& app, RunFlags& f) {
-    app.add_option("event", f.event, "the event to run (push)");
+    app.add_option("event", f.event, "the event to run (push); anywhere among the flags");
     app.add_option("-W,--workflows", f.workflows, "a workflow file or a directory of them (.github/workflows)");
-    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable");
+    app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable")
+        ->allow_extra_args(false);
     app.add_option("-e,--eventpath", f.event_file, "the event payload, a JSON file");
-    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable");
-    app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable");
-    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable");
-    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable");
-    app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable");
-    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable");
-    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable");
-    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable");
+    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable")
+        ->allow_extra_args(false);
+    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable")
+        ->allow_extra_args(false);
     app.add_option("-a,--actor", f.actor, "github.actor (sandgate)");
-    app.add_flag("-l,--list", f.list, "list the workflows and jobs the event selects, run nothing");
+    app.add_flag("-l,--list", f.list,
+                 "list the workflows the event selects, each job's runs-on and legs and whether it runs; run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
     add_policy_options(app, f.policy);
@@ -109,6 +121,7 @@ private:
 struct Prepared {
     jobs::RunSettings settings;
     std::vector<jobs::Workflow> workflows;
+    std::vector<std::string> skipped_files;  // the workflows the event's filters leave out
 };
 
 int invalid(const std::string& message) {
@@ -177,9 +190,10 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.policy = std::move(*policy);
     settings.host = sandbox::current_environment();
     if (auto message = collect_values(f, settings); !message.empty()) return invalid(message);
+    settings.repo = jobs::read_repo_info(settings.repository);
     auto event = load_event(f.event_file.empty() ? std::filesystem::path() : std::filesystem::absolute(f.event_file, ec));
     if (!event) return invalid(event.error().message);
-    settings.event = *event;
+    settings.event = f.event_file.empty() ? synthesized_event(settings.event_name, settings.repo) : *event;
     if (!settings.inputs.empty()) {
         // act puts --input values in the payload too (github.event.inputs).
         jobs::Object inputs;
@@ -187,16 +201,21 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
         for (const auto& [name, value] : settings.inputs) inputs.set(name, value);
         settings.event.mutable_object().set("inputs", jobs::Value(std::move(inputs)));
     }
-    settings.repo = jobs::read_repo_info(settings.repository);
     auto files = workflow_files(settings.repository, f.workflows);
     if (!files) return invalid(files.error().message);
     auto workflows = load_workflows(settings.repository, *files, jobs::Dialect::act);
     if (!workflows) return invalid(workflows.error().message);
     // paths filters diff the commits the payload names in the repository (-C); a diff that
     // cannot be made leaves them unapplied (the workflow runs) with a warning.
+    std::vector<std::string> files_loaded;
+    for (const auto& workflow : *workflows) files_loaded.push_back(workflow.file);
     auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, settings.repository);
     for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate run: warning: %s\n", warning.c_str());
     out.workflows = std::move(selection.workflows);
+    for (const auto& file : files_loaded) {
+        if (std::ranges::none_of(out.workflows, [&](const jobs::Workflow& w) { return w.file == file; }))
+            out.skipped_files.push_back(file);
+    }
     for (const auto& id : f.jobs) {
         const bool known = std::ranges::any_of(out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
         if (!known) return invalid("-j " + id + ": no job with that id in the workflows '" + f.event + "' selects");
@@ -209,42 +228,14 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     return std::nullopt;
 }
 
-void print_list(const std::vector<jobs::Workflow>& workflows) {
-    std::printf("%-5s  %-30s  %-30s  %s\n", "Stage", "Job ID", "Workflow", "File");
-    for (const auto& workflow : workflows) {
-        const auto order = jobs::topological_order(workflow);
-        std::map<std::string, int> stage;
-        for (const auto& id : order) {
-            int s = 0;
-            for (const auto& need : workflow.find_job(id)->needs) s = std::max(s, stage[need] + 1);
-            stage[id] = s;
-        }
-        for (const auto& id : order) {
-            std::printf("%-5d  %-30s  %-30s  %s\n", stage[id], id.c_str(), workflow.display_name().c_str(),
-                        workflow.file.c_str());
-        }
-    }
-}
-
-// The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
-// the payload's `inputs` (and --input), typed and defaulted.
-sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow) {
-    jobs::Object given;
-    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object()) given = inputs->as_object();
-    jobs::EvalContext context;
-    context.contexts.set("github", jobs::Value(jobs::Object{}));
-    context.contexts.set("inputs", jobs::Value(given));
-    context.contexts.set("vars", jobs::Value(settings.vars));
-    if (settings.event_name == "workflow_dispatch") return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
-    if (settings.event_name == "workflow_call") return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
-    return given;
-}
-
+// One line per job leg, named by its workflow file (jobs of the same name in two workflows
+// stay apart), a failed one with its failing step and reason.
 void print_summary(const jobs::RunReport& report) {
     for (const auto& workflow : report.workflows) {
         for (const auto& job : workflow.jobs) {
-            std::printf("sandgate run: %-9s %s (%s)\n", std::string(jobs::to_string(job.conclusion)).c_str(),
-                        job.name.c_str(), workflow.file.c_str());
+            const std::string reason = jobs::failure_reason(job);
+            std::printf("sandgate run: %-9s %s: %s%s%s\n", std::string(jobs::to_string(job.conclusion)).c_str(),
+                        workflow.file.c_str(), job.name.c_str(), reason.empty() ? "" : ": ", reason.c_str());
         }
     }
     std::fflush(stdout);
@@ -266,7 +257,7 @@ int run_command(CommandArgs args) {
     Prepared prepared;
     if (auto code = prepare(flags, prepared)) return *code;
     if (flags.list) {
-        print_list(prepared.workflows);
+        print_run_list(stdout, prepared.settings, prepared.workflows, prepared.skipped_files);
         return 0;
     }
     jobs::RunSettings& settings = prepared.settings;
@@ -301,7 +292,8 @@ int run_command(CommandArgs args) {
         for (const auto& job : workflow.jobs) {
             if (job.conclusion != jobs::Outcome::failure) continue;
             report.exit_code = k_exit_failed;
-            std::fprintf(stderr, "sandgate run: job '%s' failed\n", job.id.c_str());
+            std::fprintf(stderr, "sandgate run: job '%s' failed (%s): %s\n", job.id.c_str(), workflow.file.c_str(),
+                         jobs::failure_reason(job).c_str());
         }
     }
     print_summary(report);

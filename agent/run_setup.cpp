@@ -129,4 +129,22 @@ sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path) {
     return value;
 }
 
+jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo& repo) {
+    jobs::Object payload;
+    if (event_name == "push" && !repo.ref.empty()) payload.set("ref", repo.ref);
+    return jobs::Value(std::move(payload));
+}
+
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow) {
+    jobs::Object given;
+    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object()) given = inputs->as_object();
+    jobs::EvalContext context;
+    context.contexts.set("github", jobs::Value(jobs::Object{}));
+    context.contexts.set("inputs", jobs::Value(given));
+    context.contexts.set("vars", jobs::Value(settings.vars));
+    if (settings.event_name == "workflow_dispatch") return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
+    if (settings.event_name == "workflow_call") return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
+    return given;
+}
+
 }  // namespace agent

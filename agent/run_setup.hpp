@@ -5,9 +5,12 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "jobs/repo_info.hpp"
+#include "jobs/run_context.hpp"
 #include "jobs/value.hpp"
 #include "jobs/workflow_model.hpp"
 #include "sandbox/error.hpp"
@@ -36,5 +39,15 @@ sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const
 
 // The -e payload: a JSON object (simdjson), or {} when `path` is empty.
 sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path);
+
+// The payload a run without -e stands for: for push, {"ref": REF} with the ref github.ref
+// names (HEAD's branch, or the tag HEAD is detached at: jobs/repo_info.hpp), so that branch
+// and tag filters are matched as GitHub would for that push; {} otherwise, or when HEAD is
+// neither (then the filters are not applied).
+jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo& repo);
+
+// The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
+// the payload's `inputs` (and --input), typed and defaulted. Errors name the input.
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow);
 
 }  // namespace agent

@@ -65,10 +65,12 @@ constexpr bool has(FunctionSet set, FunctionSet wanted) {
 }
 
 // The status the status functions see. For a step: the job's status so far. For a job's
-// `if`: success when every needed job succeeded, failure when one failed.
-// success() is true only for success, failure() only for failure, cancelled() only for
-// cancelled, always() always.
-enum class RunStatus { success, failure, cancelled };
+// `if`, over every job it needs, directly or transitively (GitHub's and act's rule): failure
+// when one failed, else cancelled when one was, else skipped when one was skipped, else
+// success. success() is true only for success, failure() only for failure, cancelled() only
+// for cancelled, always() always; so a job below a skipped one is skipped unless its `if`
+// calls always() (or needs.<id>.result is tested after one).
+enum class RunStatus { success, failure, cancelled, skipped };
 
 struct EvalContext {
     // Named values: github, env, vars, secrets, inputs, matrix, strategy, needs, steps, job,

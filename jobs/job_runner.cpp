@@ -106,7 +106,7 @@ Object step_entry(const NamedValues& outputs, Outcome outcome, Outcome conclusio
 JobRun::JobRun(const RunSettings& settings, const RunServices& services, const LegInput& leg)
     : m_settings(settings), m_services(services), m_leg(leg) {
     m_github = github_context(settings, *leg.workflow, leg.job->id, leg.workspace);
-    m_runner = runner_context(settings);
+    m_runner = runner_context(settings, leg.workspace);
     m_job_context.set("status", "success");
     m_job_context.set("container", Value(Object{}));
     m_job_context.set("services", Value(Object{}));

@@ -16,6 +16,30 @@ struct ReferenceDeleter {
 struct RemoteDeleter {
     void operator()(git_remote* remote) const { git_remote_free(remote); }
 };
+struct IteratorDeleter {
+    void operator()(git_reference_iterator* it) const { git_reference_iterator_free(it); }
+};
+struct ObjectDeleter {
+    void operator()(git_object* object) const { git_object_free(object); }
+};
+
+// The first tag (by name) whose commit is `head`, as "refs/tags/NAME"; "" for none.
+std::string tag_at(git_repository* repo, const git_oid& head) {
+    git_reference_iterator* raw = nullptr;
+    if (git_reference_iterator_glob_new(&raw, repo, "refs/tags/*") != 0) return "";
+    std::unique_ptr<git_reference_iterator, IteratorDeleter> it(raw);
+    std::string found;
+    git_reference* ref_raw = nullptr;
+    while (git_reference_next(&ref_raw, it.get()) == 0) {
+        std::unique_ptr<git_reference, ReferenceDeleter> ref(ref_raw);
+        git_object* peeled_raw = nullptr;
+        if (git_reference_peel(&peeled_raw, ref.get(), GIT_OBJECT_COMMIT) != 0) continue;
+        std::unique_ptr<git_object, ObjectDeleter> peeled(peeled_raw);
+        const std::string name = git_reference_name(ref.get());
+        if (git_oid_equal(git_object_id(peeled.get()), &head) && (found.empty() || name < found)) found = name;
+    }
+    return found;
+}
 
 // libgit2's global state, initialised once for the process and kept.
 void init_libgit2() {
@@ -64,6 +88,7 @@ RepoInfo read_repo_info(const std::filesystem::path& directory) {
             char hex[GIT_OID_HEXSZ + 1] = {};
             git_oid_tostr(hex, sizeof hex, oid);
             info.sha = hex;
+            if (info.ref.empty() && git_repository_head_detached(repo.get()) == 1) info.ref = tag_at(repo.get(), *oid);
         }
     }
     git_remote* remote_raw = nullptr;

@@ -94,14 +94,21 @@ Object github_context(const RunSettings& settings, const Workflow& workflow, std
     return github;
 }
 
-Object runner_context(const RunSettings& settings) {
+std::filesystem::path runner_workspace(const std::filesystem::path& workspace) {
+    std::filesystem::path normal = workspace.lexically_normal();
+    if (!normal.has_filename()) normal = normal.parent_path();
+    return normal.parent_path();
+}
+
+Object runner_context(const RunSettings& settings, const std::filesystem::path& workspace) {
     Object runner;
-    runner.set("os", "Linux");
-    runner.set("arch", "X64");
+    runner.set("os", settings.platform.os);
+    runner.set("arch", settings.platform.arch);
     runner.set("name", "sandgate");
     runner.set("environment", "self-hosted");
     runner.set("temp", (settings.temp_root / "temp").string());
     runner.set("tool_cache", (settings.temp_root / "tool_cache").string());
+    runner.set("workspace", workspace.empty() ? std::string() : runner_workspace(workspace).string());
     runner.set("debug", "");
     return runner;
 }
@@ -139,6 +146,7 @@ sandbox::Environment github_environment(const Object& github, const Object& runn
         {"RUNNER_ENVIRONMENT", text_of(runner.find("environment"))},
         {"RUNNER_TEMP", text_of(runner.find("temp"))},
         {"RUNNER_TOOL_CACHE", text_of(runner.find("tool_cache"))},
+        {"RUNNER_WORKSPACE", text_of(runner.find("workspace"))},
     };
     return env;
 }

@@ -18,6 +18,7 @@
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/repo_info.hpp"
+#include "jobs/runner_labels.hpp"
 #include "jobs/step_runner.hpp"
 #include "jobs/value.hpp"
 #include "jobs/workflow_model.hpp"
@@ -32,6 +33,7 @@ struct RunSettings {
     RepoInfo repo;                     // HEAD and origin of `repository`, when a git repo
     std::string actor;                 // github.actor; default: $USER or "sandgate"
     std::vector<std::string> labels;   // runner labels (globs allowed)
+    RunnerPlatform platform = host_platform();  // runner.os/arch; what runs-on may name
     Object secrets;                    // -s / --secret-file
     Object vars;                       // --var
     sandbox::Environment env;          // --env / --env-file: the workflow's env, lowest priority
@@ -79,9 +81,14 @@ struct RunServices {
 // github.* for one job of `workflow`.
 Object github_context(const RunSettings& settings, const Workflow& workflow, std::string_view job_id,
                       const std::filesystem::path& workspace);
-// runner.* (os, arch, name, temp, tool_cache, workspace, debug).
-Object runner_context(const RunSettings& settings);
-// The variables actions/runner sets for every step: CI, GITHUB_*, RUNNER_*.
+// runner.* (os, arch, name, temp, tool_cache, workspace, debug) for a job whose
+// GITHUB_WORKSPACE is `workspace`: runner.workspace is its parent, as on GitHub
+// (GITHUB_WORKSPACE = RUNNER_WORKSPACE/<repository name>).
+Object runner_context(const RunSettings& settings, const std::filesystem::path& workspace);
+// The directory runner.workspace names for `workspace`: its parent (trailing `/` ignored).
+std::filesystem::path runner_workspace(const std::filesystem::path& workspace);
+// The variables actions/runner sets for every step: CI, GITHUB_*, RUNNER_* (RUNNER_WORKSPACE
+// from runner.workspace).
 sandbox::Environment github_environment(const Object& github, const Object& runner);
 
 // Inputs of workflow_dispatch / workflow_call: given values (strings or typed) take

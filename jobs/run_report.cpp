@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sandbox/fd.hpp"
@@ -83,7 +84,50 @@ ordered_json job_json(const JobReport& job, const Masker& masker) {
     return out;
 }
 
+// A step's reason for failing, and the innermost failed step of a composite action.
+std::string step_reason(const StepReport& step) {
+    for (const auto& inner : step.steps) {
+        if (inner.conclusion == Outcome::failure) return "step '" + inner.name + "': " + step_reason(inner);
+    }
+    std::string reason = step.timed_out ? "timed out"
+                         : !step.message.empty() ? step.message
+                         : step.exit_code ? "exited with " + std::to_string(*step.exit_code)
+                                          : "failed";
+    const auto error = std::ranges::find_if(step.annotations, [&](const Annotation& a) {
+        return a.level == AnnotationLevel::error && a.message != step.message;
+    });
+    if (reason.ends_with('.')) reason.pop_back();
+    if (error != step.annotations.end()) reason += " (error: " + error->message + ")";
+    return reason;
+}
+
+// One line of at most k_reason_limit bytes: the first line of `text`, "..." when cut.
+constexpr std::size_t k_reason_limit = 300;
+std::string one_line(std::string text) {
+    bool cut = false;
+    if (const auto newline = text.find_first_of("\r\n"); newline != std::string::npos) {
+        text.resize(newline);
+        cut = true;
+    }
+    if (text.size() > k_reason_limit) {
+        text.resize(k_reason_limit);
+        cut = true;
+    }
+    return cut ? text + "..." : text;
+}
+
 }  // namespace
+
+std::string failure_reason(const JobReport& job) {
+    if (job.conclusion != Outcome::failure) return "";
+    for (const auto& step : job.steps) {
+        if (step.conclusion == Outcome::failure) return one_line("step '" + step.name + "': " + step_reason(step));
+    }
+    for (const auto& inner : job.jobs) {
+        if (inner.conclusion == Outcome::failure) return one_line("job '" + inner.name + "': " + failure_reason(inner));
+    }
+    return one_line(job.message.empty() ? "failed" : job.message);
+}
 
 std::string_view to_string(StepStage stage) {
     switch (stage) {

@@ -79,6 +79,13 @@ struct RunReport {
     std::vector<WorkflowReport> workflows;
 };
 
+// Why a failed job (leg) failed, one line: its first failed step and that step's reason
+// ("step 'test': Process completed with exit code 2 (error: expected 3)": the step's own
+// message, or its exit code, or timed out, and its first other error annotation), through composite actions' steps and a called workflow's jobs
+// ("job 'build': step ..."); the job's message when no step failed; "" for a job that did
+// not fail. Already masked (the report holds masked text only).
+std::string failure_reason(const JobReport& job);
+
 nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker);
 
 // Writes the JSON to `path` atomically (a temp file beside it, then rename). Nothing is left

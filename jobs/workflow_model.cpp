@@ -208,7 +208,10 @@ void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std
         job.runs_on = *runs_on;
         if (!check_runs_on(ctx, *runs_on)) return;
     }
-    if (const auto* container = node.find("container"); container && !check_container(ctx, *container)) return;
+    if (const auto* container = node.find("container")) {
+        if (!check_container(ctx, *container)) return;
+        job.container = *container;
+    }
     if (const auto* services = node.find("services"); services && !check_services(ctx, *services)) return;
     if (const auto* steps = node.find("steps")) job.steps = ctx.steps(*steps, where, false);
     if (const auto* env = node.find("env")) job.env = ctx.env(*env, where + ".env");

@@ -122,6 +122,7 @@ struct Job {
     std::vector<std::string> needs;
     std::optional<Text> condition;  // `if`
     YamlNode runs_on;               // string, sequence, {group, labels} mapping or expression
+    std::optional<YamlNode> container;  // `container:` (an image, a mapping or an expression)
     YamlNode env;
     RunDefaults defaults;
     std::optional<Strategy> strategy;

@@ -7,9 +7,8 @@
 #include <optional>
 #include <thread>
 
+#include "jobs/job_legs.hpp"
 #include "jobs/job_runner.hpp"
-#include "jobs/matrix.hpp"
-#include "jobs/runner_labels.hpp"
 #include "jobs/workflow_call.hpp"
 #include "jobs/yaml_value.hpp"
 
@@ -32,17 +31,6 @@ bool uses_status_function(std::string_view condition) {
 Annotation notice(std::string message) {
     return Annotation{AnnotationLevel::notice, std::move(message), std::nullopt, std::nullopt,
                       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-}
-
-std::vector<std::string> labels_of(const Value& value) {
-    std::vector<std::string> out;
-    if (value.is_string()) out.push_back(value.as_string());
-    else if (value.is_array()) {
-        for (const auto& item : value.as_array()) out.push_back(item.to_display_string());
-    } else if (value.is_object()) {
-        if (const Value* labels = value.get("labels")) return labels_of(*labels);
-    }
-    return out;
 }
 
 class WorkflowRun {
@@ -104,25 +92,28 @@ private:
     }
 
     // Waits for every job `job` needs, then returns the needs context and the status the
-    // status functions see (over all ancestors).
-    Object wait_needs(const Job& job, RunStatus& status, bool& need_skipped) {
+    // status functions see, over all ancestors (RunStatus, jobs/expr.hpp).
+    Object wait_needs(const Job& job, RunStatus& status) {
         std::unique_lock lock(m_mutex);
         m_done.wait(lock, [&] {
             return std::ranges::all_of(job.needs, [&](const std::string& id) { return m_outcomes.contains(id); });
         });
         Object needs;
-        status = RunStatus::success;
-        need_skipped = false;
         for (const auto& id : job.needs) {
             const JobOutcome& outcome = m_outcomes.at(id);
             needs.set(id, job_result_entry(outcome.result, outcome.outputs));
-            if (outcome.result == Outcome::skipped) need_skipped = true;
         }
+        bool failed = false, cancelled = false, skipped = false;
         for (const auto& id : ancestors(job)) {
             const Outcome result = m_outcomes.at(id).result;
-            if (result == Outcome::failure) status = RunStatus::failure;
-            else if (result == Outcome::cancelled && status == RunStatus::success) status = RunStatus::cancelled;
+            failed = failed || result == Outcome::failure;
+            cancelled = cancelled || result == Outcome::cancelled;
+            skipped = skipped || result == Outcome::skipped;
         }
+        status = failed      ? RunStatus::failure
+                 : cancelled ? RunStatus::cancelled
+                 : skipped   ? RunStatus::skipped
+                             : RunStatus::success;
         return needs;
     }
 
@@ -140,20 +131,7 @@ private:
     }
 
     EvalContext job_context(const Job& job, const Object& needs, RunStatus status) const {
-        EvalContext context;
-        const auto workspace = m_settings.repository;
-        context.contexts.set("github", Value(github_context(m_settings, m_workflow, job.id, workspace)));
-        context.contexts.set("needs", Value(needs));
-        context.contexts.set("vars", Value(m_settings.vars));
-        context.contexts.set("inputs", Value(m_inputs));
-        context.contexts.set("secrets", Value(m_secrets));
-        context.contexts.set("env", Value(Object{}));
-        context.contexts.set("runner", Value(runner_context(m_settings)));
-        context.contexts.set("matrix", Value(Object{}));
-        context.contexts.set("strategy", Value(Object{}));
-        context.status = status;
-        context.workspace = workspace;
-        return context;
+        return job_eval_context(JobScope{m_settings, m_workflow, job, needs, m_inputs, m_secrets}, status);
     }
 
     JobReport job_report(const Job& job, Outcome outcome, std::string message, AnnotationLevel level) {
@@ -171,13 +149,17 @@ private:
 
     void run_job(const Job& job) {
         RunStatus status = RunStatus::success;
-        bool need_skipped = false;
-        const Object needs = wait_needs(job, status, need_skipped);
-        if (run_cancelled() && status == RunStatus::success) status = RunStatus::cancelled;
+        const Object needs = wait_needs(job, status);
+        if (run_cancelled() && (status == RunStatus::success || status == RunStatus::skipped))
+            status = RunStatus::cancelled;
         const EvalContext context = job_context(job, needs, status);
         const std::string condition = job.condition ? job.condition->value : "success()";
-        if (need_skipped && !uses_status_function(condition)) {
-            return finish(job, {}, {job_report(job, Outcome::skipped, "skipped: a job it needs was skipped", AnnotationLevel::notice)});
+        if (status == RunStatus::skipped && !(job.condition && uses_status_function(job.condition->value))) {
+            m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped,
+                                  "job " + job.id + " (a job it needs was skipped)");
+            return finish(job, {}, {job_report(job, Outcome::skipped,
+                                               "skipped: a job it needs (directly or through another) was skipped",
+                                               AnnotationLevel::notice)});
         }
         auto run_it = condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
         if (!run_it) {
@@ -195,113 +177,9 @@ private:
         run_legs(job, needs, context);
     }
 
-    struct Leg {
-        Value matrix;
-        Object strategy;
-    };
-
-    struct LegPlan {
-        std::vector<Leg> legs;
-        std::size_t max_parallel = 0;  // 0: no limit
-        bool fail_fast = true;
-    };
-
-    // The combinations the job's matrix expands to (after --matrix filters); one empty
-    // combination without a matrix.
-    sandbox::Expected<std::vector<Value>> matrix_combinations(const Job& job, const EvalContext& context) const {
-        std::vector<Value> combinations;
-        if (job.strategy && job.strategy->computed) return computed_combinations(job, context);
-        if (!job.strategy || job.strategy->matrix.is_null()) {
-            combinations.emplace_back();
-            return combinations;
-        }
-        auto matrix = evaluate_matrix(job.strategy->matrix, context);
-        if (!matrix) return sandbox::fail(sandbox::ErrorKind::invalid_input, matrix.error().message);
-        auto expanded = expand_matrix(*matrix);
-        if (!expanded) {
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 located(job.strategy->matrix.mark, expanded.error().message));
-        }
-        return filter_matrix(std::move(*expanded), m_settings.matrix_filter);
-    }
-
-    // `strategy: ${{ ... }}`: the object it evaluates to, its matrix expanded.
-    sandbox::Expected<Value> computed_strategy(const Job& job, const EvalContext& context) const {
-        const YamlNode& node = *job.strategy->computed;
-        auto value = evaluate_yaml(node, context);
-        if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-        if (!value->is_object())
-            return sandbox::fail(sandbox::ErrorKind::invalid_input, located(node.mark, "strategy must evaluate to an object"));
-        return *value;
-    }
-
-    sandbox::Expected<std::vector<Value>> computed_combinations(const Job& job, const EvalContext& context) const {
-        auto strategy = computed_strategy(job, context);
-        if (!strategy) return std::unexpected(strategy.error());
-        const Value* matrix = strategy->get("matrix");
-        if (matrix == nullptr || matrix->is_null()) return std::vector<Value>(1);
-        auto expanded = expand_matrix(*matrix);
-        if (!expanded)
-            return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.strategy->computed->mark, expanded.error().message));
-        return filter_matrix(std::move(*expanded), m_settings.matrix_filter);
-    }
-
-    sandbox::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context) const {
-        LegPlan plan;
-        auto combinations = matrix_combinations(job, context);
-        if (!combinations) return std::unexpected(combinations.error());
-        if (job.strategy && job.strategy->computed) {
-            auto strategy = computed_strategy(job, context);
-            if (!strategy) return std::unexpected(strategy.error());
-            if (const Value* ff = strategy->get("fail-fast"); ff != nullptr && !ff->is_null()) plan.fail_fast = ff->truthy();
-            if (const Value* mp = strategy->get("max-parallel"); mp != nullptr && !mp->is_null()) {
-                const double limit = mp->to_number();
-                plan.max_parallel = limit >= 1 && limit < 1e9 ? static_cast<std::size_t>(limit) : 0;
-            }
-        } else if (job.strategy) {
-            if (job.strategy->fail_fast) {
-                auto value = evaluate_yaml(*job.strategy->fail_fast, context);
-                if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                plan.fail_fast = value->truthy();
-            }
-            if (job.strategy->max_parallel) {
-                auto value = evaluate_yaml(*job.strategy->max_parallel, context);
-                if (!value) return sandbox::fail(sandbox::ErrorKind::invalid_input, value.error().message);
-                // GitHub: max-parallel 0 or less is no limit (ConvertToStrategy); the double is
-                // range-checked before it becomes a count.
-                const double limit = value->to_number();
-                plan.max_parallel = limit >= 1 && limit < 1e9 ? static_cast<std::size_t>(limit) : 0;
-            }
-        }
-        const std::size_t total = combinations->size();
-        for (std::size_t i = 0; i < total; ++i) {
-            Object strategy;
-            strategy.set("fail-fast", plan.fail_fast);
-            strategy.set("job-index", static_cast<double>(i));
-            strategy.set("job-total", static_cast<double>(total));
-            strategy.set("max-parallel", static_cast<double>(plan.max_parallel == 0 ? total : plan.max_parallel));
-            plan.legs.push_back(Leg{(*combinations)[i], std::move(strategy)});
-        }
-        return plan;
-    }
-
-    std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context) const {
-        if (job.name) {
-            if (auto name = interpolate_at(job.name->value, job.name->mark, context)) return *name;
-        }
-        if (leg.matrix.is_null() || !leg.matrix.is_object() || leg.matrix.as_object().empty()) return job.id;
-        std::string values;
-        for (const auto& [key, value] : leg.matrix.as_object()) {
-            values += (values.empty() ? "" : ", ") + (value.is_primitive() ? value.to_display_string() : to_json(value, JsonStyle::compact));
-        }
-        return job.id + " (" + values + ")";
-    }
-
     JobReport run_leg(const Job& job, const Leg& leg, const Object& needs, const EvalContext& base,
                       const sandbox::CancelToken* cancel) {
-        EvalContext context = base;
-        context.contexts.set("matrix", leg.matrix.is_null() ? Value(Object{}) : leg.matrix);
-        context.contexts.set("strategy", Value(leg.strategy));
+        const EvalContext context = leg_context(base, leg);
         LegInput input;
         input.workflow = &m_workflow;
         input.job = &job;
@@ -313,15 +191,11 @@ private:
         input.name = leg_name(job, leg, context);
         input.cancel = cancel;
         if (job.calls_workflow()) return call_workflow(job, input, context);
-        auto runs_on = evaluate_yaml(job.runs_on, context);
-        if (!runs_on) return leg_error(job, input, Outcome::failure, runs_on.error().message, AnnotationLevel::error);
-        input.runs_on = labels_of(*runs_on);
-        if (!labels_satisfied(input.runs_on, m_settings.labels)) {
-            std::string wanted;
-            for (const auto& label : input.runs_on) wanted += (wanted.empty() ? "" : ", ") + label;
-            return leg_error(job, input, Outcome::skipped,
-                             "skipped: runs-on [" + wanted + "] matches none of this runner's labels (add one with --label)",
-                             AnnotationLevel::notice);
+        auto placement = place_leg(job, context, m_settings);
+        if (!placement) return leg_error(job, input, Outcome::failure, placement.error().message, AnnotationLevel::error);
+        input.runs_on = placement->runs_on;
+        if (placement->refusal) {
+            return leg_error(job, input, Outcome::skipped, "skipped: " + *placement->refusal, AnnotationLevel::notice);
         }
         auto workspace = m_services.workspace.workspace_for(input.name);
         if (!workspace) return leg_error(job, input, Outcome::failure, workspace.error().message, AnnotationLevel::error);
@@ -382,7 +256,7 @@ private:
     }
 
     void run_legs(const Job& job, const Object& needs, const EvalContext& context) {
-        auto plan = plan_legs(job, context);
+        auto plan = plan_legs(job, context, m_settings);
         if (!plan) {
             return finish(job, {Outcome::failure, {}},
                           {job_report(job, Outcome::failure, plan.error().message, AnnotationLevel::error)});

@@ -1,10 +1,12 @@
 #pragma once
 // Runs workflows: jobs as a DAG over `needs` (a job starts once everything it needs has
 // finished; independent jobs run in parallel, at most RunServices::legs job legs at once),
-// each job's `if` with the implicit success() over all its ancestors, its matrix legs
-// (fail-fast, max-parallel, --matrix filters), runs-on against the runner's labels (no match:
-// the leg is skipped with a notice), and jobs that call local reusable workflows (inputs,
-// secrets incl. inherit, outputs: see workflow_call.hpp; nested up to k_max_workflow_depth).
+// each job's `if` with the implicit success() over all its ancestors (a skipped ancestor
+// skips it too unless its `if` calls a status function: RunStatus, jobs/expr.hpp), its
+// matrix legs (fail-fast, max-parallel, --matrix filters), runs-on against the runner's
+// labels (no match: the leg is skipped with a notice), and jobs that call local reusable
+// workflows (inputs, secrets incl. inherit, outputs: see workflow_call.hpp; nested up to
+// k_max_workflow_depth).
 //
 // Never throws; a problem found while running (an expression that fails, a missing called
 // workflow) fails the job, and the run goes on as GitHub's would.

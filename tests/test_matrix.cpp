@@ -93,6 +93,32 @@ TEST_CASE("include alone, and matrices that cannot expand") {
     CHECK(jobs::expand_matrix(json(big)).error().message == "the matrix has more than 256 combinations");
 }
 
+TEST_CASE("the 256-leg limit counts the legs left after exclude and include, not the product") {
+    // 17 x 16 = 272 combinations; excluding a=1 and a=2 leaves 15 x 16 = 240.
+    std::string a, b;
+    for (int i = 1; i <= 17; ++i) a += (i > 1 ? "," : "") + std::to_string(i);
+    for (int i = 1; i <= 16; ++i) b += (i > 1 ? "," : "") + std::to_string(i);
+    const std::string vectors = R"("a":[)" + a + R"(],"b":[)" + b + R"(],"exclude":[{"a":1},{"a":2}])";
+    auto legs = jobs::expand_matrix(json("{" + vectors + "}"));
+    REQUIRE(legs.has_value());
+    CHECK(legs->size() == 240);
+    // include entries that match no original combination add legs: 240 + 16 = 256 is allowed,
+    // one more is not.
+    std::string include;
+    for (int i = 0; i < 16; ++i) include += (i > 0 ? "," : "") + std::string(R"({"a":)") + std::to_string(100 + i) + "}";
+    auto full = jobs::expand_matrix(json("{" + vectors + R"(,"include":[)" + include + "]}"));
+    REQUIRE(full.has_value());
+    CHECK(full->size() == 256);
+    auto over = jobs::expand_matrix(json("{" + vectors + R"(,"include":[)" + include + R"(,{"a":999}]})"));
+    REQUIRE_FALSE(over.has_value());
+    CHECK(over.error().message == "the matrix has more than 256 combinations");
+    // The same matrix in a workflow parses (the grammar counts after exclude too).
+    std::string yaml = "on: push\njobs:\n  m:\n    runs-on: x\n    strategy:\n      matrix:\n        a: [" + a +
+                       "]\n        b: [" + b + "]\n        exclude:\n          - a: 1\n          - a: 2\n    steps:\n      - run: true\n";
+    auto workflow = jobs::parse_workflow(yaml, "wide.yml");
+    CHECK(workflow.has_value());
+}
+
 TEST_CASE("matrices computed by expressions") {
     auto whole = jobs::evaluate_matrix(matrix_node("matrix: ${{ fromJSON(needs.prep.outputs.m) }}\n"),
                                        context_with(R"({"prep":{"outputs":{"m":"{\"package\":[\"a\",\"b\"]}"}}})"));

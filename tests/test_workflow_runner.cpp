@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
+#include <sys/utsname.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "jobs/value.hpp"
+#include "tests/helpers/git_fixture.hpp"
 #include "tests/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -127,6 +131,63 @@ jobs:
     CHECK(tests::run_workflows(dir, {"--matrix", "nocolon"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-W", "missing"}).exit_code == 2);
     CHECK(tests::run_workflows(dir, {"-j", "nosuchjob"}).exit_code == 2);
+}
+
+TEST_CASE("a job below a skipped one is skipped, through a job that ran, unless its if calls always()") {
+    // GitHub (and act): success() over every ancestor is false once one was skipped;
+    // failure() and cancelled() are false too, so `!failure() && !cancelled()` runs.
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/skip.yml", R"(on: push
+jobs:
+  gate:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo gate-ran
+  direct:
+    needs: gate
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo direct-ran
+  plan:
+    needs: gate
+    if: always()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo plan-ran
+  build:
+    needs: plan
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo build-ran
+  explicit:
+    needs: plan
+    if: success()
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo explicit-ran
+  guarded:
+    needs: plan
+    if: ${{ !failure() && !cancelled() }}
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo guarded-ran
+  tested:
+    needs: plan
+    if: always() && needs.plan.result == 'success'
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo tested-ran
+)");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    for (const char* job : {"gate", "direct", "build", "explicit"})
+        CHECK(ran.output.find(std::string(job) + "-ran") == std::string::npos);
+    for (const char* job : {"plan", "guarded", "tested"}) CHECK(ran.output.find(std::string(job) + "-ran") != std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    const std::vector<std::string> expected{"skipped", "skipped", "success", "skipped", "skipped", "success", "success"};
+    for (std::size_t i = 0; i < expected.size(); ++i) CHECK(text(job_at(report, 0, i), "conclusion") == expected[i]);
+    CHECK(text(job_at(report, 0, 3), "message").find("a job it needs") != std::string::npos);
 }
 
 TEST_CASE("matrix legs, strategy context, max-parallel and --matrix") {
@@ -486,4 +547,234 @@ TEST_CASE("sandgate run applies paths filters to the commits the event payload n
     CHECK(unknown.output.find("paths_job") != std::string::npos);  // fails open
     CHECK(unknown.output.find("warning") != std::string::npos);
     CHECK(unknown.output.find(std::string(40, 'f')) != std::string::npos);
+}
+
+namespace {
+
+// runner.arch for this machine, worked out apart from sandgate's own mapping.
+std::string machine_arch() {
+    struct utsname name {};
+    REQUIRE(::uname(&name) == 0);
+    const std::string machine = name.machine;
+    if (machine == "x86_64") return "X64";
+    if (machine == "aarch64") return "ARM64";
+    return machine;
+}
+
+}  // namespace
+
+TEST_CASE("runs-on naming another architecture or OS is skipped with the reason; --label vouches for it") {
+    const std::string arch = machine_arch();
+    // The hosted image of the other architecture: x64's ubuntu-24.04 on arm64, else -arm.
+    const std::string foreign = arch == "ARM64" ? "ubuntu-24.04" : "ubuntu-24.04-arm";
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/arch.yml", "on: push\njobs:\n  native:\n    runs-on: [self-hosted, linux]\n    steps:\n"
+                                          "      - run: test \"${{ runner.arch }}\" = \"$RUNNER_ARCH\" && echo \"arch=$RUNNER_ARCH os=${{ runner.os }}\"\n"
+                                          "  foreign:\n    runs-on: " + foreign + "\n    steps:\n      - run: echo foreign-ran\n"
+                                          "  mac:\n    runs-on: macos-14\n    steps:\n      - run: echo mac-ran\n");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("arch=" + arch + " os=Linux") != std::string::npos);
+    CHECK(ran.output.find("foreign-ran") == std::string::npos);
+    CHECK(ran.output.find("mac-ran") == std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    CHECK(text(job_at(report, 0, 0), "conclusion") == "success");
+    const auto& skipped = job_at(report, 0, 1);
+    CHECK(text(skipped, "conclusion") == "skipped");
+    CHECK(text(skipped, "message").find(foreign + " asks for a Linux " + (arch == "ARM64" ? "X64" : "ARM64") +
+                                        " machine; this one is Linux " + arch) != std::string::npos);
+    CHECK(text(job_at(report, 0, 2), "message").find("macos-14 asks for a macOS machine") != std::string::npos);
+    auto vouched = tests::run_workflows(dir, {"-W", "w", "-j", "foreign", "--label", foreign});
+    CHECK(vouched.exit_code == 0);
+    CHECK(vouched.output.find("foreign-ran") != std::string::npos);
+}
+
+TEST_CASE("a job with a container: is skipped naming the image; an empty container runs on the runner") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/c.yml", R"(on: push
+jobs:
+  boxed:
+    runs-on: ubuntu-latest
+    container:
+      image: node:20-bookworm
+    steps:
+      - run: echo boxed-ran
+  legs:
+    strategy:
+      matrix:
+        image: ['', 'alpine:3']
+    runs-on: ubuntu-latest
+    container: ${{ matrix.image }}
+    steps:
+      - run: echo "leg-ran-[${{ matrix.image }}]"
+)");
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("boxed-ran") == std::string::npos);
+    CHECK(ran.output.find("leg-ran-[]") != std::string::npos);
+    CHECK(ran.output.find("leg-ran-[alpine") == std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    CHECK(text(job_at(report, 0, 0), "conclusion") == "skipped");
+    CHECK(text(job_at(report, 0, 0), "message").find("container: node:20-bookworm") != std::string::npos);
+    CHECK(text(job_at(report, 0, 1), "conclusion") == "success");
+    CHECK(text(job_at(report, 0, 2), "conclusion") == "skipped");
+    CHECK(text(job_at(report, 0, 2), "message").find("container: alpine:3") != std::string::npos);
+}
+
+TEST_CASE("runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the contexts") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/ws.yml", R"WF(on: push
+jobs:
+  ws:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          test -n "$RUNNER_WORKSPACE"
+          test "$RUNNER_WORKSPACE" = "${{ runner.workspace }}"
+          test "$GITHUB_WORKSPACE" = "$RUNNER_WORKSPACE/$(basename "$GITHUB_WORKSPACE")"
+          echo "runner-workspace=${{ runner.workspace }}"
+)WF");
+    auto ran = tests::run_workflows(dir, {"-W", "w"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() + "\n") !=
+          std::string::npos);
+}
+
+TEST_CASE("without -e, branch and tag filters match the ref github.ref names: the branch, or the tag HEAD is at") {
+    auto dir = tests::make_temp_dir("run");
+    const auto on_push = [](const std::string& filter, const std::string& word) {
+        return "on:\n  push:\n" + filter + "jobs:\n  " + word + ":\n    runs-on: ubuntu-latest\n    steps:\n"
+               "      - run: echo \"" + word + "-ran ${{ github.ref }} ${{ github.event.ref }}\"\n";
+    };
+    tests::make_repo(dir, {{".github/workflows/ci.yml", on_push("    branches: [main]\n", "ci")},
+                           {".github/workflows/release.yml", on_push("    tags: ['v*']\n", "release")},
+                           {".github/workflows/dev.yml", on_push("    branches-ignore: [main]\n", "dev")}});
+    auto branch = tests::run_workflows(dir, {"push"});
+    CHECK(branch.exit_code == 0);
+    CHECK(branch.output.find("ci-ran refs/heads/main refs/heads/main") != std::string::npos);
+    CHECK(branch.output.find("release-ran") == std::string::npos);
+    CHECK(branch.output.find("dev-ran") == std::string::npos);
+    auto listed = tests::run_workflows(dir, {"push", "-l"});
+    CHECK(listed.output.find("not run for 'push' (its on: filters): .github/workflows/release.yml") != std::string::npos);
+
+    // The run may leave the checkout owned by the sandbox's user: git is told it is ours.
+    tests::sh("cd " + dir.string() + " && git -c safe.directory='*' tag v1.0 && git -c safe.directory='*' checkout -q --detach v1.0");
+    auto tag = tests::run_workflows(dir, {"push"});
+    CHECK(tag.exit_code == 0);
+    CHECK(tag.output.find("release-ran refs/tags/v1.0 refs/tags/v1.0") != std::string::npos);
+    CHECK(tag.output.find("ci-ran") == std::string::npos);
+    CHECK(tag.output.find("dev-ran") == std::string::npos);
+
+    // A payload is taken as given: its ref decides.
+    tests::write_file(dir / "event.json", R"({"ref": "refs/heads/feature"})");
+    auto given = tests::run_workflows(dir, {"push", "-e", "event.json"});
+    CHECK(given.output.find("dev-ran refs/heads/feature") != std::string::npos);
+    CHECK(given.output.find("ci-ran") == std::string::npos);
+    CHECK(given.output.find("release-ran") == std::string::npos);
+}
+
+TEST_CASE("the event may stand anywhere among the flags; repeatable flags take one value each") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/d.yml", R"(on: workflow_dispatch
+jobs:
+  m:
+    strategy:
+      matrix:
+        os: [a, b]
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo "leg-${{ matrix.os }}-${{ github.event_name }}"
+)");
+    auto after_matrix = tests::run_workflows(dir, {"-W", "w", "-j", "m", "--matrix", "os:a", "workflow_dispatch"});
+    CHECK(after_matrix.exit_code == 0);
+    CHECK(after_matrix.output.find("leg-a-workflow_dispatch") != std::string::npos);
+    CHECK(after_matrix.output.find("leg-b-") == std::string::npos);
+    auto after_job = tests::run_workflows(dir, {"-j", "m", "workflow_dispatch", "-W", "w"});
+    CHECK(after_job.exit_code == 0);
+    CHECK(after_job.output.find("leg-b-workflow_dispatch") != std::string::npos);
+    auto two_events = tests::run_workflows(dir, {"-W", "w", "push", "workflow_dispatch"});
+    CHECK(two_events.exit_code == 2);
+}
+
+TEST_CASE("-l shows each job's runs-on, its legs and whether it runs for the event") {
+    auto dir = tests::make_temp_dir("run");
+    tests::write_file(dir / "w/l.yml", R"(name: listed
+on: push
+jobs:
+  build:
+    strategy:
+      matrix:
+        arch: [x64, arm64]
+    runs-on: ${{ matrix.arch == 'x64' && 'ubuntu-latest' || 'ubuntu-24.04-arm' }}
+    steps:
+      - run: echo never
+  docs:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-22.04
+    steps:
+      - run: echo never
+  publish:
+    needs: docs
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo never
+  boxed:
+    runs-on: [self-hosted, linux]
+    container: debian:12
+    steps:
+      - run: echo never
+  wide:
+    strategy:
+      matrix:
+        a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+        b: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        exclude:
+          - a: 1
+          - a: 2
+    runs-on: [self-hosted]
+    steps:
+      - run: echo never
+)");
+    const std::string foreign_arm = machine_arch() == "ARM64" ? "x64" : "arm64";
+    auto listed = tests::run_workflows(dir, {"-W", "w", "-l"});
+    REQUIRE(listed.exit_code == 0);
+    CHECK(listed.output.find("never") == std::string::npos);
+    const auto line_of = [&](const std::string& word) {
+        const auto at = listed.output.find(word);
+        REQUIRE(at != std::string::npos);
+        const auto start = listed.output.rfind('\n', at) + 1;
+        return listed.output.substr(start, listed.output.find('\n', at) - start);
+    };
+    CHECK(line_of("Runs for push").find("Runs on") != std::string::npos);
+    const std::string build = line_of("  build  ");
+    CHECK(build.find("(per leg)") != std::string::npos);
+    CHECK(build.find(" 2 ") != std::string::npos);
+    CHECK(line_of("build (x64)").find("ubuntu-latest") != std::string::npos);
+    CHECK(line_of("build (arm64)").find("ubuntu-24.04-arm") != std::string::npos);
+    CHECK(line_of("build (" + foreign_arm + ")").find("no: runs-on") != std::string::npos);
+    CHECK(line_of("docs").find("no: if: github.event_name == 'pull_request'") != std::string::npos);
+    CHECK(line_of("docs").find("ubuntu-22.04") == std::string::npos);  // not evaluated: it does not run
+    CHECK(line_of("publish").find("no: a job it needs does not run") != std::string::npos);
+    CHECK(line_of("boxed").find("no: container: debian:12") != std::string::npos);
+    // 17 x 16 legs before exclude, 240 after: GitHub's limit of 256 counts these.
+    CHECK(line_of("  wide  ").find(" 240 ") != std::string::npos);
+    CHECK(line_of("  wide  ").find("yes") != std::string::npos);
+}
+
+TEST_CASE("the summary names each failed job's workflow, failing step and reason") {
+    auto dir = tests::make_temp_dir("run");
+    const auto failing = [](const std::string& step, int code) {
+        return "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n"
+               "      - name: " + step + "\n        run: |\n          echo '::error::" + step + " broke'\n"
+               "          exit " + std::to_string(code) + "\n";
+    };
+    tests::write_file(dir / "w/a.yml", failing("compile", 3));
+    tests::write_file(dir / "w/b.yml", failing("link", 4));
+    auto ran = tests::run_workflows(dir, {"-W", "w"});
+    CHECK(ran.exit_code == 1);
+    CHECK(ran.output.find("sandgate run: failure   w/a.yml: build: step 'compile': Process completed with exit code 3 "
+                          "(error: compile broke)\n") != std::string::npos);
+    CHECK(ran.output.find("sandgate run: failure   w/b.yml: build: step 'link': Process completed with exit code 4 "
+                          "(error: link broke)\n") != std::string::npos);
+    CHECK(ran.output.find("job 'build' failed (w/a.yml): step 'compile'") != std::string::npos);
 }
