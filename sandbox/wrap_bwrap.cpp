@@ -21,6 +21,7 @@
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
 #include "sandbox/shims.hpp"
+#include "sandbox/tool_cache.hpp"
 #include "sandbox/wrap_files.hpp"
 
 namespace sandbox {
@@ -324,6 +325,7 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
     order_mounts(entries);
     layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
     prepend_shim_path(layout.env);
+    if (policy.tool_cache) point_at_tool_cache(layout.env);
     // Under a host identity of its own, what the trusted side made (the mirror a worktree's
     // .git names, read-only) shows as another user's: git would call it dubious ownership.
     if (start.identity) trust_git_directories(layout.env);
