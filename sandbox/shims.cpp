@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 
 namespace sandbox {
 
@@ -112,9 +114,24 @@ std::vector<MountEntry> shim_mounts() {
 }
 
 void prepend_shim_path(Environment& env) {
+    static constexpr std::string_view k_system[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                                    "/usr/bin", "/sbin", "/bin"};
     for (auto& [key, value] : env) {
         if (key != "PATH") continue;
-        value = value.empty() ? std::string(k_shim_dir) : std::string(k_shim_dir) + ":" + value;
+        // Before the first system directory: the machine's apt-get loses, what the job put in
+        // front (the runner's externals, a tool cache's bin) keeps its place.
+        std::size_t start = 0;
+        while (start <= value.size()) {
+            std::size_t end = value.find(':', start);
+            if (end == std::string::npos) end = value.size();
+            const std::string_view entry(value.data() + start, end - start);
+            if (std::find(std::begin(k_system), std::end(k_system), entry) != std::end(k_system)) {
+                value.insert(start, std::string(k_shim_dir) + ":");
+                return;
+            }
+            start = end + 1;
+        }
+        value = value.empty() ? std::string(k_shim_dir) : value + ":" + std::string(k_shim_dir);
         return;
     }
     env.emplace_back("PATH", std::string(k_shim_dir) + ":/usr/local/bin:/usr/bin:/bin");

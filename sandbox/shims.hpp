@@ -1,7 +1,7 @@
 #pragma once
 // The runner tools a workflow takes for granted, inside the bwrap wrap, in a directory of the
-// wrap's own root (k_shim_dir, first on the payload's PATH; read-only: the root is remounted
-// read-only, and nothing is bound there):
+// wrap's own root (k_shim_dir, on the payload's PATH before the system directories; read-only:
+// the root is remounted read-only, and nothing is bound there):
 //   sudo      runs a command as root of a user namespace of the sandbox's own: uid 0 inside,
 //             the sandbox's unprivileged host uid outside (gen/sudo.cpp says how and why);
 //             -E, -H, -n, -S, -k, `-u root` and `--` are accepted, `-u OTHER` refused.
@@ -39,7 +39,9 @@ std::vector<MountEntry> shim_programs();
 // the machine has one).
 std::vector<MountEntry> shim_mounts();
 
-// Puts k_shim_dir first on env's PATH (the default PATH when it has none).
+// Puts k_shim_dir on env's PATH just before its first system directory (/usr/local/sbin,
+// /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin), at its end when it has none, and sets
+// the default PATH with it first when there is no PATH.
 void prepend_shim_path(Environment& env);
 
 }  // namespace sandbox

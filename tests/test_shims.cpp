@@ -158,6 +158,21 @@ TEST_CASE("python exists in the wrap where python3 does") {
     CHECK(direct.out.head == "42\n");
 }
 
+TEST_CASE("the shims go on PATH before its first system directory") {
+    const std::string shim(sandbox::k_shim_dir);
+    const auto path_of = [](sandbox::Environment env) {
+        sandbox::prepend_shim_path(env);
+        for (const auto& [key, value] : env)
+            if (key == "PATH") return value;
+        return std::string("(none)");
+    };
+    CHECK(path_of({{"PATH", "/usr/local/bin:/usr/bin:/bin"}}) == shim + ":/usr/local/bin:/usr/bin:/bin");
+    CHECK(path_of({{"PATH", "/__e:/opt/x/bin:/usr/bin:/bin"}}) == "/__e:/opt/x/bin:" + shim + ":/usr/bin:/bin");
+    CHECK(path_of({{"PATH", "/opt/only"}}) == "/opt/only:" + shim);
+    CHECK(path_of({{"PATH", ""}}) == shim);
+    CHECK(path_of({{"HOME", "/h"}}) == shim + ":/usr/local/bin:/usr/bin:/bin");
+}
+
 TEST_CASE("the shims cannot be replaced by a step, not even under sudo") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("shims-ro");
