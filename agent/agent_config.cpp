@@ -200,13 +200,6 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
 
 }  // namespace
 
-std::filesystem::path default_state_dir() {
-    if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg)
-        return std::filesystem::path(xdg) / "sandgate";
-    const char* home = std::getenv("HOME");
-    return std::filesystem::path(home && *home ? home : "/var/lib") / ".local/state/sandgate";
-}
-
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
     config.source = path;

@@ -43,6 +43,7 @@ constexpr Command k_commands[] = {
      run_command},
     {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
      gate_command},
+    {"tools", "the hosted tool cache (setup-python & co. offline): list, add", tools_command},
 };
 
 void print_usage(std::FILE* to) {

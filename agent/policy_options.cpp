@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "agent/agent_config.hpp"
 #include "agent/units.hpp"
 #include "sandbox/identity.hpp"
 
@@ -78,7 +79,25 @@ sandbox::Expected<sandbox::EgressRule> parse_egress(const std::string& text) {
     return rule;
 }
 
+// --tool-cache, or the default cache when `sandgate tools add` made it; bwrap binds it.
+sandbox::Expected<void> choose_tool_cache(const PolicyOptions& options, sandbox::Policy& policy) {
+    if (!options.tool_cache.empty()) {
+        if (policy.mode != sandbox::SandboxMode::bwrap)
+            return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                 "--tool-cache: only with --sandbox bwrap (which binds it read-only)");
+        policy.tool_cache = options.tool_cache;
+        return {};
+    }
+    std::error_code ec;
+    const auto fallback = default_tool_cache();
+    if (policy.mode == sandbox::SandboxMode::bwrap && std::filesystem::is_directory(fallback, ec))
+        policy.tool_cache = fallback;
+    return {};
+}
+
 }  // namespace
+
+std::filesystem::path default_tool_cache() { return default_state_dir() / "tool-cache"; }
 
 void add_policy_options(CLI::App& parent, PolicyOptions& options) {
     // A group of their own: `--help` shows them apart, and CLI11 checks each new option's names
@@ -112,6 +131,10 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
                    "(default 1G each)");
     app.add_option("--toolchain-cache", options.toolchain_cache,
                    "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
+    app.add_option("--tool-cache", options.tool_cache,
+                   "hosted tool cache DIR (`sandgate tools add`), bound read-only at "
+                   "/opt/hostedtoolcache as RUNNER_TOOL_CACHE (default: the state directory's "
+                   "tool-cache when it exists; bwrap only)");
     app.add_option("--allow-egress", options.allow_egress,
                    "let the step reach HOST[:PORT] (repeatable); refused (exit 125) where the "
                    "sandbox cannot enforce selective egress, which today is every arm")
@@ -152,6 +175,7 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
     policy.hide = paths(options.hide);
     if (!options.scratch.empty()) policy.scratch = options.scratch;
     if (!options.toolchain_cache.empty()) policy.toolchain_cache = options.toolchain_cache;
+    if (auto ok = choose_tool_cache(options, policy); !ok) return std::unexpected(ok.error());
     auto memory = optional_bytes(options.memory, "--memory");
     if (!memory) return std::unexpected(memory.error());
     policy.memory_bytes = *memory;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,15 @@ struct PolicyOptions {
     std::string pids;
     std::string tmp_size;
     std::string toolchain_cache;
+    std::string tool_cache;  // "": default_tool_cache() when it exists (bwrap only)
     std::vector<std::string> allow_egress;  // HOST[:PORT] as typed
     std::string image;
     std::string container_runtime;
     std::string sandbox_user;  // UID[:GID], numbers; "" = 65534:65534 (as root)
 };
+
+// The hosted tool cache `sandgate tools add` fills by default: default_state_dir()/tool-cache.
+std::filesystem::path default_tool_cache();
 
 // Adds the policy flags to `app`; CLI11 stores what it parses into `options`, which must
 // outlive the parse.

@@ -3,6 +3,7 @@
 #include "sandbox/bwrap_layout.hpp"
 
 #include "sandbox/offline.hpp"
+#include "sandbox/tool_cache.hpp"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -101,6 +102,13 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
             auto sub = checked_bind_path(dir, "--toolchain-cache", MustExist::yes);
             if (sub) entries.push_back({MountKind::ro_bind, *sub, *sub, {}, 2});
         }
+    }
+    // The hosted tool cache: read-only where the hosted runners have it (tool_cache.hpp).
+    if (policy.tool_cache) {
+        auto checked = checked_bind_path(*policy.tool_cache, "--tool-cache", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        if (auto ok = refuse_host_roots(*checked, "--tool-cache"); !ok) return ok;
+        entries.push_back({MountKind::ro_bind, std::string(k_tool_cache_mount), *checked, {}, 2});
     }
     // The agent's own files: masked wherever a bind would otherwise show them.
     for (const auto& path : agent_private_paths(entries)) {

@@ -27,11 +27,26 @@ bool covered(const std::vector<MountEntry>& ordered, const std::filesystem::path
                        [&](const MountEntry& entry) { return path_within(path, entry.dest); });
 }
 
+// An entry the wrap makes at exactly `path` itself (no host file behind it): a program copied
+// in, or a symlink (its target is then what counts).
+const MountEntry* made_at(const std::vector<MountEntry>& ordered, const std::filesystem::path& path) {
+    for (const auto& entry : ordered) {
+        if (entry.dest == path && (entry.kind == MountKind::program || entry.kind == MountKind::symlink))
+            return &entry;
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 int resolve_payload(const std::string& name, const Environment& env,
                     const std::filesystem::path& cwd, const std::vector<MountEntry>& ordered) {
-    auto verdict = [&](const std::filesystem::path& candidate) {
+    auto verdict = [&](std::filesystem::path candidate) {
+        if (const MountEntry* made = made_at(ordered, candidate)) {
+            if (made->kind == MountKind::program) return 0;
+            candidate = made->source.is_absolute() ? made->source : candidate.parent_path() / made->source;
+            if (const MountEntry* next = made_at(ordered, candidate)) return next->kind == MountKind::program ? 0 : 127;
+        }
         if (!covered(ordered, candidate)) return 127;
         // Most PATH entries do not hold the name: one stat (which follows links, so it also
         // describes the real file) says so without a readlink of every component.

@@ -88,6 +88,9 @@ struct Policy {
     // per-run host temp root, removed afterwards, when toolchain_cache needs seeding).
     std::optional<std::filesystem::path> scratch;
     std::optional<std::filesystem::path> toolchain_cache;  // warm cache, bound read-only
+    // bwrap arm: the hosted tool cache (tool_cache.hpp), bound read-only at
+    // /opt/hostedtoolcache, RUNNER_TOOL_CACHE and AGENT_TOOLSDIRECTORY pointing there.
+    std::optional<std::filesystem::path> tool_cache;
     std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
     std::optional<std::uint64_t> pids;
     std::optional<std::uint64_t> tmp_size_bytes;

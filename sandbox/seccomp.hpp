@@ -5,8 +5,9 @@
 //
 // Denied with EPERM: ptrace, process_vm_readv/writev, keyctl, add_key, request_key, bpf,
 // perf_event_open, userfaultfd, the mount family (mount, umount2, pivot_root, move_mount,
-// open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr), setns, unshare and clone with
-// CLONE_NEWUSER, clock setting (settimeofday, clock_settime, clock_adjtime, adjtimex), module
+// open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr), setns, unshare with any
+// namespace flag but CLONE_NEWUSER (a user namespace alone is the sandbox's sudo:
+// seccomp_policy.cpp), clone with any namespace flag, CLONE_NEWUSER included, clock setting (settimeofday, clock_settime, clock_adjtime, adjtimex), module
 // loading, kexec, reboot, swapon/off, acct, quotactl, open_by_handle_at, iopl/ioperm,
 // lookup_dcookie, ioctl TIOCSTI/TIOCLINUX (compared on the low 32 bits, so high bits set by the
 // caller do not slip through). clone3 gets ENOSYS (its flags live in memory a filter cannot

@@ -26,6 +26,8 @@ constexpr const char* k_denied[] = {
     "quotactl_fd", "open_by_handle_at", "iopl", "ioperm", "lookup_dcookie", "nfsservctl",
     "vhangup", "syslog",
 };
+constexpr unsigned long k_refused_namespaces[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID,
+                                                   CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME};
 constexpr const char* k_enosys[] = {"clone3", "io_uring_setup", "io_uring_enter",
                                     "io_uring_register"};
 
@@ -73,12 +75,28 @@ Expected<std::string> compile_seccomp_program() {
             !ok)
             return std::unexpected(ok.error());
     }
-    // New user namespaces (bwrap's --disable-userns covers this too; belt and braces).
-    // The flags are the first argument of both on every architecture filtered here.
-    for (const char* name : {"unshare", "clone"}) {
+    // Namespaces. A step may make a user namespace with unshare(CLONE_NEWUSER) and nothing
+    // else: the sandbox's sudo (gen/sudo.cpp) is root of one such namespace, mapped to the
+    // step's own uid, which an unprivileged bwrap could not give it otherwise (it maps one uid
+    // only). Every other namespace is refused to every process of the sandbox, root of a nested
+    // user namespace included: that root owns no mount, network, pid, ipc, uts, cgroup or time
+    // namespace, so its capabilities reach only what the step's uid owns already (no
+    // netfilter, no mounts: mount and the new mount API are refused above as well), and setns
+    // stays refused. clone() with CLONE_NEWUSER is refused too (unshare is the one way in), and
+    // clone3, whose flags a filter cannot read, fails with ENOSYS (callers fall back to clone).
+    for (const unsigned long flag : seccomp_refused_namespaces()) {
+        scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
+        if (auto ok = add_rule(ctx.get(), eperm, "unshare", {cmp}); !ok) return std::unexpected(ok.error());
+    }
+    // clone's low byte is the exit signal: CLONE_NEWTIME (0x80) is not a clone() flag.
+    for (const unsigned long flag : seccomp_refused_namespaces()) {
+        if (flag == CLONE_NEWTIME) continue;
+        scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
+        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok) return std::unexpected(ok.error());
+    }
+    {
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER};
-        if (auto ok = add_rule(ctx.get(), eperm, name, {cmp}); !ok)
-            return std::unexpected(ok.error());
+        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok) return std::unexpected(ok.error());
     }
     // Export through a memfd: seccomp_export_bpf writes the sock_filter array.
     Fd scratch(::memfd_create("sandgate-seccomp-build", MFD_CLOEXEC));
@@ -93,6 +111,7 @@ Expected<std::string> compile_seccomp_program() {
 }
 
 std::span<const char* const> seccomp_eperm_syscalls() { return k_denied; }
+std::span<const unsigned long> seccomp_refused_namespaces() { return k_refused_namespaces; }
 std::span<const char* const> seccomp_enosys_syscalls() { return k_enosys; }
 
 }  // namespace sandbox

@@ -18,6 +18,11 @@ namespace sandbox {
 std::span<const char* const> seccomp_eperm_syscalls();
 std::span<const char* const> seccomp_enosys_syscalls();
 
+// The namespace flags unshare() and clone() are refused (EPERM) with, each alone or with any
+// other flags: every namespace but the user namespace. unshare(CLONE_NEWUSER) alone is the one
+// namespace a step may make (the sandbox's sudo); clone() with CLONE_NEWUSER is refused as well.
+std::span<const unsigned long> seccomp_refused_namespaces();
+
 // Compiles the rules with libseccomp (native architecture, plus x86 and x32 on x86_64) and
 // returns the BPF program (an array of struct sock_filter), or unavailable.
 Expected<std::string> compile_seccomp_program();

@@ -20,6 +20,8 @@
 #include "sandbox/payload_status.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/seccomp.hpp"
+#include "sandbox/shims.hpp"
+#include "sandbox/tool_cache.hpp"
 #include "sandbox/wrap_files.hpp"
 
 namespace sandbox {
@@ -121,6 +123,7 @@ std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch,
     const ScratchLayout dirs = scratch_layout(scratch.root);
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
     files.push_back({MountKind::program, std::string(k_status_init_path), {}, std::string(status_init_program()), 1});
+    for (auto& shim : shim_programs()) files.push_back(std::move(shim));
     if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
@@ -247,12 +250,12 @@ Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResou
     return {};
 }
 
-// `bwrap --disable-userns --args 3 -- /.sandgate-status-init FD PAYLOAD...`: the payload runs
-// under its reporter (payload_status.hpp). The one option outside the stream is the
-// one that makes a stream cut short fail (see plan_bwrap in the header).
+// `bwrap --hostname sandgate --args 3 -- /.sandgate-status-init FD PAYLOAD...`: the payload
+// runs under its reporter (payload_status.hpp). The one option outside the stream is the one
+// that makes a stream cut short fail (see plan_bwrap in the header).
 std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap,
                                     const std::vector<std::string>& payload, int payload_status_fd) {
-    std::vector<std::string> argv = {bwrap.string(), "--disable-userns", "--args",
+    std::vector<std::string> argv = {bwrap.string(), "--hostname", "sandgate", "--args",
                                      std::to_string(k_options_fd), "--", std::string(k_status_init_path),
                                      std::to_string(payload_status_fd)};
     argv.insert(argv.end(), payload.begin(), payload.end());
@@ -317,9 +320,12 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
             entries.push_back({MountKind::private_dir, *dir, {}, {}, 1});
     }
     for (auto& file : files) entries.push_back(std::move(file));
+    for (auto& shim : shim_mounts()) entries.push_back(std::move(shim));
     for (auto& entry : start.policy_mounts) entries.push_back(std::move(entry));
     order_mounts(entries);
     layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
+    prepend_shim_path(layout.env);
+    if (policy.tool_cache) point_at_tool_cache(layout.env);
     // Under a host identity of its own, what the trusted side made (the mirror a worktree's
     // .git names, read-only) shows as another user's: git would call it dubious ownership.
     if (start.identity) trust_git_directories(layout.env);
@@ -327,22 +333,29 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
 }
 
 // bwrap's options, NUL-separated: the mounts; namespaces, identity, privileges, the
-// environment; and last --unshare-user, the completion mark (see plan_bwrap).
-// With a network namespace of sandgate's own (WrapPlan::netns), bwrap starts in it and keeps
-// it (--share-net) rather than making one.
+// environment; and last --unshare-uts, the completion mark (see plan_bwrap). The namespaces
+// are named one by one rather than with --unshare-all, which would unshare the UTS namespace
+// early in the stream. With a network namespace of sandgate's own (WrapPlan::netns), or the
+// host's network, bwrap keeps the one it starts in rather than making one.
+//
+// No --disable-userns: it would leave the payload in a user namespace that can make no other
+// (bwrap sets max_user_namespaces to 1 and uses it up), and the sandbox's sudo (shims.hpp)
+// needs exactly one more. The seccomp filter (seccomp_policy.cpp) lets a step make a user
+// namespace by unshare(CLONE_NEWUSER) alone and no other namespace at all, so root of such a
+// namespace owns nothing but itself.
 std::string options_text(const Policy& policy, const BwrapLayout& layout, int status_fd,
                          const Fd& netns) {
     std::vector<std::string> args;
     mount_options(layout.entries, args);
-    args.insert(args.end(), {"--remount-ro", "/", "--unshare-all"});
-    if (policy.network == NetworkMode::host || netns) args.push_back("--share-net");
+    args.insert(args.end(), {"--remount-ro", "/", "--unshare-user", "--unshare-ipc", "--unshare-pid",
+                             "--unshare-cgroup-try"});
+    if (policy.network != NetworkMode::host && !netns) args.push_back("--unshare-net");
     args.insert(args.end(), {"--uid", std::to_string(k_sandbox_uid), "--gid",
-                             std::to_string(k_sandbox_gid), "--hostname", "sandgate",
-                             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                             "--seccomp", std::to_string(k_seccomp_fd), "--chdir",
+                             std::to_string(k_sandbox_gid), "--die-with-parent", "--new-session",
+                             "--cap-drop", "ALL", "--seccomp", std::to_string(k_seccomp_fd), "--chdir",
                              layout.cwd.string(), "--clearenv"});
     for (const auto& [name, value] : layout.env) args.insert(args.end(), {"--setenv", name, value});
-    args.insert(args.end(), {"--json-status-fd", std::to_string(status_fd), "--unshare-user"});
+    args.insert(args.end(), {"--json-status-fd", std::to_string(status_fd), "--unshare-uts"});
     std::string packed;
     for (const auto& arg : args) {
         packed += arg;

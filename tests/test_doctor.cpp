@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <simdjson.h>
 #include <string>
+#include <vector>
 
 #include "sandbox/doctor.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -71,4 +72,56 @@ TEST_CASE("doctor without bwrap on PATH says the default posture cannot be had a
 
 TEST_CASE("doctor rejects unknown options with exit 2") {
     CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --bogus 2>/dev/null").status == 2);
+}
+
+TEST_CASE("doctor --packages lists what the workflows ask apt for and what this machine lacks") {
+    std::vector<std::string> unresolved;
+    const auto asks = sandbox::package_asks(
+        "jobs:\n"
+        "  build:\n"
+        "    steps:\n"
+        "      - run: sudo apt-get update && sudo apt-get install -y -q --no-install-recommends coreutils dpkg=1.21\n"
+        "      - run: |\n"
+        "          sudo apt install -o Dpkg::Options::=--force-confnew \\\n"
+        "            sandgate-no-such-package 'libfoo-dev/bookworm' ${{ matrix.extra }} # comment\n"
+        "          apt-get -y remove not-this-one; apt-cache policy nor-this\n"
+        "          echo apt-get install; echo done\n",
+        "ci.yml", unresolved);
+    REQUIRE(asks.size() == 4);
+    CHECK(asks[0].package == "coreutils");
+    CHECK(asks[0].where == "ci.yml:4");
+    CHECK(asks[1].package == "dpkg");
+    CHECK(asks[2].package == "sandgate-no-such-package");
+    CHECK(asks[2].where == "ci.yml:6");
+    CHECK(asks[3].package == "libfoo-dev");
+    REQUIRE(unresolved.size() == 1);
+    CHECK(unresolved[0] == "ci.yml:6: ${{ matrix.extra }}");
+
+    const auto dir = tests::make_temp_dir("doctor-packages");
+    tests::write_file(dir / ".github/workflows/ci.yml",
+                      "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+                      "      - run: sudo apt-get install -y coreutils sandgate-no-such-package\n");
+    tests::write_file(dir / ".github/workflows/other.yaml",
+                      "on: push\njobs:\n  b:\n    runs-on: ubuntu-latest\n    steps:\n"
+                      "      - run: sudo apt install dpkg\n");
+    const auto text = run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string() + " 2>&1");
+    INFO(text.text);
+    CHECK(text.status == 1);
+    CHECK(text.text.find("ok       coreutils") != std::string::npos);
+    CHECK(text.text.find("MISSING  sandgate-no-such-package") != std::string::npos);
+    CHECK(text.text.find(".github/workflows/ci.yml:6") != std::string::npos);
+    CHECK(text.text.find("ok       dpkg") != std::string::npos);
+    CHECK(text.text.find("administrator") != std::string::npos);
+    CHECK(text.text.find("sudo apt-get install sandgate-no-such-package\n") != std::string::npos);
+    const auto json = run_shell(std::string(SANDGATE_BINARY) + " doctor --packages --json -C " + dir.string());
+    CHECK(json.status == 1);
+    simdjson::dom::parser parser;
+    auto doc = parser.parse(json.text);
+    REQUIRE(!doc.error());
+    auto missing = doc.value()["missing"].get_array();
+    REQUIRE(!missing.error());
+    CHECK(missing.value().size() == 1);
+    tests::write_file(dir / ".github/workflows/ci.yml", "on: push\njobs: {}\n");
+    CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string()).status == 0);
+    CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + (dir / "none").string() + " 2>&1").status == 125);
 }

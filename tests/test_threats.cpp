@@ -111,7 +111,8 @@ TEST_CASE("rows 6, 7, 15-18: the seccomp filter and the namespaces refuse kernel
     const std::string mode = GENERATE("ptrace", "vm-read", "tiocsti", "tiocsti-high", "tioclinux",
                                       "keyctl", "add-key", "request-key", "perf", "bpf",
                                       "userfaultfd", "mount", "fsopen", "open-tree",
-                                      "unshare-user", "clone3", "settime");
+                                      "unshare-user", "clone-user", "nested-root", "clone3",
+                                      "settime");
     INFO("attack: " << mode);
     require_blocked(wrapped(attack(dir, {mode})));
 }

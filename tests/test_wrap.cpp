@@ -16,6 +16,7 @@
 #include "sandbox/mounts.hpp"
 #include "sandbox/probe.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/shims.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap_bwrap.hpp"
 #include "tests/support/processes.hpp"
@@ -56,8 +57,10 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     REQUIRE(plan);
     REQUIRE(plan->argv.size() >= 4);
     // bwrap itself is spawned (limits are set by the process core); the payload follows "--".
-    // --disable-userns alone outside the options: the mark that they are complete (see below).
-    CHECK(plan->argv[1] == "--disable-userns");
+    // --hostname alone outside the options: the mark that they are complete (see below).
+    CHECK(plan->argv[1] == "--hostname");
+    CHECK(plan->argv[2] == "sandgate");
+    CHECK(std::find(plan->argv.begin(), plan->argv.end(), "--disable-userns") == plan->argv.end());
     auto dashdash = std::find(plan->argv.begin(), plan->argv.end(), "--args");
     REQUIRE(dashdash != plan->argv.end());
     CHECK(*(dashdash + 1) == "3");
@@ -68,11 +71,14 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     CHECK(plan->inherited_fds.size() >= 3);
     CHECK(plan->tree_kill == sandbox::TreeKill::pidns);
     const auto options = options_of(*plan);
-    for (const char* flag : {"--unshare-all", "--die-with-parent", "--new-session", "--clearenv"})
+    for (const char* flag : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+                             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"})
         CHECK(std::find(options.begin(), options.end(), flag) != options.end());
-    // --unshare-user last and only there: bwrap refuses --disable-userns without it.
-    CHECK(options.back() == "--unshare-user");
-    CHECK(std::count(options.begin(), options.end(), "--unshare-user") == 1);
+    // --unshare-uts last and only there (no --unshare-all): bwrap refuses --hostname without it.
+    CHECK(options.back() == "--unshare-uts");
+    CHECK(std::count(options.begin(), options.end(), "--unshare-uts") == 1);
+    CHECK(std::find(options.begin(), options.end(), "--unshare-all") == options.end());
+    CHECK(std::find(options.begin(), options.end(), "--hostname") == options.end());
     CHECK(has_sequence(options, {"--cap-drop", "ALL"}));
     CHECK(has_sequence(options, {"--seccomp", "4"}));
     CHECK(has_sequence(options, {"--uid", "1000", "--gid", "1000"}));
@@ -86,6 +92,8 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
                                    (::geteuid() == 0 && options[i + 1].starts_with("/tmp/.sandgate-portal/"))));
     CHECK(cwd_bound);
     CHECK(std::find(options.begin(), options.end(), "--share-net") == options.end());
+    // The runner tools first on PATH (sandbox/shims.hpp).
+    CHECK(has_sequence(options, {"--setenv", "PATH", std::string(sandbox::k_shim_dir) + ":/usr/local/bin:/usr/bin:/bin"}));
     // Never /run, the host /tmp or the real HOME.
     const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "/root";
     for (std::size_t i = 0; i + 1 < options.size(); ++i) {
@@ -392,7 +400,7 @@ TEST_CASE("--network host shares the network and shows resolv.conf; none does no
     auto plan = sandbox::plan_wrap(request);
     REQUIRE(plan);
     const auto options = options_of(*plan);
-    CHECK(std::find(options.begin(), options.end(), "--share-net") != options.end());
+    CHECK(std::find(options.begin(), options.end(), "--unshare-net") == options.end());
     CHECK(std::find(options.begin(), options.end(), "CARGO_NET_OFFLINE") == options.end());
     request.policy.network = sandbox::NetworkMode::none;
     auto none = sandbox::plan_wrap(request);

@@ -134,7 +134,7 @@ TEST_CASE("a pending plan's bwrap waits for its options, and runs nothing if the
         const auto finished = tests::finish_plan(started);
         CHECK(finished.status == 1);
         CHECK(finished.out.empty());
-        CHECK(finished.err.find("--disable-userns requires --unshare-user") != std::string::npos);
+        CHECK(finished.err.find("Specifying --hostname requires --unshare-uts") != std::string::npos);
         CHECK_FALSE(std::filesystem::exists(dir / "ran"));
     }
 }

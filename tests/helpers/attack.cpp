@@ -3,7 +3,8 @@
 // when it worked, exits 2 on bad usage. The threat tests run it inside the wrap.
 //
 //   ptrace | vm-read | tiocsti | tiocsti-high | tioclinux | keyctl | add-key | request-key |
-//   perf | bpf | userfaultfd | mount | fsopen | open-tree | unshare-user | clone3 | settime |
+//   perf | bpf | userfaultfd | mount | fsopen | open-tree | unshare-user | clone-user |
+//   nested-root | clone3 | settime |
 //   caps | no-new-privs | kill PID | tcp PORT | abstract NAME | unix PATH | udp-dns |
 //   metadata | read PATH | write PATH | link SRC DST | forkbomb | memory MIB | fill PATH MIB |
 //   daemon MARKER | fds
@@ -55,6 +56,42 @@ int verdict(long rc, const char* what) {
     return escaped(what);
 }
 // Blocked only with exactly `expected` (the filter's answer, not the kernel's own).
+int verdict_errno(long rc, int expected, const char* what);
+
+// Root of a user namespace of the step's own (as the sandbox's sudo makes it) tries what a
+// root with capabilities would: each must fail.
+int nested_root() {
+    const uid_t uid = ::getuid();
+    const gid_t gid = ::getgid();
+    if (::unshare(CLONE_NEWUSER) != 0) return blocked(std::string("unshare(CLONE_NEWUSER): ") + std::strerror(errno));
+    const auto write = [](const char* path, const std::string& text) {
+        std::ofstream out(path);
+        out << text;
+        return static_cast<bool>(out.flush());
+    };
+    if (!write("/proc/self/setgroups", "deny") || !write("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+        !write("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
+        return blocked("mapping root in the nested user namespace");
+    if (::getuid() != 0) return blocked("not root in the nested user namespace");
+    struct Try {
+        const char* what;
+        long rc;
+    };
+    const Try tries[] = {
+        {"unshare(CLONE_NEWNET)", ::unshare(CLONE_NEWNET)},
+        {"unshare(CLONE_NEWNS)", ::unshare(CLONE_NEWNS)},
+        {"unshare(CLONE_NEWUSER|CLONE_NEWPID)", ::unshare(CLONE_NEWUSER | CLONE_NEWPID)},
+        {"mount", ::mount("none", "/tmp", "tmpfs", 0, nullptr)},
+        {"sethostname", ::sethostname("escaped", 7)},
+        {"setns", ::setns(::open("/proc/1/ns/net", O_RDONLY), 0)},
+    };
+    for (const auto& attempt : tries) {
+        if (attempt.rc == 0) return escaped(std::string(attempt.what) + " as root of a nested user namespace");
+    }
+    return blocked("root of a nested user namespace owns nothing else (netns, mntns, pidns, mount, "
+                   "sethostname, setns all refused)");
+}
+
 int verdict_errno(long rc, int expected, const char* what) {
     if (rc < 0 && errno == expected) return blocked(std::string(what) + ": " + std::strerror(errno));
     if (rc < 0) return escaped(std::string(what) + " reached the kernel (" + std::strerror(errno) + ")");
@@ -246,7 +283,17 @@ int main(int argc, char** argv) {
     if (mode == "mount") return verdict_errno(::mount("none", "/tmp", "tmpfs", 0, nullptr), EPERM, "mount");
     if (mode == "fsopen") return verdict_errno(::syscall(SYS_fsopen, "tmpfs", 0), EPERM, "fsopen");
     if (mode == "open-tree") return verdict_errno(::syscall(SYS_open_tree, AT_FDCWD, "/usr", 1), EPERM, "open_tree");
-    if (mode == "unshare-user") return verdict(::unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)");
+    // A user namespace together with any other: refused by the filter.
+    if (mode == "unshare-user")
+        return verdict_errno(::unshare(CLONE_NEWUSER | CLONE_NEWNS), EPERM, "unshare(CLONE_NEWUSER|CLONE_NEWNS)");
+    if (mode == "clone-user") {
+        const long rc = ::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (rc == 0) ::_exit(0);
+        return verdict_errno(rc, EPERM, "clone(CLONE_NEWUSER)");
+    }
+    // The sandbox's sudo gets a user namespace alone, as root of it: that root must own
+    // nothing else (no network or mount namespace, no mount, no hostname, no setns).
+    if (mode == "nested-root") return nested_root();
     if (mode == "clone3") {
         clone_args args{};
         args.flags = CLONE_NEWUSER;
