@@ -43,6 +43,7 @@ constexpr Command k_commands[] = {
      run_command},
     {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
      gate_command},
+    {"actions", "the remote-action store: pull a repository's actions, list, prune", actions_command},
 };
 
 void print_usage(std::FILE* to) {

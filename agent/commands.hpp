@@ -20,5 +20,6 @@ int jobs_command(CommandArgs args);
 int sandboxes_command(CommandArgs args);
 int run_command(CommandArgs args);
 int gate_command(CommandArgs args);
+int actions_command(CommandArgs args);
 
 }  // namespace agent
