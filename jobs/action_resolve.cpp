@@ -124,6 +124,10 @@ LockedAction ActionResolver::resolve_entry(std::string_view uses) {
             return entry;
         }
         m_store_lock.emplace(std::move(*held));
+        // A physical path: the wrap binds the trees at their own path and refuses symlinks.
+        std::error_code ec;
+        auto work = std::filesystem::canonical(m_store.dirs().work, ec);
+        if (!ec) m_store = ActionStore({m_store.dirs().archives, std::move(work)});
     }
     auto tree = m_store.tree(ref, sha);
     if (!tree) {

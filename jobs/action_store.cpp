@@ -64,10 +64,6 @@ bool entry_exists(const std::filesystem::path& path) {
 
 }  // namespace
 
-ActionStoreDirs ActionStore::default_dirs(const std::filesystem::path& state_dir) {
-    return {state_dir / "actions", state_dir / "action-work"};
-}
-
 std::filesystem::path ActionStore::archive_path(const ActionRef& ref, const std::string& sha) const {
     return m_dirs.archives / ref.archive_name() / (sha + std::string(k_archive_suffix));
 }

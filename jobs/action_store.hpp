@@ -45,8 +45,11 @@ class ActionStore {
 public:
     explicit ActionStore(ActionStoreDirs dirs) : m_dirs(std::move(dirs)) {}
 
-    // STATE/actions and STATE/action-work.
-    static ActionStoreDirs default_dirs(const std::filesystem::path& state_dir);
+    // STATE/actions and STATE/action-work (inline: the agent daemon binds the trees without
+    // linking the store).
+    static ActionStoreDirs default_dirs(const std::filesystem::path& state_dir) {
+        return {state_dir / "actions", state_dir / "action-work"};
+    }
 
     const ActionStoreDirs& dirs() const { return m_dirs; }
     std::filesystem::path archive_path(const ActionRef& ref, const std::string& sha) const;

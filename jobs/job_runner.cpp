@@ -182,7 +182,10 @@ StepContext JobRun::step_context(const std::string& name) const {
     if (context.policy.mode != sandbox::SandboxMode::off) context.policy.scratch = m_scratch;
     // Remote actions' trees: read-only, like everything else of the action store's.
     if (m_services.actions != nullptr)
-        if (auto trees = m_services.actions->trees_root(); !trees.empty()) context.policy.read_only.push_back(trees);
+        if (auto trees = m_services.actions->trees_root(); !trees.empty()) {
+            context.policy.read_only.push_back(trees);
+            context.action_trees = trees;
+        }
     context.temp_dir = m_settings.temp_root / "temp";
     context.temp_root = m_temp_root.get();
     context.workspace = m_leg.workspace;  // annotation and problem-matcher files are made relative to it

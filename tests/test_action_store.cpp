@@ -140,7 +140,7 @@ TEST_CASE("the official runner's pre-filled archive cache serves SHA-pinned acti
 
 TEST_CASE("a cache miss with no source reachable fails closed with one line naming the action and the pull command") {
     const auto dir = tests::make_temp_dir("actions");
-    for (const std::string source : {std::string("none"), (dir / "no-such-source").string()}) {
+    for (const std::string& source : {std::string("none"), (dir / "no-such-source").string()}) {
         auto actions = resolver(dir, source);
         const auto entry = actions.get("actions/setup-python@v7");
         INFO(entry.error);
@@ -217,8 +217,8 @@ TEST_CASE("the store refuses a bad archive, ignores a crashed unpack's leftovers
     ref->ref = good;
     tests::write_tarball(store.archive_path(*ref, good),
                          {{"top/", AE_IFDIR, ""}, {"top/action.yml", AE_IFREG, "runs: {using: node20, main: m.js}\n"}});
-    fs::create_directories(dir / "work/trees/evil_act/.tmp-" + good + "-XXXX/t");
-    tests::write_file(dir / "work/trees/evil_act/.tmp-" + good + "-XXXX/t/half", "");
+    fs::create_directories(dir / ("work/trees/evil_act/.tmp-" + good + "-XXXX/t"));
+    tests::write_file(dir / ("work/trees/evil_act/.tmp-" + good + "-XXXX/t/half"), "");
     auto unpacked = store.tree(*ref, good);
     REQUIRE(unpacked.has_value());
     CHECK(*unpacked == dir / "work/trees/evil_act" / good);
