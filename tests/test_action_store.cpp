@@ -101,6 +101,12 @@ TEST_CASE("a file:// mirror source resolves the real actions' tags to their comm
     // A full SHA and a branch resolve too; a ref the repository lacks is an error naming it.
     CHECK(actions.get("actions/setup-python@main").sha == tests::corpus_actions().front().bundle_sha);
     CHECK(actions.get("actions/setup-python@" + tests::corpus_actions().front().bundle_sha).error.empty());
+    // OWNER/REPO/PATH: the action in a directory of the same tree.
+    const auto restore = actions.get("actions/cache/restore@v5");
+    REQUIRE(restore.error.empty());
+    CHECK(restore.tree == actions.get("actions/cache@v5").tree);
+    CHECK(restore.directory == restore.tree / "restore");
+    CHECK(jobs::load_action(restore.tree, restore.directory).has_value());
     const auto missing = actions.get("actions/setup-python@v99");
     CHECK(missing.error.find("has no tag, branch or commit 'v99'") != std::string::npos);
 }
