@@ -131,9 +131,17 @@ sandbox::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
     ::chmod(temp.c_str(), 0755);
     const auto unpacked = temp / "t";
     auto done = unpack_action_archive(archive_path(ref, sha), unpacked);
+    // Read-only but for its root until it is in place: moving a directory to another parent
+    // rewrites its `..`, which needs write permission on it.
     if (done) done = make_tree_read_only(unpacked);
-    if (done && ::rename(unpacked.c_str(), final_path.c_str()) != 0 && !entry_exists(final_path))  // trusted path
-        done = io_fail("renaming into " + final_path.string());
+    if (done) ::chmod(unpacked.c_str(), 0755);  // trusted path: the store's own temp tree
+    if (done && ::rename(unpacked.c_str(), final_path.c_str()) != 0) {  // trusted path
+        const int saved = errno;
+        if (!entry_exists(final_path))  // another run's rename won: theirs is as good
+            done = sandbox::fail(ErrorKind::permanent, sandbox::errno_message("renaming into " + final_path.string(), saved));
+    } else if (done) {
+        ::chmod(final_path.c_str(), 0555);  // trusted path: the store's tree, now whole
+    }
     (void)remove_tree(temp);  // empty after the rename; the whole attempt otherwise (or another's won)
     if (!done) return std::unexpected(done.error());
     return final_path;

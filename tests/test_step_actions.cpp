@@ -70,8 +70,16 @@ jobs:
           python-version: '3.11'
       - run: python --version && test "${{ steps.py.outputs.python-version }}" = 3.11.2
 )");
-    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "file://" + source.string(),
-                                          "--read-only", cache.string()});
+    // The tool cache, bound read-only into the wrap (inside the suite's own wrap steps run
+    // unwrapped, and --read-only has nothing to bind).
+    std::vector<std::string> bind;
+    if (!tests::under_wrap()) bind = {"--read-only", cache.string()};
+    auto with_bind = [&](std::vector<std::string> args) {
+        args.insert(args.end(), bind.begin(), bind.end());
+        return args;
+    };
+    auto ran = tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source",
+                                                    "file://" + source.string()}));
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("Successfully set up CPython (3.11.2)") != std::string::npos);
     CHECK(ran.output.find("Python 3.11") != std::string::npos);
@@ -83,7 +91,7 @@ jobs:
     CHECK(text(*entry, "repository") == "actions/setup-python");
 
     // Pinned now: with no source at all the same workflow resolves and runs from the store.
-    auto offline = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--actions-source", "none", "--read-only", cache.string()});
+    auto offline = tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--actions-source", "none"}));
     CHECK(offline.exit_code == 0);
     CHECK(offline.output.find("Successfully set up CPython (3.11.2)") != std::string::npos);
 }
