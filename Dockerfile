@@ -22,7 +22,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       bubblewrap ca-certificates git python3 \
       libcurl4 libgit2-1.5 libsimdjson14 libspdlog1.10 libfmt9 libyaml-0-2 \
-      libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 libpq5 \
+      libseccomp2 libsqlite3-0 libssl3 libmicrohttpd12 libpq5 libarchive13 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/sandgate --shell /usr/sbin/nologin sandgate
 # `sandgate` is the launcher; it starts `sandgate-full`, `sandgate-broker` and `sandgate-agent`,

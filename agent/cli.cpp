@@ -44,6 +44,7 @@ constexpr Command k_commands[] = {
     {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
      gate_command},
     {"tools", "the hosted tool cache (setup-python & co. offline): list, add", tools_command},
+    {"actions", "the remote-action store: pull a repository's actions, list, prune", actions_command},
 };
 
 void print_usage(std::FILE* to) {

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/action_options.hpp"
 #include "agent/commands.hpp"
 #include "agent/gate_reporting.hpp"
 #include "agent/interrupts.hpp"
@@ -78,6 +79,7 @@ struct GateFlags {
     std::string report;
     PolicyOptions policy;
     GitHubFlags github;  // --github-repo ...: check runs (or statuses) per job
+    ActionFlags actions;  // --actions-dir, --actions-source, --node
 };
 
 void add_flags(CLI::App& app, GateFlags& f) {
@@ -98,6 +100,7 @@ void add_flags(CLI::App& app, GateFlags& f) {
                    "mirrors, worktrees and the GitHub report journal ($XDG_STATE_HOME/sandgate)");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     add_policy_options(app, f.policy);
+    add_action_options(app, f.actions);
     add_github_options(app, f.github, StateDirOption::omit);
     app.footer("Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a bad\n"
                "argument or an invalid workflow; 3 the remote does not have the SHA; 4 the remote is\n"
@@ -226,6 +229,7 @@ struct Gate {
     // Set under the agent: the job's sandbox, and the executor that sends each step there.
     std::optional<JobSandboxEnvironment> job_sandbox;
     std::unique_ptr<jobs::StepExecutor> executor;
+    std::unique_ptr<jobs::ActionResolver> actions;  // the commit's remote actions, resolved before the jobs
 };
 
 // Where worktrees are leased: the job's workspace in a job sandbox, else the state directory.
@@ -398,6 +402,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
                                                               gate.repository, gate.token});
     std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     jobs::RunServices services{log, masker, workspace, legs, nullptr, gate.executor.get()};
+    services.actions = gate.actions.get();
     std::optional<GateReporter> reporting;
     if (gate.reporter) {
         std::vector<const jobs::Workflow*> top_level;
@@ -419,6 +424,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     for (const auto& workflow : workflows)
         report.workflows.push_back(jobs::run_workflow(settings, services, workflow, jobs::Object{}, jobs::Object{}));
     report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    if (gate.actions) report.actions = gate.actions->lock();
     for (const auto& workflow : report.workflows)
         for (const auto& job : workflow.jobs)
             if (job.conclusion == jobs::Outcome::failure) {
@@ -474,6 +480,12 @@ int run_gate(Gate& gate) {
                                       ReportOutput{stdout, stderr, "sandgate gate"});
         return code;
     }
+    // The commit's remote actions, from its own workflow files, resolved before any job starts.
+    auto actions = make_action_resolver(gate.flags.actions, gate.state, gate.flags.repo);
+    if (!actions) return say(k_exit_invalid, actions.error().message);
+    gate.actions = std::move(*actions);
+    resolve_run_actions(*gate.actions, workflows, control->path(), "sandgate gate");
+    settings.node = gate.flags.actions.node;
     return run_jobs(gate, settings, workflows, cache, area);
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/action_options.hpp"
 #include "agent/commands.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
@@ -26,6 +27,7 @@
 #include "jobs/changed_paths.hpp"
 #include "jobs/checkout.hpp"
 #include "jobs/dotenv.hpp"
+#include "jobs/git_mirror.hpp"
 #include "jobs/git_remove.hpp"
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
@@ -58,6 +60,7 @@ struct RunFlags {
     std::string report;
     std::string directory;
     PolicyOptions policy;  // --sandbox, --network and the wrap's flags, shared with exec
+    ActionFlags actions;   // --actions-dir, --actions-source, --node
 };
 
 // A repeatable option takes one value per use (as policy_options does), so that the event may
@@ -90,6 +93,7 @@ void add_flags(CLI::App& app, RunFlags& f) {
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
     add_policy_options(app, f.policy);
+    add_action_options(app, f.actions);
 }
 
 // The per-run scratch directory, removed when the run ends.
@@ -261,6 +265,11 @@ int run_command(CommandArgs args) {
         return 0;
     }
     jobs::RunSettings& settings = prepared.settings;
+    // Remote actions, resolved (and fetched when missing) before any job starts.
+    auto actions = make_action_resolver(flags.actions, jobs::MirrorCache::default_state_dir(), settings.repository);
+    if (!actions) return invalid(actions.error().message);
+    resolve_run_actions(**actions, prepared.workflows, settings.repository, "sandgate run");
+    settings.node = flags.actions.node;
     TempRoot temp;
     auto temp_path = temp.create();
     if (!temp_path) return invalid(temp_path.error().message);
@@ -279,6 +288,7 @@ int run_command(CommandArgs args) {
     auto interrupts = InterruptGuard::install();
     if (!interrupts) return invalid(interrupts.error().message);
     services.cancel = &(*interrupts)->token();
+    services.actions = actions->get();
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();
@@ -288,6 +298,7 @@ int run_command(CommandArgs args) {
         report.workflows.push_back(jobs::run_workflow(settings, services, workflow, *inputs, settings.secrets));
     }
     report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    report.actions = (*actions)->lock();
     for (const auto& workflow : report.workflows) {
         for (const auto& job : workflow.jobs) {
             if (job.conclusion != jobs::Outcome::failure) continue;

@@ -21,5 +21,6 @@ int sandboxes_command(CommandArgs args);
 int run_command(CommandArgs args);
 int gate_command(CommandArgs args);
 int tools_command(CommandArgs args);
+int actions_command(CommandArgs args);
 
 }  // namespace agent

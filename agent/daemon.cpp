@@ -24,6 +24,7 @@
 #include "agent/queue_open.hpp"
 #include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_manager.hpp"
+#include "jobs/action_store.hpp"
 #include "jobs/git_mirror_layout.hpp"
 #include "sandbox/unix_socket.hpp"
 
@@ -221,6 +222,13 @@ private:
         // A remote no mirror can be made of binds nothing (the gate refuses such a --repo).
         if (scope) options.policy.read_only.push_back(*scope);
         else if (scope.error().kind != sandbox::ErrorKind::invalid_input) return std::unexpected(scope.error());
+        // Remote actions: the gate resolves and unpacks them outside, under the state directory
+        // (jobs/action_store.hpp); their read-only trees show through this live bind.
+        auto trees = jobs::ActionStore::default_dirs(m_config.state_dir).work / "trees";
+        std::filesystem::create_directories(trees, ec);  // trusted path: the agent's own state
+        if (!ec) trees = std::filesystem::canonical(trees, ec);
+        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, trees.string() + ": " + ec.message());
+        options.policy.read_only.push_back(trees);
         options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) + k_kill_grace * 6;
         options.job = job.id;
         for (const auto& [name, value] : env) options.env_names.push_back(name);

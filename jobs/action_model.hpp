@@ -17,6 +17,8 @@ enum class ActionKind { composite, node, docker };
 struct Action {
     std::filesystem::path directory;  // where action.yml lives (GITHUB_ACTION_PATH)
     std::string file;                 // the manifest, as named in errors
+    std::string repository;           // a remote action's OWNER/REPO; empty for a local one
+    std::string ref;                  // a remote action's ref, as written
     std::string name;
     std::vector<InputSpec> inputs;    // default_value as written (may hold expressions)
     std::vector<OutputSpec> outputs;  // composite: value expressions; node: value empty

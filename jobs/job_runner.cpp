@@ -4,6 +4,7 @@
 #include <atomic>
 #include <unordered_map>
 
+#include "jobs/action_resolve.hpp"
 #include "jobs/job_steps.hpp"
 #include "jobs/yaml_value.hpp"
 
@@ -126,6 +127,10 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
     EvalContext context;
     Object github = m_github;
     if (!scope.action_path.empty()) github.set("action_path", scope.action_path.string());
+    if (!scope.action_repository.empty()) {
+        github.set("action_repository", scope.action_repository);
+        github.set("action_ref", scope.action_ref);
+    }
     sandbox::Environment env = m_state.env;
     merge_env(env, scope.extra_env);
     merge_env(env, step_env);
@@ -175,6 +180,12 @@ StepContext JobRun::step_context(const std::string& name) const {
     // One kept scratch per job leg: the wrap's HOME stays the same from step to step, as a
     // runner's home does ($HOME/bin added to GITHUB_PATH must still be there).
     if (context.policy.mode != sandbox::SandboxMode::off) context.policy.scratch = m_scratch;
+    // Remote actions' trees: read-only, like everything else of the action store's.
+    if (m_services.actions != nullptr)
+        if (auto trees = m_services.actions->trees_root(); !trees.empty()) {
+            context.policy.read_only.push_back(trees);
+            context.action_trees = trees;
+        }
     context.temp_dir = m_settings.temp_root / "temp";
     context.temp_root = m_temp_root.get();
     context.workspace = m_leg.workspace;  // annotation and problem-matcher files are made relative to it
@@ -289,6 +300,10 @@ sandbox::Environment JobRun::process_env(const Scope& scope, const sandbox::Envi
                                          const std::string& action_id) const {
     sandbox::Environment env = m_github_env;
     if (!scope.action_path.empty()) set_env(env, "GITHUB_ACTION_PATH", scope.action_path.string());
+    if (!scope.action_repository.empty()) {
+        set_env(env, "GITHUB_ACTION_REPOSITORY", scope.action_repository);
+        set_env(env, "GITHUB_ACTION_REF", scope.action_ref);
+    }
     set_env(env, "GITHUB_ACTION", action_id);
     merge_env(env, scope.extra_env);
     merge_env(env, step_env);
@@ -359,7 +374,7 @@ void JobRun::run_posts() {
         } else {
             StepSpec spec;
             spec.id = post.id;
-            spec.argv = {"node", (post.action.directory / post.action.post).string()};
+            spec.argv = {m_settings.node, (post.action.directory / post.action.post).string()};
             spec.env = post.env;
             merge_env(spec.env, state_environment(post.state));
             spec.working_directory = m_leg.workspace;

@@ -23,6 +23,8 @@ struct Scope {
     sandbox::Environment extra_env;      // env of the `uses:` step(s) that led here
     std::filesystem::path action_path;   // composite: GITHUB_ACTION_PATH
     std::string action_name;             // composite: for labels
+    std::string action_repository;       // remote action: GITHUB_ACTION_REPOSITORY (OWNER/REPO)
+    std::string action_ref;              // remote action: GITHUB_ACTION_REF
     bool failed = false;                 // a step concluded failure
     int depth = 0;
     const RunDefaults* defaults = nullptr;  // job scope only
@@ -77,6 +79,13 @@ public:
                   const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
                   StepReport& report);
     void run_checkout(const NamedValues& with, StepReport& report);
+    // A remote action from the run's lock (jobs/action_resolve.hpp), run as a local one.
+    void run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
+                    const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
+                    StepReport& report);
+    void run_action(const Action& action, const NamedValues& with, const Step& step, Scope& scope,
+                    const EvalContext& ctx, const sandbox::Environment& step_env,
+                    std::optional<std::chrono::milliseconds> timeout, StepReport& report);
     NamedValues action_inputs(const Action& action, const NamedValues& with, const EvalContext& ctx,
                               StepReport& report);
     // GITHUB_* plus the composite's GITHUB_ACTION_PATH, then the scope's and step's env.

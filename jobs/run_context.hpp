@@ -49,7 +49,10 @@ struct RunSettings {
     std::shared_ptr<const sandbox::SafeDir> temp_root_dir;
     std::string run_id = "1";
     std::string run_number = "1";
+    std::string node = "node";  // the JavaScript actions' runtime (a path, or a name on PATH)
 };
+
+class ActionResolver;  // jobs/action_resolve.hpp
 
 struct JobReport;  // jobs/run_report.hpp
 
@@ -76,6 +79,8 @@ struct RunServices {
     // yet conclude cancelled, and only steps and jobs whose `if` calls always() or
     // cancelled() still run (without the token), as actions/runner does on a cancelled run.
     const sandbox::CancelToken* cancel = nullptr;
+    // Remote actions (resolved before the jobs start); not owned; null: a remote `uses:` fails.
+    ActionResolver* actions = nullptr;
 };
 
 // github.* for one job of `workflow`.

@@ -153,6 +153,21 @@ nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker) {
         for (const auto& job : workflow.jobs) w["jobs"].push_back(job_json(job, masker));
         out["workflows"].push_back(std::move(w));
     }
+    if (!report.actions.empty()) {
+        out["actions"] = ordered_json::array();
+        for (const auto& action : report.actions) {
+            ordered_json a;
+            a["uses"] = action.uses;
+            if (!action.ref.owner.empty()) {
+                a["repository"] = action.ref.repository();
+                a["path"] = action.ref.path;
+                a["ref"] = action.ref.ref;
+            }
+            if (action.error.empty()) a["sha"] = action.sha;
+            else a["error"] = masker.mask(action.error);
+            out["actions"].push_back(std::move(a));
+        }
+    }
     return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/action_ref.hpp"
 #include "jobs/masker.hpp"
 #include "jobs/step_runner.hpp"
 #include "jobs/value.hpp"
@@ -77,6 +78,9 @@ struct RunReport {
     int exit_code = 0;
     std::chrono::milliseconds duration{0};
     std::vector<WorkflowReport> workflows;
+    // The run's lock: every remote `uses:` and the commit it resolved to (error: why not),
+    // as `"actions": [{"uses", "repository", "path", "ref", "sha"|"error"}]`.
+    std::vector<LockedAction> actions;
 };
 
 // Why a failed job (leg) failed, one line: its first failed step and that step's reason

@@ -1,17 +1,13 @@
-// `uses:` steps of a job leg: local composite and JavaScript actions, the actions/checkout
-// builtin, and the refusal of everything that would need fetching.
+// `uses:` steps of a job leg: local and remote (resolved, jobs/action_resolve.hpp) composite
+// and JavaScript actions, the actions/checkout builtin, and the refusal of containers.
 #include <algorithm>
 
+#include "jobs/action_resolve.hpp"
 #include "jobs/job_steps.hpp"
 #include "jobs/yaml_value.hpp"
 
 namespace jobs::detail {
 namespace {
-
-std::string action_name(const std::string& uses) {
-    const auto at = uses.find('@');
-    return at == std::string::npos ? uses : uses.substr(0, at);
-}
 
 std::string id_part(const std::string& path) {
     std::string out;
@@ -79,20 +75,42 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
         const std::filesystem::path dir = (m_leg.workspace / uses).lexically_normal();
         auto action = load_action(m_leg.workspace, dir);
         if (!action) return fail_step(report, action.error().message);
-        NamedValues inputs = action_inputs(*action, with, ctx, report);
-        switch (action->kind) {
-            case ActionKind::composite: return run_composite(*action, inputs, step, scope, step_env, report);
-            case ActionKind::node: return run_node(*action, inputs, step, scope, step_env, timeout, report);
-            case ActionKind::docker:
-                return fail_step(report, "the docker action " + uses + " cannot run: sandgate runs steps in its sandbox, not in containers");
-        }
-        return;
+        return run_action(*action, with, step, scope, ctx, step_env, timeout, report);
     }
     if (uses.starts_with("docker://"))
         return fail_step(report, "'" + uses + "' is a container image: sandgate runs steps in its sandbox, not in containers");
-    if (equals_ignore_case(action_name(uses), "actions/checkout")) return run_checkout(with, report);
-    fail_step(report, "the remote action '" + uses + "' is not available: sandgate runs offline and does not fetch "
-                      "actions (only local ./ actions and the actions/checkout builtin run)");
+    if (is_builtin_action(uses)) return run_checkout(with, report);
+    run_remote(step, with, scope, ctx, step_env, timeout, report);
+}
+
+void JobRun::run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
+                        const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
+                        StepReport& report) {
+    const std::string& uses = step.uses->value;
+    if (m_services.actions == nullptr)
+        return fail_step(report, "the remote action '" + uses + "' is not available: this run has no action store");
+    // Resolved before the job started (or now, for one only met at run time); the tree is
+    // the store's, read-only, and bound read-only into the step's sandbox.
+    const LockedAction locked = m_services.actions->get(uses);
+    if (!locked.error.empty()) return fail_step(report, locked.error);
+    auto action = load_action(locked.tree, locked.directory);
+    if (!action) return fail_step(report, action.error().message);
+    action->repository = locked.ref.repository();
+    action->ref = locked.ref.ref;
+    run_action(*action, with, step, scope, ctx, step_env, timeout, report);
+}
+
+void JobRun::run_action(const Action& action, const NamedValues& with, const Step& step, Scope& scope,
+                        const EvalContext& ctx, const sandbox::Environment& step_env,
+                        std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
+    NamedValues inputs = action_inputs(action, with, ctx, report);
+    switch (action.kind) {
+        case ActionKind::composite: return run_composite(action, inputs, step, scope, step_env, report);
+        case ActionKind::node: return run_node(action, inputs, step, scope, step_env, timeout, report);
+        case ActionKind::docker:
+            return fail_step(report, "the docker action " + step.uses->value + " (" + action.file +
+                                         ": runs.using: docker) cannot run: sandgate runs steps in its sandbox, not in containers");
+    }
 }
 
 void JobRun::run_checkout(const NamedValues& with, StepReport& report) {
@@ -125,6 +143,8 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
     inner.extra_env = scope.extra_env;
     merge_env(inner.extra_env, step_env);
     inner.action_path = action.directory;
+    inner.action_repository = action.repository;
+    inner.action_ref = action.ref;
     inner.action_name = id_part(step.uses->value);
     inner.depth = scope.depth + 1;
     log_start(report);
@@ -156,13 +176,15 @@ void JobRun::run_node(const Action& action, const NamedValues& inputs, const Ste
                       std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
     Scope action_scope = scope;
     action_scope.action_path = action.directory;
+    action_scope.action_repository = action.repository;
+    action_scope.action_ref = action.ref;
     sandbox::Environment env = process_env(action_scope, step_env, report.id);
     merge_env(env, input_environment(inputs));
     NamedValues state;
     auto spec_for = [&](const std::string& script) {
         StepSpec spec;
         spec.id = report.id;
-        spec.argv = {"node", (action.directory / script).string()};
+        spec.argv = {m_settings.node, (action.directory / script).string()};
         spec.env = env;
         merge_env(spec.env, state_environment(state));
         spec.working_directory = m_leg.workspace;

@@ -338,6 +338,7 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
 
     CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env), command_echo(env));
     processor.set_workspace(context.workspace.string());
+    processor.set_action_trees(context.action_trees.string());
     processor.set_matchers(job.matchers);
     StepObserver observer(processor);
     const auto request = step_request(spec, context, std::move(*argv), env, observer);

@@ -82,6 +82,7 @@ struct StepContext {
     // is opened by its path for the step). temp_dir is reached beneath it.
     const sandbox::SafeDir* temp_root = nullptr;
     std::filesystem::path workspace;   // github.workspace: annotation files become relative
+    std::filesystem::path action_trees;  // the action store's read-only trees (matcher files); may be empty
     Masker* masker = nullptr;          // required; secrets known so far, add-mask adds
     LogSink* log = nullptr;            // required
     // The base the child environment starts from (usually sandbox::current_environment()):

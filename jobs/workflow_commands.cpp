@@ -365,7 +365,11 @@ std::filesystem::path CommandProcessor::rooted(const std::string& file) const {
 // AddMatcherCommandExtension: the file is rooted at the workspace; a bad file fails the step.
 void CommandProcessor::add_matcher(const ParsedCommand& command, std::string_view raw) {
     if (command.data.empty()) return warn("File path must be specified.");
-    auto matchers = load_problem_matchers(m_workspace, rooted(command.data));
+    const auto file = rooted(command.data);
+    auto matchers = load_problem_matchers(m_workspace, file);
+    if (!matchers && !m_action_trees.empty()) {
+        if (auto from_tree = load_problem_matchers(m_action_trees, file)) matchers = std::move(from_tree);
+    }
     if (!matchers) return fail(raw, matchers.error().message);
     for (const auto& matcher : *matchers) {
         m_matchers->add(matcher);

@@ -451,7 +451,8 @@ jobs:
     steps:
       - uses: actions/setup-node@v4
 )");
-    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json", "--actions-source", "none",
+                                          "--actions-dir", (dir / "no-store").string()});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("post saw tester") != std::string::npos);
     auto report = tests::read_report(dir / "r.json");
@@ -463,7 +464,7 @@ jobs:
     CHECK(text(step_at(job, 3), "conclusion") == "success");
     const auto& remote = job_at(report, 0, 1);
     CHECK(text(remote, "conclusion") == "failure");
-    CHECK(text(step_at(remote, 0), "message").find("sandgate runs offline") != std::string::npos);
+    CHECK(text(step_at(remote, 0), "message").find("fill it with `sandgate actions pull") != std::string::npos);
 }
 
 TEST_CASE("workflow_dispatch inputs are typed; --list and -j select") {
