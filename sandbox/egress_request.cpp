@@ -52,15 +52,15 @@ std::expected<Authority, HeadRefusal> parse_authority(std::string_view text, std
     std::string_view port;
     if (text.starts_with('[')) {
         const auto close = text.find(']');
-        if (close == std::string_view::npos) return refuse("malformed host '" + std::string(text) + "'");
+        if (close == std::string_view::npos) return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
         host = text.substr(1, close - 1);
         const std::string_view rest = text.substr(close + 1);
         if (!rest.empty()) {
-            if (rest.front() != ':') return refuse("malformed host '" + std::string(text) + "'");
+            if (rest.front() != ':') return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
             port = rest.substr(1);
             if (port.empty()) return refuse("empty port");
         }
-        if (!is_ip_literal(host)) return refuse("malformed host '" + std::string(text) + "'");
+        if (!is_ip_literal(host)) return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
         out.host = std::string(host);
     } else {
         const auto colon = text.rfind(':');
@@ -70,7 +70,7 @@ std::expected<Authority, HeadRefusal> parse_authority(std::string_view text, std
             if (port.empty()) return refuse("empty port");
         }
         auto name = normal_host_name(host);
-        if (!name) return refuse("malformed host '" + std::string(host.substr(0, 80)) + "'");
+        if (!name) return refuse("malformed host '" + printable(host.substr(0, 80)) + "'");
         out.host = std::move(*name);
     }
     if (port.empty()) {

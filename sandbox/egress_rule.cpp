@@ -68,6 +68,23 @@ bool prefix_matches(const unsigned char* address, const unsigned char* network, 
 
 }  // namespace
 
+std::string printable(std::string_view text) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    std::string out;
+    for (char c : text.substr(0, 200)) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte != 0x7f) {
+            out.push_back(c);
+        } else {
+            out += "\\x";
+            out.push_back(k_hex[byte >> 4]);
+            out.push_back(k_hex[byte & 15]);
+        }
+    }
+    if (text.size() > 200) out += "...";
+    return out;
+}
+
 std::optional<std::string> normal_host_name(std::string_view host) {
     if (!host.empty() && host.back() == '.') host.remove_suffix(1);
     if (host.empty() || host.size() > 253) return std::nullopt;
@@ -100,7 +117,7 @@ bool is_ip_literal(std::string_view host) {
 Expected<EgressRule> parse_egress_rule(std::string_view text) {
     auto bad = [&](std::string_view why) {
         return fail(ErrorKind::invalid_input,
-                    "--allow-egress '" + std::string(text) + "': " + std::string(why) + " (expected HOST[:PORT])");
+                    "--allow-egress '" + printable(text) + "': " + std::string(why) + " (expected HOST[:PORT])");
     };
     std::string_view host = text;
     EgressRule rule;
@@ -127,7 +144,7 @@ Expected<EgressRule> parse_egress_rule(std::string_view text) {
 
 Expected<EgressRange> parse_egress_range(std::string_view text) {
     auto bad = [&](std::string_view why) {
-        return fail(ErrorKind::invalid_input, "--allow-egress-range '" + std::string(text) + "': " +
+        return fail(ErrorKind::invalid_input, "--allow-egress-range '" + printable(text) + "': " +
                                                   std::string(why) + " (expected ADDRESS[/PREFIX])");
     };
     EgressRange range;

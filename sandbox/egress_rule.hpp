@@ -99,6 +99,10 @@ bool range_contains(const EgressRange& range, const sockaddr* address);
 // The numeric text of an AF_INET/AF_INET6 address ("10.0.0.1", "fe80::1").
 std::string address_text(const sockaddr* address);
 
+// `text` as one printable line for a message built from input: control bytes as \xNN, at
+// most 200 bytes of it (like jobs::one_line, which the sandbox library cannot reach).
+std::string printable(std::string_view text);
+
 // "host:port" ("*.example.org:443").
 std::string describe(const EgressRule& rule);
 

@@ -14,7 +14,11 @@ namespace {
 // The container arm has no proxy of its own yet: refuse rather than widen to the whole network
 // or narrow to none silently. The bwrap arm enforces the allowlist (egress_wrap.hpp).
 Expected<void> refuse_egress(const Policy& policy) {
-    if (policy.egress.empty() || policy.mode != SandboxMode::container) return {};
+    if (policy.egress.empty()) return {};
+    if (policy.network == NetworkMode::host)
+        return fail(ErrorKind::invalid_input, "--allow-egress " + describe(policy.egress.front()) +
+                                                  ": --network host reaches everything; use --network allowlist");
+    if (policy.mode != SandboxMode::container) return {};
     return fail(ErrorKind::unavailable,
                 "--allow-egress " + describe(policy.egress.front()) +
                     ": the container arm cannot filter egress yet (it runs with --network none or host); "
