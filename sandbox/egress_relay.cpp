@@ -19,6 +19,7 @@ bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || 
 
 Expected<EgressRelay> EgressRelay::make() {
     EgressRelay relay;
+    relay.m_out.count_pending = true;  // a forwarded head goes to the destination; CONNECT's 200 is ours
     for (Way* way : {&relay.m_out, &relay.m_in}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -41,6 +42,7 @@ EgressRelay::Step EgressRelay::flush(Way& way, int sink, std::string& error) {
             return Step::failed;
         }
         way.pending.erase(0, static_cast<std::size_t>(n));
+        if (way.count_pending) way.moved += static_cast<std::uint64_t>(n);
         return Step::progress;
     }
     if (way.held == 0) return Step::blocked;

@@ -37,8 +37,10 @@ public:
     short step_events() const;
     short destination_events() const;
 
-    std::uint64_t bytes_out() const { return m_out.moved; }  // step -> destination
-    std::uint64_t bytes_in() const { return m_in.moved; }    // destination -> step
+    // step -> destination, a forwarded head included; destination -> step, without the
+    // proxy's own "200 Connection established".
+    std::uint64_t bytes_out() const { return m_out.moved; }
+    std::uint64_t bytes_in() const { return m_in.moved; }
 
 private:
     struct Way {
@@ -52,6 +54,7 @@ private:
         bool eof = false;   // the source has finished sending
         bool shut = false;  // the sink has been half-closed
         std::uint64_t moved = 0;
+        bool count_pending = false;  // whether `pending` bytes count in `moved`
         bool wants_read() const { return !eof && pending.empty() && held < capacity; }
         bool wants_write() const { return !pending.empty() || held > 0; }
     };

@@ -58,8 +58,8 @@ struct EgressConnection {
     EgressVerdict verdict = EgressVerdict::refused;
     std::string reason;   // why refused or failed; how an allowed one ended ("closed", "idle timeout")
     std::string address;  // the address connected to, when one was
-    std::uint64_t bytes_out = 0;  // step -> destination (after the request head)
-    std::uint64_t bytes_in = 0;   // destination -> step
+    std::uint64_t bytes_out = 0;  // step -> destination (a forwarded request's rewritten head included)
+    std::uint64_t bytes_in = 0;   // destination -> step (not the proxy's own answers)
     std::chrono::milliseconds duration{0};
 };
 

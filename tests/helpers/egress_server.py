@@ -59,6 +59,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
+    def handle_error(self, request, client_address):
+        pass  # a client the proxy cut off (the byte limit) is expected
+
 
 def main():
     server = Server(("127.0.0.1", 0), Handler)
