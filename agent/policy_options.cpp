@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "agent/egress_presets.hpp"
 #include "agent/units.hpp"
 #include "sandbox/identity.hpp"
 
@@ -27,7 +28,15 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 
 // --network allowlist and its hosts: each needs the other.
 sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist, sandbox::Policy& policy) {
+    std::optional<PresetPlaces> places;  // read once, and only for a preset
     for (const auto& text : options.allow_egress) {
+        if (text.starts_with('@')) {
+            if (!places) places = machine_places();
+            auto rules = expand_egress_preset(text, *places);
+            if (!rules) return std::unexpected(rules.error());
+            policy.egress.insert(policy.egress.end(), rules->begin(), rules->end());
+            continue;
+        }
         auto rule = sandbox::parse_egress_rule(text);
         if (!rule) return std::unexpected(rule.error());
         policy.egress.push_back(std::move(*rule));
@@ -87,7 +96,9 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
                    "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
     app.add_option("--allow-egress", options.allow_egress,
                    "under --network allowlist: let the step reach HOST[:PORT] (repeatable; "
-                   "*.example.org for the names below it; port 443 by default) through the proxy")
+                   "*.example.org for the names below it; port 443 by default) through the proxy; "
+                   "@npm, @pypi, @crates, @go, @debian, @github: a registry's hosts, from this "
+                   "machine's configuration where it names one")
         ->allow_extra_args(false);
     app.add_option("--allow-egress-range", options.allow_egress_range,
                    "under --network allowlist: let allowed names resolve into CIDR although it is "

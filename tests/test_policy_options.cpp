@@ -125,6 +125,12 @@ TEST_CASE("--network allowlist takes --allow-egress HOST[:PORT] and --allow-egre
         CHECK(refused.error().message.starts_with(std::string("--allow-egress '") + bad + "'"));
         CHECK(refused.error().message.find('\n') == std::string::npos);
     }
+    auto preset = parse({"--network", "allowlist", "--allow-egress", "@crates", "--allow-egress", "a.org"});
+    REQUIRE(preset);
+    CHECK(preset->egress.size() == 4);  // crates.io, index.crates.io, static.crates.io, a.org
+    auto unknown = parse({"--network", "allowlist", "--allow-egress", "@nope"});
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().message.starts_with("--allow-egress '@nope': unknown preset"));
     auto none = parse({"--allow-egress", "crates.io"});
     REQUIRE_FALSE(none);
     CHECK(none.error().message == "--allow-egress crates.io: needs --network allowlist");
