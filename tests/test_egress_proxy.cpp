@@ -334,3 +334,28 @@ TEST_CASE("sandgate exec: --allow-egress without --network allowlist, or malform
         CHECK_FALSE(std::filesystem::exists(marker));
     }
 }
+
+TEST_CASE("sandgate run --network allowlist: a workflow's steps reach the allowed name, a refusal is in the step's log") {
+    SKIP_UNDER_WRAP(K_NESTED);
+    const auto dir = tests::make_temp_dir("egress");
+    Server http(dir, "http", false);
+    const std::string port = http.port_text();
+    tests::write_file(dir / ".github/workflows/w.yml",
+                      "on: push\njobs:\n  fetch:\n    runs-on: ubuntu-latest\n    steps:\n"
+                      "      - run: " + curl("http://localhost:" + port + "/hello") + " > got.txt\n"
+                      "      - run: " + curl("http://example.org/") + " || true\n");
+    sandbox::RunRequest request;
+    request.argv = {SANDGATE_BINARY, "run", "--report", (dir / "r.json").string(), "--network", "allowlist",
+                    "--allow-egress", "localhost:" + port, "--allow-egress", "example.org",
+                    "--allow-egress-range", "127.0.0.1/32", "--allow-egress-range", "::1"};
+    request.cwd = dir;
+    request.env = sandbox::current_environment();
+    request.policy.mode = sandbox::SandboxMode::off;
+    request.output_limit = 1 << 20;
+    const auto result = sandbox::run(request);
+    INFO(result.out.head << result.err.head);
+    CHECK(result.exit_code == 0);
+    CHECK(tests::read_file(dir / "got.txt") == "hello from the host (host=localhost:" + port + ")\n");
+    CHECK((result.out.head + result.err.head).find("egress refused: example.org:80 (not on the allowlist)") !=
+          std::string::npos);
+}
