@@ -136,6 +136,7 @@ sandbox::Expected<Rules> go(const PresetPlaces& places) {
 sandbox::Expected<Rules> debian(const PresetPlaces& places) {
     std::vector<std::filesystem::path> files = {places.etc / "apt/sources.list"};
     std::error_code ec;
+    // trusted path: the agent's own /etc (never a tree a step could write)
     for (const auto& entry : std::filesystem::directory_iterator(places.etc / "apt/sources.list.d", ec)) {
         const auto ext = entry.path().extension();
         if (ext == ".list" || ext == ".sources") files.push_back(entry.path());
