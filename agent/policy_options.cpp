@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "agent/agent_config.hpp"
+#include "agent/egress_presets.hpp"
 #include "agent/units.hpp"
 #include "sandbox/identity.hpp"
 
@@ -26,57 +27,37 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
     return {texts.begin(), texts.end()};
 }
 
-bool host_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_';
-}
-
-// HOST[:PORT]: a host name or IPv4 address, or an IPv6 address (bare, or in brackets when a
-// port follows); the port 1-65535.
-sandbox::Expected<sandbox::EgressRule> parse_egress(const std::string& text) {
-    auto bad = [&](const std::string& why) {
+// --network allowlist and its hosts: each needs the other.
+sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist, sandbox::Policy& policy) {
+    std::optional<PresetPlaces> places;  // read once, and only for a preset
+    for (const auto& text : options.allow_egress) {
+        if (text.starts_with('@')) {
+            if (!places) places = machine_places();
+            auto rules = expand_egress_preset(text, *places);
+            if (!rules) return std::unexpected(rules.error());
+            policy.egress.insert(policy.egress.end(), rules->begin(), rules->end());
+            continue;
+        }
+        auto rule = sandbox::parse_egress_rule(text);
+        if (!rule) return std::unexpected(rule.error());
+        policy.egress.push_back(std::move(*rule));
+    }
+    for (const auto& text : options.allow_egress_range) {
+        auto range = sandbox::parse_egress_range(text);
+        if (!range) return std::unexpected(range.error());
+        policy.egress_ranges.push_back(std::move(*range));
+    }
+    if (!allowlist && !options.allow_egress.empty())
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--allow-egress '" + text + "': " + why + " (expected HOST[:PORT])");
-    };
-    sandbox::EgressRule rule;
-    std::string port;
-    if (text.starts_with('[')) {
-        const auto close = text.find(']');
-        if (close == std::string::npos) return bad("unclosed '['");
-        rule.host = text.substr(1, close - 1);
-        if (close + 1 < text.size()) {
-            if (text[close + 1] != ':') return bad("expected ':' after ']'");
-            port = text.substr(close + 2);
-            if (port.empty()) return bad("empty port");
-        }
-        if (rule.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos ||
-            rule.host.find(':') == std::string::npos)
-            return bad("not an IPv6 address in brackets");
-    } else if (std::count(text.begin(), text.end(), ':') > 1) {
-        rule.host = text;  // a bare IPv6 address, no port
-        if (rule.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
-            return bad("not an IPv6 address");
-    } else {
-        const auto colon = text.find(':');
-        rule.host = text.substr(0, colon);
-        if (colon != std::string::npos) {
-            port = text.substr(colon + 1);
-            if (port.empty()) return bad("empty port");
-        }
-        if (!std::all_of(rule.host.begin(), rule.host.end(), host_char) ||
-            rule.host.starts_with('-') || rule.host.starts_with('.'))
-            return bad("not a host name or address");
-    }
-    if (rule.host.empty()) return bad("empty host");
-    if (!port.empty()) {
-        unsigned value = 0;
-        const auto* end = port.data() + port.size();
-        auto [ptr, ec] = std::from_chars(port.data(), end, value);
-        if (ec != std::errc() || ptr != end || value == 0 || value > 65535)
-            return bad("port must be 1-65535");
-        rule.port = static_cast<std::uint16_t>(value);
-    }
-    return rule;
+                             "--allow-egress " + options.allow_egress.front() + ": needs --network allowlist");
+    if (!allowlist && !options.allow_egress_range.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--allow-egress-range " + options.allow_egress_range.front() +
+                                 ": needs --network allowlist");
+    if (allowlist && policy.egress.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--network allowlist: name the hosts the step may reach with --allow-egress HOST[:PORT]");
+    return {};
 }
 
 // --tool-cache, or the default cache when `sandgate tools add` made it; bwrap binds it.
@@ -108,8 +89,9 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
                    "container (an OCI runtime)")
         ->check(CLI::IsMember({"off", "bwrap", "container"}));
     app.add_option("--network", options.network,
-                   "none (the default: loopback only) or host")
-        ->check(CLI::IsMember({"none", "host"}));
+                   "none (the default: loopback only), allowlist (loopback, and the hosts of "
+                   "--allow-egress through a filtering proxy) or host")
+        ->check(CLI::IsMember({"none", "allowlist", "host"}));
     app.add_option("--offline", options.offline,
                    "cache-only toolchain environment: on or off (default: on exactly under "
                    "--network none)")
@@ -136,8 +118,15 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
                    "/opt/hostedtoolcache as RUNNER_TOOL_CACHE (default: the state directory's "
                    "tool-cache when it exists; bwrap only)");
     app.add_option("--allow-egress", options.allow_egress,
-                   "let the step reach HOST[:PORT] (repeatable); refused (exit 125) where the "
-                   "sandbox cannot enforce selective egress, which today is every arm")
+                   "under --network allowlist: let the step reach HOST[:PORT] (repeatable; "
+                   "*.example.org for the names below it; port 443 by default) through the proxy; "
+                   "@npm, @pypi, @crates, @go, @debian, @github: a registry's hosts, from this "
+                   "machine's configuration where it names one")
+        ->allow_extra_args(false);
+    app.add_option("--allow-egress-range", options.allow_egress_range,
+                   "under --network allowlist: let allowed names resolve into CIDR although it is "
+                   "loopback, link-local or private (an internal mirror; 127.0.0.1/32 for a test "
+                   "server on this host); refused otherwise (repeatable)")
         ->allow_extra_args(false);
     app.add_option("--sandbox-user", options.sandbox_user,
                    "as root: the unprivileged host UID[:GID] the sandbox runs as, "
@@ -160,11 +149,12 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                              "--sandbox: expected off, bwrap or container, not '" +
                                  options.sandbox + "'");
     }
-    if (options.network == "none") policy.network = sandbox::NetworkMode::none;
+    const bool allowlist = options.network == "allowlist";
+    if (options.network == "none" || allowlist) policy.network = sandbox::NetworkMode::none;
     else if (options.network == "host") policy.network = sandbox::NetworkMode::host;
     else
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--network: expected none or host, not '" + options.network + "'");
+                             "--network: expected none, allowlist or host, not '" + options.network + "'");
     if (options.offline == "on") policy.offline = sandbox::Offline::on;
     else if (options.offline == "off") policy.offline = sandbox::Offline::off;
     else if (!options.offline.empty())
@@ -191,11 +181,7 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                                  "--pids: expected a positive number, not '" + options.pids + "'");
         policy.pids = pids;
     }
-    for (const auto& text : options.allow_egress) {
-        auto rule = parse_egress(text);
-        if (!rule) return std::unexpected(rule.error());
-        policy.egress.push_back(std::move(*rule));
-    }
+    if (auto ok = add_egress(options, allowlist, policy); !ok) return std::unexpected(ok.error());
     if (!options.sandbox_user.empty()) {
         auto identity = sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user");
         if (!identity) return std::unexpected(identity.error());

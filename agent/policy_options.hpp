@@ -18,7 +18,7 @@ namespace agent {
 // The raw values as typed; to_policy() validates them.
 struct PolicyOptions {
     std::string sandbox = "bwrap";  // off | bwrap | container
-    std::string network = "none";   // none | host
+    std::string network = "none";   // none | allowlist | host
     std::string offline;            // "" (automatic: on under --network none) | on | off
     std::vector<std::string> read_only;
     std::vector<std::string> writable;
@@ -29,7 +29,8 @@ struct PolicyOptions {
     std::string tmp_size;
     std::string toolchain_cache;
     std::string tool_cache;  // "": default_tool_cache() when it exists (bwrap only)
-    std::vector<std::string> allow_egress;  // HOST[:PORT] as typed
+    std::vector<std::string> allow_egress;        // HOST[:PORT] as typed
+    std::vector<std::string> allow_egress_range;  // CIDR as typed
     std::string image;
     std::string container_runtime;
     std::string sandbox_user;  // UID[:GID], numbers; "" = 65534:65534 (as root)

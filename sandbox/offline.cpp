@@ -86,7 +86,7 @@ bool offline_enabled(const Policy& policy) {
     switch (policy.offline) {
         case Offline::on: return true;
         case Offline::off: return false;
-        case Offline::automatic: return policy.network == NetworkMode::none;
+        case Offline::automatic: return policy.network == NetworkMode::none && policy.egress.empty();
     }
     return true;
 }

@@ -48,7 +48,8 @@ Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout, con
 // The allowlisted directories of `cache` that exist, as the wrap binds them (read-only).
 std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::path& cache);
 
-// Whether the policy asks for the cache-only environment (automatic: when network is none).
+// Whether the policy asks for the cache-only environment (automatic: when network is none and
+// no egress is allowed; under --network allowlist the tools fetch through the proxy).
 bool offline_enabled(const Policy& policy);
 
 enum class OfflineEnv { off, on };

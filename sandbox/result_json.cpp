@@ -45,6 +45,23 @@ nlohmann::ordered_json stream_json(const StreamResult& stream) {
     return out;
 }
 
+nlohmann::ordered_json egress_json(const EgressReport& report) {
+    nlohmann::ordered_json connections = nlohmann::ordered_json::array();
+    for (const auto& c : report.connections) {
+        nlohmann::ordered_json one;
+        one["host"] = valid_utf8(c.host);
+        one["port"] = c.port;
+        one["verdict"] = to_string(c.verdict);
+        one["reason"] = valid_utf8(c.reason);
+        one["address"] = c.address.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.address);
+        one["bytes_out"] = c.bytes_out;
+        one["bytes_in"] = c.bytes_in;
+        one["duration_ms"] = c.duration.count();
+        connections.push_back(std::move(one));
+    }
+    return {{"connections", std::move(connections)}, {"unrecorded", report.unrecorded}};
+}
+
 }  // namespace
 
 std::string valid_utf8(std::string_view text) {
@@ -82,6 +99,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     doc["skip_markers"] = result.skip_markers;
     doc["tree_kill"] = to_string(result.tree_kill);
     doc["sandbox"] = result.sandbox;
+    if (result.egress) doc["egress"] = egress_json(*result.egress);
     if (result.error) {
         doc["error"] = {{"kind", to_string(result.error->kind)},
                         {"message", valid_utf8(result.error->message)}};

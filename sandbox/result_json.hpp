@@ -13,7 +13,10 @@
 namespace sandbox {
 
 // {"exit_code", "signal", "timed_out", "duration_ms", "stdout": {"text", "tail", "bytes",
-//  "truncated"}, "stderr": {...}, "skip_markers", "tree_kill", "sandbox": {...}, "error"}.
+//  "truncated"}, "stderr": {...}, "skip_markers", "tree_kill", "sandbox": {...}, "egress", "error"}.
+// "egress" only under --network allowlist: {"connections": [{"host", "port", "verdict"
+// (allowed, refused, failed), "reason", "address", "bytes_out", "bytes_in", "duration_ms"}],
+// "unrecorded"}.
 // Every string is valid UTF-8 (invalid bytes replaced by U+FFFD).
 nlohmann::ordered_json to_json(const RunResult& result);
 

@@ -48,9 +48,12 @@ std::optional<std::string> invalid_reason(const RunRequest& request) {
         return "output limit " + std::to_string(request.output_limit) + " is more than " +
                std::to_string(k_max_output_limit);
     if (request.policy.mode == SandboxMode::off && !request.policy.egress.empty())
-        return "--allow-egress " + request.policy.egress.front().host +
+        return "--allow-egress " + describe(request.policy.egress.front()) +
                ": --sandbox off cannot restrict egress (everything is reachable); use a sandbox "
                "or drop --allow-egress";
+    if (request.policy.network == NetworkMode::host && !request.policy.egress.empty())
+        return "--allow-egress " + describe(request.policy.egress.front()) +
+               ": --network host reaches everything; use --network allowlist";
     if (!request.cwd.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(request.cwd, ec))
@@ -280,6 +283,7 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
     RunSession session(request, child, tree, std::move(pipes.out.read),
                        std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
+    if (plan && plan->egress) result.egress = plan->egress->finish();  // the tree is gone
     if (plan) apply_payload_status(plan->payload_status, result);
     classify_end(request, plan, session, result);
 }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/cancel.hpp"
+#include "sandbox/egress_rule.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/safe_access.hpp"
 
@@ -65,16 +66,6 @@ struct Bind {
     Access access = Access::read_only;
 };
 
-// A destination a step asks to reach (`--allow-egress HOST[:PORT]`): a host name or an
-// address, and a port (none: any). No arm can enforce selective egress today (bwrap's network
-// is either none or the host's whole network; the container arm runs with --network none), so
-// a non-empty list is refused by plan_wrap (sandbox_unavailable) and by run() under
-// --sandbox off (invalid_request): it is never silently widened to "everything".
-struct EgressRule {
-    std::string host;
-    std::optional<std::uint16_t> port;
-};
-
 // The isolation posture of one run (issue 3). Defaults are the safe ones.
 struct Policy {
     SandboxMode mode = SandboxMode::bwrap;
@@ -94,7 +85,13 @@ struct Policy {
     std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
     std::optional<std::uint64_t> pids;
     std::optional<std::uint64_t> tmp_size_bytes;
-    std::vector<EgressRule> egress;  // selective egress asked for; see EgressRule
+    // `--network allowlist` (with network none): the hosts the run's filtering proxy lets the
+    // step reach (egress_rule.hpp, egress_proxy.hpp), the special ranges allowed names may
+    // resolve into, and the proxy's limits. Enforced by the bwrap arm; the container arm and
+    // --sandbox off refuse a non-empty list (never widened to the whole network).
+    std::vector<EgressRule> egress;
+    std::vector<EgressRange> egress_ranges;
+    EgressLimits egress_limits;
     // bwrap arm, when sandgate runs as root: the unprivileged host uid/gid the sandbox runs as
     // (identity.hpp); unset: 65534:65534. Never root.
     std::optional<Owner> host_identity;
@@ -168,6 +165,8 @@ struct RunResult {
     // posture_text renders `sandbox` on demand (most runs never need the text).
     std::string sandbox_json;
     std::optional<RunError> error;
+    // Under --network allowlist: every connection the step made through the proxy.
+    std::optional<EgressReport> egress;
 
     // The exit status sandgate exec reports: the child's code; 128+N for signal N; 124 on
     // timeout; 125 when nothing ran (invalid request, sandbox refused); 126 not executable;

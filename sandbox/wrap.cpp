@@ -11,26 +11,18 @@ namespace sandbox {
 
 namespace {
 
-std::string describe(const EgressRule& rule) {
-    const bool v6 = rule.host.find(':') != std::string::npos;
-    const std::string host = v6 ? "[" + rule.host + "]" : rule.host;
-    return rule.port ? host + ":" + std::to_string(*rule.port) : host;
-}
-
-// Selective egress needs a filtering proxy or a firewall in the run's network namespace, which
-// neither arm has: refuse rather than widen to the whole network or narrow to none silently.
+// The container arm has no proxy of its own yet: refuse rather than widen to the whole network
+// or narrow to none silently. The bwrap arm enforces the allowlist (egress_wrap.hpp).
 Expected<void> refuse_egress(const Policy& policy) {
     if (policy.egress.empty()) return {};
-    const std::string flag = "--allow-egress " + describe(policy.egress.front());
-    if (policy.mode == SandboxMode::container)
-        return fail(ErrorKind::unavailable,
-                    flag + ": the container arm cannot filter egress (it runs with --network "
-                           "none or host); drop --allow-egress");
+    if (policy.network == NetworkMode::host)
+        return fail(ErrorKind::invalid_input, "--allow-egress " + describe(policy.egress.front()) +
+                                                  ": --network host reaches everything; use --network allowlist");
+    if (policy.mode != SandboxMode::container) return {};
     return fail(ErrorKind::unavailable,
-                flag + ": --sandbox bwrap cannot enforce selective egress (its network is either "
-                       "none, loopback only, or the host's whole network with --network host); "
-                       "drop --allow-egress, and use --network host only for a step trusted with "
-                       "the whole network");
+                "--allow-egress " + describe(policy.egress.front()) +
+                    ": the container arm cannot filter egress yet (it runs with --network none or host); "
+                    "use --sandbox bwrap for --network allowlist");
 }
 
 }  // namespace

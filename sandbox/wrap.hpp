@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/egress_proxy.hpp"
 #include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
@@ -83,6 +84,9 @@ struct WrapPlan {
     // The payload reporter's pipe (payload_status.hpp), read end, non-blocking: how the payload
     // ended ("signal N"), which the wrapper's exit code cannot say. Empty for other arms.
     Fd payload_status;
+    // --network allowlist (bwrap): the run's filtering proxy, serving until run() calls
+    // finish() once the tree is gone (the evidence goes into RunResult::egress).
+    std::unique_ptr<EgressProxy> egress;
     // PlanTiming::pending only (bwrap): what completes the plan once the wrapper is started.
     // env, inherited_fds, the limits and tree_kill are final already; argv changes only when
     // the payload cannot run inside (see PendingWrap::complete).
@@ -114,7 +118,8 @@ std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<i
 enum class PlanTiming { complete, pending };
 
 // Plans the wrap for request.policy.mode != off. Fails closed: when bwrap is missing or any
-// asked-for protection cannot be had (a non-empty egress allowlist, today, in every arm),
+// asked-for protection cannot be had (an egress allowlist in the container arm, a proxy that
+// cannot be started),
 // returns ErrorKind::unavailable with a message that says what to do. Never degrades: what
 // only the kernel can refuse (namespaces, seccomp) bwrap itself refuses, and run() turns that
 // refusal into sandbox_unavailable through diagnose_wrap_failure.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/bwrap_layout.hpp"
+#include "sandbox/egress_wrap.hpp"
 #include "sandbox/identity.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/mounts.hpp"
@@ -88,7 +89,8 @@ nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
     doc["bwrap"] = bwrap.string();
-    doc["network"] = (policy.network == NetworkMode::host ? "host" : "none");
+    doc["network"] = policy.network == NetworkMode::host ? "host" : policy.egress.empty() ? "none" : "allowlist";
+    if (!policy.egress.empty()) doc["egress"] = describe_egress(policy);
     doc["uid"] = k_sandbox_uid;
     if (identity) doc["host_uid"] = to_string(*identity);
     doc["seccomp"] = true;
@@ -115,6 +117,7 @@ struct BwrapStart {
     std::optional<Owner> identity;          // the sandbox's host identity when not ours
     std::vector<std::filesystem::path> writable;  // the trees `identity` is given before the run
     int payload_status_fd = -1;  // the number of the payload reporter's pipe (payload_status.hpp)
+    int egress_fd = -1;          // --network allowlist: the forwarder's end of the proxy's pair
 };
 
 // The files bwrap copies into the sandbox: the /etc it shows, and an in-wrap scratch's offline
@@ -124,6 +127,9 @@ std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch,
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
     files.push_back({MountKind::program, std::string(k_status_init_path), {}, std::string(status_init_program()), 1});
     for (auto& shim : shim_programs()) files.push_back(std::move(shim));
+    if (!policy.egress.empty())
+        files.push_back({MountKind::program, std::string(k_egress_forwarder_path), {},
+                         std::string(egress_forwarder_program()), 1});
     if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
@@ -252,12 +258,13 @@ Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResou
 
 // `bwrap --hostname sandgate --args 3 -- /.sandgate-status-init FD PAYLOAD...`: the payload
 // runs under its reporter (payload_status.hpp). The one option outside the stream is the one
-// that makes a stream cut short fail (see plan_bwrap in the header).
-std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap,
-                                    const std::vector<std::string>& payload, int payload_status_fd) {
-    std::vector<std::string> argv = {bwrap.string(), "--hostname", "sandgate", "--args",
-                                     std::to_string(k_options_fd), "--", std::string(k_status_init_path),
-                                     std::to_string(payload_status_fd)};
+// that makes a stream cut short fail (see plan_bwrap in the header). Under --network allowlist
+// the egress forwarder comes first (egress_wrap.hpp) and execs the reporter.
+std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap, const std::vector<std::string>& payload,
+                                    int payload_status_fd, int egress_fd) {
+    std::vector<std::string> argv = {bwrap.string(), "--hostname", "sandgate", "--args", std::to_string(k_options_fd), "--"};
+    if (egress_fd >= 0) argv.insert(argv.end(), {std::string(k_egress_forwarder_path), std::to_string(egress_fd)});
+    argv.insert(argv.end(), {std::string(k_status_init_path), std::to_string(payload_status_fd)});
     argv.insert(argv.end(), payload.begin(), payload.end());
     return argv;
 }
@@ -326,6 +333,12 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
     layout.env = wrapped_environment(request.env, dirs, offline, policy.toolchain_cache);
     prepend_shim_path(layout.env);
     if (policy.tool_cache) point_at_tool_cache(layout.env);
+    if (!policy.egress.empty()) {
+        for (auto& [name, value] : egress_proxy_environment()) {
+            std::erase_if(layout.env, [&](const auto& entry) { return entry.first == name; });
+            layout.env.emplace_back(name, value);
+        }
+    }
     // Under a host identity of its own, what the trusted side made (the mirror a worktree's
     // .git names, read-only) shows as another user's: git would call it dubious ownership.
     if (start.identity) trust_git_directories(layout.env);
@@ -375,7 +388,8 @@ public:
         m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
         const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
         if (verdict != 0)
-            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]), m_start.payload_status_fd);
+            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]), m_start.payload_status_fd,
+                                   m_start.egress_fd);
         plan.description = describe(m_start.bwrap, request.policy, m_start.scratch, m_start.offline,
                                     m_start.limits, m_start.identity);
         return {};
@@ -435,7 +449,14 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     start->payload_status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
     plan.inherited_fds.push_back(std::move(payload_status->write));
     plan.payload_status = std::move(payload_status->read);
-    plan.argv = bwrap_argv(start->bwrap, request.argv, start->payload_status_fd);
+    if (!request.policy.egress.empty()) {
+        auto egress = start_egress(request.policy);
+        if (!egress) return std::unexpected(egress.error());
+        start->egress_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+        plan.inherited_fds.push_back(std::move(egress->wrap_end));
+        plan.egress = std::move(egress->proxy);
+    }
+    plan.argv = bwrap_argv(start->bwrap, request.argv, start->payload_status_fd, start->egress_fd);
     if (auto ok = attach_limits(start->limits, plan, *resources); !ok)
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;

@@ -11,6 +11,7 @@ packages=(
   libpcre2-dev nettle-dev libyaml-dev libpq-dev postgresql-15 libarchive-dev
   clang libclang-rt-14-dev
   bubblewrap python3 python3-jsonschema iproute2 procps firejail
+  libnss-wrapper openssl curl
 )
 
 missing=()

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <string>
 
 #include "agent/policy_options.hpp"
@@ -103,45 +104,64 @@ TEST_CASE("sandgate exec defaults to the wrap: no network, a private HOME, the f
     CHECK(result.out.head.find(" 8192 ") != std::string::npos);
 }
 
-TEST_CASE("--allow-egress takes HOST[:PORT], repeatable, and refuses what is not one") {
-    auto policy = parse({"--allow-egress", "crates.io:443", "--allow-egress", "10.0.0.7",
-                         "--allow-egress", "[2001:db8::1]:8080", "--allow-egress", "fe80::1"});
+TEST_CASE("--network allowlist takes --allow-egress HOST[:PORT] and --allow-egress-range, each needing the other") {
+    auto policy = parse({"--network", "allowlist", "--allow-egress", "crates.io", "--allow-egress",
+                         "*.Example.ORG:8080", "--allow-egress-range", "127.0.0.1/32"});
     REQUIRE(policy);
-    REQUIRE(policy->egress.size() == 4);
+    CHECK(policy->network == sandbox::NetworkMode::none);  // loopback only, plus the proxy
+    REQUIRE(policy->egress.size() == 2);
     CHECK(policy->egress[0].host == "crates.io");
-    CHECK(policy->egress[0].port == std::optional<std::uint16_t>(443));
-    CHECK(policy->egress[1].host == "10.0.0.7");
-    CHECK_FALSE(policy->egress[1].port);
-    CHECK(policy->egress[2].host == "2001:db8::1");
-    CHECK(policy->egress[2].port == std::optional<std::uint16_t>(8080));
-    CHECK(policy->egress[3].host == "fe80::1");
-    CHECK_FALSE(policy->egress[3].port);
-    for (const char* bad : {"crates.io:0", "crates.io:65536", "crates.io:", "crates.io:https",
-                                  ":443", "bad host", ".x", "[::1", "[::1]443", "[zz::1]:1"}) {
+    CHECK(policy->egress[0].port == 443);
+    CHECK(policy->egress[1].host == "*.example.org");
+    CHECK(policy->egress[1].port == 8080);
+    REQUIRE(policy->egress_ranges.size() == 1);
+    CHECK(policy->egress_ranges[0].text == "127.0.0.1/32");
+    for (const char* bad : {"crates.io:0", "crates.io:65536", "crates.io:", "crates.io:https", ":443",
+                            "bad host", ".x", "10.0.0.7", "[2001:db8::1]:8080", "fe80::1", "a.*.org", "*.org"}) {
         INFO(bad);
-        auto refused = parse({"--allow-egress", bad});
+        auto refused = parse({"--network", "allowlist", "--allow-egress", bad});
         REQUIRE_FALSE(refused);
         CHECK(refused.error().kind == sandbox::ErrorKind::invalid_input);
-        CHECK(refused.error().message.starts_with("--allow-egress"));
+        CHECK(refused.error().message.starts_with(std::string("--allow-egress '") + bad + "'"));
+        CHECK(refused.error().message.find('\n') == std::string::npos);
     }
-    auto off = parse({"--sandbox", "off", "--allow-egress", "crates.io"});
+    auto preset = parse({"--network", "allowlist", "--allow-egress", "@crates", "--allow-egress", "a.org"});
+    REQUIRE(preset);
+    CHECK(preset->egress.size() == 4);  // crates.io, index.crates.io, static.crates.io, a.org
+    auto unknown = parse({"--network", "allowlist", "--allow-egress", "@nope"});
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().message.starts_with("--allow-egress '@nope': unknown preset"));
+    auto none = parse({"--allow-egress", "crates.io"});
+    REQUIRE_FALSE(none);
+    CHECK(none.error().message == "--allow-egress crates.io: needs --network allowlist");
+    auto empty = parse({"--network", "allowlist"});
+    REQUIRE_FALSE(empty);
+    CHECK(empty.error().message.starts_with("--network allowlist: name the hosts"));
+    auto range = parse({"--network", "allowlist", "--allow-egress", "a.org", "--allow-egress-range", "10.0.0.0/33"});
+    REQUIRE_FALSE(range);
+    CHECK(range.error().message.starts_with("--allow-egress-range '10.0.0.0/33'"));
+    auto off = parse({"--sandbox", "off", "--network", "allowlist", "--allow-egress", "crates.io"});
     REQUIRE_FALSE(off);
     CHECK(off.error().message.find("--allow-egress") != std::string::npos);
 }
 
-TEST_CASE("sandgate exec --allow-egress: refused with 125 and sandbox_unavailable, nothing run") {
+TEST_CASE("sandgate exec: a malformed --allow-egress is one line and exit 125, nothing run") {
     const auto dir = tests::make_temp_dir("policy");
     const auto marker = dir / "ran";
-    auto refused = sandgate_exec("--json --cwd " + dir.string() +
-                                 " --allow-egress crates.io:443 -- touch " + marker.string());
-    CHECK(refused.exit_status() == 125);
-    INFO(refused.out.head << refused.err.head);
-    CHECK(refused.out.head.find("\"sandbox_unavailable\"") != std::string::npos);
-    CHECK(refused.out.head.find("--allow-egress crates.io:443") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(marker));
+    for (const char* bad : {"crates.io:99999", "exa mple.org", "192.168.1.1:443"}) {
+        INFO(bad);
+        auto refused = sandgate_exec("--cwd " + dir.string() + " --network allowlist --allow-egress '" + bad +
+                                     "' -- touch " + marker.string());
+        CHECK(refused.exit_status() == 125);
+        CHECK(refused.err.head.find(std::string("--allow-egress '") + bad + "'") != std::string::npos);
+        CHECK(std::count(refused.err.head.begin(), refused.err.head.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(marker));
+    }
     auto off = sandgate_exec("--sandbox off --cwd " + dir.string() +
-                             " --allow-egress crates.io -- touch " + marker.string());
+                             " --network allowlist --allow-egress crates.io -- touch " + marker.string());
     CHECK(off.exit_status() == 125);
     CHECK(off.err.head.find("--allow-egress") != std::string::npos);
+    auto usage = sandgate_exec("--cwd " + dir.string() + " --network some -- touch " + marker.string());
+    CHECK(usage.exit_status() == 125);  // exec refuses bad flags with 125, as it does every request
     CHECK_FALSE(std::filesystem::exists(marker));
 }

@@ -485,18 +485,18 @@ TEST_CASE("the host's /tmp, /run, HOME and the root are never bound, whatever th
     CHECK_FALSE(sandbox::plan_wrap(ro));
 }
 
-TEST_CASE("an egress allowlist is refused by every arm, naming the flag; nothing runs") {
+TEST_CASE("an egress allowlist: the container arm, --network host and --sandbox off refuse it, naming the flag; nothing runs") {
     const auto dir = tests::make_temp_dir("wrap");
     const auto marker = dir / "ran";
     auto request = request_in(dir, {"touch", marker.string()});
-    request.policy.egress = {{"crates.io", 443}, {"2001:db8::1", std::nullopt}};
-    auto bwrap = sandbox::plan_wrap(request);
-    REQUIRE_FALSE(bwrap);
-    CHECK(bwrap.error().kind == sandbox::ErrorKind::unavailable);
-    CHECK(bwrap.error().message.starts_with("--allow-egress crates.io:443"));
-    CHECK(bwrap.error().message.find("--sandbox bwrap") != std::string::npos);
-    request.policy.network = sandbox::NetworkMode::host;  // the host's network is not a filter
-    CHECK_FALSE(sandbox::plan_wrap(request));
+    request.policy.egress = {{"crates.io", 443}, {"*.example.org", 8080}};
+    auto host = request;
+    host.policy.network = sandbox::NetworkMode::host;  // the host's network is not a filter
+    auto widened = sandbox::plan_wrap(host);
+    REQUIRE_FALSE(widened);
+    CHECK(widened.error().kind == sandbox::ErrorKind::invalid_input);
+    CHECK(widened.error().message.starts_with("--allow-egress crates.io:443"));
+    CHECK(sandbox::run(host).exit_status() == 125);
 
     auto container = request;
     container.policy.mode = sandbox::SandboxMode::container;
@@ -505,17 +505,17 @@ TEST_CASE("an egress allowlist is refused by every arm, naming the flag; nothing
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == sandbox::ErrorKind::unavailable);
     CHECK(refused.error().message.find("container") != std::string::npos);
-
-    auto result = sandbox::run(request);
+    auto result = sandbox::run(container);
     REQUIRE(result.error);
     CHECK(result.error->kind == sandbox::RunErrorKind::sandbox_unavailable);
     CHECK(result.exit_status() == 125);
+
     auto off = request;
     off.policy.mode = sandbox::SandboxMode::off;
     auto unwrapped = sandbox::run(off);
     REQUIRE(unwrapped.error);
     CHECK(unwrapped.error->kind == sandbox::RunErrorKind::invalid_request);
-    CHECK(unwrapped.error->message.find("--allow-egress") != std::string::npos);
+    CHECK(unwrapped.error->message.find("--allow-egress crates.io:443") != std::string::npos);
     CHECK(unwrapped.exit_status() == 125);
     CHECK_FALSE(std::filesystem::exists(marker));
 }
