@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "jobs/yaml_value.hpp"
+#include "sandbox/tool_cache.hpp"
 
 namespace jobs {
 namespace {
@@ -107,7 +108,10 @@ Object runner_context(const RunSettings& settings, const std::filesystem::path& 
     runner.set("name", "sandgate");
     runner.set("environment", "self-hosted");
     runner.set("temp", (settings.temp_root / "temp").string());
-    runner.set("tool_cache", (settings.temp_root / "tool_cache").string());
+    // Under the wrap with a tool cache, what the step's RUNNER_TOOL_CACHE says (wrap_bwrap).
+    const bool bound_cache = settings.policy.tool_cache && settings.policy.mode == sandbox::SandboxMode::bwrap;
+    runner.set("tool_cache", bound_cache ? std::string(sandbox::k_tool_cache_mount)
+                                         : (settings.temp_root / "tool_cache").string());
     runner.set("workspace", workspace.empty() ? std::string() : runner_workspace(workspace).string());
     runner.set("debug", "");
     return runner;

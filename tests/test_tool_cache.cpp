@@ -12,6 +12,7 @@
 
 #include "sandbox/run.hpp"
 #include "sandbox/tool_cache.hpp"
+#include "tests/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include "tests/wrap_spawn.hpp"
@@ -214,4 +215,23 @@ TEST_CASE("the real actions/setup-python finds the machine's Python in the tool 
     CHECK(outputs.find(install + "/bin/python") != std::string::npos);
     const std::string paths = tests::read_file(work / "path");
     CHECK(paths.find(install + "/bin") != std::string::npos);
+}
+
+TEST_CASE("a workflow's runner.tool_cache is the RUNNER_TOOL_CACHE its steps see") {
+    SKIP_UNDER_WRAP("the wrap refuses the nested bwrap a test would start");
+    const auto dir = tests::make_temp_dir("tool-cache-runner-context");
+    const auto cache = build_cache(dir);
+    tests::write_file(dir / "w/t.yml", R"(on: push
+jobs:
+  t:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          echo "context=${{ runner.tool_cache }} env=$RUNNER_TOOL_CACHE"
+          test "${{ runner.tool_cache }}" = "$RUNNER_TOOL_CACHE" && echo same
+)");
+    auto bound = tests::run_workflows(dir, {"-W", "w", "--tool-cache", cache.string()});
+    CHECK(bound.exit_code == 0);
+    CHECK(bound.output.find("context=/opt/hostedtoolcache env=/opt/hostedtoolcache") != std::string::npos);
+    CHECK(bound.output.find("same") != std::string::npos);
 }
