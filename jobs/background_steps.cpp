@@ -47,6 +47,21 @@ void apply_matchers(const std::vector<ProblemMatcher>& before, const std::vector
     }
 }
 
+// A background step's thread: it waits for one of the job's slots (a cancel while it waits
+// ends it, cancelled, without running), runs the step in its fork, and frees the slot.
+void run_in_slot(BackgroundStep& background, const Step& step, const EvalContext& ctx) {
+    JobRun& fork = *background.fork;
+    while (!fork.m_slots->try_acquire_for(std::chrono::milliseconds(50))) {
+        if (!background.cancel->cancelled()) continue;
+        background.report.outcome = background.report.conclusion = Outcome::cancelled;
+        background.report.message = "cancelled before it started";
+        fork.log_finish(background.report);
+        return;
+    }
+    fork.run_one(step, background.scope, ctx, background.report);
+    fork.m_slots->release();
+}
+
 }  // namespace
 
 BackgroundSteps::BackgroundSteps() = default;
@@ -85,7 +100,7 @@ void JobRun::start_background(const Step& step, Scope& scope, const EvalContext&
     background->fork->m_step_cancel = &*background->cancel;
     BackgroundStep* raw = background.get();
     try {
-        raw->thread = std::thread([raw, &step, ctx] { raw->fork->run_one(step, raw->scope, ctx, raw->report); });
+        raw->thread = std::thread([raw, &step, ctx] { run_in_slot(*raw, step, ctx); });
     } catch (const std::system_error& error) {  // no thread to be had (the process's limit)
         StepReport refused = std::move(raw->report);
         fail_step(refused, std::string("the background step could not start: ") + error.what());

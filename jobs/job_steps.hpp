@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,9 @@
 namespace jobs::detail {
 
 inline constexpr int k_max_composite_depth = 9;
+// Background steps running at once in a job, as GitHub's runner allows; more wait for a slot.
+inline constexpr std::ptrdiff_t k_max_running_background = 10;
+using BackgroundSlots = std::counting_semaphore<k_max_running_background>;
 
 // The steps of a job or of a composite action run in a scope: its own steps context and
 // inputs, the env its caller passed (not leaking out), its status functions.
@@ -161,6 +165,8 @@ public:
     // `cancel:` fires. Null on the job's own JobRun.
     const sandbox::CancelToken* m_step_cancel = nullptr;
     BackgroundSteps m_background;
+    // The job's slots for running background steps, shared with its forks (thread-safe).
+    std::shared_ptr<BackgroundSlots> m_slots = std::make_shared<BackgroundSlots>(k_max_running_background);
 };
 
 struct BackgroundStep {
