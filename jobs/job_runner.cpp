@@ -78,6 +78,12 @@ std::optional<double> evaluate_number(const std::optional<YamlNode>& node, const
     return number;
 }
 
+std::chrono::milliseconds minutes(double value) {
+    return std::chrono::milliseconds(static_cast<long long>(value * 60'000));
+}
+
+}  // namespace
+
 bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context, std::string& error) {
     if (!node) return false;
     auto value = evaluate_yaml(*node, context);
@@ -86,10 +92,6 @@ bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& conte
         return false;
     }
     return value->truthy();
-}
-
-std::chrono::milliseconds minutes(double value) {
-    return std::chrono::milliseconds(static_cast<long long>(value * 60'000));
 }
 
 Object step_entry(const NamedValues& outputs, Outcome outcome, Outcome conclusion) {
@@ -101,8 +103,6 @@ Object step_entry(const NamedValues& outputs, Outcome outcome, Outcome conclusio
     out.set("conclusion", std::string(to_string(conclusion)));
     return out;
 }
-
-}  // namespace
 
 JobRun::JobRun(const RunSettings& settings, const RunServices& services, const LegInput& leg)
     : m_settings(settings), m_services(services), m_leg(leg) {
@@ -194,7 +194,7 @@ StepContext JobRun::step_context(const std::string& name) const {
     context.host = m_settings.host;
     context.executor = m_services.executor;
     // A step that runs after the cancel (if: always() / cancelled()) runs to its end.
-    context.cancel = cancelled() ? nullptr : m_leg.cancel;
+    context.cancel = cancelled() ? nullptr : m_step_cancel != nullptr ? m_step_cancel : m_leg.cancel;
     return context;
 }
 
@@ -236,30 +236,42 @@ StepResult JobRun::execute(StepSpec spec, const std::string& name, StepReport& r
 
 void JobRun::run_steps(const std::vector<Step>& steps, Scope& scope, std::vector<StepReport>& out) {
     for (const auto& step : steps) {
-        StepReport report;
-        report.id = step.id ? *step.id : "__step_" + std::to_string(step.index + 1);
-        if (scope.depth > 0 && !step.id) report.id = "__" + scope.action_name + "_" + std::to_string(step.index + 1);
-        EvalContext ctx = context(scope);
-        report.name = step.display_name();
-        if (step.name) {
-            if (auto name = interpolate_at(step.name->value, step.name->mark, ctx)) report.name = *name;
-        }
-        report.name = m_services.masker.mask(report.name);
-        const StepLabel label{m_label, report.name};
-        const std::string condition = step.condition ? step.condition->value : "success()";
-        auto run_it = condition_at(condition, step.condition ? step.condition->mark : step.mark, ctx);
-        if (!run_it) {
-            fail_step(report, "if: " + run_it.error().message);
-        } else if (!*run_it) {
-            report.outcome = report.conclusion = Outcome::skipped;
-            m_services.log.status(label, StatusKind::skipped, report.name);
-        } else {
-            run_one(step, scope, ctx, report);
-        }
-        scope.steps.set(report.id, Value(step_entry(report.outputs, report.outcome, report.conclusion)));
-        if (report.conclusion == Outcome::failure) scope.failed = true;
-        out.push_back(std::move(report));
+        if (step.kind == StepKind::run || step.kind == StepKind::uses) run_listed(step, scope, out);
+        else run_control(step, scope, out);
     }
+}
+
+void JobRun::run_listed(const Step& step, Scope& scope, std::vector<StepReport>& out) {
+    StepReport report;
+    report.id = step.id ? *step.id : "__step_" + std::to_string(step.index + 1);
+    if (!step.id && step.block) report.id = "__step_" + std::to_string(*step.block + 1) + "_" + std::to_string(step.index + 1);
+    if (scope.depth > 0 && !step.id) report.id = "__" + scope.action_name + "_" + std::to_string(step.index + 1);
+    EvalContext ctx = context(scope);
+    report.name = step.display_name();
+    if (step.name) {
+        if (auto name = interpolate_at(step.name->value, step.name->mark, ctx)) report.name = *name;
+    }
+    report.name = m_services.masker.mask(report.name);
+    const StepLabel label{m_label, report.name};
+    const std::string condition = step.condition ? step.condition->value : "success()";
+    auto run_it = condition_at(condition, step.condition ? step.condition->mark : step.mark, ctx);
+    if (!run_it) {
+        fail_step(report, "if: " + run_it.error().message);
+    } else if (!*run_it) {
+        report.outcome = report.conclusion = Outcome::skipped;
+        m_services.log.status(label, StatusKind::skipped, report.name);
+    } else if (step.background && scope.depth == 0) {
+        return start_background(step, scope, ctx, std::move(report), out);
+    } else {
+        run_one(step, scope, ctx, report);
+    }
+    record(std::move(report), scope, out);
+}
+
+void JobRun::record(StepReport report, Scope& scope, std::vector<StepReport>& out) {
+    scope.steps.set(report.id, Value(step_entry(report.outputs, report.outcome, report.conclusion)));
+    if (report.conclusion == Outcome::failure) scope.failed = true;
+    out.push_back(std::move(report));
 }
 
 void JobRun::run_one(const Step& step, Scope& scope, const EvalContext& ctx, StepReport& report) {
@@ -489,6 +501,9 @@ JobReport JobRun::run() {
         m_temp_root = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
     }
     run_steps(m_leg.job->steps, scope, m_report.steps);
+    // Background steps still running are waited for (GitHub's runner does the same before
+    // the post steps); a cancelled job's token has already stopped them.
+    join_all_background(scope, m_report.steps);
     m_job_steps = scope.steps;
     run_posts();
     evaluate_outputs();

@@ -2,18 +2,25 @@
 // Internal to job_runner.cpp and step_actions.cpp: the state of one running job leg.
 
 #include <chrono>
+#include <memory>
 #include <optional>
+#include <semaphore>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "jobs/action_model.hpp"
 #include "jobs/expr.hpp"
 #include "jobs/job_runner.hpp"
 #include "jobs/step_runner.hpp"
+#include "sandbox/cancel.hpp"
 
 namespace jobs::detail {
 
 inline constexpr int k_max_composite_depth = 9;
+// Background steps running at once in a job, as GitHub's runner allows; more wait for a slot.
+inline constexpr std::ptrdiff_t k_max_running_background = 10;
+using BackgroundSlots = std::counting_semaphore<k_max_running_background>;
 
 // The steps of a job or of a composite action run in a scope: its own steps context and
 // inputs, the env its caller passed (not leaking out), its status functions.
@@ -39,6 +46,25 @@ struct PostStep {
     Scope scope;  // as it was when the main step ran
 };
 
+struct BackgroundStep;
+
+// The background steps a job run started (background_steps.cpp), touched on the job's thread
+// only. A copy is empty: the fork a background step runs in starts none of its own. The
+// destructor cancels and joins any still running (run() has joined them all before).
+class BackgroundSteps {
+public:
+    BackgroundSteps();
+    BackgroundSteps(const BackgroundSteps&);
+    BackgroundSteps& operator=(const BackgroundSteps&) = delete;
+    ~BackgroundSteps();
+
+    std::vector<std::unique_ptr<BackgroundStep>> items;  // in start order
+};
+
+// A JobRun is copied (a fork) for each background step: the fork runs the step on its own
+// thread with its own JobState, posts, timeout flag and continue-on-error, sharing only what
+// is immutable or thread-safe (settings, leg, services: log, masker, executor). The job's
+// thread applies the fork's results at the wait (join_background).
 class JobRun {
 public:
     JobRun(const RunSettings& settings, const RunServices& services, const LegInput& leg);
@@ -59,6 +85,22 @@ public:
 
     // Runs `steps` in `scope`, appending their reports.
     void run_steps(const std::vector<Step>& steps, Scope& scope, std::vector<StepReport>& out);
+    // One run or uses step: its `if`, then run_one, or start_background for a background step.
+    void run_listed(const Step& step, Scope& scope, std::vector<StepReport>& out);
+    // The step's report joins the job: steps.<id>, the scope's failure, the report list.
+    void record(StepReport report, Scope& scope, std::vector<StepReport>& out);
+
+    // Background steps (background_steps.cpp), job scope only. The report's slot in `out` is
+    // kept at the step's place; steps.<id>, outputs, env, path and matchers join the job when
+    // it is waited for (wait, wait-all, cancel, the end of a parallel block, the job's end).
+    void start_background(const Step& step, Scope& scope, const EvalContext& ctx, StepReport report,
+                          std::vector<StepReport>& out);
+    // wait, wait-all, cancel and parallel steps.
+    void run_control(const Step& step, Scope& scope, std::vector<StepReport>& out);
+    // Joins `background` (once) and applies its results; its conclusion.
+    Outcome join_background(BackgroundStep& background, Scope& scope, std::vector<StepReport>& out);
+    // Joins every background step not yet waited for (the job's end); returns how many.
+    std::size_t join_all_background(Scope& scope, std::vector<StepReport>& out);
 
     // Contexts for an expression in `scope` (env: the job env, then scope env, then `step_env`).
     EvalContext context(const Scope& scope, const sandbox::Environment& step_env = {}) const;
@@ -100,7 +142,10 @@ public:
     void log_start(const StepReport& report);
     void log_finish(const StepReport& report);
     std::optional<std::chrono::milliseconds> remaining() const;
-    bool cancelled() const { return m_leg.cancel != nullptr && m_leg.cancel->cancelled(); }
+    bool cancelled() const {
+        return (m_leg.cancel != nullptr && m_leg.cancel->cancelled()) ||
+               (m_step_cancel != nullptr && m_step_cancel->cancelled());
+    }
     // Why cancelled() holds: the whole run was cancelled, or the matrix's fail-fast.
     const char* cancel_message() const;
     StepContext step_context(const std::string& name) const;
@@ -125,6 +170,27 @@ public:
     std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
     // temp_root, opened before the first step (RunSettings::temp_root_dir, or here by path).
     std::shared_ptr<const sandbox::SafeDir> m_temp_root;
+    // A fork running a background step: the step's own token (linked to the leg's), which a
+    // `cancel:` fires. Null on the job's own JobRun.
+    const sandbox::CancelToken* m_step_cancel = nullptr;
+    BackgroundSteps m_background;
+    // The job's slots for running background steps, shared with its forks (thread-safe).
+    std::shared_ptr<BackgroundSlots> m_slots = std::make_shared<BackgroundSlots>(k_max_running_background);
+};
+
+struct BackgroundStep {
+    std::string id;                  // the report id
+    std::string key;                 // fold_case(id): what wait and cancel name
+    std::size_t slot = 0;            // its report's index in the job's steps
+    std::optional<sandbox::CancelToken> cancel;
+    JobState before;                 // the job's state when it started (for the delta)
+    Scope scope;                     // a copy of the job scope as it started
+    StepReport report;               // written by its thread until joined
+    std::unique_ptr<JobRun> fork;    // its JobRun; released once applied
+    std::thread thread;
+    bool applied = false;
+    bool cancel_requested = false;   // by a cancel: step
+    Outcome conclusion = Outcome::success;  // once applied
 };
 
 // The environment of a step as Text values evaluated: `env` (mapping or expression).
@@ -134,5 +200,10 @@ void set_env(sandbox::Environment& env, const std::string& name, const std::stri
 // set_env for each of `more`, in linear time however many there are.
 void merge_env(sandbox::Environment& env, const sandbox::Environment& more);
 Object env_object(const sandbox::Environment& env);
+// A continue-on-error style flag (boolean or expression); false when unset. An evaluation
+// error is put in `error`.
+bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context, std::string& error);
+// steps.<id>: {outputs, outcome, conclusion}.
+Object step_entry(const NamedValues& outputs, Outcome outcome, Outcome conclusion);
 
 }  // namespace jobs::detail

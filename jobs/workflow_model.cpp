@@ -303,6 +303,16 @@ std::string Step::display_name() const {
         std::string first = run->value.substr(0, run->value.find('\n'));
         return "Run " + first;
     }
+    std::string listed;
+    for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target.value;
+    switch (kind) {
+        case StepKind::wait: return "Wait for " + listed;
+        case StepKind::wait_all: return "Wait for all background steps";
+        case StepKind::cancel: return "Cancel " + listed;
+        case StepKind::parallel: return "Parallel steps";
+        case StepKind::run:
+        case StepKind::uses: break;
+    }
     return uses ? "Run " + uses->value : "step " + std::to_string(index + 1);
 }
 
@@ -332,6 +342,7 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
     TemplateReadOptions options;
     options.condition_types = k_conditions;
+    options.background_steps = true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
     if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
         return std::unexpected(read.error());

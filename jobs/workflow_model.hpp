@@ -81,8 +81,16 @@ struct Triggers {
     const EventTrigger* find(std::string_view event) const;
 };
 
+// What a step does. run and uses start a process (or a composite/builtin); the others are
+// GitHub's background-step controls (jobs only, never in composite actions):
+// `wait: ID | [IDs]`, `wait-all:` (bare or a boolean; false waits for nothing), `cancel: ID`,
+// and `parallel:` (a block of run/uses steps started as background steps and waited for
+// before the next step).
+enum class StepKind { run, uses, wait, wait_all, cancel, parallel };
+
 struct Step {
-    std::size_t index = 0;  // position in its job or composite action
+    std::size_t index = 0;  // position in its job or composite action (or parallel block)
+    StepKind kind = StepKind::run;
     std::optional<std::string> id;
     std::optional<Text> name;
     std::optional<Text> condition;  // `if`
@@ -97,9 +105,19 @@ struct Step {
     std::optional<YamlNode> with_template;
     std::optional<YamlNode> continue_on_error;  // boolean or expression
     std::optional<YamlNode> timeout_minutes;    // number or expression
+    // `background: true` (and every step of a parallel block): the step starts and the job
+    // goes on with the next one; its results join the job when it is waited for.
+    bool background = false;
+    // wait: the ids waited for; cancel: the one id, as written (the parser checked that each
+    // names a background step before this one in the job).
+    std::vector<Text> targets;
+    bool wait_all = true;               // `wait-all: false` waits for nothing
+    std::vector<Step> parallel;         // parallel: its steps (run or uses, background)
+    std::optional<std::size_t> block;   // a step of a parallel block: the block's index
     SourceMark mark;
 
-    // The name shown in logs: `name`, else "Run <first line of run>" or "Run <uses>".
+    // The name shown in logs: `name`, else "Run <first line of run>" or "Run <uses>", or
+    // "Wait for a, b" / "Wait for all background steps" / "Cancel x".
     std::string display_name() const;
 };
 

@@ -3,6 +3,7 @@
 // shapes are known; what is checked here are the rules of GitHub's converters
 // (actions/runner WorkflowTemplateConverter.cs, languageservices model/converter/*.ts).
 #include <algorithm>
+#include <unordered_map>
 
 #include "jobs/matrix.hpp"
 #include "jobs/value.hpp"
@@ -193,9 +194,11 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
     step.mark = node.mark;
     const YamlNode* run = node.find("run");
     const YamlNode* uses = node.find("uses");
-    if (run == nullptr && uses == nullptr)
-        return fail(node.mark, "Expected one of uses, run, wait, wait-all, or cancel to be defined"), std::nullopt;
-    if (run != nullptr) {
+    if (run == nullptr && uses == nullptr) {
+        if (!control_step(node, step, what, composite, ids))
+            return fail(node.mark, "Expected one of uses, run, wait, wait-all, or cancel to be defined"), std::nullopt;
+        if (!ok()) return std::nullopt;
+    } else if (run != nullptr) {
         step.run = text(*run, what + ".run");
         if (const auto* shell = node.find("shell")) step.shell = text(*shell, what + ".shell");
         else if (composite)
@@ -203,6 +206,7 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
         if (const auto* dir = node.find("working-directory"))
             step.working_directory = text(*dir, what + ".working-directory");
     } else {
+        step.kind = StepKind::uses;
         step.uses = text(*uses, what + ".uses");
         if (step.uses && !check_uses(*step.uses)) return std::nullopt;
         if (const auto* with = node.find("with")) {
@@ -224,8 +228,71 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
         step.continue_on_error = bool_or_expression(*coe, what + ".continue-on-error");
     if (const auto* timeout = node.find("timeout-minutes"))
         step.timeout_minutes = number_or_expression(*timeout, what + ".timeout-minutes");
+    if (const auto* background = node.find("background"))
+        step.background = background->scalar_type() == YamlNode::ScalarType::boolean && background->as_bool();
     if (!ok()) return std::nullopt;
     return step;
+}
+
+bool ParseContext::control_step(const YamlNode& node, Step& step, const std::string& what, bool composite,
+                                IdScope& ids) {
+    const YamlNode* wait = node.find("wait");
+    const YamlNode* wait_all = node.find("wait-all");
+    const YamlNode* cancel = node.find("cancel");
+    const YamlNode* parallel = node.find("parallel");
+    if (wait == nullptr && wait_all == nullptr && cancel == nullptr && parallel == nullptr) return false;
+    if (composite) return fail(node.mark, "background steps (wait, wait-all, cancel, parallel) are for jobs, not composite actions"), true;
+    if (wait != nullptr) {
+        step.kind = StepKind::wait;
+        if (wait->is_sequence()) {
+            for (const auto& item : wait->items) step.targets.push_back(Text{item.text, item.mark});
+        } else {
+            step.targets.push_back(Text{wait->text, wait->mark});
+        }
+    } else if (cancel != nullptr) {
+        step.kind = StepKind::cancel;
+        step.targets.push_back(Text{cancel->text, cancel->mark});
+    } else if (wait_all != nullptr) {
+        step.kind = StepKind::wait_all;
+        step.wait_all = !(wait_all->scalar_type() == YamlNode::ScalarType::boolean && !wait_all->as_bool());
+    } else {
+        step.kind = StepKind::parallel;
+        if (!parallel->is_sequence()) return fail(parallel->mark, what + ".parallel must be a sequence of steps"), true;
+        for (std::size_t i = 0; i < parallel->items.size(); ++i) {
+            auto inner = this->step(parallel->items[i], i, what + " parallel", composite, ids);
+            if (!inner) return true;
+            if (inner->kind != StepKind::run && inner->kind != StepKind::uses)
+                return fail(parallel->items[i].mark, "a parallel block holds run and uses steps only"), true;
+            inner->background = true;
+            inner->block = step.index;
+            step.parallel.push_back(std::move(*inner));
+        }
+    }
+    return true;
+}
+
+// GitHub's wait and cancel name background steps by id. Checked here, before anything runs:
+// the id must belong to a background step (or a step of a parallel block) earlier in the job.
+bool ParseContext::check_background_targets(const std::vector<Step>& steps) {
+    std::unordered_map<std::string, bool> earlier;  // folded id -> is a background step
+    auto note = [&earlier](const Step& step) {
+        if (step.id) earlier.emplace(fold_case(*step.id), step.background);
+    };
+    for (const auto& step : steps) {
+        const char* key = step.kind == StepKind::wait ? "wait" : "cancel";
+        for (const auto& target : step.targets) {
+            const auto found = earlier.find(fold_case(target.value));
+            if (found == earlier.end())
+                return fail(target.mark, std::string(key) + ": " + q(target.value) +
+                                             " is not the id of a step before this one");
+            if (!found->second)
+                return fail(target.mark, std::string(key) + ": " + q(target.value) +
+                                             " is not a background step (it has no background: true)");
+        }
+        note(step);
+        for (const auto& inner : step.parallel) note(inner);
+    }
+    return true;
 }
 
 std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where, bool composite) {
@@ -241,6 +308,7 @@ std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view whe
         if (!parsed) return out;
         out.push_back(std::move(*parsed));
     }
+    if (!composite) check_background_targets(out);
     return out;
 }
 

@@ -148,9 +148,10 @@ jobs:
 TEST_CASE("invalid workflows are rejected with file:line:col, in GitHub's words") {
     CHECK(parse_error("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo\n        uses: ./x\n") ==
           "w.yml:7:9: Unexpected value 'uses'");
+    // With GitHub's background steps on, its reader names their keys too.
     CHECK(parse_error("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - name: nothing\n") ==
-          "w.yml:6:9: There's not enough info to determine what you meant. Add one of these properties: run, "
-          "shell, uses, with, working-directory");
+          "w.yml:6:9: There's not enough info to determine what you meant. Add one of these properties: cancel, "
+          "run, shell, uses, wait, wait-all, with, working-directory");
     CHECK(parse_error("on: push\njobs:\n  a:\n    runs-on: x\n    needs: zz\n    steps:\n      - run: echo\n"
                       "  b:\n    runs-on: x\n") ==
           "w.yml:5:12: Job 'a' depends on unknown job 'zz'.");
