@@ -48,6 +48,7 @@ void ActionResolver::resolve_workflows(const std::vector<Workflow>& workflows, c
 
 void ActionResolver::resolve_steps(const std::vector<Step>& steps, int depth) {
     for (const auto& step : steps) {
+        if (!step.parallel.empty()) resolve_steps(step.parallel, depth);  // a parallel: block's steps
         if (!step.uses || !is_remote_uses(step.uses->value) || is_builtin_action(step.uses->value)) continue;
         (void)resolve_locked(step.uses->value, depth);
     }

@@ -232,3 +232,34 @@ jobs:
     CHECK(message.find("`sandgate actions pull -C " + fs::canonical(dir / "repo").string()) != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
 }
+
+TEST_CASE("the remote actions of a parallel: block are pulled and pinned like the job's own steps") {
+    const auto dir = tests::make_temp_dir("remote-parallel");
+    tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
+    const auto source = dir / "source";
+    const auto side = tests::make_action_repo(source, "acme", "side", "v1", {{"action.yml", R"(runs:
+  using: composite
+  steps:
+    - run: echo "side action from $GITHUB_ACTION_REPOSITORY"
+      shell: bash
+)"}});
+    tests::write_file(dir / "repo/w/par.yml", R"(on: push
+jobs:
+  par:
+    runs-on: ubuntu-latest
+    steps:
+      - parallel:
+          - uses: acme/side@v1
+          - run: echo beside
+)");
+    auto pulled = tests::run_sandgate(dir, {"actions", "pull", "-C", "repo", "-W", "w", "--source", source.string()});
+    INFO(pulled.output);
+    CHECK(pulled.exit_code == 0);
+    // With no source, only what the pull stored can run.
+    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("side action from acme/side") != std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    REQUIRE(locked(report, "acme/side@v1") != nullptr);
+    CHECK(text(*locked(report, "acme/side@v1"), "sha") == side);
+}
