@@ -13,10 +13,14 @@ constexpr int k_max_depth = 9;  // composite nesting and workflow calls, as the 
 
 }  // namespace
 
-bool is_builtin_action(std::string_view uses) {
-    const auto at = uses.find('@');
-    return equals_ignore_case(uses.substr(0, at), "actions/checkout");
+BuiltinAction builtin_action(std::string_view uses) {
+    const std::string_view name = uses.substr(0, uses.find('@'));
+    if (equals_ignore_case(name, "actions/checkout")) return BuiltinAction::checkout;
+    if (equals_ignore_case(name, "step-security/harden-runner")) return BuiltinAction::wrap_does_it;
+    return BuiltinAction::none;
 }
+
+bool is_builtin_action(std::string_view uses) { return builtin_action(uses) != BuiltinAction::none; }
 
 ActionResolver::ActionResolver(ActionStore store, ActionSource source, ResolveOptions options)
     : m_store(std::move(store)), m_source(std::move(source)), m_options(std::move(options)) {}

@@ -35,7 +35,11 @@ struct ResolveOptions {
     std::string fill_command = "sandgate actions pull";
 };
 
-// The builtins sandgate runs itself (actions/checkout): never resolved.
+// The actions sandgate answers itself, never resolved nor fetched: actions/checkout (its own
+// checkout), and egress monitors whose job the wrap already does (step-security/harden-runner),
+// which succeed as a logged no-op.
+enum class BuiltinAction { none, checkout, wrap_does_it };
+BuiltinAction builtin_action(std::string_view uses);
 bool is_builtin_action(std::string_view uses);
 
 class ActionResolver {

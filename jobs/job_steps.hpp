@@ -121,6 +121,7 @@ public:
                   const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
                   StepReport& report);
     void run_checkout(const NamedValues& with, StepReport& report);
+    void run_wrap_does_it(const std::string& uses, StepReport& report);
     // A remote action from the run's lock (jobs/action_resolve.hpp), run as a local one.
     void run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
                     const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,

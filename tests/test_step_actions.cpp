@@ -263,3 +263,25 @@ jobs:
     REQUIRE(locked(report, "acme/side@v1") != nullptr);
     CHECK(text(*locked(report, "acme/side@v1"), "sha") == side);
 }
+
+TEST_CASE("step-security/harden-runner is a logged no-op: the wrap already does its job, nothing is fetched") {
+    const auto dir = tests::make_temp_dir("remote-harden");
+    tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
+    tests::write_file(dir / "repo/w/h.yml", R"(on: push
+jobs:
+  h:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: step-security/harden-runner@v2
+        with:
+          egress-policy: audit
+      - run: echo after
+)");
+    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find("sandgate: step-security/harden-runner does nothing here") != std::string::npos);
+    CHECK(ran.output.find("after") != std::string::npos);
+    auto report = tests::read_report(dir / "r.json");
+    CHECK(text(job_named(report, "h"), "conclusion") == "success");
+    CHECK(locked(report, "step-security/harden-runner@v2") == nullptr);  // never resolved
+}
