@@ -1,10 +1,13 @@
 #pragma once
 // Runs one job leg (a job, or one combination of its matrix) to completion: its steps in
 // order with `if` (implicit success()), continue-on-error, timeout-minutes (the job's and
-// each step's, enforced by the sandbox), env and defaults.run; `uses:` of local composite
-// actions (inputs, outputs, env isolation, nesting), local JavaScript actions (pre, main,
-// post with pre-if/post-if), actions/checkout as a builtin; other remote actions fail the
-// step. Post steps run at the end in reverse order. Then the job's outputs are evaluated.
+// each step's, enforced by the sandbox), env and defaults.run; background steps, wait,
+// wait-all, cancel and parallel blocks (each background step on its own thread, its results
+// applied at the wait); `uses:` of composite and JavaScript actions, local or remote (remote
+// ones from the run's action store, jobs/action_resolve.hpp: inputs, outputs, env isolation,
+// nesting, pre/main/post with pre-if/post-if), actions/checkout and harden-runner as
+// builtins; docker actions fail the step. Post steps run at the end in reverse order. Then the
+// job's outputs are evaluated.
 //
 // Never throws; everything that goes wrong is a failed step or job in the report.
 
