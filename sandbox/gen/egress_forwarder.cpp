@@ -12,80 +12,20 @@
 // close-on-exec in the parent: the payload never holds it. The child dies with the wrap's pid
 // namespace when the payload ends.
 //
-// Freestanding like gen/status_init.cpp (no libc; raw system calls for x86-64 and aarch64).
+// Freestanding like gen/status_init.cpp (gen/freestanding.hpp: no libc, raw system calls).
 // Built and embedded by sandbox/CMakeLists.txt (egress_forwarder_program.cpp).
 
-#if !defined(__x86_64__) && !defined(__aarch64__)
-#error "sandgate-egress-forwarder: only x86-64 and aarch64 are supported"
-#endif
+#include "freestanding.hpp"
 
 namespace {
 
-#if defined(__x86_64__)
-enum : long { k_write = 1, k_close = 3, k_recvfrom = 45, k_sendmsg = 46, k_socket = 41, k_bind = 49, k_listen = 50,
-              k_setsockopt = 54, k_clone = 56, k_execve = 59, k_fcntl = 72, k_exit_group = 231, k_ppoll = 271,
-              k_accept4 = 288, k_close_range = 436 };
-
-long syscall6(long n, long a, long b, long c, long d, long e, long f) {
-    long result;
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    __asm__ volatile("syscall"
-                     : "=a"(result)
-                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return result;
-}
-#else
-enum : long { k_write = 64, k_close = 57, k_recvfrom = 207, k_sendmsg = 211, k_socket = 198, k_bind = 200,
-              k_listen = 201, k_setsockopt = 208, k_clone = 220, k_execve = 221, k_fcntl = 25, k_exit_group = 94,
-              k_ppoll = 73, k_accept4 = 242, k_close_range = 436 };
-
-long syscall6(long n, long a, long b, long c, long d, long e, long f) {
-    register long x8 __asm__("x8") = n;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    register long x4 __asm__("x4") = e;
-    register long x5 __asm__("x5") = f;
-    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-    return x0;
-}
-#endif
-
-long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
-    return syscall6(n, a, b, c, d, e, f);
-}
+using namespace freestanding;
 
 constexpr long k_af_inet = 2, k_sock_stream = 1, k_sock_cloexec = 02000000;
 constexpr long k_sol_socket = 1, k_so_reuseaddr = 2, k_scm_rights = 1;
 constexpr long k_msg_nosignal = 0x4000, k_msg_dontwait = 0x40;
-constexpr long k_f_setfd = 2, k_fd_cloexec = 1, k_sigchld = 17, k_eintr = 4;
+constexpr long k_f_setfd = 2, k_fd_cloexec = 1, k_sigchld = 17;
 constexpr short k_pollin = 1, k_pollerr = 8, k_pollhup = 16;
-
-[[noreturn]] void leave(long status) {
-    for (;;) sys(k_exit_group, status);
-}
-
-unsigned long length(const char* text) {
-    unsigned long n = 0;
-    while (text[n] != '\0') ++n;
-    return n;
-}
-
-void say(const char* text) { sys(k_write, 2, reinterpret_cast<long>(text), static_cast<long>(length(text))); }
-
-bool parse_fd(const char* text, long& fd) {
-    fd = 0;
-    if (*text == '\0') return false;
-    for (; *text != '\0'; ++text) {
-        if (*text < '0' || *text > '9' || fd > 100000) return false;
-        fd = fd * 10 + (*text - '0');
-    }
-    return true;
-}
 
 struct SockaddrIn {
     unsigned short family;
@@ -171,13 +111,13 @@ void close_others(long a, long b) {
 
 }  // namespace
 
-extern "C" [[noreturn]] void forwarder_main(long* stack) {
+extern "C" [[noreturn]] void freestanding_main(long* stack) {
     const long argc = stack[0];
     char** argv = reinterpret_cast<char**>(stack + 1);
     char** envp = argv + argc + 1;
     long channel = -1;
     if (argc < 3 || !parse_fd(argv[1], channel) || argv[2][0] != '/') {
-        say("usage: sandgate-egress-forwarder FD /PROGRAM ARGS...\n");
+        say(2, "usage: sandgate-egress-forwarder FD /PROGRAM ARGS...\n");
         leave(125);
     }
     const long listener = sys(k_socket, k_af_inet, k_sock_stream | k_sock_cloexec, 0);
@@ -188,40 +128,19 @@ extern "C" [[noreturn]] void forwarder_main(long* stack) {
         sys(k_setsockopt, listener, k_sol_socket, k_so_reuseaddr, reinterpret_cast<long>(&one), sizeof one) < 0 ||
         sys(k_bind, listener, reinterpret_cast<long>(&address), sizeof address) < 0 ||
         sys(k_listen, listener, 256) < 0) {
-        say("sandgate: the egress forwarder cannot listen on 127.0.0.1:3128 in the sandbox\n");
+        say(2, "sandgate: the egress forwarder cannot listen on 127.0.0.1:3128 in the sandbox\n");
         leave(125);
     }
     sys(k_fcntl, channel, k_f_setfd, k_fd_cloexec);
     const long pid = sys(k_clone, k_sigchld, 0, 0, 0);
     if (pid == 0) serve(listener, channel);
     if (pid < 0) {
-        say("sandgate: cannot start the egress forwarder (fork)\n");
+        say(2, "sandgate: cannot start the egress forwarder (fork)\n");
         leave(125);
     }
     sys(k_execve, reinterpret_cast<long>(argv[2]), reinterpret_cast<long>(argv + 2), reinterpret_cast<long>(envp));
-    say("sandgate: the egress forwarder cannot start ");
-    say(argv[2]);
-    say("\n");
+    say(2, "sandgate: the egress forwarder cannot start ");
+    say(2, argv[2]);
+    say(2, "\n");
     leave(125);
-}
-
-// The entry point: the kernel's initial stack (argc, argv..., envp...) to forwarder_main.
-#if defined(__x86_64__)
-__asm__(".text\n.global _start\n_start:\n xor %rbp, %rbp\n mov %rsp, %rdi\n and $-16, %rsp\n call forwarder_main\n hlt\n");
-#else
-__asm__(".text\n.global _start\n_start:\n mov x29, #0\n mov x0, sp\n bl forwarder_main\n brk #0\n");
-#endif
-
-// What the compiler may call even in a freestanding build.
-extern "C" void* memset(void* target, int value, unsigned long size) {
-    auto* bytes = static_cast<unsigned char*>(target);
-    for (unsigned long i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>(value);
-    return target;
-}
-
-extern "C" void* memcpy(void* target, const void* source, unsigned long size) {
-    auto* out = static_cast<unsigned char*>(target);
-    const auto* in = static_cast<const unsigned char*>(source);
-    for (unsigned long i = 0; i < size; ++i) out[i] = in[i];
-    return target;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// What the wrap's freestanding programs share (gen/status_init.cpp, gen/sudo.cpp): raw system
+// What the wrap's freestanding programs share (gen/status_init.cpp, gen/sudo.cpp,
+// gen/egress_forwarder.cpp): raw system
 // calls for x86-64 and aarch64, a few string helpers, execvp's search, and the entry point
 // that hands the kernel's initial stack to `freestanding_main`. No libc: each program is a few
 // KB, copied into every wrap. Include it from one translation unit per program only.
@@ -11,9 +12,10 @@
 namespace freestanding {
 
 #if defined(__x86_64__)
-enum : long { k_write = 1, k_close = 3, k_sigaction = 13, k_sigprocmask = 14, k_clone = 56, k_execve = 59,
+enum : long { k_write = 1, k_close = 3, k_sigaction = 13, k_sigprocmask = 14, k_socket = 41, k_recvfrom = 45,
+              k_sendmsg = 46, k_bind = 49, k_listen = 50, k_setsockopt = 54, k_clone = 56, k_execve = 59,
               k_wait4 = 61, k_fcntl = 72, k_getuid = 102, k_getgid = 104, k_openat = 257,
-              k_unshare = 272, k_exit_group = 231 };
+              k_unshare = 272, k_ppoll = 271, k_accept4 = 288, k_close_range = 436, k_exit_group = 231 };
 
 inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     long result;
@@ -27,9 +29,10 @@ inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     return result;
 }
 #else
-enum : long { k_write = 64, k_close = 57, k_sigaction = 134, k_sigprocmask = 135, k_clone = 220, k_execve = 221,
-              k_wait4 = 260, k_fcntl = 25, k_getuid = 174, k_getgid = 176, k_openat = 56,
-              k_unshare = 97, k_exit_group = 94 };
+enum : long { k_write = 64, k_close = 57, k_sigaction = 134, k_sigprocmask = 135, k_socket = 198, k_bind = 200,
+              k_listen = 201, k_setsockopt = 208, k_recvfrom = 207, k_sendmsg = 211, k_clone = 220,
+              k_execve = 221, k_wait4 = 260, k_fcntl = 25, k_getuid = 174, k_getgid = 176, k_openat = 56,
+              k_unshare = 97, k_ppoll = 73, k_accept4 = 242, k_close_range = 436, k_exit_group = 94 };
 
 inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     register long x8 __asm__("x8") = n;
@@ -44,7 +47,9 @@ inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
 }
 #endif
 
-inline long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) { return syscall6(n, a, b, c, d, 0, 0); }
+inline long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+    return syscall6(n, a, b, c, d, e, f);
+}
 
 constexpr long k_enoent = 2, k_eintr = 4, k_enoexec = 8, k_eacces = 13, k_enotdir = 20;
 
@@ -61,6 +66,17 @@ inline unsigned long length(const char* text) {
 inline bool same(const char* a, const char* b) {
     while (*a != '\0' && *a == *b) ++a, ++b;
     return *a == *b;
+}
+
+// A file descriptor number given on the command line (decimal, at most 100000).
+inline bool parse_fd(const char* text, long& fd) {
+    fd = 0;
+    if (*text == '\0') return false;
+    for (; *text != '\0'; ++text) {
+        if (*text < '0' || *text > '9' || fd > 100000) return false;
+        fd = fd * 10 + (*text - '0');
+    }
+    return true;
 }
 
 inline void say(long fd, const char* text) {

@@ -24,16 +24,6 @@ constexpr long k_sigchld = 17;
 constexpr long k_f_setfd = 2, k_fd_cloexec = 1;
 constexpr long k_sig_block = 0, k_sig_setmask = 2;
 
-bool parse_fd(const char* text, long& fd) {
-    fd = 0;
-    if (*text == '\0') return false;
-    for (; *text != '\0'; ++text) {
-        if (*text < '0' || *text > '9' || fd > 100000) return false;
-        fd = fd * 10 + (*text - '0');
-    }
-    return true;
-}
-
 // "exit N\n" / "signal N\n".
 void report(long fd, const char* word, long n) {
     char line[32];
