@@ -19,6 +19,7 @@
 #include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
 #include "tests/support/capabilities.hpp"
+#include "tests/support/public_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include "tests/support/read_fd.hpp"
@@ -106,23 +107,6 @@ std::string run_plain(const std::filesystem::path& cwd, std::vector<std::string>
     return result.out.head;
 }
 
-// A directory under /tmp that every user may enter and write, removed at scope end.
-struct PublicDir {
-    std::filesystem::path path;
-    PublicDir() {
-        std::string pattern = "/tmp/sandgate-test-netns-public-XXXXXX";
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-        std::filesystem::permissions(path, std::filesystem::perms::all);
-    }
-    PublicDir(const PublicDir&) = delete;
-    PublicDir& operator=(const PublicDir&) = delete;
-    ~PublicDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-};
-
 }  // namespace
 
 TEST_CASE("a namespace of its own: only loopback, up; this thread stays where it was") {
@@ -202,7 +186,7 @@ TEST_CASE("the wrap's network is loopback only, whether sandgate or bwrap made i
     SECTION("as an unprivileged user: bwrap makes it (--unshare-net)") {
         // The build tree may sit where uid 65534 cannot reach (a checkout under /root): the
         // run gets a copy of the binary in a directory of its own under /tmp.
-        const PublicDir dir;
+        const tests::PublicDir dir("netns");
         const auto binary = dir.path / "sandgate";
         std::filesystem::copy_file(SANDGATE_BINARY, binary);
         // Not root: this process is unprivileged already.

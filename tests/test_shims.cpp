@@ -11,6 +11,7 @@
 
 #include "sandbox/run.hpp"
 #include "sandbox/shims.hpp"
+#include "tests/support/public_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 #include "tests/wrap_spawn.hpp"
@@ -18,24 +19,6 @@
 namespace {
 
 #define K_NESTED "the wrap refuses the nested bwrap a test would start"
-
-// A directory under /tmp that every user may enter and write (the unprivileged way runs as
-// uid 65534), removed at scope end.
-struct PublicDir {
-    std::filesystem::path path;
-    PublicDir() {
-        std::string pattern = "/tmp/sandgate-test-shims-public-XXXXXX";
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-        std::filesystem::permissions(path, std::filesystem::perms::all);
-    }
-    PublicDir(const PublicDir&) = delete;
-    PublicDir& operator=(const PublicDir&) = delete;
-    ~PublicDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-};
 
 sandbox::RunResult run_unwrapped(const std::filesystem::path& cwd, std::vector<std::string> argv) {
     sandbox::RunRequest request = tests::request_in(cwd, std::move(argv));
@@ -70,7 +53,7 @@ bool installed(const std::string& package) {
 
 TEST_CASE("sudo runs a command as root of the sandbox's own user namespace, never as host root") {
     SKIP_UNDER_WRAP(K_NESTED);
-    const PublicDir dir;
+    const tests::PublicDir dir("shims");
     const auto binary = dir.path / "sandgate";
     std::filesystem::copy_file(SANDGATE_BINARY, binary);  // uid 65534 may not reach the build tree
     const auto work = dir.path / "work";
