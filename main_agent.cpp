@@ -2,4 +2,6 @@
 // runs in `sandgate-full agent-github` rounds); started by `sandgate agent` (agent/launcher.hpp).
 #include "agent/launcher.hpp"
 
-int main(int argc, char** argv) { return agent::agent_main(argc, argv); }
+int main(int argc, char** argv) {
+    return agent::agent_main(argc, argv);
+}

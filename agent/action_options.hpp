@@ -38,12 +38,14 @@ jobs::ActionStore action_store(const ActionFlags& flags, const std::filesystem::
 // The resolver the flags describe; invalid_input naming the flag when they are wrong.
 // `repository` is what the cache-miss line tells the user to pull (`-C DIR`).
 sandbox::Expected<std::unique_ptr<jobs::ActionResolver>> make_action_resolver(
-    const ActionFlags& flags, const std::filesystem::path& state_dir, const std::filesystem::path& repository,
+    const ActionFlags& flags, const std::filesystem::path& state_dir,
+    const std::filesystem::path& repository,
     jobs::PinRefresh refresh = jobs::PinRefresh::cached_first);
 
 // For run and gate: resolves every remote action of `workflows` before any job starts and
 // prints one line per action that cannot run (its steps will fail closed with it).
-void resolve_run_actions(jobs::ActionResolver& resolver, const std::vector<jobs::Workflow>& workflows,
+void resolve_run_actions(jobs::ActionResolver& resolver,
+                         const std::vector<jobs::Workflow>& workflows,
                          const std::filesystem::path& repository, const char* program);
 
 }  // namespace agent

@@ -1,9 +1,8 @@
 #include "agent/agent_config.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -36,7 +35,8 @@ std::string where(const std::filesystem::path& file, const Node& node) {
     return jobs::one_line(file.string()) + ":" + std::to_string(node.mark.line);
 }
 
-[[noreturn]] void invalid(const std::filesystem::path& file, const std::string& key, const Node& node) {
+[[noreturn]] void invalid(const std::filesystem::path& file, const std::string& key,
+                          const Node& node) {
     throw BadConfig{where(file, node) + ": " + key + ": not a valid value"};
 }
 
@@ -44,14 +44,16 @@ template <typename T>
 T scalar(const std::filesystem::path& file, const std::string& key, const Node& node);
 
 template <>
-std::string scalar<std::string>(const std::filesystem::path& file, const std::string& key, const Node& node) {
+std::string scalar<std::string>(const std::filesystem::path& file, const std::string& key,
+                                const Node& node) {
     if (node.is_null()) return {};
     if (!node.is_scalar()) invalid(file, key, node);
     return node.text;
 }
 
 template <>
-std::int64_t scalar<std::int64_t>(const std::filesystem::path& file, const std::string& key, const Node& node) {
+std::int64_t scalar<std::int64_t>(const std::filesystem::path& file, const std::string& key,
+                                  const Node& node) {
     if (!node.is_scalar()) invalid(file, key, node);
     std::int64_t value = 0;
     const std::string& text = node.text;
@@ -62,12 +64,14 @@ std::int64_t scalar<std::int64_t>(const std::filesystem::path& file, const std::
 
 template <>
 bool scalar<bool>(const std::filesystem::path& file, const std::string& key, const Node& node) {
-    if (!node.is_scalar() || node.scalar_type() != Node::ScalarType::boolean) invalid(file, key, node);
+    if (!node.is_scalar() || node.scalar_type() != Node::ScalarType::boolean)
+        invalid(file, key, node);
     return node.as_bool();
 }
 
 template <>
-std::vector<std::string> scalar<std::vector<std::string>>(const std::filesystem::path& file, const std::string& key,
+std::vector<std::string> scalar<std::vector<std::string>>(const std::filesystem::path& file,
+                                                          const std::string& key,
                                                           const Node& node) {
     if (!node.is_sequence()) invalid(file, key, node);
     std::vector<std::string> out;
@@ -78,8 +82,7 @@ std::vector<std::string> scalar<std::vector<std::string>>(const std::filesystem:
     return out;
 }
 
-std::int64_t positive(const std::filesystem::path& file, const std::string& key,
-                      const Node& node) {
+std::int64_t positive(const std::filesystem::path& file, const std::string& key, const Node& node) {
     const auto value = scalar<std::int64_t>(file, key, node);
     if (value <= 0) throw BadConfig{where(file, node) + ": " + key + ": must be > 0"};
     return value;
@@ -88,42 +91,50 @@ std::int64_t positive(const std::filesystem::path& file, const std::string& key,
 using Setter = std::function<void(const Node&)>;
 
 std::string redact_url(std::string text, const std::string& secret) {
-    for (auto at = text.find(secret); !secret.empty() && at != std::string::npos; at = text.find(secret))
+    for (auto at = text.find(secret); !secret.empty() && at != std::string::npos;
+         at = text.find(secret))
         text.replace(at, secret.size(), "<queue.url>");
     return text;
 }
 
 // A pool's queue URL: postgresql:// (or postgres://) that libpq can parse, and no password in
 // it (a configuration file is read by more people and tools than a 0600 secret file).
-std::string checked_queue_url(const std::filesystem::path& file, const Node& node, std::string url) {
+std::string checked_queue_url(const std::filesystem::path& file, const Node& node,
+                              std::string url) {
     const auto at = where(file, node) + ": queue.url: ";
     if (!url.starts_with("postgresql://") && !url.starts_with("postgres://"))
-        throw BadConfig{at + "must be a postgresql:// URL (leave queue.url out for the embedded SQLite queue)"};
+        throw BadConfig{
+            at + "must be a postgresql:// URL (leave queue.url out for the embedded SQLite queue)"};
     const auto authority_start = url.find("://") + 3;
-    const auto authority = url.substr(authority_start, url.find_first_of("/?#", authority_start) - authority_start);
+    const auto authority =
+        url.substr(authority_start, url.find_first_of("/?#", authority_start) - authority_start);
     const auto userinfo_end = authority.rfind('@');
     const bool userinfo_password = userinfo_end != std::string::npos &&
                                    authority.substr(0, userinfo_end).find(':') != std::string::npos;
     if (userinfo_password)
-        throw BadConfig{at + "holds a password; put it in queue.password_file (mode 0600) or a "
-                             "PGPASSFILE, never in the configuration"};
+        throw BadConfig{at +
+                        "holds a password; put it in queue.password_file (mode 0600) or a "
+                        "PGPASSFILE, never in the configuration"};
     auto parts = pg::parse_url(url);
     // libpq's message may quote the URL: never echoed.
     if (!parts) throw BadConfig{at + redact_url(parts.error().message, url)};
     if (parts->password)
-        throw BadConfig{at + "holds a password; put it in queue.password_file (mode 0600) or a "
-                             "PGPASSFILE, never in the configuration"};
+        throw BadConfig{at +
+                        "holds a password; put it in queue.password_file (mode 0600) or a "
+                        "PGPASSFILE, never in the configuration"};
     return url;
 }
 
 void apply(const std::filesystem::path& file, const std::string& section, const Node& node,
            const std::map<std::string, Setter>& setters) {
-    if (!node.is_mapping()) throw BadConfig{where(file, node) + ": " + section + ": must be a mapping"};
+    if (!node.is_mapping())
+        throw BadConfig{where(file, node) + ": " + section + ": must be a mapping"};
     for (const auto& item : node.entries) {
         const auto it = setters.find(item.key);
         if (it == setters.end())
-            throw BadConfig{jobs::one_line(file.string()) + ":" + std::to_string(item.key_mark.line) + ": " + section +
-                            "." + jobs::one_line(item.key) + ": unknown key"};
+            throw BadConfig{jobs::one_line(file.string()) + ":" +
+                            std::to_string(item.key_mark.line) + ": " + section + "." +
+                            jobs::one_line(item.key) + ": unknown key"};
         it->second(item.value);
     }
 }
@@ -135,13 +146,31 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
     std::map<std::string, Setter> agent_keys = {
         {"id", [&](const Node& n) { c.id = text("agent.id")(n); }},
         {"state_dir", [&](const Node& n) { c.state_dir = text("agent.state_dir")(n); }},
-        {"max_jobs", [&](const Node& n) { c.max_jobs = static_cast<std::size_t>(positive(file, "agent.max_jobs", n)); }},
-        {"lease_seconds", [&](const Node& n) { c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n)); }},
-        {"max_attempts", [&](const Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
-        {"drain_seconds", [&](const Node& n) { c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n)); }},
-        {"mirror_idle_days", [&](const Node& n) { c.mirror_max_idle = std::chrono::hours(24 * positive(file, "agent.mirror_idle_days", n)); }},
-        {"reap_seconds", [&](const Node& n) { c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n)); }},
-        {"on_lost_job", [&](const Node& n) {
+        {"max_jobs",
+         [&](const Node& n) {
+             c.max_jobs = static_cast<std::size_t>(positive(file, "agent.max_jobs", n));
+         }},
+        {"lease_seconds",
+         [&](const Node& n) {
+             c.lease = std::chrono::seconds(positive(file, "agent.lease_seconds", n));
+         }},
+        {"max_attempts",
+         [&](const Node& n) { c.max_attempts = positive(file, "agent.max_attempts", n); }},
+        {"drain_seconds",
+         [&](const Node& n) {
+             c.drain = std::chrono::seconds(positive(file, "agent.drain_seconds", n));
+         }},
+        {"mirror_idle_days",
+         [&](const Node& n) {
+             c.mirror_max_idle =
+                 std::chrono::hours(24 * positive(file, "agent.mirror_idle_days", n));
+         }},
+        {"reap_seconds",
+         [&](const Node& n) {
+             c.reap_interval = std::chrono::seconds(positive(file, "agent.reap_seconds", n));
+         }},
+        {"on_lost_job",
+         [&](const Node& n) {
              const auto value = text("agent.on_lost_job")(n);
              if (value != "conclude" && value != "requeue")
                  throw BadConfig{where(file, n) + ": agent.on_lost_job: conclude or requeue"};
@@ -151,32 +180,52 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
     std::map<std::string, Setter> api_keys = {
         {"listen", [&](const Node& n) { c.listen = text("api.listen")(n); }},
         {"token_file", [&](const Node& n) { c.token_file = text("api.token_file")(n); }},
-        {"webhook_secret_file", [&](const Node& n) { c.webhook_secret_file = text("api.webhook_secret_file")(n); }},
+        {"webhook_secret_file",
+         [&](const Node& n) { c.webhook_secret_file = text("api.webhook_secret_file")(n); }},
     };
     std::map<std::string, Setter> github_keys = {
-        {"repositories", [&](const Node& n) { c.repositories = scalar<std::vector<std::string>>(file, "github.repositories", n); }},
+        {"repositories",
+         [&](const Node& n) {
+             c.repositories = scalar<std::vector<std::string>>(file, "github.repositories", n);
+         }},
         {"label", [&](const Node& n) { c.pr_label = text("github.label")(n); }},
         {"api_url", [&](const Node& n) { c.api_url = text("github.api_url")(n); }},
         {"token_file", [&](const Node& n) { c.github_token_file = text("github.token_file")(n); }},
-        {"poll_seconds", [&](const Node& n) { c.poll_interval = std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n)); }},
+        {"poll_seconds",
+         [&](const Node& n) {
+             c.poll_interval =
+                 std::chrono::seconds(scalar<std::int64_t>(file, "github.poll_seconds", n));
+         }},
         {"check_name", [&](const Node& n) { c.check_name = text("github.check_name")(n); }},
-        {"clone_url", [&](const Node& n) {
+        {"clone_url",
+         [&](const Node& n) {
              c.clone_url = text("github.clone_url")(n);
              if (c.clone_url.find("{repository}") == std::string::npos)
                  throw BadConfig{where(file, n) + ": github.clone_url: must contain {repository}"};
          }},
     };
     std::map<std::string, Setter> job_keys = {
-        {"command", [&](const Node& n) { c.job_command = scalar<std::vector<std::string>>(file, "job.command", n); }},
-        {"timeout_minutes", [&](const Node& n) { c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n)); }},
-        {"persistent_sandbox", [&](const Node& n) { c.persistent_sandbox = scalar<bool>(file, "job.persistent_sandbox", n); }},
-        {"sandbox", [&](const Node& n) {
+        {"command",
+         [&](const Node& n) {
+             c.job_command = scalar<std::vector<std::string>>(file, "job.command", n);
+         }},
+        {"timeout_minutes",
+         [&](const Node& n) {
+             c.job_timeout = std::chrono::minutes(positive(file, "job.timeout_minutes", n));
+         }},
+        {"persistent_sandbox",
+         [&](const Node& n) {
+             c.persistent_sandbox = scalar<bool>(file, "job.persistent_sandbox", n);
+         }},
+        {"sandbox",
+         [&](const Node& n) {
              const auto value = text("job.sandbox")(n);
              if (value != "bwrap" && value != "off")
                  throw BadConfig{where(file, n) + ": job.sandbox: bwrap or off"};
              c.sandbox = value == "off" ? sandbox::SandboxMode::off : sandbox::SandboxMode::bwrap;
          }},
-        {"network", [&](const Node& n) {
+        {"network",
+         [&](const Node& n) {
              const auto value = text("job.network")(n);
              if (value != "none" && value != "host")
                  throw BadConfig{where(file, n) + ": job.network: none or host"};
@@ -184,8 +233,10 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
          }},
     };
     std::map<std::string, Setter> queue_keys = {
-        {"url", [&](const Node& n) { c.queue_url = checked_queue_url(file, n, text("queue.url")(n)); }},
-        {"password_file", [&](const Node& n) { c.queue_password_file = text("queue.password_file")(n); }},
+        {"url",
+         [&](const Node& n) { c.queue_url = checked_queue_url(file, n, text("queue.url")(n)); }},
+        {"password_file",
+         [&](const Node& n) { c.queue_password_file = text("queue.password_file")(n); }},
     };
     std::map<std::string, Setter> sections = {
         {"agent", [&](const Node& n) { apply(file, "agent", n, agent_keys); }},
@@ -221,11 +272,14 @@ Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     probe.job = probe.job_key = "gate";
     probe.sha = std::string(40, '0');
     if (auto name = github::render_check_name(config.check_name, probe); !name)
-        return fail(ErrorKind::invalid_input, path.string() + ": github.check_name: " + name.error().message);
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": github.check_name: " + name.error().message);
     if (config.queue_password_file && config.queue_url.empty())
-        return fail(ErrorKind::invalid_input, path.string() + ": queue.password_file: only with queue.url");
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": queue.password_file: only with queue.url");
     if (config.poll_interval.count() < 0)
-        return fail(ErrorKind::invalid_input, path.string() + ": github.poll_seconds: must be >= 0");
+        return fail(ErrorKind::invalid_input,
+                    path.string() + ": github.poll_seconds: must be >= 0");
     if (config.listen.rfind("127.0.0.1:", 0) == 0 && !config.token_file)
         return fail(ErrorKind::invalid_input,
                     path.string() + ": api.token_file: required when api.listen is 127.0.0.1:PORT");
@@ -291,7 +345,8 @@ job:
 
 void use_agent_log_format(std::string_view source, LogDetail detail) {
     const std::string tag = source.empty() ? "" : "source=" + std::string(source) + " ";
-    spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%eZ level=%l " + tag + "%v", spdlog::pattern_time_type::utc);
+    spdlog::set_pattern("ts=%Y-%m-%dT%H:%M:%S.%eZ level=%l " + tag + "%v",
+                        spdlog::pattern_time_type::utc);
     spdlog::set_level(detail == LogDetail::debug ? spdlog::level::debug : spdlog::level::info);
 }
 

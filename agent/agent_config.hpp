@@ -18,19 +18,19 @@ namespace agent {
 
 struct AgentConfig {
     // agent:
-    std::string id;                       // lease owner id; default: the host name
-    std::filesystem::path state_dir;      // default: $XDG_STATE_HOME/sandgate
+    std::string id;                   // lease owner id; default: the host name
+    std::filesystem::path state_dir;  // default: $XDG_STATE_HOME/sandgate
     std::size_t max_jobs = 2;
     std::chrono::seconds lease{60};
     OnLostLease on_lost_job = OnLostLease::conclude;
-    std::int64_t max_attempts = 2;        // claims before a lost job is concluded
-    std::chrono::seconds drain{300};      // SIGTERM: running jobs get this long, then cancelled
+    std::int64_t max_attempts = 2;    // claims before a lost job is concluded
+    std::chrono::seconds drain{300};  // SIGTERM: running jobs get this long, then cancelled
     std::chrono::seconds reap_interval{60};
     // Mirrors unused this long are removed (jobs/mirror_gc.hpp), checked at start and daily.
     std::chrono::hours mirror_max_idle{14 * 24};
     // api:
-    std::string listen = "unix";          // "unix" (state_dir/agent/api.sock), "unix:PATH" or
-                                          // "127.0.0.1:PORT" (0: a free port, logged)
+    std::string listen = "unix";  // "unix" (state_dir/agent/api.sock), "unix:PATH" or
+                                  // "127.0.0.1:PORT" (0: a free port, logged)
     std::optional<std::filesystem::path> token_file;           // required on TCP
     std::optional<std::filesystem::path> webhook_secret_file;  // enables POST /webhook
     // github:

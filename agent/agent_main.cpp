@@ -16,7 +16,8 @@ namespace agent {
 int agent_main(int argc, char** argv) {
     constexpr int k_exit_usage = 2;
     if (argc < 2 || std::string_view(argv[1]) != "agent") {
-        std::fprintf(stderr, "sandgate-agent: usage: sandgate-agent agent OPTIONS (started by sandgate)\n");
+        std::fprintf(stderr,
+                     "sandgate-agent: usage: sandgate-agent agent OPTIONS (started by sandgate)\n");
         return k_exit_usage;
     }
     sandbox::set_warning_sink([](std::string_view message) { spdlog::warn("{}", message); });

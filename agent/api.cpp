@@ -1,10 +1,9 @@
 #include "agent/api.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -111,8 +110,8 @@ Json job_to_json(const Job& job) {
     json["finished_ms"] = job.finished_ms;
     json["payload"] = sandbox::to_ordered_json_or_null(job.spec.payload_json);
     json["result"] = sandbox::to_ordered_json_or_null(job.result_json);
-    json["policy"] = job.policy_json.empty() ? Json(nullptr)
-                                             : sandbox::to_ordered_json_or_null(job.policy_json);
+    json["policy"] =
+        job.policy_json.empty() ? Json(nullptr) : sandbox::to_ordered_json_or_null(job.policy_json);
     return json;
 }
 
@@ -152,7 +151,8 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
         const auto& q = request.query;
         if (auto it = q.find("state"); it != q.end()) {
             filter.state = parse_job_state(it->second);
-            if (!filter.state) return error_response(400, "query state: unknown state " + it->second);
+            if (!filter.state)
+                return error_response(400, "query state: unknown state " + it->second);
         }
         if (auto it = q.find("repository"); it != q.end()) filter.repository = it->second;
         if (auto it = q.find("sha"); it != q.end()) filter.sha = it->second;
@@ -162,7 +162,8 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
                 return error_response(400, "query limit: an integer from 1 to 1000");
             filter.limit = static_cast<std::size_t>(*limit);
         }
-        if (auto it = q.find("after"); it != q.end()) filter.after_id = parse_int(it->second).value_or(0);
+        if (auto it = q.find("after"); it != q.end())
+            filter.after_id = parse_int(it->second).value_or(0);
         auto jobs = m_queue.list(filter);
         if (!jobs) return error_response(503, jobs.error().message);
         Json list = Json::array();
@@ -179,7 +180,8 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
         Json events = Json::array();
         if (auto list = m_queue.events(*id))
             for (const auto& event : *list)
-                events.push_back({{"at_ms", event.at_ms}, {"kind", event.kind},
+                events.push_back({{"at_ms", event.at_ms},
+                                  {"kind", event.kind},
                                   {"body", sandbox::to_ordered_json_or_null(event.body_json)}});
         json["events"] = std::move(events);
         return json_response(200, json);
@@ -188,7 +190,7 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
         auto outcome = m_queue.cancel(*id, "cancelled through the API");
         if (!outcome) return error_response(503, outcome.error().message);
         changed();
-        const char* text = *outcome == CancelOutcome::cancelled ? "cancelled"
+        const char* text = *outcome == CancelOutcome::cancelled   ? "cancelled"
                            : *outcome == CancelOutcome::requested ? "cancel_requested"
                                                                   : "already_finished";
         return json_response(200, {{"id", *id}, {"outcome", text}});
@@ -223,8 +225,8 @@ HttpResponse Api::webhook(const HttpRequest& request) {
     const auto signature = request.headers.find("x-hub-signature-256");
     if (signature == request.headers.end())
         return error_response(401, "X-Hub-Signature-256 is missing");
-    const auto check = github::verify_webhook_signature(*m_config.webhook_secret, request.body,
-                                                        signature->second);
+    const auto check =
+        github::verify_webhook_signature(*m_config.webhook_secret, request.body, signature->second);
     if (check != github::SignatureCheck::valid)
         return error_response(401, check == github::SignatureCheck::malformed
                                        ? "X-Hub-Signature-256 is malformed"
@@ -258,7 +260,8 @@ HttpResponse Api::webhook(const HttpRequest& request) {
             const JobSpec* latest = nullptr;
             for (const auto& job : *previous) {
                 if (job.spec.key.workflow_job != action->spec.key.workflow_job) continue;
-                action->spec.key.attempt = std::max(action->spec.key.attempt, job.spec.key.attempt + 1);
+                action->spec.key.attempt =
+                    std::max(action->spec.key.attempt, job.spec.key.attempt + 1);
                 if (!latest || job.spec.key.attempt > latest->key.attempt) latest = &job.spec;
             }
             if (latest) inherit_base(action->spec, *latest);
@@ -286,24 +289,30 @@ HttpResponse Api::metrics() {
                 std::to_string(count.value_or(0)) + "\n";
     }
     // The queue's (a pool's, when it is shared): owed reports, and which backend it is.
-    text += "# HELP sandgate_reports_owed Reports the queue still owes GitHub.\n"
-            "# TYPE sandgate_reports_owed gauge\n";
-    text += "sandgate_reports_owed " + std::to_string(m_queue.owed_reports(std::nullopt).value_or(0)) + "\n";
+    text +=
+        "# HELP sandgate_reports_owed Reports the queue still owes GitHub.\n"
+        "# TYPE sandgate_reports_owed gauge\n";
+    text += "sandgate_reports_owed " +
+            std::to_string(m_queue.owed_reports(std::nullopt).value_or(0)) + "\n";
     text += "# HELP sandgate_queue_info The queue's backend.\n# TYPE sandgate_queue_info gauge\n";
     text += std::string("sandgate_queue_info{backend=\"") +
             (m_queue.backend() == QueueBackend::postgresql ? "postgresql" : "sqlite") + "\"} 1\n";
     if (m_config.agent_metrics) text += m_config.agent_metrics();
     const auto stats = m_sandboxes.step_stats();
-    text += "# HELP sandgate_step_duration_seconds Steps run in job sandboxes.\n"
-            "# TYPE sandgate_step_duration_seconds histogram\n";
+    text +=
+        "# HELP sandgate_step_duration_seconds Steps run in job sandboxes.\n"
+        "# TYPE sandgate_step_duration_seconds histogram\n";
     for (std::size_t i = 0; i < std::size(k_step_buckets); ++i)
-        text += "sandgate_step_duration_seconds_bucket{le=\"" + fmt::format("{}", k_step_buckets[i]) +
-                "\"} " + std::to_string(stats.buckets[i]) + "\n";
-    text += "sandgate_step_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(stats.count) + "\n";
+        text += "sandgate_step_duration_seconds_bucket{le=\"" +
+                fmt::format("{}", k_step_buckets[i]) + "\"} " + std::to_string(stats.buckets[i]) +
+                "\n";
+    text +=
+        "sandgate_step_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(stats.count) + "\n";
     text += "sandgate_step_duration_seconds_sum " + fmt::format("{}", stats.seconds_sum) + "\n";
     text += "sandgate_step_duration_seconds_count " + std::to_string(stats.count) + "\n";
-    text += "# HELP sandgate_sandboxes_alive Job sandboxes alive.\n"
-            "# TYPE sandgate_sandboxes_alive gauge\n";
+    text +=
+        "# HELP sandgate_sandboxes_alive Job sandboxes alive.\n"
+        "# TYPE sandgate_sandboxes_alive gauge\n";
     text += "sandgate_sandboxes_alive " + std::to_string(m_sandboxes.alive()) + "\n";
     HttpResponse response;
     response.content_type = "text/plain; version=0.0.4";

@@ -48,14 +48,14 @@
 namespace agent {
 
 struct ApiConfig {
-    std::filesystem::path log_dir;              // job logs: log_dir/<id>.log
-    std::optional<std::string> token;           // bearer token; required when set
-    std::optional<std::string> webhook_secret;  // unset: /webhook answers 404
-    std::optional<std::string> pr_label;        // only pull requests with this label
-    std::vector<std::string> repositories;      // accepted "owner/name"; empty: any
-    std::function<void()> on_change;            // a job was submitted or cancelled
-    std::function<std::string()> agent_metrics; // the daemon's own /metrics lines
-    sandbox::Policy sandbox_policy;             // the policy of API-created sandboxes
+    std::filesystem::path log_dir;               // job logs: log_dir/<id>.log
+    std::optional<std::string> token;            // bearer token; required when set
+    std::optional<std::string> webhook_secret;   // unset: /webhook answers 404
+    std::optional<std::string> pr_label;         // only pull requests with this label
+    std::vector<std::string> repositories;       // accepted "owner/name"; empty: any
+    std::function<void()> on_change;             // a job was submitted or cancelled
+    std::function<std::string()> agent_metrics;  // the daemon's own /metrics lines
+    sandbox::Policy sandbox_policy;              // the policy of API-created sandboxes
 };
 
 class Api {

@@ -41,12 +41,15 @@ std::optional<std::string> read_base(simdjson::dom::element doc, JobBase& base) 
 
 }  // namespace
 
-bool is_hex_sha(std::string_view sha) { return is_hex_sha_text(sha); }
+bool is_hex_sha(std::string_view sha) {
+    return is_hex_sha_text(sha);
+}
 
 std::expected<JobSpec, std::string> read_job_submission(std::string_view body) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    if (parser.parse(simdjson::padded_string(body)).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    if (parser.parse(simdjson::padded_string(body)).get(doc) != simdjson::SUCCESS ||
+        !doc.is_object())
         return std::unexpected("body: a JSON object is required");
     JobSpec spec;
     spec.source = "api";

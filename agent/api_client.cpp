@@ -66,7 +66,8 @@ sandbox::Expected<Prepared> prepare(const ApiTarget& target, std::string_view me
     p.method = std::string(method);
     CURL* curl = p.curl.get();
     curl_easy_setopt(curl, CURLOPT_URL, p.url.c_str());
-    if (!target.socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, target.socket.c_str());
+    if (!target.socket.empty())
+        curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, target.socket.c_str());
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, p.method.c_str());
     if (method == "POST") {
         // The payload is copied: the caller's string may go before the transfer ends.
@@ -84,7 +85,9 @@ sandbox::Expected<Prepared> prepare(const ApiTarget& target, std::string_view me
     return p;
 }
 
-std::string where(const ApiTarget& target) { return target.socket.empty() ? target.url : target.socket; }
+std::string where(const ApiTarget& target) {
+    return target.socket.empty() ? target.url : target.socket;
+}
 
 sandbox::Expected<ApiResponse> finish(const ApiTarget& target, CURL* curl, CURLcode code,
                                       std::string body) {
@@ -170,7 +173,8 @@ sandbox::Expected<ApiResponse> api_request_cancellable(
     int running = 1;
     while (true) {
         if (curl_multi_perform(multi.get(), &running) != CURLM_OK)
-            return fail(ErrorKind::unavailable, "cannot reach the agent at " + where(target) + ": libcurl failed");
+            return fail(ErrorKind::unavailable,
+                        "cannot reach the agent at " + where(target) + ": libcurl failed");
         if (running == 0) break;
         if (!asked && cancel.cancelled()) {
             asked = true;

@@ -8,7 +8,6 @@
 // 3 the agent cannot be reached, 1 the API answered with an error status.
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,7 +32,7 @@ struct ApiTargetOptions {
 struct ApiTarget {
     std::string socket;  // unix socket path, or empty
     std::string url = "http://localhost";
-    std::string token;   // bearer token, or empty
+    std::string token;  // bearer token, or empty
 };
 
 struct ApiResponse {
@@ -54,7 +53,8 @@ sandbox::Expected<ApiTarget> resolve_api_target(const ApiTargetOptions& options)
 // One request; `payload` is sent as the JSON body of a POST. unavailable ("cannot reach the
 // agent at WHERE: why") when no answer came; any HTTP status is an answer.
 sandbox::Expected<ApiResponse> api_request(const ApiTarget& target, std::string_view method,
-                                           const std::string& path, const std::string& payload = "");
+                                           const std::string& path,
+                                           const std::string& payload = "");
 
 // A GET whose body goes to stdout as it arrives (a followed log); the returned body is empty.
 sandbox::Expected<ApiResponse> api_stream(const ApiTarget& target, const std::string& path);

@@ -65,7 +65,8 @@ HttpResponse Api::sandboxes(const HttpRequest& request, const std::vector<std::s
     if (parts.size() == 4 && parts[3] == "exec" && request.method == "POST")
         return sandbox_exec(request, parts[2]);
     if (parts.size() == 2 && request.method == "POST") return create_sandbox(request);
-    if (parts.size() != 3) return error_response(404, "no route " + request.method + " " + request.path);
+    if (parts.size() != 3)
+        return error_response(404, "no route " + request.method + " " + request.path);
     const std::string& id = parts[2];
     if (request.method == "GET") {
         auto info = m_sandboxes.get(id);
@@ -99,8 +100,8 @@ HttpResponse Api::create_sandbox(const HttpRequest& request) {
     if (doc["network"].get(network) == simdjson::SUCCESS) {
         if (network != "none" && network != "host")
             return error_response(400, "field network: none or host");
-        options.policy.network = network == "host" ? sandbox::NetworkMode::host
-                                                   : sandbox::NetworkMode::none;
+        options.policy.network =
+            network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
     }
     if (doc["job"].get(number) == simdjson::SUCCESS) options.job = number;
     auto created = m_sandboxes.create(body->identity, options);
@@ -129,8 +130,9 @@ HttpResponse Api::sandbox_exec(const HttpRequest& request, const std::string& id
     if (!m_sandboxes.get(id)) return error_response(404, "no sandbox " + id);
     auto registration = m_execs.begin(id, exec_id, request.connection_fd);
     if (!registration)
-        return error_response(registration.error().kind == sandbox::ErrorKind::invalid_input ? 409 : 503,
-                              registration.error().message);
+        return error_response(
+            registration.error().kind == sandbox::ErrorKind::invalid_input ? 409 : 503,
+            registration.error().message);
     ExecControl control;
     control.exec_id = registration->exec_id();
     control.cancel = &registration->token();
@@ -157,7 +159,8 @@ HttpResponse Api::sandbox_exec(const HttpRequest& request, const std::string& id
 
 HttpResponse Api::cancel_exec(const std::string& id, const std::string& exec_id) {
     if (!m_sandboxes.get(id)) return error_response(404, "no sandbox " + id);
-    if (!valid_exec_id(exec_id)) return error_response(400, "exec id: 1 to 64 letters, digits, '.', '_' or '-'");
+    if (!valid_exec_id(exec_id))
+        return error_response(400, "exec id: 1 to 64 letters, digits, '.', '_' or '-'");
     const auto outcome = m_execs.cancel(id, exec_id);
     Json evidence;
     evidence["sandbox"] = id;
@@ -166,11 +169,13 @@ HttpResponse Api::cancel_exec(const std::string& id, const std::string& exec_id)
     m_sandboxes.record_event(id, "exec_cancel", evidence.dump());
     Json answer{{"sandbox", id}, {"exec_id", exec_id}, {"outcome", to_string(outcome)}};
     switch (outcome) {
-        case ExecCancelOutcome::requested: return json_response(200, answer);
+        case ExecCancelOutcome::requested:
+            return json_response(200, answer);
         case ExecCancelOutcome::finished:
             answer["error"] = "exec " + exec_id + " in sandbox " + id + " has finished";
             return json_response(409, answer);
-        case ExecCancelOutcome::unknown: break;
+        case ExecCancelOutcome::unknown:
+            break;
     }
     answer["error"] = "no exec " + exec_id + " in sandbox " + id;
     return json_response(404, answer);

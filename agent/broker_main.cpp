@@ -13,7 +13,9 @@ namespace agent {
 int broker_main(int argc, char** argv) {
     constexpr int k_exit_usage = 2;
     if (argc < 2 || std::string_view(argv[1]) != "broker") {
-        std::fprintf(stderr, "sandgate-broker: usage: sandgate-broker broker OPTIONS (started by sandgate)\n");
+        std::fprintf(
+            stderr,
+            "sandgate-broker: usage: sandgate-broker broker OPTIONS (started by sandgate)\n");
         return k_exit_usage;
     }
     std::string program = "sandgate broker";

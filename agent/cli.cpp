@@ -26,8 +26,7 @@ struct Command {
 
 // The command table: adding a command is one line here and one in commands.hpp.
 constexpr Command k_commands[] = {
-    {"exec", "run one command bounded, tree-killed and (by default) inside the wrap",
-     exec_command},
+    {"exec", "run one command bounded, tree-killed and (by default) inside the wrap", exec_command},
     {"doctor", "report what this machine allows the sandbox to use", doctor_command},
     {"expr", "evaluate one GitHub Actions expression against JSON contexts", expr_command},
     {"hook", "answer the GitHub Actions runner's container hooks with the wrap", hook_command},
@@ -44,7 +43,8 @@ constexpr Command k_commands[] = {
     {"gate", "check one commit of a repository (mirror, worktree, workflows) as a merge gate",
      gate_command},
     {"tools", "the hosted tool cache (setup-python & co. offline): list, add", tools_command},
-    {"actions", "the remote-action store: pull a repository's actions, list, prune", actions_command},
+    {"actions", "the remote-action store: pull a repository's actions, list, prune",
+     actions_command},
 };
 
 void print_usage(std::FILE* to) {

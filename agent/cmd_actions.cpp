@@ -4,7 +4,6 @@
 // the store holds; prune removes the unpacked trees and leftovers (and unpinned archives).
 #pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -40,13 +39,16 @@ struct Options {
 };
 
 std::filesystem::path state_dir(const Options& o) {
-    return o.state_dir.empty() ? jobs::MirrorCache::default_state_dir() : std::filesystem::absolute(o.state_dir);
+    return o.state_dir.empty() ? jobs::MirrorCache::default_state_dir()
+                               : std::filesystem::absolute(o.state_dir);
 }
 
 int pull(const Options& o) {
     std::error_code ec;
-    const auto root = std::filesystem::absolute(o.directory.empty() ? "." : o.directory, ec).lexically_normal();
-    auto resolver = make_action_resolver(o.actions, state_dir(o), root, jobs::PinRefresh::from_source);
+    const auto root =
+        std::filesystem::absolute(o.directory.empty() ? "." : o.directory, ec).lexically_normal();
+    auto resolver =
+        make_action_resolver(o.actions, state_dir(o), root, jobs::PinRefresh::from_source);
     if (!resolver) return say(k_exit_usage, resolver.error().message);
     if (o.uses.empty()) {
         auto files = workflow_files(root, o.workflows);
@@ -56,7 +58,9 @@ int pull(const Options& o) {
         (*resolver)->resolve_workflows(*workflows, root);
     }
     for (const auto& uses : o.uses) {
-        if (!jobs::is_remote_uses(uses)) return say(k_exit_usage, "'" + uses + "' is not a remote action (OWNER/REPO[/PATH]@REF)");
+        if (!jobs::is_remote_uses(uses))
+            return say(k_exit_usage,
+                       "'" + uses + "' is not a remote action (OWNER/REPO[/PATH]@REF)");
         (void)(*resolver)->get(uses);
     }
     int code = 0;
@@ -68,7 +72,8 @@ int pull(const Options& o) {
         }
         std::printf("%s %s\n", entry.sha.c_str(), entry.uses.c_str());
     }
-    if ((*resolver)->lock().empty()) std::printf("sandgate actions: no remote action in %s\n", o.workflows.c_str());
+    if ((*resolver)->lock().empty())
+        std::printf("sandgate actions: no remote action in %s\n", o.workflows.c_str());
     return code;
 }
 
@@ -79,24 +84,27 @@ int list(const Options& o) {
         std::string refs;
         for (const auto& ref : action.refs) refs += (refs.empty() ? "" : ",") + ref;
         std::printf("%-40s %s %10llu %-8s %s\n", action.name.c_str(), action.sha.c_str(),
-                    static_cast<unsigned long long>(action.bytes), action.unpacked ? "unpacked" : "packed",
-                    refs.empty() ? "-" : refs.c_str());
+                    static_cast<unsigned long long>(action.bytes),
+                    action.unpacked ? "unpacked" : "packed", refs.empty() ? "-" : refs.c_str());
     }
     return 0;
 }
 
 int prune(const Options& o) {
-    auto removed = action_store(o.actions, state_dir(o))
-                       .prune(o.unreferenced ? jobs::PruneArchives::unreferenced : jobs::PruneArchives::keep);
+    auto removed =
+        action_store(o.actions, state_dir(o))
+            .prune(o.unreferenced ? jobs::PruneArchives::unreferenced : jobs::PruneArchives::keep);
     if (!removed) return say(k_exit_failed, removed.error().message);
     for (const auto& path : *removed) std::printf("removed %s\n", path.c_str());
     return 0;
 }
 
 void add_store_options(CLI::App& app, Options& o) {
-    app.add_option("--actions-dir", o.actions.dir, "the archive store, OWNER_REPO/SHA.tar.gz (STATE/actions)");
-    app.add_option("--state-dir", o.state_dir, "STATE: the unpacked trees and mirrors live in STATE/action-work "
-                                               "($XDG_STATE_HOME/sandgate)");
+    app.add_option("--actions-dir", o.actions.dir,
+                   "the archive store, OWNER_REPO/SHA.tar.gz (STATE/actions)");
+    app.add_option("--state-dir", o.state_dir,
+                   "STATE: the unpacked trees and mirrors live in STATE/action-work "
+                   "($XDG_STATE_HOME/sandgate)");
 }
 
 }  // namespace
@@ -106,18 +114,25 @@ int actions_command(CommandArgs args) {
     app.require_subcommand(1);
     app.footer(k_footer);
     Options o;
-    auto* pull_cmd = app.add_subcommand("pull", "fill the store with the remote actions of a repository's workflows "
-                                                "(or the OWNER/REPO@REF given), pinning each ref to its commit");
+    auto* pull_cmd =
+        app.add_subcommand("pull",
+                           "fill the store with the remote actions of a repository's workflows "
+                           "(or the OWNER/REPO@REF given), pinning each ref to its commit");
     pull_cmd->add_option("uses", o.uses, "OWNER/REPO[/PATH]@REF to pull instead of the workflows'");
     pull_cmd->add_option("-C,--directory", o.directory, "the repository (the current directory)");
-    pull_cmd->add_option("-W,--workflows", o.workflows, "a workflow file or a directory of them (.github/workflows)");
-    pull_cmd->add_option("--source,--actions-source", o.actions.source,
-                         "an https:// base, a file:// URL or a directory of mirrors (https://github.com)");
+    pull_cmd->add_option("-W,--workflows", o.workflows,
+                         "a workflow file or a directory of them (.github/workflows)");
+    pull_cmd->add_option(
+        "--source,--actions-source", o.actions.source,
+        "an https:// base, a file:// URL or a directory of mirrors (https://github.com)");
     add_store_options(*pull_cmd, o);
-    auto* list_cmd = app.add_subcommand("list", "list the stored actions: name, commit, bytes, unpacked, pinned refs");
+    auto* list_cmd = app.add_subcommand(
+        "list", "list the stored actions: name, commit, bytes, unpacked, pinned refs");
     add_store_options(*list_cmd, o);
-    auto* prune_cmd = app.add_subcommand("prune", "remove the unpacked trees and leftovers of interrupted pulls");
-    prune_cmd->add_flag("--unreferenced", o.unreferenced, "also remove the archives no pinned ref names");
+    auto* prune_cmd =
+        app.add_subcommand("prune", "remove the unpacked trees and leftovers of interrupted pulls");
+    prune_cmd->add_flag("--unreferenced", o.unreferenced,
+                        "also remove the archives no pinned ref names");
     add_store_options(*prune_cmd, o);
     try {
         app.parse(static_cast<int>(args.size()), args.data());

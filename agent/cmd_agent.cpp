@@ -1,10 +1,10 @@
 // `sandgate agent --config FILE` (the daemon) and `sandgate agent init [FILE]`.
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "agent/agent_config.hpp"
@@ -27,8 +27,7 @@ int write_default_config(const std::string& path) {
     // O_EXCL: never overwrite a configuration someone wrote.
     sandbox::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd) {
-        std::fprintf(stderr, "sandgate agent init: %s\n",
-                     sandbox::errno_message(path).c_str());
+        std::fprintf(stderr, "sandgate agent init: %s\n", sandbox::errno_message(path).c_str());
         return k_exit_config;
     }
     if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
@@ -58,8 +57,9 @@ int agent_command(CommandArgs args) {
     }
     if (init->parsed()) return write_default_config(init_path);
     if (config_path.empty()) {
-        std::fprintf(stderr, "sandgate agent: --config FILE is required "
-                             "(`sandgate agent init` writes one)\n");
+        std::fprintf(stderr,
+                     "sandgate agent: --config FILE is required "
+                     "(`sandgate agent init` writes one)\n");
         return k_exit_usage;
     }
     auto config = load_agent_config(config_path);

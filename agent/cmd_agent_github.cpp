@@ -4,9 +4,9 @@
 // round); 1: it could not start (queue, token); 2: usage; 3: the configuration is invalid.
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "agent/commands.hpp"

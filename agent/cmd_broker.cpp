@@ -2,9 +2,9 @@
 // manager inside a wrap. Hidden from `sandgate --help`: people never run it by hand.
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "agent/commands.hpp"
@@ -23,8 +23,7 @@ int broker_command(CommandArgs args) {
     std::string root;
     app.add_option("--socket", config.socket, "the unix socket to listen on")->required();
     app.add_option("--identity", config.identity, "the sandbox's identity")->required();
-    app.add_option("--expires-at", config.expires_at_ms, "expiry, ms since the epoch")
-        ->required();
+    app.add_option("--expires-at", config.expires_at_ms, "expiry, ms since the epoch")->required();
     app.add_option("--root", root, "the directory requests' cwd must stay in")->required();
     bool reap_steps = false;
     app.add_flag("--reap-steps", reap_steps,

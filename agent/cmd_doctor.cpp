@@ -4,7 +4,6 @@
 // this machine lacks. Exit 0 when it has them all, 1 when some are missing, 125 when the
 // workflows cannot be read.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
 
@@ -23,8 +22,10 @@ int packages_report(const std::string& directory, bool json) {
         std::fprintf(stderr, "sandgate doctor --packages: %s\n", report.error().message.c_str());
         return 125;
     }
-    if (json) std::printf("%s\n", report->to_json().dump(2).c_str());
-    else std::fputs(report->to_text().c_str(), stdout);
+    if (json)
+        std::printf("%s\n", report->to_json().dump(2).c_str());
+    else
+        std::fputs(report->to_text().c_str(), stdout);
     return report->complete() ? 0 : 1;
 }
 
@@ -37,10 +38,12 @@ int doctor_command(CommandArgs args) {
     bool packages = false;
     std::string directory = ".";
     app.add_flag("--json", json, "print one JSON document");
-    app.add_flag("--packages", packages,
-                 "list the apt packages the repository's workflows install and those this machine lacks");
+    app.add_flag(
+        "--packages", packages,
+        "list the apt packages the repository's workflows install and those this machine lacks");
     app.add_option("-C,--directory", directory, "the repository for --packages (default: .)");
-    app.add_option("--sandbox-user", user, "the host identity to report, as `sandgate exec` takes it");
+    app.add_option("--sandbox-user", user,
+                   "the host identity to report, as `sandgate exec` takes it");
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& error) {

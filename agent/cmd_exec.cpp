@@ -99,12 +99,15 @@ sandbox::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
     } else if (!o.argv.empty() && !o.argv.front().empty()) {
         request.argv = o.argv;
     } else {
-        return fail(ErrorKind::invalid_input, "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
+        return fail(ErrorKind::invalid_input,
+                    "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
     }
     if (!o.timeout.empty()) {
         auto timeout = parse_duration(o.timeout);
-        if (!timeout) return fail(ErrorKind::invalid_input, "--timeout: " + timeout.error().message);
-        if (timeout->count() <= 0) return fail(ErrorKind::invalid_input, "--timeout: must be positive");
+        if (!timeout)
+            return fail(ErrorKind::invalid_input, "--timeout: " + timeout.error().message);
+        if (timeout->count() <= 0)
+            return fail(ErrorKind::invalid_input, "--timeout: must be positive");
         request.timeout = *timeout;
     }
     auto grace = parse_duration(o.kill_grace);
@@ -113,8 +116,8 @@ sandbox::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
     auto limit = parse_bytes(o.output_limit);
     if (!limit) return fail(ErrorKind::invalid_input, "--output-limit: " + limit.error().message);
     if (*limit > sandbox::k_max_output_limit)
-        return fail(ErrorKind::invalid_input, "--output-limit: at most " +
-                                                  std::to_string(sandbox::k_max_output_limit));
+        return fail(ErrorKind::invalid_input,
+                    "--output-limit: at most " + std::to_string(sandbox::k_max_output_limit));
     request.output_limit = static_cast<std::size_t>(*limit);
     if (!o.cwd.empty()) {
         struct stat st {};
@@ -136,13 +139,14 @@ sandbox::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
     }
     for (const auto& name : o.pass_env)
         if (name.empty() || name.find('=') != std::string::npos)
-            return fail(ErrorKind::invalid_input, "--pass-env " + name + ": expected a variable name");
+            return fail(ErrorKind::invalid_input,
+                        "--pass-env " + name + ": expected a variable name");
     request.env = sandbox::child_environment(sandbox::current_environment(), o.pass_env, set);
     if (o.stdin_text) {
         if (o.stdin_text->size() > sandbox::k_max_stdin_bytes)
-            return fail(ErrorKind::invalid_input, "--stdin-text: more than " +
-                                                      std::to_string(sandbox::k_max_stdin_bytes) +
-                                                      " bytes");
+            return fail(
+                ErrorKind::invalid_input,
+                "--stdin-text: more than " + std::to_string(sandbox::k_max_stdin_bytes) + " bytes");
         request.stdin_text = *o.stdin_text;
     } else if (!o.stdin_file.empty()) {
         std::string error;
@@ -177,10 +181,13 @@ sandbox::Expected<void> write_result_file(const std::string& path, const std::st
     {
         std::ofstream out(temp, std::ios::binary | std::ios::trunc);
         out << doc << '\n';
-        if (!out.flush()) return sandbox::fail(sandbox::ErrorKind::permanent, "--result-file: cannot write " + temp);
+        if (!out.flush())
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 "--result-file: cannot write " + temp);
     }
     if (std::rename(temp.c_str(), path.c_str()) != 0)
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("--result-file: " + path));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("--result-file: " + path));
     return {};
 }
 
@@ -210,10 +217,11 @@ bool wants_loopback_netns(CommandArgs args) {
 int exec_command(CommandArgs args) {
     std::optional<sandbox::LoopbackNetns> early_netns;
     if (wants_loopback_netns(args)) early_netns.emplace();
-    CLI::App app{"Run one command bounded in time and output; its whole process tree is killed "
-                 "afterwards.\nForms: sandgate exec [OPTIONS] -- PROGRAM [ARGS...]\n"
-                 "       sandgate exec [OPTIONS] --shell 'SCRIPT'",
-                 "sandgate exec"};
+    CLI::App app{
+        "Run one command bounded in time and output; its whole process tree is killed "
+        "afterwards.\nForms: sandgate exec [OPTIONS] -- PROGRAM [ARGS...]\n"
+        "       sandgate exec [OPTIONS] --shell 'SCRIPT'",
+        "sandgate exec"};
     ExecOptions options;
     add_options(app, options);
     try {
@@ -264,8 +272,8 @@ int exec_command(CommandArgs args) {
     if (result.error)
         std::fprintf(stderr, "sandgate exec: %s\n", one_line(result.error->message).c_str());
     // Interrupted: the shell's convention for the signal we got (130 for SIGINT, 143 for TERM).
-    if (const auto sig = (*interrupts)->received(); sig && result.error &&
-                                                    result.error->kind == sandbox::RunErrorKind::cancelled)
+    if (const auto sig = (*interrupts)->received();
+        sig && result.error && result.error->kind == sandbox::RunErrorKind::cancelled)
         return 128 + *sig;
     return result.exit_status();
 }

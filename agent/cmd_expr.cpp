@@ -2,7 +2,6 @@
 // and prints {"kind": ..., "value": ...} (exit 0) or {"error": {"kind": phase, "message": ...}}
 // (exit 2). Usage errors: one line on stderr, exit 2.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,14 +23,16 @@ int usage_error(const std::string& message) {
 }
 
 void print(const nlohmann::ordered_json& document) {
-    const auto text = document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    const auto text =
+        document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::printf("%s\n", text.c_str());
 }
 
 }  // namespace
 
 int expr_command(CommandArgs args) {
-    CLI::App app{"Evaluate one GitHub Actions expression against contexts given as JSON.", "sandgate expr"};
+    CLI::App app{"Evaluate one GitHub Actions expression against contexts given as JSON.",
+                 "sandgate expr"};
     std::string expression;
     std::string contexts_file;
     std::string workspace = ".";
@@ -62,8 +63,10 @@ int expr_command(CommandArgs args) {
         std::stringstream text;
         text << in.rdbuf();
         auto parsed = jobs::parse_json(text.str());
-        if (!parsed) return usage_error("--contexts " + contexts_file + ": " + parsed.error().message);
-        if (!parsed->is_object()) return usage_error("--contexts " + contexts_file + ": not a JSON object");
+        if (!parsed)
+            return usage_error("--contexts " + contexts_file + ": " + parsed.error().message);
+        if (!parsed->is_object())
+            return usage_error("--contexts " + contexts_file + ": not a JSON object");
         context.contexts = parsed->as_object();
     }
 

@@ -27,8 +27,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <semaphore>
 #include <stop_token>
 #include <string>
@@ -53,8 +53,8 @@
 #include "jobs/run_report.hpp"
 #include "jobs/runner_labels.hpp"
 #include "jobs/workflow_events.hpp"
-#include "sandbox/identity.hpp"
 #include "jobs/workflow_runner.hpp"
+#include "sandbox/identity.hpp"
 
 namespace agent {
 namespace {
@@ -70,7 +70,8 @@ struct GateFlags {
     std::string repo;
     std::string sha;
     std::string ref;
-    std::string base_sha;  // push: `before`; pull_request: the base branch's SHA; merge_group: base_sha
+    std::string
+        base_sha;  // push: `before`; pull_request: the base branch's SHA; merge_group: base_sha
     std::string base_ref;  // pull_request, merge_group: the base branch
     std::string event = "merge_group";
     std::string workflows = ".github/workflows";
@@ -78,7 +79,7 @@ struct GateFlags {
     std::string state_dir;
     std::string report;
     PolicyOptions policy;
-    GitHubFlags github;  // --github-repo ...: check runs (or statuses) per job
+    GitHubFlags github;   // --github-repo ...: check runs (or statuses) per job
     ActionFlags actions;  // --actions-dir, --actions-source, --node
 };
 
@@ -86,15 +87,18 @@ void add_flags(CLI::App& app, GateFlags& f) {
     app.add_option("--repo", f.repo, "the repository: a path, file:// or https:// URL")->required();
     app.add_option("--sha", f.sha, "the full 40-hex SHA of the commit to check")->required();
     app.add_option("--ref", f.ref, "the ref the commit is on (fetched too; github.ref)");
-    app.add_option("--base-sha", f.base_sha,
-                   "push: the SHA the ref had before (40 zeros: a new branch); pull_request: the base "
-                   "branch's SHA; merge_group: the commit the group is on. For paths/paths-ignore filters");
-    app.add_option("--base-ref", f.base_ref,
-                   "pull_request, merge_group: the base branch (branches filters; github.base_ref; a pull "
-                   "request's diff base when --base-sha is missing or not in the remote)");
+    app.add_option(
+        "--base-sha", f.base_sha,
+        "push: the SHA the ref had before (40 zeros: a new branch); pull_request: the base "
+        "branch's SHA; merge_group: the commit the group is on. For paths/paths-ignore filters");
+    app.add_option(
+        "--base-ref", f.base_ref,
+        "pull_request, merge_group: the base branch (branches filters; github.base_ref; a pull "
+        "request's diff base when --base-sha is missing or not in the remote)");
     app.add_option("--event", f.event, "merge_group (the default), pull_request or push")
         ->check(CLI::IsMember({"merge_group", "pull_request", "push"}));
-    app.add_option("-W,--workflows", f.workflows, "workflows in the commit: a file or directory (.github/workflows)");
+    app.add_option("-W,--workflows", f.workflows,
+                   "workflows in the commit: a file or directory (.github/workflows)");
     app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable");
     app.add_option("--state-dir", f.state_dir,
                    "mirrors, worktrees and the GitHub report journal ($XDG_STATE_HOME/sandgate)");
@@ -102,19 +106,25 @@ void add_flags(CLI::App& app, GateFlags& f) {
     add_policy_options(app, f.policy);
     add_action_options(app, f.actions);
     add_github_options(app, f.github, StateDirOption::omit);
-    app.footer("Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a bad\n"
-               "argument or an invalid workflow; 3 the remote does not have the SHA; 4 the remote is\n"
-               "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report file);\n"
-               "128+N when signal N (SIGINT, SIGTERM, SIGHUP) cancelled the run: steps stopped, jobs\n"
-               "concluded and reported cancelled.\n"
-               "An https token is read from SANDGATE_GIT_TOKEN (never from the command line); without it,\n"
-               "the App flags mint one for the --github-repo repository alone, contents:read. It is sent\n"
-               "only to --repo itself: submodules are fetched without credentials. With\n"
-               "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
-               "cannot take are kept in STATE_DIR/github-journal and never change the exit status.\n"
-               "Under `sandgate agent` with a job sandbox (SANDGATE_BROKER_SOCKET, SANDGATE_BROKER_IDENTITY,\n"
-               "SANDGATE_JOB_WORKSPACE) the worktrees lie in the job's workspace and every step is an exec\n"
-               "request to the job's broker; a refused exec fails the step (nothing runs on the host).");
+    app.footer(
+        "Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a "
+        "bad\n"
+        "argument or an invalid workflow; 3 the remote does not have the SHA; 4 the remote is\n"
+        "unreachable or refused the credentials; 5 a local failure (mirror, worktree, report "
+        "file);\n"
+        "128+N when signal N (SIGINT, SIGTERM, SIGHUP) cancelled the run: steps stopped, jobs\n"
+        "concluded and reported cancelled.\n"
+        "An https token is read from SANDGATE_GIT_TOKEN (never from the command line); without "
+        "it,\n"
+        "the App flags mint one for the --github-repo repository alone, contents:read. It is sent\n"
+        "only to --repo itself: submodules are fetched without credentials. With\n"
+        "--github-repo each job gets a check run (in_progress, then concluded); reports GitHub\n"
+        "cannot take are kept in STATE_DIR/github-journal and never change the exit status.\n"
+        "Under `sandgate agent` with a job sandbox (SANDGATE_BROKER_SOCKET, "
+        "SANDGATE_BROKER_IDENTITY,\n"
+        "SANDGATE_JOB_WORKSPACE) the worktrees lie in the job's workspace and every step is an "
+        "exec\n"
+        "request to the job's broker; a refused exec fails the step (nothing runs on the host).");
 }
 
 int say(int code, const std::string& message) {
@@ -124,17 +134,22 @@ int say(int code, const std::string& message) {
 
 int exit_for(const sandbox::Error& error) {
     switch (error.kind) {
-        case sandbox::ErrorKind::invalid_input: return k_exit_invalid;
+        case sandbox::ErrorKind::invalid_input:
+            return k_exit_invalid;
         case sandbox::ErrorKind::unavailable:
         case sandbox::ErrorKind::transient:
-        case sandbox::ErrorKind::timeout: return k_exit_unreachable;
-        case sandbox::ErrorKind::permanent: return k_exit_local;
+        case sandbox::ErrorKind::timeout:
+            return k_exit_unreachable;
+        case sandbox::ErrorKind::permanent:
+            return k_exit_local;
     }
     return k_exit_local;
 }
 
 // "refs/heads/main" or "main": "main".
-std::string branch_name(const std::string& ref) { return ref.starts_with("refs/heads/") ? ref.substr(11) : ref; }
+std::string branch_name(const std::string& ref) {
+    return ref.starts_with("refs/heads/") ? ref.substr(11) : ref;
+}
 
 // A minimal payload for the event, as GitHub would send for this SHA and ref.
 jobs::Value event_payload(const GateFlags& f, const std::string& repository) {
@@ -183,7 +198,8 @@ public:
     // step that replaced a path component meanwhile leads nowhere else.
     // In a job sandbox, the directory belongs to the sandbox's host identity (`owner`), which
     // reaches RUNNER_TEMP through it.
-    sandbox::Expected<std::filesystem::path> create(const std::string& label, const sandbox::SafeDir* base,
+    sandbox::Expected<std::filesystem::path> create(const std::string& label,
+                                                    const sandbox::SafeDir* base,
                                                     const std::optional<sandbox::Owner>& owner) {
         if (base != nullptr) {
             auto name = random_id("sandgate-" + label + "-", 12);
@@ -198,7 +214,8 @@ public:
         const std::string parent = tmp && *tmp ? tmp : "/tmp";
         std::string pattern = parent + "/sandgate-" + label + "-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-            return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 sandbox::errno_message("mkdtemp " + pattern));
         m_path = pattern;
         auto opened = sandbox::SafeDir::open_trusted(m_path, "the gate's temp root");
         if (!opened) return std::unexpected(opened.error());
@@ -229,7 +246,8 @@ struct Gate {
     // Set under the agent: the job's sandbox, and the executor that sends each step there.
     std::optional<JobSandboxEnvironment> job_sandbox;
     std::unique_ptr<jobs::StepExecutor> executor;
-    std::unique_ptr<jobs::ActionResolver> actions;  // the commit's remote actions, resolved before the jobs
+    std::unique_ptr<jobs::ActionResolver>
+        actions;  // the commit's remote actions, resolved before the jobs
 };
 
 // Where worktrees are leased: the job's workspace in a job sandbox, else the state directory.
@@ -241,7 +259,8 @@ std::filesystem::path worktree_root(const Gate& gate) {
 // workspace's fd: earlier steps of the job may have written there), else none ($TMPDIR).
 sandbox::Expected<std::optional<sandbox::SafeDir>> scratch_parent(const Gate& gate) {
     if (!gate.job_sandbox) return std::optional<sandbox::SafeDir>();
-    auto workspace = sandbox::SafeDir::open_trusted(gate.job_sandbox->workspace, "the job's workspace");
+    auto workspace =
+        sandbox::SafeDir::open_trusted(gate.job_sandbox->workspace, "the job's workspace");
     if (!workspace) return std::unexpected(workspace.error());
     auto dir = workspace->make_dirs("tmp", {0755, std::nullopt}, "the job's workspace tmp");
     if (!dir) return std::unexpected(dir.error());
@@ -258,40 +277,50 @@ struct Refusal {
 
 // Selects the workflows of the commit (materialised at `root`) that run on the event; paths
 // filters diff the commits in `mirror` (a diff it cannot make runs the workflow, warned).
-std::optional<Refusal> select_workflows(const Gate& gate, const std::filesystem::path& root, const jobs::Mirror& mirror,
-                                        const jobs::RunSettings& settings, std::vector<jobs::Workflow>& out) {
+std::optional<Refusal> select_workflows(const Gate& gate, const std::filesystem::path& root,
+                                        const jobs::Mirror& mirror,
+                                        const jobs::RunSettings& settings,
+                                        std::vector<jobs::Workflow>& out) {
     auto files = workflow_files(root, gate.flags.workflows);
     if (!files) return Refusal{k_exit_invalid, files.error().message, true};
     auto workflows = load_workflows(root, *files);
     if (!workflows) return Refusal{k_exit_invalid, workflows.error().message, true};
-    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, mirror.gitdir);
-    for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate gate: warning: %s\n", warning.c_str());
+    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name,
+                                            settings.event, mirror.gitdir);
+    for (const auto& warning : selection.warnings)
+        std::fprintf(stderr, "sandgate gate: warning: %s\n", warning.c_str());
     out = std::move(selection.workflows);
     for (const auto& id : gate.flags.jobs) {
-        const bool known = std::ranges::any_of(out, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
+        const bool known = std::ranges::any_of(
+            out, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
         if (!known)
-            return Refusal{k_exit_invalid, "-j " + id + ": no job with that id in the workflows '" + gate.flags.event + "' selects",
+            return Refusal{k_exit_invalid,
+                           "-j " + id + ": no job with that id in the workflows '" +
+                               gate.flags.event + "' selects",
                            false};
     }
     if (!gate.flags.jobs.empty())
         std::erase_if(out, [&](const jobs::Workflow& w) {
-            return std::ranges::none_of(gate.flags.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
+            return std::ranges::none_of(
+                gate.flags.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
         });
     if (out.empty())
         return Refusal{k_exit_failed,
-                       "no workflow in " + gate.flags.workflows + " at " + gate.flags.sha + " runs on '" + gate.flags.event +
-                           "': the gate has nothing to check",
+                       "no workflow in " + gate.flags.workflows + " at " + gate.flags.sha +
+                           " runs on '" + gate.flags.event + "': the gate has nothing to check",
                        true};
     return std::nullopt;
 }
 
-jobs::RunSettings base_settings(const Gate& gate, const std::filesystem::path& root, const jobs::Mirror& mirror) {
+jobs::RunSettings base_settings(const Gate& gate, const std::filesystem::path& root,
+                                const jobs::Mirror& mirror) {
     jobs::RunSettings settings;
     settings.event_name = gate.flags.event;
     settings.repository = root;
     settings.repo.sha = gate.flags.sha;
-    settings.repo.ref = gate.flags.ref.empty() || gate.flags.ref.starts_with("refs/") ? gate.flags.ref
-                                                                                     : "refs/heads/" + gate.flags.ref;
+    settings.repo.ref = gate.flags.ref.empty() || gate.flags.ref.starts_with("refs/")
+                            ? gate.flags.ref
+                            : "refs/heads/" + gate.flags.ref;
     settings.repo.repository = gate.repository;
     settings.repo.owner = gate.repository.substr(0, gate.repository.find('/'));
     settings.event = event_payload(gate.flags, gate.repository);
@@ -306,15 +335,17 @@ jobs::RunSettings base_settings(const Gate& gate, const std::filesystem::path& r
     // No credential of the gate's reaches a step, allowlist or not.
     std::erase_if(settings.host, [](const auto& pair) {
         return pair.first == k_token_variable ||
-               std::ranges::any_of(k_token_variables, [&](const char* name) { return pair.first == name; });
+               std::ranges::any_of(k_token_variables,
+                                   [&](const char* name) { return pair.first == name; });
     });
     return settings;
 }
 
 // The state directory, created, as a physical path: the wrap refuses binds through symlinks.
 std::optional<int> prepare_state(Gate& gate) {
-    std::filesystem::path state = gate.flags.state_dir.empty() ? jobs::MirrorCache::default_state_dir()
-                                                               : std::filesystem::absolute(gate.flags.state_dir);
+    std::filesystem::path state = gate.flags.state_dir.empty()
+                                      ? jobs::MirrorCache::default_state_dir()
+                                      : std::filesystem::absolute(gate.flags.state_dir);
     std::error_code ec;
     std::filesystem::create_directories(state, ec);  // trusted path: --state-dir, the gate's own
     if (ec) return say(k_exit_local, "--state-dir " + state.string() + ": " + ec.message());
@@ -327,9 +358,12 @@ std::optional<int> prepare_state(Gate& gate) {
 std::optional<int> prepare_reporter(Gate& gate) {
     GitHubFlags& github = gate.flags.github;
     if (github.repo.empty()) {
-        const bool stray = !github.token_file.empty() || !github.app_id.empty() || !github.app_key.empty() ||
-                           !github.installation_id.empty() || !github.details_url.empty();
-        if (stray) return say(k_exit_invalid, "--token-file, --app-* and --details-url need --github-repo OWNER/NAME");
+        const bool stray = !github.token_file.empty() || !github.app_id.empty() ||
+                           !github.app_key.empty() || !github.installation_id.empty() ||
+                           !github.details_url.empty();
+        if (stray)
+            return say(k_exit_invalid,
+                       "--token-file, --app-* and --details-url need --github-repo OWNER/NAME");
         return std::nullopt;
     }
     github.state_dir = gate.state.string();
@@ -344,13 +378,17 @@ std::optional<int> prepare_reporter(Gate& gate) {
 // token, which needs checks:write, is another), minted again before each one expires: a gate
 // longer than the hour still fetches late submodules and later jobs' checkouts.
 std::optional<int> prepare_git_token(Gate& gate, const jobs::RemoteUrl& remote) {
-    if (gate.token || remote.kind != jobs::RemoteKind::https || gate.flags.github.repo.empty()) return std::nullopt;
+    if (gate.token || remote.kind != jobs::RemoteKind::https || gate.flags.github.repo.empty())
+        return std::nullopt;
     auto source = git_token_source(gate.flags.github);
     if (!source) {
         const bool bad_flags = source.error().kind == sandbox::ErrorKind::invalid_input;
-        return say(bad_flags ? k_exit_invalid : k_exit_unreachable, "git token: " + source.error().message);
+        return say(bad_flags ? k_exit_invalid : k_exit_unreachable,
+                   "git token: " + source.error().message);
     }
-    if (*source) gate.token = jobs::GitToken{std::make_shared<jobs::MaskedTokens>(std::move(*source), gate.masker)};
+    if (*source)
+        gate.token =
+            jobs::GitToken{std::make_shared<jobs::MaskedTokens>(std::move(*source), gate.masker)};
     return std::nullopt;
 }
 
@@ -367,7 +405,8 @@ constexpr std::chrono::seconds k_unwind_deadline{30};
 void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter* reporting,
                       const std::filesystem::path& temp) {
     pollfd ready{guard.token().fd(), POLLIN, 0};
-    while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {}  // 200 ms: sees `stop`
+    while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {
+    }  // 200 ms: sees `stop`
     if (stop.stop_requested()) return;
     const int sig = guard.received().value_or(SIGTERM);
     std::fprintf(stderr, "sandgate gate: signal %d: cancelling the run\n", sig);
@@ -375,10 +414,13 @@ void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateRep
     while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (stop.stop_requested()) return;
-    std::fprintf(stderr, "sandgate gate: the run did not stop within %llds: concluding the open check runs as cancelled\n",
+    std::fprintf(stderr,
+                 "sandgate gate: the run did not stop within %llds: concluding the open check runs "
+                 "as cancelled\n",
                  static_cast<long long>(k_unwind_deadline.count()));
     if (reporting != nullptr)
-        (void)reporting->cancel_open("The gate was stopped by signal " + std::to_string(sig) + " before this job ended.");
+        (void)reporting->cancel_open("The gate was stopped by signal " + std::to_string(sig) +
+                                     " before this job ended.");
     std::fflush(nullptr);
     (void)jobs::remove_tree(temp);  // best effort: the steps using it are about to die
     ::signal(sig, SIG_DFL);
@@ -391,16 +433,19 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     ScopedDir temp;
     auto parent = scratch_parent(gate);
     if (!parent) return say(k_exit_local, parent.error().message);
-    auto temp_path = temp.create("gate", *parent ? &**parent : nullptr, sandbox::sandbox_owner(gate.policy));
+    auto temp_path =
+        temp.create("gate", *parent ? &**parent : nullptr, sandbox::sandbox_owner(gate.policy));
     if (!temp_path) return say(k_exit_local, temp_path.error().message);
     settings.temp_root = *temp_path;
     settings.temp_root_dir = temp.dir();
     jobs::Masker& masker = gate.masker;
     jobs::ConsoleLog console(stdout);
     TailLog log(console, masker);
-    jobs::GitWorkspace workspace(cache, area, jobs::GitSource{gate.flags.repo, gate.flags.sha, settings.repo.ref,
-                                                              gate.repository, gate.token});
-    std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
+    jobs::GitWorkspace workspace(cache, area,
+                                 jobs::GitSource{gate.flags.repo, gate.flags.sha, settings.repo.ref,
+                                                 gate.repository, gate.token});
+    std::counting_semaphore<> legs(
+        std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     jobs::RunServices services{log, masker, workspace, legs, nullptr, gate.executor.get()};
     services.actions = gate.actions.get();
     std::optional<GateReporter> reporting;
@@ -409,7 +454,8 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
         for (const auto& workflow : workflows) top_level.push_back(&workflow);
         reporting.emplace(*gate.reporter, gate.flags.sha, masker, std::move(top_level),
                           ReportOutput{stdout, stderr, "sandgate gate"});
-        (void)reporting->replay();  // what an earlier gate could not send (its lines say how it went)
+        (void)
+            reporting->replay();  // what an earlier gate could not send (its lines say how it went)
         services.observer = &*reporting;
     }
     // SIGINT/SIGTERM/SIGHUP cancel the run: its steps are stopped, its jobs concluded (and
@@ -417,13 +463,16 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     auto interrupts = InterruptGuard::install();
     if (!interrupts) return say(k_exit_local, interrupts.error().message);
     services.cancel = &(*interrupts)->token();
-    std::jthread watcher(watch_interrupts, std::cref(**interrupts), reporting ? &*reporting : nullptr, *temp_path);
+    std::jthread watcher(watch_interrupts, std::cref(**interrupts),
+                         reporting ? &*reporting : nullptr, *temp_path);
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();
     for (const auto& workflow : workflows)
-        report.workflows.push_back(jobs::run_workflow(settings, services, workflow, jobs::Object{}, jobs::Object{}));
-    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        report.workflows.push_back(
+            jobs::run_workflow(settings, services, workflow, jobs::Object{}, jobs::Object{}));
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     if (gate.actions) report.actions = gate.actions->lock();
     for (const auto& workflow : report.workflows)
         for (const auto& job : workflow.jobs)
@@ -440,11 +489,12 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
         if (auto written = jobs::write_report(gate.flags.report, report, masker); !written)
             return say(k_exit_local, written.error().message);
     if (const auto sig = (*interrupts)->received()) {
-        std::printf("sandgate gate: cancelled by signal %d: %s at %s\n", *sig, gate.repository.c_str(), gate.flags.sha.c_str());
+        std::printf("sandgate gate: cancelled by signal %d: %s at %s\n", *sig,
+                    gate.repository.c_str(), gate.flags.sha.c_str());
         return 128 + *sig;
     }
-    std::printf("sandgate gate: %s %s at %s\n", report.exit_code == 0 ? "passed" : "failed", gate.repository.c_str(),
-                gate.flags.sha.c_str());
+    std::printf("sandgate gate: %s %s at %s\n", report.exit_code == 0 ? "passed" : "failed",
+                gate.repository.c_str(), gate.flags.sha.c_str());
     return report.exit_code;
 }
 
@@ -456,27 +506,32 @@ int run_gate(Gate& gate) {
     auto control = area.create("gate");
     if (!control) return say(k_exit_local, control.error().message);
     jobs::GitCheckoutRequest request;
-    request.source = jobs::MirrorRequest{gate.flags.repo, gate.flags.sha, gate.flags.ref, gate.token, ""};
+    request.source =
+        jobs::MirrorRequest{gate.flags.repo, gate.flags.sha, gate.flags.ref, gate.token, ""};
     request.path = control->path();
     request.depth = 1;
     auto checked_out = jobs::checkout_commit(cache, request);
     if (!checked_out) return say(exit_for(checked_out.error()), checked_out.error().message);
     const jobs::Mirror& mirror = checked_out->mirror;
     if (mirror.presence == jobs::CommitPresence::missing)
-        return say(k_exit_unknown_sha, "commit " + gate.flags.sha + " is not in " + mirror.remote.fetch_url);
+        return say(k_exit_unknown_sha,
+                   "commit " + gate.flags.sha + " is not in " + mirror.remote.fetch_url);
     gate.repository = jobs::repository_from_url(mirror.remote.fetch_url);
     if (gate.repository.empty()) gate.repository = "local/" + mirror.scope.filename().string();
 
     // The base of a paths filter's diff, fetched when the mirror lacks it (a base the remote
     // does not have leaves the paths filters unapplied, with a warning: select_workflows).
-    if (!gate.flags.base_sha.empty() && gate.flags.base_sha.find_first_not_of('0') != std::string::npos)
-        (void)cache.ensure_commit(jobs::MirrorRequest{gate.flags.repo, gate.flags.base_sha, "", gate.token, ""});
+    if (!gate.flags.base_sha.empty() &&
+        gate.flags.base_sha.find_first_not_of('0') != std::string::npos)
+        (void)cache.ensure_commit(
+            jobs::MirrorRequest{gate.flags.repo, gate.flags.base_sha, "", gate.token, ""});
     jobs::RunSettings settings = base_settings(gate, control->path(), mirror);
     std::vector<jobs::Workflow> workflows;
     if (auto refusal = select_workflows(gate, control->path(), mirror, settings, workflows)) {
         const int code = say(refusal->code, refusal->message);
         if (gate.reporter && refusal->commit)
-            (void)report_gate_refusal(*gate.reporter, gate.flags.sha, gate.flags.workflows, refusal->message,
+            (void)report_gate_refusal(*gate.reporter, gate.flags.sha, gate.flags.workflows,
+                                      refusal->message,
                                       ReportOutput{stdout, stderr, "sandgate gate"});
         return code;
     }
@@ -492,7 +547,9 @@ int run_gate(Gate& gate) {
 }  // namespace
 
 int gate_command(CommandArgs args) {
-    CLI::App app{"sandgate gate: check one commit of a repository with its own workflows, every step in the sandbox"};
+    CLI::App app{
+        "sandgate gate: check one commit of a repository with its own workflows, every step in the "
+        "sandbox"};
     app.name("sandgate gate");
     Gate gate;
     add_flags(app, gate.flags);
@@ -505,7 +562,8 @@ int gate_command(CommandArgs args) {
     auto policy = to_policy(gate.flags.policy);
     if (!policy) return say(k_exit_invalid, policy.error().message);
     gate.policy = std::move(*policy);
-    if (auto sha = jobs::parse_sha(gate.flags.sha); !sha) return say(k_exit_invalid, "--sha: " + sha.error().message);
+    if (auto sha = jobs::parse_sha(gate.flags.sha); !sha)
+        return say(k_exit_invalid, "--sha: " + sha.error().message);
     if (auto base = jobs::parse_sha(gate.flags.base_sha); !gate.flags.base_sha.empty() && !base)
         return say(k_exit_invalid, "--base-sha: " + base.error().message);
     auto remote = jobs::parse_remote(gate.flags.repo);
@@ -521,8 +579,10 @@ int gate_command(CommandArgs args) {
     if (auto code = prepare_reporter(gate)) return *code;
     // A private CA (OpenSSL's SSL_CERT_FILE) holds for https remotes too: libgit2's TLS
     // backend does not read the variable itself.
-    if (const char* ca_file = std::getenv("SSL_CERT_FILE"); ca_file && *ca_file && remote->kind == jobs::RemoteKind::https)
-        if (auto trusted = jobs::set_tls_ca_file(ca_file); !trusted) return say(k_exit_invalid, "SSL_CERT_FILE: " + trusted.error().message);
+    if (const char* ca_file = std::getenv("SSL_CERT_FILE");
+        ca_file && *ca_file && remote->kind == jobs::RemoteKind::https)
+        if (auto trusted = jobs::set_tls_ca_file(ca_file); !trusted)
+            return say(k_exit_invalid, "SSL_CERT_FILE: " + trusted.error().message);
     if (auto code = prepare_git_token(gate, *remote)) return *code;
     if (gate.job_sandbox) {
         auto executor = broker_executor(*gate.job_sandbox, &gate.policy);

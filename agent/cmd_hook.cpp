@@ -7,7 +7,6 @@
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -30,13 +29,15 @@ int hook_failed(const std::string& message) {
 }  // namespace
 
 int hook_command(CommandArgs args) {
-    CLI::App app{"Answer the GitHub Actions runner's container hooks with sandgate's wrap", "sandgate hook"};
+    CLI::App app{"Answer the GitHub Actions runner's container hooks with sandgate's wrap",
+                 "sandgate hook"};
     std::string sandbox_mode = "bwrap";
     std::string network = "none";
     std::string state_dir;
     app.add_option("--sandbox", sandbox_mode, "bwrap (default) or container (runs images)");
     app.add_option("--network", network, "none (default: loopback only) or host");
-    app.add_option("--state-dir", state_dir, "where job scratch directories live (default: $XDG_STATE_HOME/sandgate)");
+    app.add_option("--state-dir", state_dir,
+                   "where job scratch directories live (default: $XDG_STATE_HOME/sandgate)");
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::CallForHelp&) {
@@ -60,9 +61,10 @@ int hook_command(CommandArgs args) {
     auto input = parse_hook_input(input_text);
     if (!input) return hook_failed(input.error().message);
     HookOptions options;
-    options.policy.mode = sandbox_mode == "container" ? sandbox::SandboxMode::container
-                                                      : sandbox::SandboxMode::bwrap;
-    options.policy.network = network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+    options.policy.mode =
+        sandbox_mode == "container" ? sandbox::SandboxMode::container : sandbox::SandboxMode::bwrap;
+    options.policy.network =
+        network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
     options.state_dir = state_dir.empty() ? default_state_dir() : std::filesystem::path(state_dir);
     auto status = run_hook(*input, options);
     if (!status) return hook_failed(status.error().message);

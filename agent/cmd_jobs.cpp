@@ -3,9 +3,8 @@
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "agent/api_client.hpp"
 #include "agent/commands.hpp"
@@ -48,7 +47,8 @@ int jobs_command(CommandArgs args) {
     submit->add_option("--event", event, "push, pull_request or merge_group");
     submit->add_option("--attempt", attempt, "attempt number (default 1)");
     submit->add_option("--base-sha", base_sha,
-                       "the base: a push's `before` (40 zeros: a new branch), a pull request's or merge group's base");
+                       "the base: a push's `before` (40 zeros: a new branch), a pull request's or "
+                       "merge group's base");
     submit->add_option("--base-ref", base_ref, "the base branch of a pull request or merge group");
     auto* list = app.add_subcommand("list", "list jobs");
     list->add_option("--state", state, "only jobs in this state");
@@ -83,7 +83,8 @@ int jobs_command(CommandArgs args) {
         if (!base_ref.empty()) body["base_ref"] = base_ref;
         return print(*target, "POST", "/v1/jobs", body.dump());
     }
-    if (list->parsed()) return print(*target, "GET", "/v1/jobs" + (state.empty() ? "" : "?state=" + state));
+    if (list->parsed())
+        return print(*target, "GET", "/v1/jobs" + (state.empty() ? "" : "?state=" + state));
     if (get->parsed()) return print(*target, "GET", job_path);
     if (cancel->parsed()) return print(*target, "POST", job_path + "/cancel");
     return stream(*target, job_path + "/log" + (follow ? "?follow=1" : ""));

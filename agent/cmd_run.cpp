@@ -67,11 +67,13 @@ struct RunFlags {
 // stand anywhere: `-j build --matrix os:linux push` runs push.
 void add_flags(CLI::App& app, RunFlags& f) {
     app.add_option("event", f.event, "the event to run (push); anywhere among the flags");
-    app.add_option("-W,--workflows", f.workflows, "a workflow file or a directory of them (.github/workflows)");
+    app.add_option("-W,--workflows", f.workflows,
+                   "a workflow file or a directory of them (.github/workflows)");
     app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable")
         ->allow_extra_args(false);
     app.add_option("-e,--eventpath", f.event_file, "the event payload, a JSON file");
-    app.add_option("-s,--secret", f.secrets, "NAME=VALUE (or NAME, from the environment); repeatable")
+    app.add_option("-s,--secret", f.secrets,
+                   "NAME=VALUE (or NAME, from the environment); repeatable")
         ->allow_extra_args(false);
     app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable")
         ->allow_extra_args(false);
@@ -81,15 +83,19 @@ void add_flags(CLI::App& app, RunFlags& f) {
         ->allow_extra_args(false);
     app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable")
         ->allow_extra_args(false);
-    app.add_option("--input", f.inputs, "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable")
+    app.add_option("--input", f.inputs,
+                   "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable")
         ->allow_extra_args(false);
-    app.add_option("--matrix", f.matrix, "KEY:VALUE: run only matrix legs with these values; repeatable")
+    app.add_option("--matrix", f.matrix,
+                   "KEY:VALUE: run only matrix legs with these values; repeatable")
         ->allow_extra_args(false);
-    app.add_option("--label", f.labels, "a runner label runs-on may ask for (adds to the defaults); repeatable")
+    app.add_option("--label", f.labels,
+                   "a runner label runs-on may ask for (adds to the defaults); repeatable")
         ->allow_extra_args(false);
     app.add_option("-a,--actor", f.actor, "github.actor (sandgate)");
     app.add_flag("-l,--list", f.list,
-                 "list the workflows the event selects, each job's runs-on and legs and whether it runs; run nothing");
+                 "list the workflows the event selects, each job's runs-on and legs and whether it "
+                 "runs; run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
     add_policy_options(app, f.policy);
@@ -103,7 +109,8 @@ public:
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-            return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 sandbox::errno_message("mkdtemp " + pattern));
         m_path = pattern;
         auto opened = sandbox::SafeDir::open_trusted(m_path, "the run's temp root");
         if (!opened) return std::unexpected(opened.error());
@@ -178,8 +185,10 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     std::error_code ec;
     const auto cwd = std::filesystem::current_path(ec);
     jobs::RunSettings& settings = out.settings;
-    settings.repository = f.directory.empty() ? cwd : std::filesystem::absolute(f.directory, ec).lexically_normal();
-    if (!std::filesystem::is_directory(settings.repository, ec)) return invalid("-C " + f.directory + ": not a directory");
+    settings.repository =
+        f.directory.empty() ? cwd : std::filesystem::absolute(f.directory, ec).lexically_normal();
+    if (!std::filesystem::is_directory(settings.repository, ec))
+        return invalid("-C " + f.directory + ": not a directory");
     // A physical path: the workspace is reached through descriptors that refuse links
     // (sandbox/safe_access.hpp), and a link in the caller's own path is the caller's.
     settings.repository = std::filesystem::canonical(settings.repository, ec);
@@ -195,13 +204,16 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     settings.host = sandbox::current_environment();
     if (auto message = collect_values(f, settings); !message.empty()) return invalid(message);
     settings.repo = jobs::read_repo_info(settings.repository);
-    auto event = load_event(f.event_file.empty() ? std::filesystem::path() : std::filesystem::absolute(f.event_file, ec));
+    auto event = load_event(f.event_file.empty() ? std::filesystem::path()
+                                                 : std::filesystem::absolute(f.event_file, ec));
     if (!event) return invalid(event.error().message);
-    settings.event = f.event_file.empty() ? synthesized_event(settings.event_name, settings.repo) : *event;
+    settings.event =
+        f.event_file.empty() ? synthesized_event(settings.event_name, settings.repo) : *event;
     if (!settings.inputs.empty()) {
         // act puts --input values in the payload too (github.event.inputs).
         jobs::Object inputs;
-        if (const jobs::Value* given = settings.event.get("inputs"); given && given->is_object()) inputs = given->as_object();
+        if (const jobs::Value* given = settings.event.get("inputs"); given && given->is_object())
+            inputs = given->as_object();
         for (const auto& [name, value] : settings.inputs) inputs.set(name, value);
         settings.event.mutable_object().set("inputs", jobs::Value(std::move(inputs)));
     }
@@ -213,20 +225,27 @@ std::optional<int> prepare(const RunFlags& f, Prepared& out) {
     // cannot be made leaves them unapplied (the workflow runs) with a warning.
     std::vector<std::string> files_loaded;
     for (const auto& workflow : *workflows) files_loaded.push_back(workflow.file);
-    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name, settings.event, settings.repository);
-    for (const auto& warning : selection.warnings) std::fprintf(stderr, "sandgate run: warning: %s\n", warning.c_str());
+    auto selection = jobs::select_for_event(std::move(*workflows), settings.event_name,
+                                            settings.event, settings.repository);
+    for (const auto& warning : selection.warnings)
+        std::fprintf(stderr, "sandgate run: warning: %s\n", warning.c_str());
     out.workflows = std::move(selection.workflows);
     for (const auto& file : files_loaded) {
-        if (std::ranges::none_of(out.workflows, [&](const jobs::Workflow& w) { return w.file == file; }))
+        if (std::ranges::none_of(out.workflows,
+                                 [&](const jobs::Workflow& w) { return w.file == file; }))
             out.skipped_files.push_back(file);
     }
     for (const auto& id : f.jobs) {
-        const bool known = std::ranges::any_of(out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
-        if (!known) return invalid("-j " + id + ": no job with that id in the workflows '" + f.event + "' selects");
+        const bool known = std::ranges::any_of(
+            out.workflows, [&](const jobs::Workflow& w) { return w.find_job(id) != nullptr; });
+        if (!known)
+            return invalid("-j " + id + ": no job with that id in the workflows '" + f.event +
+                           "' selects");
     }
     if (!f.jobs.empty()) {
         std::erase_if(out.workflows, [&](const jobs::Workflow& w) {
-            return std::ranges::none_of(f.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
+            return std::ranges::none_of(
+                f.jobs, [&](const std::string& id) { return w.find_job(id) != nullptr; });
         });
     }
     return std::nullopt;
@@ -238,8 +257,9 @@ void print_summary(const jobs::RunReport& report) {
     for (const auto& workflow : report.workflows) {
         for (const auto& job : workflow.jobs) {
             const std::string reason = jobs::failure_reason(job);
-            std::printf("sandgate run: %-9s %s: %s%s%s\n", std::string(jobs::to_string(job.conclusion)).c_str(),
-                        workflow.file.c_str(), job.name.c_str(), reason.empty() ? "" : ": ", reason.c_str());
+            std::printf("sandgate run: %-9s %s: %s%s%s\n",
+                        std::string(jobs::to_string(job.conclusion)).c_str(), workflow.file.c_str(),
+                        job.name.c_str(), reason.empty() ? "" : ": ", reason.c_str());
         }
     }
     std::fflush(stdout);
@@ -248,7 +268,9 @@ void print_summary(const jobs::RunReport& report) {
 }  // namespace
 
 int run_command(CommandArgs args) {
-    CLI::App app{"sandgate run: run a repository's GitHub Actions workflows locally, every step in the sandbox"};
+    CLI::App app{
+        "sandgate run: run a repository's GitHub Actions workflows locally, every step in the "
+        "sandbox"};
     app.name("sandgate run");
     RunFlags flags;
     add_flags(app, flags);
@@ -266,7 +288,8 @@ int run_command(CommandArgs args) {
     }
     jobs::RunSettings& settings = prepared.settings;
     // Remote actions, resolved (and fetched when missing) before any job starts.
-    auto actions = make_action_resolver(flags.actions, jobs::MirrorCache::default_state_dir(), settings.repository);
+    auto actions = make_action_resolver(flags.actions, jobs::MirrorCache::default_state_dir(),
+                                        settings.repository);
     if (!actions) return invalid(actions.error().message);
     resolve_run_actions(**actions, prepared.workflows, settings.repository, "sandgate run");
     settings.node = flags.actions.node;
@@ -279,7 +302,8 @@ int run_command(CommandArgs args) {
     for (const auto& [name, value] : settings.secrets) masker.add_secret(value.to_display_string());
     jobs::ConsoleLog log(stdout);
     jobs::DirectoryWorkspace workspace(settings.repository, settings.repo.repository);
-    std::counting_semaphore<> legs(std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
+    std::counting_semaphore<> legs(
+        std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     // Started by the agent with a job sandbox: every step is an exec request to its broker.
     const auto executor = broker_executor_from_environment();
     jobs::RunServices services{log, masker, workspace, legs, nullptr, executor.get()};
@@ -295,21 +319,24 @@ int run_command(CommandArgs args) {
     for (const auto& workflow : prepared.workflows) {
         auto inputs = top_level_inputs(settings, workflow);
         if (!inputs) return invalid(inputs.error().message);
-        report.workflows.push_back(jobs::run_workflow(settings, services, workflow, *inputs, settings.secrets));
+        report.workflows.push_back(
+            jobs::run_workflow(settings, services, workflow, *inputs, settings.secrets));
     }
-    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     report.actions = (*actions)->lock();
     for (const auto& workflow : report.workflows) {
         for (const auto& job : workflow.jobs) {
             if (job.conclusion != jobs::Outcome::failure) continue;
             report.exit_code = k_exit_failed;
-            std::fprintf(stderr, "sandgate run: job '%s' failed (%s): %s\n", job.id.c_str(), workflow.file.c_str(),
-                         jobs::failure_reason(job).c_str());
+            std::fprintf(stderr, "sandgate run: job '%s' failed (%s): %s\n", job.id.c_str(),
+                         workflow.file.c_str(), jobs::failure_reason(job).c_str());
         }
     }
     print_summary(report);
     if (prepared.workflows.empty())
-        std::fprintf(stderr, "sandgate run: no workflow runs on '%s'\n", settings.event_name.c_str());
+        std::fprintf(stderr, "sandgate run: no workflow runs on '%s'\n",
+                     settings.event_name.c_str());
     if (!flags.report.empty()) {
         if (auto written = jobs::write_report(flags.report, report, masker); !written) {
             std::fprintf(stderr, "sandgate run: %s\n", written.error().message.c_str());
@@ -317,7 +344,8 @@ int run_command(CommandArgs args) {
         }
     }
     if (const auto sig = (*interrupts)->received()) {
-        std::fprintf(stderr, "sandgate run: stopped by signal %d: the running steps were cancelled\n", *sig);
+        std::fprintf(
+            stderr, "sandgate run: stopped by signal %d: the running steps were cancelled\n", *sig);
         return 128 + *sig;
     }
     return report.exit_code;

@@ -4,17 +4,16 @@
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "agent/api_client.hpp"
 #include "agent/commands.hpp"
 #include "agent/exec_registry.hpp"
+#include "agent/sandbox_exec_client.hpp"
 #include "agent/sandbox_records.hpp"
 #include "agent/terminal_text.hpp"
-#include "agent/sandbox_exec_client.hpp"
 #include "agent/units.hpp"
 
 namespace agent {
@@ -61,7 +60,8 @@ sandbox::Expected<Json> create_body(const CreateOptions& o) {
     using sandbox::fail;
     for (auto [flag, value] : {std::pair{"--repository", &o.repository}, std::pair{"--sha", &o.sha},
                                std::pair{"--job-id", &o.job_id}})
-        if (value->empty()) return fail(ErrorKind::invalid_input, std::string(flag) + ": must not be empty");
+        if (value->empty())
+            return fail(ErrorKind::invalid_input, std::string(flag) + ": must not be empty");
     SandboxIdentity identity{.repository = o.repository, .sha = o.sha, .job_id = o.job_id};
     if (o.run_id) identity.run_id = *o.run_id;
     if (o.attempt) identity.attempt = *o.attempt;
@@ -70,7 +70,8 @@ sandbox::Expected<Json> create_body(const CreateOptions& o) {
         auto ttl = parse_duration(o.ttl);
         if (!ttl) return fail(ErrorKind::invalid_input, "--ttl: " + ttl.error().message);
         const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*ttl).count();
-        if (seconds < 1 || seconds > 24 * 3600) return fail(ErrorKind::invalid_input, "--ttl: 1s to 24h");
+        if (seconds < 1 || seconds > 24 * 3600)
+            return fail(ErrorKind::invalid_input, "--ttl: 1s to 24h");
         body["ttl_s"] = seconds;
     }
     if (!o.network.empty()) {
@@ -85,9 +86,10 @@ sandbox::Expected<Json> create_body(const CreateOptions& o) {
 }  // namespace
 
 int sandboxes_command(CommandArgs args) {
-    CLI::App app{"talk to a running `sandgate agent` about its job sandboxes: create, exec, list, "
-                 "get, rm, cancel",
-                 "sandgate sandboxes"};
+    CLI::App app{
+        "talk to a running `sandgate agent` about its job sandboxes: create, exec, list, "
+        "get, rm, cancel",
+        "sandgate sandboxes"};
     app.require_subcommand(1);
     app.footer(k_footer);
     ApiTargetOptions target_options;
@@ -113,10 +115,11 @@ int sandboxes_command(CommandArgs args) {
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) return app.exit(error);  // --help
         if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&error))
-            return usage(app.remaining().empty()
-                             ? std::string("a subcommand is required: create, exec, list, get, rm, cancel")
-                             : "unknown subcommand '" + app.remaining().front() +
-                                   "' (create, exec, list, get, rm, cancel)");
+            return usage(
+                app.remaining().empty()
+                    ? std::string("a subcommand is required: create, exec, list, get, rm, cancel")
+                    : "unknown subcommand '" + app.remaining().front() +
+                          "' (create, exec, list, get, rm, cancel)");
         return usage(error.what());
     }
     // Ids go into the request path: the agent's own alphabet only (its ids are sb-/ex- + hex).

@@ -7,7 +7,6 @@
 // CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,7 +20,8 @@ namespace {
 constexpr int k_exit_refused = 125;
 
 void print_entry(const char* verb, const sandbox::ToolEntry& entry) {
-    std::printf("%s%s/%s/%s%s%s%s\n", verb, entry.tool.c_str(), entry.version.c_str(), entry.arch.c_str(),
+    std::printf("%s%s/%s/%s%s%s%s\n", verb, entry.tool.c_str(), entry.version.c_str(),
+                entry.arch.c_str(),
                 entry.complete ? "" : " (incomplete: `sandgate tools add` makes it again)",
                 entry.target.empty() ? "" : " -> ", entry.target.c_str());
 }
@@ -34,7 +34,8 @@ int list_tools(const std::filesystem::path& cache) {
     }
     std::printf("tool cache %s (RUNNER_TOOL_CACHE inside the sandbox: %s)\n", cache.c_str(),
                 std::string(sandbox::k_tool_cache_mount).c_str());
-    if (entries->empty()) std::printf("  empty: `sandgate tools add` fills it from this machine's toolchains\n");
+    if (entries->empty())
+        std::printf("  empty: `sandgate tools add` fills it from this machine's toolchains\n");
     for (const auto& entry : *entries) print_entry("  ", entry);
     return 0;
 }
@@ -42,10 +43,12 @@ int list_tools(const std::filesystem::path& cache) {
 int add_tools(const std::filesystem::path& cache) {
     const char* path = std::getenv("PATH");
     std::vector<std::string> notes;
-    const auto tools = sandbox::find_machine_tools(path ? path : "/usr/local/bin:/usr/bin:/bin", notes);
+    const auto tools =
+        sandbox::find_machine_tools(path ? path : "/usr/local/bin:/usr/bin:/bin", notes);
     for (const auto& note : notes) std::fprintf(stderr, "sandgate tools add: %s\n", note.c_str());
     if (tools.empty()) {
-        std::fprintf(stderr, "sandgate tools add: no python3, node, go or java on PATH: nothing to add\n");
+        std::fprintf(stderr,
+                     "sandgate tools add: no python3, node, go or java on PATH: nothing to add\n");
         return 1;
     }
     std::error_code ec;
@@ -68,9 +71,11 @@ int tools_command(CommandArgs args) {
                  "sandgate tools");
     app.require_subcommand(1);
     std::string cache;
-    const std::string help = "the tool cache directory (default: " + default_tool_cache().string() + ")";
+    const std::string help =
+        "the tool cache directory (default: " + default_tool_cache().string() + ")";
     CLI::App* list = app.add_subcommand("list", "what the tool cache holds");
-    CLI::App* add = app.add_subcommand("add", "add this machine's python3, node, go and java (those on PATH)");
+    CLI::App* add =
+        app.add_subcommand("add", "add this machine's python3, node, go and java (those on PATH)");
     list->add_option("--tool-cache", cache, help);
     add->add_option("--tool-cache", cache, help);
     try {
@@ -79,8 +84,9 @@ int tools_command(CommandArgs args) {
         return app.exit(error) == 0 ? 0 : 2;
     }
     std::error_code ec;
-    const std::filesystem::path dir =
-        cache.empty() ? default_tool_cache() : std::filesystem::absolute(cache, ec).lexically_normal();
+    const std::filesystem::path dir = cache.empty()
+                                          ? default_tool_cache()
+                                          : std::filesystem::absolute(cache, ec).lexically_normal();
     return list->parsed() ? list_tools(dir) : add_tools(dir);
 }
 

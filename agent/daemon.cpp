@@ -2,14 +2,13 @@
 // (which serialises them) and wake the loop with SIGUSR1.
 #include "agent/daemon.hpp"
 
-#include <charconv>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "agent/api.hpp"
@@ -47,17 +46,17 @@ struct Running {
     JobProcess process;
     Clock::time_point started;
     Clock::time_point next_heartbeat;
-    std::optional<Clock::time_point> kill_at;   // set once SIGTERM was sent
-    std::optional<JobState> forced;             // cancelled / timed_out, decided by us
+    std::optional<Clock::time_point> kill_at;  // set once SIGTERM was sent
+    std::optional<JobState> forced;            // cancelled / timed_out, decided by us
     std::string forced_reason;
-    std::optional<SandboxInfo> sandbox;         // the job's persistent sandbox
+    std::optional<SandboxInfo> sandbox;  // the job's persistent sandbox
 };
 
 class Loop {
 public:
     Loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
-         GitHubRounds& github, std::filesystem::path full_binary, AgentStats& stats, Wakeups& wakeups,
-         Notified notified)
+         GitHubRounds& github, std::filesystem::path full_binary, AgentStats& stats,
+         Wakeups& wakeups, Notified notified)
         : m_config(config),
           m_queue(queue),
           m_sandboxes(sandboxes),
@@ -131,7 +130,8 @@ private:
             m_writes.answered();
             if (!*job) return;
             ++m_stats.claimed_total;
-            m_stats.claim_latency_ms_sum += std::max<std::int64_t>(0, system_now_ms() - (**job).created_ms);
+            m_stats.claim_latency_ms_sum +=
+                std::max<std::int64_t>(0, system_now_ms() - (**job).created_ms);
             start(std::move(**job));
         }
     }
@@ -153,26 +153,32 @@ private:
         }
         m_github.finish(k_kill_grace);
         if (m_writes.pending() > 0)
-            spdlog::error("drained: {} job end(s) could not be recorded (the queue is out of reach); "
-                          "the pool recovers them when their leases expire", m_writes.pending());
+            spdlog::error(
+                "drained: {} job end(s) could not be recorded (the queue is out of reach); "
+                "the pool recovers them when their leases expire",
+                m_writes.pending());
         if (owed != 0)
-            spdlog::warn("drained: {} report(s) still owed to GitHub; they stay queued and are sent "
-                         "after the next start", owed < 0 ? std::string("some") : std::to_string(owed));
+            spdlog::warn(
+                "drained: {} report(s) still owed to GitHub; they stay queued and are sent "
+                "after the next start",
+                owed < 0 ? std::string("some") : std::to_string(owed));
         return 0;
     }
 
     void start(Job job) {
         const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
         std::error_code ec;
-        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);  // trusted path: the agent's state
+        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(),
+                                            ec);  // trusted path: the agent's state
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
         if (m_config.persistent_sandbox) {
             auto created = create_sandbox(job, env);
             if (!created) {
                 spdlog::error("job {}: no sandbox: {}", job.id, created.error().message);
-                m_writes.complete(job.id, JobState::failed,
-                                  "the job sandbox could not be created: " + created.error().message, "{}");
+                m_writes.complete(
+                    job.id, JobState::failed,
+                    "the job sandbox could not be created: " + created.error().message, "{}");
                 remove_workspace(job.id);
                 return;
             }
@@ -181,7 +187,8 @@ private:
         auto process = JobProcess::start(job_argv(m_config, job, m_self), env, log);
         if (!process) {
             spdlog::error("job {}: cannot start: {}", job.id, process.error().message);
-            m_writes.complete(job.id, JobState::failed, "the job could not start: " + process.error().message, "{}");
+            m_writes.complete(job.id, JobState::failed,
+                              "the job could not start: " + process.error().message, "{}");
             teardown(job.id, box);
             return;
         }
@@ -193,9 +200,9 @@ private:
         }
         const auto now = Clock::now();
         const auto id = job.id;
-        m_running.emplace(id, Running{std::move(job), std::move(*process), now,
-                                      now + m_config.lease / 3, std::nullopt, std::nullopt, "",
-                                      std::move(box)});
+        m_running.emplace(
+            id, Running{std::move(job), std::move(*process), now, now + m_config.lease / 3,
+                        std::nullopt, std::nullopt, "", std::move(box)});
         m_stats.running = static_cast<std::int64_t>(m_running.size());
     }
 
@@ -205,12 +212,15 @@ private:
     sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
         auto workspace = job_workspace(m_config, job.id);
         std::error_code ec;
-        std::filesystem::create_directories(workspace / "tmp", ec);  // trusted path: made before the job's first step
+        std::filesystem::create_directories(workspace / "tmp",
+                                            ec);  // trusted path: made before the job's first step
         if (!ec) workspace = std::filesystem::canonical(workspace, ec);
-        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, workspace.string() + ": " + ec.message());
-        SandboxIdentity identity{job.spec.key.repository, job.spec.key.sha, job.id,
-                                 job.spec.key.attempt,
-                                 job.spec.key.workflow_job.empty() ? "gate" : job.spec.key.workflow_job};
+        if (ec)
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 workspace.string() + ": " + ec.message());
+        SandboxIdentity identity{
+            job.spec.key.repository, job.spec.key.sha, job.id, job.spec.key.attempt,
+            job.spec.key.workflow_job.empty() ? "gate" : job.spec.key.workflow_job};
         SandboxOptions options;
         options.policy.mode = m_config.sandbox;
         options.policy.network = m_config.network;
@@ -218,18 +228,24 @@ private:
         // `sandgate gate` checks out in the workspace, its objects read through alternates
         // from the mirrors it fetches outside: only this repository's scope (its submodules'
         // mirrors, found after the fetch, show through the live bind), never another's.
-        auto scope = jobs::make_mirror_scope(m_config.state_dir, repository_url(m_config, job.spec.key.repository));
+        auto scope = jobs::make_mirror_scope(m_config.state_dir,
+                                             repository_url(m_config, job.spec.key.repository));
         // A remote no mirror can be made of binds nothing (the gate refuses such a --repo).
-        if (scope) options.policy.read_only.push_back(*scope);
-        else if (scope.error().kind != sandbox::ErrorKind::invalid_input) return std::unexpected(scope.error());
+        if (scope)
+            options.policy.read_only.push_back(*scope);
+        else if (scope.error().kind != sandbox::ErrorKind::invalid_input)
+            return std::unexpected(scope.error());
         // Remote actions: the gate resolves and unpacks them outside, under the state directory
         // (jobs/action_store.hpp); their read-only trees show through this live bind.
         auto trees = jobs::ActionStore::default_dirs(m_config.state_dir).work / "trees";
         std::filesystem::create_directories(trees, ec);  // trusted path: the agent's own state
         if (!ec) trees = std::filesystem::canonical(trees, ec);
-        if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, trees.string() + ": " + ec.message());
+        if (ec)
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 trees.string() + ": " + ec.message());
         options.policy.read_only.push_back(trees);
-        options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) + k_kill_grace * 6;
+        options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) +
+                      k_kill_grace * 6;
         options.job = job.id;
         for (const auto& [name, value] : env) options.env_names.push_back(name);
         auto box = m_sandboxes.create(identity, options);
@@ -241,10 +257,12 @@ private:
         // A pool's queue, where the job process records its steps' evidence (never a password).
         if (!m_config.queue_url.empty()) env.emplace_back(k_queue_url_variable, m_config.queue_url);
         if (m_config.queue_password_file)
-            env.emplace_back(k_queue_password_file_variable, m_config.queue_password_file->string());
+            env.emplace_back(k_queue_password_file_variable,
+                             m_config.queue_password_file->string());
         for (auto& [name, value] : env)
             if (name == "TMPDIR") value = (workspace / "tmp").string();
-        if (std::none_of(env.begin(), env.end(), [](const auto& pair) { return pair.first == "TMPDIR"; }))
+        if (std::none_of(env.begin(), env.end(),
+                         [](const auto& pair) { return pair.first == "TMPDIR"; }))
             env.emplace_back("TMPDIR", (workspace / "tmp").string());
         return box;
     }
@@ -282,9 +300,9 @@ private:
             }
             if (running.kill_at && now >= *running.kill_at) running.process.signal_group(SIGKILL);
             if (now - running.started >= m_config.job_timeout)
-                force(running, JobState::timed_out, "timed out after " +
-                                                        std::to_string(m_config.job_timeout.count()) +
-                                                        " minutes");
+                force(
+                    running, JobState::timed_out,
+                    "timed out after " + std::to_string(m_config.job_timeout.count()) + " minutes");
             if (now >= running.next_heartbeat) heartbeat(running);
             ++it;
         }
@@ -323,14 +341,15 @@ private:
             reason = "a step timed out";
         } else {
             reason = exit.exit_code ? "the job command exited " + std::to_string(*exit.exit_code)
-                                    : "the job command died of signal " + std::to_string(exit.signal.value_or(0));
+                                    : "the job command died of signal " +
+                                          std::to_string(exit.signal.value_or(0));
         }
         nlohmann::ordered_json result;
         result["exit_code"] = exit.exit_code ? nlohmann::ordered_json(*exit.exit_code) : nullptr;
         result["signal"] = exit.signal ? nlohmann::ordered_json(*exit.signal) : nullptr;
-        result["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    Clock::now() - running.started)
-                                    .count();
+        result["duration_ms"] =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - running.started)
+                .count();
         // Tear down first: a job is only seen finished once its sandbox and workspace are gone
         // (a crash in between leaves it running, and the lease recovery concludes it).
         teardown(running.job.id, running.sandbox);
@@ -342,7 +361,8 @@ private:
     // On this thread, so no job starts (creating its scope) while mirrors are collected.
     void collect_mirror_cache() {
         std::vector<std::string> repositories;
-        for (const auto& [id, running] : m_running) repositories.push_back(running.job.spec.key.repository);
+        for (const auto& [id, running] : m_running)
+            repositories.push_back(running.job.spec.key.repository);
         m_mirrors.collect(repositories);
     }
 
@@ -350,7 +370,8 @@ private:
         if (auto reaped = m_sandboxes.reap_expired(); reaped > 0)
             spdlog::info("reaped {} expired sandbox(es)", reaped);
         auto recovered = m_queue.recover_expired(m_config.on_lost_job, m_config.max_attempts);
-        if (!recovered) m_writes.failed("lease recovery", recovered.error());
+        if (!recovered)
+            m_writes.failed("lease recovery", recovered.error());
         else if (!recovered->empty())
             for (const auto& job : *recovered)
                 spdlog::info("job {}: its lease expired; {}", job.job_id,
@@ -383,8 +404,9 @@ int wait_signal() {
     return ::sigtimedwait(&signals, nullptr, &tick);
 }
 
-int run_loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes, GitHubRounds& github,
-             const std::filesystem::path& full_binary, AgentStats& stats, Wakeups& wakeups, Notified notified) {
+int run_loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
+             GitHubRounds& github, const std::filesystem::path& full_binary, AgentStats& stats,
+             Wakeups& wakeups, Notified notified) {
     Loop loop(config, queue, sandboxes, github, full_binary, stats, wakeups, notified);
     return loop.run();
 }
@@ -393,7 +415,9 @@ std::filesystem::path job_report_path(const AgentConfig& config, std::int64_t jo
     return agent_dir(config) / "reports" / (std::to_string(job_id) + ".json");
 }
 
-std::filesystem::path agent_dir(const AgentConfig& config) { return config.state_dir / "agent"; }
+std::filesystem::path agent_dir(const AgentConfig& config) {
+    return config.state_dir / "agent";
+}
 
 std::filesystem::path job_workspace(const AgentConfig& config, std::int64_t job_id) {
     return agent_dir(config) / "work" / std::to_string(job_id);
@@ -407,16 +431,18 @@ std::filesystem::path api_socket_path(const AgentConfig& config) {
 std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
                                   const std::filesystem::path& self) {
     if (!config.job_command.empty()) return config.job_command;
-    std::vector<std::string> argv = {self.string(), "gate", "--repo",
-                                     repository_url(config, job.spec.key.repository), "--sha",
-                                     job.spec.key.sha, "--event",
-                                     job.spec.event == "api" ? "push" : job.spec.event,
-                                     "--state-dir", config.state_dir.string(), "--sandbox",
-                                     std::string(sandbox::to_string(config.sandbox)), "--network",
-                                     std::string(sandbox::to_string(config.network)),
-                                     "--report", job_report_path(config, job.id).string()};
+    std::vector<std::string> argv = {
+        self.string(), "gate",
+        "--repo",      repository_url(config, job.spec.key.repository),
+        "--sha",       job.spec.key.sha,
+        "--event",     job.spec.event == "api" ? "push" : job.spec.event,
+        "--state-dir", config.state_dir.string(),
+        "--sandbox",   std::string(sandbox::to_string(config.sandbox)),
+        "--network",   std::string(sandbox::to_string(config.network)),
+        "--report",    job_report_path(config, job.id).string()};
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
-    if (!job.spec.key.workflow_job.empty()) argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
+    if (!job.spec.key.workflow_job.empty())
+        argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
     for (auto& argument : base_arguments(job.spec)) argv.push_back(std::move(argument));
     return argv;
 }

@@ -12,9 +12,9 @@
 // --state-dir DIR --sandbox MODE --network MODE --report FILE` (job.command replaces it;
 // either way the job is also described by SANDGATE_JOB_* variables, among them
 // SANDGATE_JOB_CLONE_URL, where its repository is fetched from, and SANDGATE_JOB_REPORT, where
-// a run report, when written, adds its steps to the job's check run). Exit 0 -> succeeded, 1 -> failed, 124 ->
-// timed_out; a cancel -> cancelled; anything else -> failed with the status in the reason.
-// Its output goes to STATE_DIR/agent/logs/<id>.log (served by GET /v1/jobs/<id>/log).
+// a run report, when written, adds its steps to the job's check run). Exit 0 -> succeeded, 1 ->
+// failed, 124 -> timed_out; a cancel -> cancelled; anything else -> failed with the status in the
+// reason. Its output goes to STATE_DIR/agent/logs/<id>.log (served by GET /v1/jobs/<id>/log).
 
 #include <atomic>
 #include <memory>

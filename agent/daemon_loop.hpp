@@ -37,7 +37,8 @@ struct Wakeups {
 int wait_signal();
 
 // The loop of agent/daemon.hpp until the drain ends; the process exit status.
-int run_loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes, GitHubRounds& github,
-             const std::filesystem::path& full_binary, AgentStats& stats, Wakeups& wakeups, Notified notified);
+int run_loop(const AgentConfig& config, JobQueue& queue, SandboxManager& sandboxes,
+             GitHubRounds& github, const std::filesystem::path& full_binary, AgentStats& stats,
+             Wakeups& wakeups, Notified notified);
 
 }  // namespace agent

@@ -18,8 +18,10 @@ void QueueWrites::note(const sandbox::Error* error, std::string_view what) {
     }
     m_stats.queue_up = false;
     if (!m_down)
-        spdlog::warn("queue: {}: {}; running jobs go on, nothing new is claimed, job ends are kept "
-                     "and retried", what, error->message);
+        spdlog::warn(
+            "queue: {}: {}; running jobs go on, nothing new is claimed, job ends are kept "
+            "and retried",
+            what, error->message);
     else
         spdlog::debug("queue: {}: {}", what, error->message);
     m_down = true;
@@ -40,7 +42,8 @@ bool QueueWrites::try_complete(std::int64_t id, const End& end) {
     // conclusion is queued by the recovery), or an earlier try did land (a COMMIT whose answer
     // was lost).
     answered();
-    spdlog::warn("job {}: its end ({}) was not recorded: {}", id, to_string(end.state), ok.error().message);
+    spdlog::warn("job {}: its end ({}) was not recorded: {}", id, to_string(end.state),
+                 ok.error().message);
     return true;
 }
 
@@ -59,7 +62,8 @@ bool QueueWrites::try_start(std::int64_t id) {
     return true;
 }
 
-void QueueWrites::complete(std::int64_t id, JobState state, std::string reason, std::string result_json) {
+void QueueWrites::complete(std::int64_t id, JobState state, std::string reason,
+                           std::string result_json) {
     m_starts.erase(id);  // see the header: never a start after the end
     End end{state, std::move(reason), std::move(result_json)};
     if (!try_complete(id, end)) m_ends.insert_or_assign(id, std::move(end));

@@ -25,12 +25,13 @@ namespace agent {
 
 // This agent's counters and gauges, for /metrics.
 struct AgentStats {
-    std::atomic<std::int64_t> running{0};          // jobs this agent runs now
-    std::atomic<std::int64_t> claimed_total{0};    // jobs it claimed since start
-    std::atomic<std::int64_t> finished_total{0};   // jobs whose end it recorded
-    std::atomic<std::int64_t> pending_writes{0};   // ends/starts kept while the queue is out of reach
+    std::atomic<std::int64_t> running{0};         // jobs this agent runs now
+    std::atomic<std::int64_t> claimed_total{0};   // jobs it claimed since start
+    std::atomic<std::int64_t> finished_total{0};  // jobs whose end it recorded
+    std::atomic<std::int64_t> pending_writes{
+        0};  // ends/starts kept while the queue is out of reach
     std::atomic<std::int64_t> queue_errors_total{0};
-    std::atomic<bool> queue_up{true};               // the last queue call answered
+    std::atomic<bool> queue_up{true};                   // the last queue call answered
     std::atomic<std::int64_t> claim_latency_ms_sum{0};  // queued -> claimed, over claimed_total
 };
 

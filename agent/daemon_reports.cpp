@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "agent/gate_reporting.hpp"
 #include "agent/secret_file_token.hpp"
@@ -22,13 +22,19 @@ namespace {
 
 std::optional<github::Conclusion> conclusion_of(JobState state) {
     switch (state) {
-        case JobState::succeeded: return github::Conclusion::success;
-        case JobState::failed: return github::Conclusion::failure;
-        case JobState::cancelled: return github::Conclusion::cancelled;
-        case JobState::timed_out: return github::Conclusion::timed_out;
-        case JobState::skipped: return github::Conclusion::skipped;
+        case JobState::succeeded:
+            return github::Conclusion::success;
+        case JobState::failed:
+            return github::Conclusion::failure;
+        case JobState::cancelled:
+            return github::Conclusion::cancelled;
+        case JobState::timed_out:
+            return github::Conclusion::timed_out;
+        case JobState::skipped:
+            return github::Conclusion::skipped;
         case JobState::queued:
-        case JobState::running: break;
+        case JobState::running:
+            break;
     }
     return std::nullopt;
 }
@@ -139,12 +145,12 @@ std::chrono::milliseconds ReportSender::rate_limit_wait() const {
     if (!m_client) return std::chrono::milliseconds(0);
     const auto until = m_client->rate_limited_until();
     if (!until) return std::chrono::milliseconds(0);
-    return std::chrono::duration_cast<std::chrono::milliseconds>(*until - std::chrono::system_clock::now()) +
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*until -
+                                                                 std::chrono::system_clock::now()) +
            std::chrono::milliseconds(1);
 }
 
-void ReportSender::failed(const Report& report, const sandbox::Error& error,
-                          DeliveryStats& stats) {
+void ReportSender::failed(const Report& report, const sandbox::Error& error, DeliveryStats& stats) {
     const bool refused = error.kind == ErrorKind::invalid_input;
     const bool denied = error.kind == ErrorKind::permanent;
     if (refused || (denied && report.attempts + 1 >= k_max_report_attempts)) {
@@ -158,7 +164,8 @@ void ReportSender::failed(const Report& report, const sandbox::Error& error,
         denied ? std::chrono::milliseconds(k_report_backoff_cap)
                : std::min<std::chrono::milliseconds>(
                      k_report_backoff_cap,
-                     std::chrono::seconds(std::int64_t{1} << std::min<std::int64_t>(report.attempts, 16)));
+                     std::chrono::seconds(std::int64_t{1}
+                                          << std::min<std::int64_t>(report.attempts, 16)));
     // GitHub said when: never sooner (and not capped: a primary rate limit resets hourly).
     const auto retry = std::max(backoff, rate_limit_wait());
     spdlog::warn("job {}: {} report not sent (attempt {}), retry in {} s: {}", report.job_id,
@@ -221,8 +228,10 @@ void ReportSender::mark_sent() {
         delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(4));
     }
     for (const auto& report : m_unmarked)
-        spdlog::warn("job {}: {} report sent but not marked (the queue is out of reach): it goes out "
-                     "again when its lease ends", report.job_id, report.kind);
+        spdlog::warn(
+            "job {}: {} report sent but not marked (the queue is out of reach): it goes out "
+            "again when its lease ends",
+            report.job_id, report.kind);
     m_unmarked.clear();
 }
 
@@ -264,8 +273,10 @@ void ReportSender::replay_journal() {
             it = m_journal_reporters.emplace(repository, std::move(*reporter)).first;
         }
         auto replayed = it->second.replay();
-        if (!replayed) spdlog::warn("journal {}: {}", repository, replayed.error().message);
-        else if (replayed->sent > 0) spdlog::info("journal {}: {} report(s) sent", repository, replayed->sent);
+        if (!replayed)
+            spdlog::warn("journal {}: {}", repository, replayed.error().message);
+        else if (replayed->sent > 0)
+            spdlog::info("journal {}: {} report(s) sent", repository, replayed->sent);
     }
 }
 

@@ -15,14 +15,14 @@
 //   round killed mid-send (its agent killed) leaves that report, and its job's later ones,
 //   until the lease ends;
 // - sent: removed from the queue (when the queue cannot be told, the round keeps telling it for
-//   k_mark_patience; after that the report goes out again once its lease ends). GitHub unreachable, 5xx, rate limited past the client's
-//   budget: kept, retried after a backoff that doubles per attempt (capped), or later when
-//   GitHub said when (Retry-After, x-ratelimit-reset: HttpClient::rate_limited_until); while
-//   rate limited, the rest of the batch is not tried but put back to that time. The agent's
-//   client sleeps through a rate limit of at most k_agent_rate_limit_wait itself; a longer
-//   one is the queue's to wait out. 401/403/404: kept and retried slowly (a fixed token or a
-//   new installation may come), dropped with an error after k_max_report_attempts. 422 (GitHub
-//   refused the body): dropped with an error;
+//   k_mark_patience; after that the report goes out again once its lease ends). GitHub unreachable,
+//   5xx, rate limited past the client's budget: kept, retried after a backoff that doubles per
+//   attempt (capped), or later when GitHub said when (Retry-After, x-ratelimit-reset:
+//   HttpClient::rate_limited_until); while rate limited, the rest of the batch is not tried but put
+//   back to that time. The agent's client sleeps through a rate limit of at most
+//   k_agent_rate_limit_wait itself; a longer one is the queue's to wait out. 401/403/404: kept and
+//   retried slowly (a fixed token or a new installation may come), dropped with an error after
+//   k_max_report_attempts. 422 (GitHub refused the body): dropped with an error;
 // - a job whose repository is not OWNER/NAME (a local path or URL) has nobody to tell: its
 //   reports are removed;
 // - with no GitHub token configured, reports are removed with a debug line.
@@ -57,8 +57,8 @@ inline constexpr std::chrono::seconds k_mark_patience{30};
 
 struct DeliveryStats {
     std::size_t sent = 0;
-    std::size_t kept = 0;      // failed this round (or put back while rate limited), retried later
-    std::size_t dropped = 0;   // refused for good, or nobody to report to
+    std::size_t kept = 0;     // failed this round (or put back while rate limited), retried later
+    std::size_t dropped = 0;  // refused for good, or nobody to report to
 };
 
 // The client options the agent uses for GitHub: few attempts per call, since the queue of

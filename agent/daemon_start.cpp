@@ -2,10 +2,9 @@
 // for while its database cannot be reached yet), recovery of this agent's previous life, the
 // API, then the loop (agent/daemon.cpp).
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
@@ -42,7 +41,8 @@ void remove_stale_workspaces(const AgentConfig& config, JobQueue& queue) {
         if (parsed != std::errc() || end != name.data() + name.size()) continue;
         auto job = queue.get(id);
         // A pool's job may run on another agent now: only a lease of ours keeps the directory.
-        if (job && *job && (*job)->state == JobState::running && (*job)->lease_owner == config.id) continue;
+        if (job && *job && (*job)->state == JobState::running && (*job)->lease_owner == config.id)
+            continue;
         remove_tree(entry.path());
     }
 }
@@ -56,7 +56,8 @@ sandbox::Expected<sandbox::Fd> listen_api(const AgentConfig& config, std::string
         const std::string_view digits = std::string_view(config.listen).substr(10);
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
         if (ec != std::errc() || end != digits.data() + digits.size() || port < 0 || port > 65535)
-            return sandbox::fail(sandbox::ErrorKind::invalid_input, "listen: invalid port in '" + config.listen + "'");
+            return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                                 "listen: invalid port in '" + config.listen + "'");
         std::uint16_t bound = 0;
         auto listener = listen_loopback(static_cast<std::uint16_t>(port), &bound);
         if (listener) *where = "127.0.0.1:" + std::to_string(bound);
@@ -79,8 +80,10 @@ sandbox::Expected<std::filesystem::path> full_binary() {
     const auto full = self.parent_path() / k_full_binary_name;
     if (std::filesystem::exists(full, ec)) return full;
     return sandbox::fail(sandbox::ErrorKind::unavailable,
-                         full.string() + " is missing: jobs and GitHub rounds run in it; install "
-                                         "sandgate-full beside " + self.filename().string());
+                         full.string() +
+                             " is missing: jobs and GitHub rounds run in it; install "
+                             "sandgate-full beside " +
+                             self.filename().string());
 }
 
 // The configured queue. A database that cannot be reached yet (a pool's PostgreSQL starting
@@ -110,21 +113,26 @@ std::string agent_metrics(const AgentConfig& config, const AgentStats& stats) {
     const std::string agent = "{agent=\"" + config.id + "\"}";
     std::string text;
     auto gauge = [&](const char* name, const char* help, const char* type, std::int64_t value) {
-        text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
-                agent + " " + std::to_string(value) + "\n";
+        text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type +
+                "\n" + name + agent + " " + std::to_string(value) + "\n";
     };
     gauge("sandgate_agent_jobs_running", "Jobs this agent runs.", "gauge", stats.running);
     gauge("sandgate_agent_max_jobs", "Jobs this agent runs at most.", "gauge",
           static_cast<std::int64_t>(config.max_jobs));
-    gauge("sandgate_agent_claims_total", "Jobs this agent claimed since it started.", "counter", stats.claimed_total);
+    gauge("sandgate_agent_claims_total", "Jobs this agent claimed since it started.", "counter",
+          stats.claimed_total);
     gauge("sandgate_agent_claim_wait_milliseconds_total",
-          "Sum over its claims of the time from queued to claimed.", "counter", stats.claim_latency_ms_sum);
-    gauge("sandgate_agent_jobs_finished_total", "Job ends this agent recorded since it started.", "counter",
-          stats.finished_total);
-    gauge("sandgate_agent_pending_queue_writes", "Job ends and start reports kept while the queue is out of reach.",
-          "gauge", stats.pending_writes);
-    gauge("sandgate_agent_queue_errors_total", "Queue calls that failed.", "counter", stats.queue_errors_total);
-    gauge("sandgate_agent_queue_up", "1 when the last queue call answered.", "gauge", stats.queue_up ? 1 : 0);
+          "Sum over its claims of the time from queued to claimed.", "counter",
+          stats.claim_latency_ms_sum);
+    gauge("sandgate_agent_jobs_finished_total", "Job ends this agent recorded since it started.",
+          "counter", stats.finished_total);
+    gauge("sandgate_agent_pending_queue_writes",
+          "Job ends and start reports kept while the queue is out of reach.", "gauge",
+          stats.pending_writes);
+    gauge("sandgate_agent_queue_errors_total", "Queue calls that failed.", "counter",
+          stats.queue_errors_total);
+    gauge("sandgate_agent_queue_up", "1 when the last queue call answered.", "gauge",
+          stats.queue_up ? 1 : 0);
     return text;
 }
 
@@ -163,8 +171,9 @@ int run_daemon(const AgentConfig& config) {
     api_config.on_change = [&wakeups] { wakeups.post(Wakeups::k_claim | Wakeups::k_cancels); };
     AgentStats stats;
     api_config.agent_metrics = [&config, &stats] { return agent_metrics(config, stats); };
-    for (auto [file, target] : {std::pair{config.token_file, &api_config.token},
-                                std::pair{config.webhook_secret_file, &api_config.webhook_secret}}) {
+    for (auto [file, target] :
+         {std::pair{config.token_file, &api_config.token},
+          std::pair{config.webhook_secret_file, &api_config.webhook_secret}}) {
         if (!file) continue;
         auto secret = read_secret_file(*file);
         if (!secret) {
@@ -197,14 +206,17 @@ int run_daemon(const AgentConfig& config) {
         }
     // Woken by the queue when another agent queues work (SIGUSR1, as the API does).
     auto subscription = (*queue)->subscribe([&wakeups](QueueChange change) {
-        wakeups.post(change == QueueChange::queued             ? Wakeups::k_claim
-                     : change == QueueChange::cancel_requested ? Wakeups::k_cancels
-                                                               : Wakeups::k_claim | Wakeups::k_cancels);
+        wakeups.post(change == QueueChange::queued ? Wakeups::k_claim
+                     : change == QueueChange::cancel_requested
+                         ? Wakeups::k_cancels
+                         : Wakeups::k_claim | Wakeups::k_cancels);
     });
-    if (!subscription) spdlog::warn("job queue: no notifications ({}); polling", subscription.error().message);
+    if (!subscription)
+        spdlog::warn("job queue: no notifications ({}); polling", subscription.error().message);
     const auto notified = subscription && *subscription ? Notified::yes : Notified::no;
     GitHubRounds github(config, **queue, *full);
-    const int status = run_loop(config, **queue, sandboxes, github, *full, stats, wakeups, notified);
+    const int status =
+        run_loop(config, **queue, sandboxes, github, *full, stats, wakeups, notified);
     spdlog::info("agent {} stopped", config.id);
     return status;
 }

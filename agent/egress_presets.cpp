@@ -13,8 +13,10 @@ namespace {
 using Rules = std::vector<sandbox::EgressRule>;
 
 std::string_view trimmed(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r'))
+        text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+        text.remove_suffix(1);
     return text;
 }
 
@@ -42,10 +44,11 @@ std::vector<std::string> values_of(const std::filesystem::path& file, std::strin
 sandbox::Expected<void> add(Rules& rules, std::string_view preset, const std::string& host_port) {
     auto rule = sandbox::parse_egress_rule(host_port);
     if (!rule)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--allow-egress " + std::string(preset) + ": the configured registry host '" +
-                                 sandbox::printable(host_port) + "' cannot be allowed (" +
-                                 rule.error().message.substr(rule.error().message.find(": ") + 2) + ")");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "--allow-egress " + std::string(preset) + ": the configured registry host '" +
+                sandbox::printable(host_port) + "' cannot be allowed (" +
+                rule.error().message.substr(rule.error().message.find(": ") + 2) + ")");
     const bool known = std::any_of(rules.begin(), rules.end(), [&](const sandbox::EgressRule& r) {
         return r.host == rule->host && r.port == rule->port;
     });
@@ -57,19 +60,22 @@ sandbox::Expected<void> add(Rules& rules, std::string_view preset, const std::st
 sandbox::Expected<void> add_url(Rules& rules, std::string_view preset, std::string_view url) {
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string_view::npos)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "--allow-egress " + std::string(preset) +
-                                                                    ": the configured registry '" + sandbox::printable(url) +
-                                                                    "' is not a URL");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--allow-egress " + std::string(preset) +
+                                 ": the configured registry '" + sandbox::printable(url) +
+                                 "' is not a URL");
     const std::string_view scheme = url.substr(0, scheme_end);
     std::string_view authority = url.substr(scheme_end + 3);
     authority = authority.substr(0, authority.find_first_of("/?#"));
-    if (const auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos)
+        authority.remove_prefix(at + 1);
     std::string host_port(authority);
     if (host_port.find(':') == std::string::npos) host_port += scheme == "http" ? ":80" : ":443";
     return add(rules, preset, host_port);
 }
 
-sandbox::Expected<void> add_urls(Rules& rules, std::string_view preset, const std::vector<std::string>& urls) {
+sandbox::Expected<void> add_urls(Rules& rules, std::string_view preset,
+                                 const std::vector<std::string>& urls) {
     for (const auto& url : urls)
         if (auto ok = add_url(rules, preset, url); !ok) return ok;
     return {};
@@ -82,7 +88,8 @@ sandbox::Expected<Rules> npm(const PresetPlaces& places) {
     if (registry.empty()) registry = values_of(places.home / ".npmrc", "registry");
     if (registry.empty()) registry = values_of(places.etc / "npmrc", "registry");
     if (registry.empty()) registry = {"https://registry.npmjs.org/"};
-    if (auto ok = add_urls(rules, "@npm", {registry.back()}); !ok) return std::unexpected(ok.error());
+    if (auto ok = add_urls(rules, "@npm", {registry.back()}); !ok)
+        return std::unexpected(ok.error());
     return rules;
 }
 
@@ -93,7 +100,8 @@ sandbox::Expected<Rules> pypi(const PresetPlaces& places) {
         std::istringstream words(*value);
         for (std::string word; words >> word;) urls.push_back(word);
     }
-    for (const auto& file : {places.home / ".config/pip/pip.conf", places.home / ".pip/pip.conf", places.etc / "pip.conf"}) {
+    for (const auto& file : {places.home / ".config/pip/pip.conf", places.home / ".pip/pip.conf",
+                             places.etc / "pip.conf"}) {
         if (!urls.empty()) break;
         for (const char* key : {"index-url", "extra-index-url"})
             for (auto& url : values_of(file, key)) urls.push_back(std::move(url));
@@ -122,7 +130,8 @@ sandbox::Expected<Rules> go(const PresetPlaces& places) {
     const auto* sumdb = env_value(places, "GOSUMDB");
     std::string sum = sumdb ? *sumdb : "sum.golang.org";
     if (sum != "off") {
-        sum = sum.substr(sum.rfind(' ') == std::string::npos ? 0 : sum.rfind(' ') + 1);  // "name+key url"
+        sum = sum.substr(
+            sum.rfind(' ') == std::string::npos ? 0 : sum.rfind(' ') + 1);  // "name+key url"
         if (sum.find("://") != std::string::npos) {
             if (auto ok = add_url(rules, "@go", sum); !ok) return std::unexpected(ok.error());
         } else if (auto ok = add(rules, "@go", sum.substr(0, sum.find('+'))); !ok) {
@@ -137,7 +146,8 @@ sandbox::Expected<Rules> debian(const PresetPlaces& places) {
     std::vector<std::filesystem::path> files = {places.etc / "apt/sources.list"};
     std::error_code ec;
     // trusted path: the agent's own /etc (never a tree a step could write)
-    for (const auto& entry : std::filesystem::directory_iterator(places.etc / "apt/sources.list.d", ec)) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(places.etc / "apt/sources.list.d", ec)) {
         const auto ext = entry.path().extension();
         if (ext == ".list" || ext == ".sources") files.push_back(entry.path());
     }
@@ -162,8 +172,11 @@ sandbox::Expected<Rules> debian(const PresetPlaces& places) {
             }
         }
     }
-    std::erase_if(urls, [](const std::string& url) { return !url.starts_with("http://") && !url.starts_with("https://"); });
-    if (urls.empty()) urls = {"http://deb.debian.org/debian", "http://security.debian.org/debian-security"};
+    std::erase_if(urls, [](const std::string& url) {
+        return !url.starts_with("http://") && !url.starts_with("https://");
+    });
+    if (urls.empty())
+        urls = {"http://deb.debian.org/debian", "http://security.debian.org/debian-security"};
     Rules rules;
     if (auto ok = add_urls(rules, "@debian", urls); !ok) return std::unexpected(ok.error());
     return rules;
@@ -185,20 +198,22 @@ PresetPlaces machine_places() {
     return places;
 }
 
-sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(std::string_view name,
-                                                                          const PresetPlaces& places) {
+sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(
+    std::string_view name, const PresetPlaces& places) {
     if (name == "@npm") return npm(places);
     if (name == "@pypi") return pypi(places);
     if (name == "@go") return go(places);
     if (name == "@debian") return debian(places);
     if (name == "@crates") return fixed({"crates.io", "index.crates.io", "static.crates.io"});
     if (name == "@github")
-        return fixed({"github.com", "api.github.com", "codeload.github.com", "raw.githubusercontent.com",
-                      "objects.githubusercontent.com", "release-assets.githubusercontent.com",
+        return fixed({"github.com", "api.github.com", "codeload.github.com",
+                      "raw.githubusercontent.com", "objects.githubusercontent.com",
+                      "release-assets.githubusercontent.com",
                       "github-cloud.githubusercontent.com"});
-    return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                         "--allow-egress '" + sandbox::printable(name) +
-                             "': unknown preset (expected @npm, @pypi, @crates, @go, @debian or @github)");
+    return sandbox::fail(
+        sandbox::ErrorKind::invalid_input,
+        "--allow-egress '" + sandbox::printable(name) +
+            "': unknown preset (expected @npm, @pypi, @crates, @go, @debian or @github)");
 }
 
 }  // namespace agent

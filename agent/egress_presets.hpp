@@ -39,7 +39,7 @@ PresetPlaces machine_places();
 
 // The rules `name` ("@npm") expands to. invalid_input naming `name` for an unknown preset, or a
 // configured registry whose host the proxy could not serve (an IP literal, a malformed URL).
-sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(std::string_view name,
-                                                                          const PresetPlaces& places);
+sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(
+    std::string_view name, const PresetPlaces& places);
 
 }  // namespace agent

@@ -1,11 +1,10 @@
 #include "agent/exec_registry.hpp"
 
-#include "agent/random_id.hpp"
-
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+
+#include "agent/random_id.hpp"
 
 namespace agent {
 
@@ -22,23 +21,28 @@ namespace {
 
 constexpr std::size_t k_max_exec_id = 64;
 
-
 }  // namespace
 
 std::string_view to_string(ExecCancelOutcome outcome) {
     switch (outcome) {
-        case ExecCancelOutcome::requested: return "cancel_requested";
-        case ExecCancelOutcome::finished: return "finished";
-        case ExecCancelOutcome::unknown: return "unknown";
+        case ExecCancelOutcome::requested:
+            return "cancel_requested";
+        case ExecCancelOutcome::finished:
+            return "finished";
+        case ExecCancelOutcome::unknown:
+            return "unknown";
     }
     return "unknown";
 }
 
 std::string_view to_string(ExecCancelCause cause) {
     switch (cause) {
-        case ExecCancelCause::none: return "none";
-        case ExecCancelCause::api: return "api";
-        case ExecCancelCause::client_hangup: return "client_hangup";
+        case ExecCancelCause::none:
+            return "none";
+        case ExecCancelCause::api:
+            return "api";
+        case ExecCancelCause::client_hangup:
+            return "client_hangup";
     }
     return "none";
 }
@@ -54,9 +58,13 @@ ExecRegistry::Registration::~Registration() {
     if (m_entry) m_registry->finish(*m_entry);
 }
 
-const std::string& ExecRegistry::Registration::exec_id() const { return m_entry->key.second; }
+const std::string& ExecRegistry::Registration::exec_id() const {
+    return m_entry->key.second;
+}
 
-const sandbox::CancelToken& ExecRegistry::Registration::token() const { return m_entry->token; }
+const sandbox::CancelToken& ExecRegistry::Registration::token() const {
+    return m_entry->token;
+}
 
 ExecCancelCause ExecRegistry::Registration::cause() const {
     if (m_entry->by_api) return ExecCancelCause::api;

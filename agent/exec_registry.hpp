@@ -53,7 +53,7 @@ public:
         ~Registration();
         const std::string& exec_id() const;
         const sandbox::CancelToken& token() const;  // valid while this lives
-        ExecCancelCause cause() const;               // none until the token fired
+        ExecCancelCause cause() const;              // none until the token fired
 
     private:
         friend class ExecRegistry;

@@ -1,5 +1,4 @@
 #include "agent/gate_reporting.hpp"
-#include "agent/agent_config.hpp"
 
 #include <simdjson.h>
 
@@ -8,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "agent/agent_config.hpp"
 #include "github/auth.hpp"
 #include "sandbox/run.hpp"
 
@@ -125,7 +125,8 @@ void add_jobs(Element owner, const std::string& workflow, const std::string& fil
         const std::string display = text_of(item, "name");
         report.job = name_prefix + (display.empty() ? text_of(item, "id") : display);
         Element matrix;
-        const bool has_matrix = item["matrix"].get(matrix) == simdjson::SUCCESS && !matrix.is_null();
+        const bool has_matrix =
+            item["matrix"].get(matrix) == simdjson::SUCCESS && !matrix.is_null();
         report.job_key = key_prefix + text_of(item, "id");
         if (has_matrix) report.job_key += " " + simdjson::minify(matrix);
         report.sha = std::string(sha);
@@ -232,15 +233,16 @@ sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
     return github::Reporter::create(std::move(*client), std::move(reporter));
 }
 
-sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(const GitHubFlags& flags,
-                                                                            github::ClientOptions options) {
+sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(
+    const GitHubFlags& flags, github::ClientOptions options) {
     if (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty())
         return std::shared_ptr<sandbox::TokenProvider>();
     auto repository = github::Repository::parse(flags.repo);
     if (!repository) return std::unexpected(repository.error());
     options.api_url = flags.api_url;
-    auto source = github::InstallationTokenSource::create(options, {flags.app_id, flags.app_key, flags.installation_id},
-                                                          github::git_read_scope(repository->name));
+    auto source = github::InstallationTokenSource::create(
+        options, {flags.app_id, flags.app_key, flags.installation_id},
+        github::git_read_scope(repository->name));
     if (!source) return std::unexpected(source.error());
     if (auto first = (*source)->token(); !first) return std::unexpected(first.error());
     return std::shared_ptr<sandbox::TokenProvider>(std::move(*source));
@@ -313,8 +315,9 @@ int deliver_reports(github::Reporter& reporter, const std::vector<github::JobRep
     return status;
 }
 
-int report_gate_refusal(github::Reporter& reporter, std::string_view sha, std::string_view workflows_path,
-                        std::string_view message, const ReportOutput& output) {
+int report_gate_refusal(github::Reporter& reporter, std::string_view sha,
+                        std::string_view workflows_path, std::string_view message,
+                        const ReportOutput& output) {
     github::JobReport report;
     report.workflow = "sandgate gate";
     report.workflow_path = std::string(workflows_path);
@@ -356,7 +359,8 @@ void GateReporter::job_started(const jobs::Workflow& workflow, const jobs::JobRe
         const std::string text = jobs::to_json(job.matrix, jobs::JsonStyle::compact);
         simdjson::dom::parser parser;
         Element parsed;
-        matrix = parser.parse(text).get(parsed) == simdjson::SUCCESS ? simdjson::minify(parsed) : text;
+        matrix =
+            parser.parse(text).get(parsed) == simdjson::SUCCESS ? simdjson::minify(parsed) : text;
     }
     report.job_key = job_key(workflow.file, job.id, matrix);
     report.sha = m_sha;
@@ -369,16 +373,18 @@ void GateReporter::job_started(const jobs::Workflow& workflow, const jobs::JobRe
     auto started = m_reporter.start(report);
     if (!started) {
         std::fprintf(m_output.err, "%.*s: reporting the start of %s / %s: %s\n",
-                     static_cast<int>(m_output.who.size()), m_output.who.data(), report.workflow.c_str(),
-                     report.job.c_str(), started.error().message.c_str());
+                     static_cast<int>(m_output.who.size()), m_output.who.data(),
+                     report.workflow.c_str(), report.job.c_str(), started.error().message.c_str());
     } else if (*started == github::Delivery::journaled) {
         std::fprintf(m_output.err, "%.*s: %s / %s: in_progress kept in the journal for later\n",
-                     static_cast<int>(m_output.who.size()), m_output.who.data(), report.workflow.c_str(),
-                     report.job.c_str());
+                     static_cast<int>(m_output.who.size()), m_output.who.data(),
+                     report.workflow.c_str(), report.job.c_str());
     }
 }
 
-int GateReporter::replay() { return replay_journal(m_reporter, m_output); }
+int GateReporter::replay() {
+    return replay_journal(m_reporter, m_output);
+}
 
 void TailLog::output(const jobs::StepLabel& label, std::string_view line) {
     m_inner.output(label, line);
@@ -397,11 +403,13 @@ std::string TailLog::tail(const std::string& job, const std::string& step) const
 
 int GateReporter::finish(const jobs::RunReport& report, const TailLog* tails) {
     const std::string json =
-        jobs::to_json(report, m_masker).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        jobs::to_json(report, m_masker)
+            .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     auto jobs = job_reports_from_run_report(json, m_sha);
     if (!jobs) {
-        std::fprintf(m_output.err, "%.*s: the run report: %s\n", static_cast<int>(m_output.who.size()),
-                     m_output.who.data(), jobs.error().message.c_str());
+        std::fprintf(m_output.err, "%.*s: the run report: %s\n",
+                     static_cast<int>(m_output.who.size()), m_output.who.data(),
+                     jobs.error().message.c_str());
         return k_exit_report_refused;
     }
     {
@@ -409,7 +417,8 @@ int GateReporter::finish(const jobs::RunReport& report, const TailLog* tails) {
         m_open.clear();
     }
     for (auto& job : *jobs) {
-        const std::string tail = tails && !job.failing_step.empty() ? tails->tail(job.job, job.failing_step) : "";
+        const std::string tail =
+            tails && !job.failing_step.empty() ? tails->tail(job.job, job.failing_step) : "";
         if (!tail.empty()) job.log_tail = job.log_tail.empty() ? tail : tail + "\n" + job.log_tail;
     }
     return deliver_reports(m_reporter, *jobs, m_output);

@@ -20,8 +20,8 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "github/check_runs.hpp"
@@ -79,8 +79,8 @@ sandbox::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
 // One token is minted here, so that a bad installation fails the gate before anything runs.
 // nullptr without the App flags. Errors as make_reporter for the flags; the exchange's errors
 // name the installation, never a token.
-sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(const GitHubFlags& flags,
-                                                                            github::ClientOptions client = {});
+sandbox::Expected<std::shared_ptr<sandbox::TokenProvider>> git_token_source(
+    const GitHubFlags& flags, github::ClientOptions client = {});
 
 // Where the reporting commands write: one line per job on `out`, errors on `err`, each error
 // line prefixed with `who` ("sandgate report").
@@ -103,8 +103,9 @@ int deliver_reports(github::Reporter& reporter, const std::vector<github::JobRep
 // A gate that refuses the commit before any job runs (its workflows are invalid, or none runs
 // on the event) still shows on it: one completed `failure` run, "sandgate gate / workflows"
 // (key "sandgate#workflows"), whose text is `message`. As deliver_reports().
-int report_gate_refusal(github::Reporter& reporter, std::string_view sha, std::string_view workflows_path,
-                        std::string_view message, const ReportOutput& output);
+int report_gate_refusal(github::Reporter& reporter, std::string_view sha,
+                        std::string_view workflows_path, std::string_view message,
+                        const ReportOutput& output);
 
 // The stable key of one job (external_id and journal key): "<workflow file name>#<job id>",
 // plus " <matrix as compact JSON>" for a matrix leg (`matrix_json` empty: none).
@@ -127,7 +128,9 @@ public:
     // `inner` and `masker` must outlive the log.
     TailLog(jobs::LogSink& inner, const jobs::Masker& masker) : m_inner(inner), m_masker(masker) {}
     void output(const jobs::StepLabel& label, std::string_view line) override;
-    void debug(const jobs::StepLabel& label, std::string_view line) override { m_inner.debug(label, line); }
+    void debug(const jobs::StepLabel& label, std::string_view line) override {
+        m_inner.debug(label, line);
+    }
     void group_start(const jobs::StepLabel& label, std::string_view title) override {
         m_inner.group_start(label, title);
     }
@@ -135,7 +138,8 @@ public:
     void annotation(const jobs::StepLabel& label, const jobs::Annotation& note) override {
         m_inner.annotation(label, note);
     }
-    void status(const jobs::StepLabel& label, jobs::StatusKind kind, std::string_view text) override {
+    void status(const jobs::StepLabel& label, jobs::StatusKind kind,
+                std::string_view text) override {
         m_inner.status(label, kind, text);
     }
     // The kept tail of (job, step), "" when none.

@@ -1,7 +1,6 @@
 #include "agent/github_rounds.hpp"
 
 #include <signal.h>
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,7 +32,10 @@ std::chrono::seconds backoff_after(int failures) {
 
 GitHubRounds::GitHubRounds(const AgentConfig& config, JobQueue& queue,
                            std::filesystem::path worker_binary, std::chrono::milliseconds deadline)
-    : m_config(config), m_queue(queue), m_binary(std::move(worker_binary)), m_round_deadline(deadline) {
+    : m_config(config),
+      m_queue(queue),
+      m_binary(std::move(worker_binary)),
+      m_round_deadline(deadline) {
     const auto now = Clock::now();
     m_next_poll = m_next_report_check = m_next_journal = m_not_before = now;
 }
@@ -42,7 +44,8 @@ bool GitHubRounds::tick(Draining draining) {
     const bool ended = reap();
     if (m_worker) {
         if (Clock::now() >= m_deadline) {
-            spdlog::warn("github round: still running after {} ms, killed", m_round_deadline.count());
+            spdlog::warn("github round: still running after {} ms, killed",
+                         m_round_deadline.count());
             m_worker->signal_group(SIGKILL);
             m_deadline = Clock::time_point::max();  // reaped at a later tick
         }
@@ -111,8 +114,10 @@ bool GitHubRounds::reports_due() {
     if (!report_check_due()) return false;
     auto due = m_queue.due_reports(k_report_peek);
     // A queue out of reach is the loop's to report (once), not every second here.
-    if (!due && due.error().kind == sandbox::ErrorKind::transient) spdlog::debug("reports: {}", due.error().message);
-    else if (!due) spdlog::warn("reports: {}", due.error().message);
+    if (!due && due.error().kind == sandbox::ErrorKind::transient)
+        spdlog::debug("reports: {}", due.error().message);
+    else if (!due)
+        spdlog::warn("reports: {}", due.error().message);
     if (!due || due->empty()) return false;
     // Ours (or nobody's): now. Another agent's of a pool's: its own rounds send them, so we
     // look only every k_foreign_reports (for those of an agent that is gone), or every agent
@@ -131,7 +136,8 @@ bool GitHubRounds::journal_due() {
     if (m_config.repositories.empty()) return false;  // nothing to replay towards
     std::error_code ec;
     const auto directory = github::journal_directory(m_config.state_dir);
-    return std::filesystem::exists(directory, ec) && !std::filesystem::is_empty(directory, ec) && !ec;
+    return std::filesystem::exists(directory, ec) && !std::filesystem::is_empty(directory, ec) &&
+           !ec;
 }
 
 void GitHubRounds::drop_reports() {

@@ -90,7 +90,7 @@ private:
     Clock::time_point m_next_poll;
     Clock::time_point m_next_report_check;
     Clock::time_point m_next_journal;
-    Clock::time_point m_not_before;  // no round starts before (the backoff)
+    Clock::time_point m_not_before;            // no round starts before (the backoff)
     Clock::time_point m_next_foreign_check{};  // other agents' due reports looked at from then
     std::chrono::seconds m_backoff{0};
     int m_failures = 0;  // failed rounds in a row

@@ -24,17 +24,21 @@ sandbox::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, 
     if (!polling) return stats;
     if (const auto until = poll_client->rate_limited_until()) {
         spdlog::info("poll: skipped, GitHub asked to wait {} s more",
-                     std::chrono::duration_cast<std::chrono::seconds>(*until - std::chrono::system_clock::now()).count());
+                     std::chrono::duration_cast<std::chrono::seconds>(
+                         *until - std::chrono::system_clock::now())
+                         .count());
         return stats;
     }
-    Poller poller(std::move(*poll_client), *queue, *store->poll_state,
-                  PollerOptions{config.repositories, config.pr_label,
-                                std::chrono::duration_cast<std::chrono::milliseconds>(config.poll_interval)});
+    Poller poller(
+        std::move(*poll_client), *queue, *store->poll_state,
+        PollerOptions{config.repositories, config.pr_label,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(config.poll_interval)});
     stats.poll = poller.poll_once();
-    spdlog::debug("poll: {} request(s), {} not modified, {} new job(s), {} cancelled, {} "
-                  "repositories polled by another agent",
-                  stats.poll->requests, stats.poll->not_modified, stats.poll->submitted,
-                  stats.poll->cancelled, stats.poll->skipped);
+    spdlog::debug(
+        "poll: {} request(s), {} not modified, {} new job(s), {} cancelled, {} "
+        "repositories polled by another agent",
+        stats.poll->requests, stats.poll->not_modified, stats.poll->submitted,
+        stats.poll->cancelled, stats.poll->skipped);
     if (stats.poll->cancelled > 0) {
         const auto more = sender.deliver_due();
         stats.reports.sent += more.sent;

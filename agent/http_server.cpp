@@ -76,7 +76,9 @@ ssize_t stream_reader(void* cls, std::uint64_t, char* buf, std::size_t max) {
     return static_cast<ssize_t>(n);
 }
 
-void stream_free(void* cls) { delete static_cast<Streaming*>(cls); }
+void stream_free(void* cls) {
+    delete static_cast<Streaming*>(cls);
+}
 
 MHD_Result send(MHD_Connection* connection, HttpResponse response,
                 const std::atomic<bool>& stopping) {
@@ -109,20 +111,23 @@ MHD_Result access(void* cls, MHD_Connection* connection, const char* url, const 
         MHD_get_connection_values(connection, MHD_HEADER_KIND, collect, &pending->request);
         MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect, &pending->request);
         // One thread per connection: while the handler runs, nothing else reads this socket.
-        if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+        if (const auto* info =
+                MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
             pending->request.connection_fd = info->connect_fd;
         *con_cls = pending;
         return MHD_YES;
     }
     if (*upload_size > 0) {  // a body chunk
-        if (pending->request.body.size() + *upload_size > state->max_body) pending->too_large = true;
-        else pending->request.body.append(upload_data, *upload_size);
+        if (pending->request.body.size() + *upload_size > state->max_body)
+            pending->too_large = true;
+        else
+            pending->request.body.append(upload_data, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
     if (pending->too_large) {
-        HttpResponse response{413, "application/json", R"({"error":"request body too large"})",
-                              {}, {}};
+        HttpResponse response{
+            413, "application/json", R"({"error":"request body too large"})", {}, {}};
         return send(connection, std::move(response), state->stopping);
     }
     return send(connection, state->handler(pending->request), state->stopping);
@@ -142,7 +147,9 @@ HttpServer::~HttpServer() {
     if (m_state->daemon) MHD_stop_daemon(m_state->daemon);
 }
 
-bool HttpServer::stopping() const { return m_state->stopping; }
+bool HttpServer::stopping() const {
+    return m_state->stopping;
+}
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::start(sandbox::Fd listener, HttpHandler handler,
                                                         std::size_t max_body) {
@@ -152,10 +159,10 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::start(sandbox::Fd listener, Ht
     state->listener = std::move(listener);
     const unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                            MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    state->daemon = MHD_start_daemon(
-        flags, 0, nullptr, nullptr, access, state.get(), MHD_OPTION_LISTEN_SOCKET,
-        state->listener.get(), MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr,
-        MHD_OPTION_CONNECTION_TIMEOUT, k_connection_timeout_s, MHD_OPTION_END);
+    state->daemon =
+        MHD_start_daemon(flags, 0, nullptr, nullptr, access, state.get(), MHD_OPTION_LISTEN_SOCKET,
+                         state->listener.get(), MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr,
+                         MHD_OPTION_CONNECTION_TIMEOUT, k_connection_timeout_s, MHD_OPTION_END);
     if (!state->daemon)
         return fail(ErrorKind::permanent, "the HTTP server (libmicrohttpd) did not start");
     return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
@@ -173,7 +180,8 @@ Expected<sandbox::Fd> listen_loopback(std::uint16_t port, std::uint16_t* bound) 
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
         return fail(ErrorKind::unavailable,
                     sandbox::errno_message("bind 127.0.0.1:" + std::to_string(port)));
-    if (::listen(fd.get(), 64) != 0) return fail(ErrorKind::permanent, sandbox::errno_message("listen"));
+    if (::listen(fd.get(), 64) != 0)
+        return fail(ErrorKind::permanent, sandbox::errno_message("listen"));
     socklen_t size = sizeof(address);
     ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &size);
     if (bound) *bound = ntohs(address.sin_port);

@@ -20,10 +20,10 @@ namespace agent {
 
 struct HttpRequest {
     std::string method;
-    std::string path;                           // without the query string
-    std::map<std::string, std::string> query;   // decoded
-    std::map<std::string, std::string> headers; // names lower-cased
-    std::string body;                           // raw bytes
+    std::string path;                            // without the query string
+    std::map<std::string, std::string> query;    // decoded
+    std::map<std::string, std::string> headers;  // names lower-cased
+    std::string body;                            // raw bytes
     // The client's connection, not owned, valid while the handler runs: only to notice the
     // client hanging up (sandbox::CancelToken::fire_on_hangup); never read, written or closed.
     // -1 when unknown.

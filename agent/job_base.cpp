@@ -21,9 +21,11 @@ JobBase recorded_base(const JobSpec& spec) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     JobBase base;
-    if (parser.parse(simdjson::padded_string(spec.payload_json)).get(doc) != simdjson::SUCCESS) return base;
+    if (parser.parse(simdjson::padded_string(spec.payload_json)).get(doc) != simdjson::SUCCESS)
+        return base;
     std::string_view text;
-    if (doc["base_sha"].get(text) == simdjson::SUCCESS && jobs::is_commit_sha(text)) base.sha = std::string(text);
+    if (doc["base_sha"].get(text) == simdjson::SUCCESS && jobs::is_commit_sha(text))
+        base.sha = std::string(text);
     if (doc["base_ref"].get(text) == simdjson::SUCCESS) base.ref = std::string(text);
     return base;
 }

@@ -8,7 +8,6 @@
 // jobs::is_commit_sha (jobs/merge_queue.hpp), not jobs::parse_sha: the daemon links no libgit2.
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,11 +1,11 @@
 #include "agent/job_executor.hpp"
 
-#include <charconv>
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "agent/queue_open.hpp"
 #include "sandbox/broker.hpp"
@@ -17,7 +17,8 @@ namespace {
 
 sandbox::RunResult refused(std::string message) {
     sandbox::RunResult result;
-    result.error = sandbox::RunError{sandbox::RunErrorKind::sandbox_unavailable, std::move(message), 0};
+    result.error =
+        sandbox::RunError{sandbox::RunErrorKind::sandbox_unavailable, std::move(message), 0};
     return result;
 }
 
@@ -91,16 +92,16 @@ sandbox::Expected<void> check_posture(const Posture& recorded, const sandbox::Po
                            asked.network != sandbox::NetworkMode::host;
     if (!unwrapped && !networked) return {};
     return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                         "the job sandbox (mode " + recorded.mode + ", network " + recorded.network +
-                             ") is weaker than asked (--sandbox " + std::string(sandbox::to_string(asked.mode)) +
-                             " --network " + std::string(sandbox::to_string(asked.network)) + "): no step runs");
+                         "the job sandbox (mode " + recorded.mode + ", network " +
+                             recorded.network + ") is weaker than asked (--sandbox " +
+                             std::string(sandbox::to_string(asked.mode)) + " --network " +
+                             std::string(sandbox::to_string(asked.network)) + "): no step runs");
 }
 
 }  // namespace
 
 BrokerStepExecutor::BrokerStepExecutor(std::filesystem::path socket, std::string identity,
-                                       JobQueue* evidence, std::int64_t job_id,
-                                       std::string posture)
+                                       JobQueue* evidence, std::int64_t job_id, std::string posture)
     : m_socket(std::move(socket)),
       m_identity(std::move(identity)),
       m_evidence(evidence),
@@ -114,7 +115,8 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     std::lock_guard turn(m_turn);  // after another leg's step, never beside it
     if (request.cancel != nullptr && request.cancel->cancelled()) {
         sandbox::RunResult result;
-        result.error = sandbox::RunError{sandbox::RunErrorKind::cancelled, "cancelled before the step started", 0};
+        result.error = sandbox::RunError{sandbox::RunErrorKind::cancelled,
+                                         "cancelled before the step started", 0};
         return result;
     }
     sandbox::BrokerRequest call;
@@ -169,9 +171,10 @@ sandbox::Expected<std::optional<JobSandboxEnvironment>> job_sandbox_from_environ
                               variable(k_job_workspace_variable)};
     if (box.socket.empty() && box.identity.empty()) return std::nullopt;
     auto missing = [](const char* name, const char* why) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             std::string(name) + " " + why +
-                                 ": the job sandbox environment is incomplete (nothing runs on the host instead)");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            std::string(name) + " " + why +
+                ": the job sandbox environment is incomplete (nothing runs on the host instead)");
     };
     if (box.socket.empty()) return missing(k_broker_socket_variable, "is not set");
     if (box.identity.empty()) return missing(k_broker_identity_variable, "is not set");
@@ -186,15 +189,16 @@ sandbox::Expected<std::optional<JobSandboxEnvironment>> job_sandbox_from_environ
     return box;
 }
 
-sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(const JobSandboxEnvironment& box,
-                                                                       const sandbox::Policy* asked) {
+sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
+    const JobSandboxEnvironment& box, const sandbox::Policy* asked) {
     std::unique_ptr<JobQueue> queue;
     std::int64_t job_id = 0;
     Posture posture;
     const std::string state_dir = variable("SANDGATE_STATE_DIR");
     const std::string job = variable("SANDGATE_JOB_ID");
     if (!state_dir.empty() && !job.empty()) {
-        std::from_chars(job.data(), job.data() + job.size(), job_id);  // 0 (no evidence) unless a number
+        std::from_chars(job.data(), job.data() + job.size(),
+                        job_id);  // 0 (no evidence) unless a number
         if (auto opened = open_job_process_queue(state_dir); opened) {
             queue = std::move(*opened);
             posture = recorded_posture(*queue, job_id);

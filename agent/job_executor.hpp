@@ -14,13 +14,13 @@
 // recorded on the job). The output is given to the observer when the step ends (the broker
 // answers once). When the request's CancelToken fires mid-step, the connection is hung up
 // on, which makes the broker stop the step (SIGTERM, SIGKILL after the request's kill grace);
-// the step then ends `cancelled` with the output it had made. Steps of parallel legs take turns (the broker runs one command at a time and
-// would refuse the second as busy): a step waits for the one before it to end. A refused or
-// unreachable broker is a RunResult whose error is sandbox_unavailable with the refusal
-// named: nothing ever runs on the host instead. When a
-// job queue is given, each exec leaves value-free evidence (identity, the sandbox's posture,
-// exit, duration, byte counts, truncation, skip markers; never argv, env values or stdin) on
-// the job's record, as a "step" event.
+// the step then ends `cancelled` with the output it had made. Steps of parallel legs take turns
+// (the broker runs one command at a time and would refuse the second as busy): a step waits for the
+// one before it to end. A refused or unreachable broker is a RunResult whose error is
+// sandbox_unavailable with the refusal named: nothing ever runs on the host instead. When a job
+// queue is given, each exec leaves value-free evidence (identity, the sandbox's posture, exit,
+// duration, byte counts, truncation, skip markers; never argv, env values or stdin) on the job's
+// record, as a "step" event.
 
 #include <cstdint>
 #include <filesystem>
@@ -73,10 +73,11 @@ private:
 };
 
 // The executor for `box`, recording into the job queue named by SANDGATE_JOB_ID and
-// SANDGATE_STATE_DIR (or a pool's SANDGATE_QUEUE_URL, agent/queue_open.hpp) when set (opened here and owned by the returned object; the posture is
-// read from the job's recorded policy). With `asked` (the posture the caller's flags ask
-// for): invalid_input when the recorded sandbox is weaker (unwrapped where a wrap was asked,
-// the host's network where none was), so a step never runs with less isolation than asked.
+// SANDGATE_STATE_DIR (or a pool's SANDGATE_QUEUE_URL, agent/queue_open.hpp) when set (opened here
+// and owned by the returned object; the posture is read from the job's recorded policy). With
+// `asked` (the posture the caller's flags ask for): invalid_input when the recorded sandbox is
+// weaker (unwrapped where a wrap was asked, the host's network where none was), so a step never
+// runs with less isolation than asked.
 sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
     const JobSandboxEnvironment& box, const sandbox::Policy* asked = nullptr);
 

@@ -53,7 +53,8 @@ Expected<JobProcess> JobProcess::start(const std::vector<std::string>& argv,
     if (!log_file.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(log_file.parent_path(), ec);
-        log = sandbox::Fd(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+        log =
+            sandbox::Fd(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
         if (!log) return fail(ErrorKind::permanent, sandbox::errno_message(log_file.string()));
     }
     sandbox::Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));

@@ -3,9 +3,8 @@
 // job queued. WAL lets readers (list/get, the API) proceed while a writer holds the lock.
 #include "agent/job_store.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "agent/job_store_schema.hpp"
 #include "agent/job_store_sql.hpp"
@@ -27,7 +26,10 @@ constexpr std::string_view k_report_columns =
 class SqliteQueue final : public JobQueue {
 public:
     SqliteQueue(std::shared_ptr<sqlite::Database> db, std::filesystem::path path, Clock clock)
-        : m_connection(std::move(db)), m_db(*m_connection), m_path(std::move(path)), m_clock(std::move(clock)) {}
+        : m_connection(std::move(db)),
+          m_db(*m_connection),
+          m_path(std::move(path)),
+          m_clock(std::move(clock)) {}
 
     QueueBackend backend() const override { return QueueBackend::sqlite; }
     std::string describe() const override { return "sqlite " + m_path.string(); }
@@ -96,8 +98,8 @@ public:
         std::lock_guard lock(m_mutex);
         auto tx = sqlite::Transaction::begin(m_db);
         if (!tx) return std::unexpected(tx.error());
-        auto running = m_db.prepare(
-            "SELECT count(*) FROM jobs WHERE state='running' AND lease_owner=?");
+        auto running =
+            m_db.prepare("SELECT count(*) FROM jobs WHERE state='running' AND lease_owner=?");
         if (!running) return std::unexpected(running.error());
         running->bind(1, owner);
         if (auto row = running->step(); !row) return std::unexpected(row.error());
@@ -196,8 +198,7 @@ public:
                                                      std::int64_t max_claims) override {
         std::lock_guard lock(m_mutex);
         const auto now = std::to_string(m_clock());
-        return recover_where("state='running' AND lease_expires < " + now, "", policy,
-                             max_claims);
+        return recover_where("state='running' AND lease_expires < " + now, "", policy, max_claims);
     }
 
     Expected<std::vector<Recovered>> recover_owner(std::string_view owner, OnLostLease policy,
@@ -212,14 +213,16 @@ public:
         if (!update) return std::unexpected(update.error());
         update->bind(1, policy_json).bind(2, id);
         if (auto ok = update->run(); !ok) return ok;
-        if (m_db.changes() == 0) return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
+        if (m_db.changes() == 0)
+            return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
         return {};
     }
 
     Expected<void> append_event(std::int64_t id, std::string_view kind,
                                 std::string_view body_json) override {
         std::lock_guard lock(m_mutex);
-        auto insert = m_db.prepare("INSERT INTO job_events (job_id, at, kind, body) VALUES (?,?,?,?)");
+        auto insert =
+            m_db.prepare("INSERT INTO job_events (job_id, at, kind, body) VALUES (?,?,?,?)");
         if (!insert) return std::unexpected(insert.error());
         insert->bind(1, id).bind(2, m_clock()).bind(3, kind).bind(4, body_json);
         return insert->run();
@@ -265,7 +268,8 @@ public:
         auto tx = sqlite::Transaction::begin(m_db);
         if (!tx) return std::unexpected(tx.error());
         const auto now = m_clock();
-        auto obsolete = m_db.prepare("DELETE FROM reports AS r WHERE " + queue_sql::obsolete_start("r", "?1"));
+        auto obsolete =
+            m_db.prepare("DELETE FROM reports AS r WHERE " + queue_sql::obsolete_start("r", "?1"));
         if (!obsolete) return std::unexpected(obsolete.error());
         obsolete->bind(1, now);
         if (auto ok = obsolete->run(); !ok) return std::unexpected(ok.error());
@@ -295,7 +299,8 @@ public:
         return reschedule(report_id, retry_after, 1);
     }
 
-    Expected<void> report_deferred(std::int64_t report_id, std::chrono::milliseconds delay) override {
+    Expected<void> report_deferred(std::int64_t report_id,
+                                   std::chrono::milliseconds delay) override {
         return reschedule(report_id, delay, 0);
     }
 
@@ -303,8 +308,10 @@ public:
         std::lock_guard lock(m_mutex);
         auto select = m_db.prepare("SELECT count(*) FROM reports WHERE ?1 IS NULL OR owner = ?1");
         if (!select) return std::unexpected(select.error());
-        if (owner) select->bind(1, *owner);
-        else select->bind_null(1);
+        if (owner)
+            select->bind(1, *owner);
+        else
+            select->bind_null(1);
         auto row = select->step();
         if (!row) return std::unexpected(row.error());
         return select->column_int(0);
@@ -312,8 +319,9 @@ public:
 
 private:
     Expected<std::vector<Report>> select_due(std::size_t limit, std::int64_t now) {
-        auto select = m_db.prepare("SELECT " + std::string(k_report_columns) + " FROM reports AS r WHERE " +
-                                   queue_sql::due_report("?1") + " ORDER BY r.id LIMIT ?2");
+        auto select =
+            m_db.prepare("SELECT " + std::string(k_report_columns) + " FROM reports AS r WHERE " +
+                         queue_sql::due_report("?1") + " ORDER BY r.id LIMIT ?2");
         if (!select) return std::unexpected(select.error());
         select->bind(1, now).bind(2, static_cast<std::int64_t>(limit));
         std::vector<Report> out;
@@ -327,12 +335,16 @@ private:
         }
     }
 
-    Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay, int attempt) {
+    Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay,
+                              int attempt) {
         std::lock_guard lock(m_mutex);
         auto update = m_db.prepare(
-            "UPDATE reports SET attempts=attempts+?1, next_attempt=?2, claimed_until=0 WHERE id=?3");
+            "UPDATE reports SET attempts=attempts+?1, next_attempt=?2, claimed_until=0 WHERE "
+            "id=?3");
         if (!update) return std::unexpected(update.error());
-        update->bind(1, std::int64_t{attempt}).bind(2, m_clock() + delay.count()).bind(3, report_id);
+        update->bind(1, std::int64_t{attempt})
+            .bind(2, m_clock() + delay.count())
+            .bind(3, report_id);
         return update->run();
     }
 
@@ -395,9 +407,8 @@ private:
         return CancelOutcome::cancelled;
     }
 
-    Expected<std::vector<Recovered>> recover_where(const std::string& where,
-                                                   std::string_view owner, OnLostLease policy,
-                                                   std::int64_t max_claims) {
+    Expected<std::vector<Recovered>> recover_where(const std::string& where, std::string_view owner,
+                                                   OnLostLease policy, std::int64_t max_claims) {
         auto tx = sqlite::Transaction::begin(m_db);
         if (!tx) return std::unexpected(tx.error());
         auto jobs = select_jobs(where, owner, "");
@@ -413,8 +424,8 @@ private:
     }
 
     Expected<JobState> recover_one(const Job& job, OnLostLease policy, std::int64_t max_claims) {
-        const bool rerun = policy == OnLostLease::requeue && !job.cancel_requested &&
-                           job.claims < max_claims;
+        const bool rerun =
+            policy == OnLostLease::requeue && !job.cancel_requested && job.claims < max_claims;
         if (rerun) {
             auto update = m_db.prepare(
                 "UPDATE jobs SET state='queued', lease_owner='', lease_expires=0, reason=?1 "
@@ -426,17 +437,21 @@ private:
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;
-        const std::string reason =
-            job.cancel_requested ? job.reason
-                                 : "the agent " + job.lease_owner + " died or lost its lease "
-                                   "mid-job (after " + std::to_string(job.claims) + " attempt(s))";
+        const std::string reason = job.cancel_requested
+                                       ? job.reason
+                                       : "the agent " + job.lease_owner +
+                                             " died or lost its lease "
+                                             "mid-job (after " +
+                                             std::to_string(job.claims) + " attempt(s))";
         auto update = m_db.prepare(
             "UPDATE jobs SET state=?1, reason=?2, finished=?3, lease_owner='', lease_expires=0 "
             "WHERE id=?4");
         if (!update) return std::unexpected(update.error());
         update->bind(1, to_string(state)).bind(2, reason).bind(3, m_clock()).bind(4, job.id);
         if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
-        if (auto ok = insert_report(job.id, "conclude", conclude_body(state, reason), job.lease_owner); !ok)
+        if (auto ok =
+                insert_report(job.id, "conclude", conclude_body(state, reason), job.lease_owner);
+            !ok)
             return std::unexpected(ok.error());
         return state;
     }
@@ -464,8 +479,8 @@ private:
 
 }  // namespace
 
-Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(const std::filesystem::path& path,
-                                                               std::chrono::milliseconds busy_timeout) {
+Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(
+    const std::filesystem::path& path, std::chrono::milliseconds busy_timeout) {
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) return fail(ErrorKind::permanent, path.parent_path().string() + ": " + ec.message());
@@ -475,7 +490,8 @@ Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(const std::file
 }
 
 Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
-                                                    const std::filesystem::path& path, Clock clock) {
+                                                    const std::filesystem::path& path,
+                                                    Clock clock) {
     if (auto ok = migrate_job_store(*db); !ok) {
         auto err = ok.error();
         err.message = path.string() + ": " + err.message;

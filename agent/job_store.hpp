@@ -70,9 +70,9 @@ struct JobKey {
 
 struct JobSpec {
     JobKey key;
-    std::string ref;           // "refs/heads/gh-readonly-queue/main/pr-1-..." etc.; may be empty
-    std::string event;         // merge_group | pull_request | push | api
-    std::string source;        // webhook | poll | api
+    std::string ref;     // "refs/heads/gh-readonly-queue/main/pr-1-..." etc.; may be empty
+    std::string event;   // merge_group | pull_request | push | api
+    std::string source;  // webhook | poll | api
     std::string payload_json = "{}";  // a JSON object of source details (urls, PR number, ...)
 };
 
@@ -80,16 +80,16 @@ struct Job {
     std::int64_t id = 0;
     JobSpec spec;
     JobState state = JobState::queued;
-    std::string lease_owner;           // empty unless running
+    std::string lease_owner;  // empty unless running
     std::int64_t lease_expires_ms = 0;
-    std::int64_t claims = 0;           // times a lease was handed out (runs started)
+    std::int64_t claims = 0;  // times a lease was handed out (runs started)
     bool cancel_requested = false;
-    std::string reason;                // why it ended (one line), or why it was re-queued
+    std::string reason;  // why it ended (one line), or why it was re-queued
     std::int64_t created_ms = 0;
-    std::int64_t started_ms = 0;       // 0 until first claimed
-    std::int64_t finished_ms = 0;      // 0 until terminal
-    std::string result_json = "{}";    // the outcome's summary, a JSON object
-    std::string policy_json;           // the resolved sandbox policy; empty until recorded
+    std::int64_t started_ms = 0;     // 0 until first claimed
+    std::int64_t finished_ms = 0;    // 0 until terminal
+    std::string result_json = "{}";  // the outcome's summary, a JSON object
+    std::string policy_json;         // the resolved sandbox policy; empty until recorded
 };
 
 enum class SubmitOutcome { created, duplicate };
@@ -132,11 +132,11 @@ struct JobEvent {
 struct Report {
     std::int64_t id = 0;
     std::int64_t job_id = 0;
-    std::string kind;       // "conclude", "start", ...
+    std::string kind;  // "conclude", "start", ...
     std::string body_json;
     std::int64_t attempts = 0;
     std::int64_t next_attempt_ms = 0;
-    std::string owner;      // the agent whose job it is (see the contract above); may be empty
+    std::string owner;  // the agent whose job it is (see the contract above); may be empty
 };
 
 // Held while a backend's change notifications are watched (JobQueue::subscribe); stops
@@ -204,8 +204,8 @@ public:
     // The same reports, leased to the caller for `lease` (obsolete starts are removed): no
     // other claim_reports() hands them out until report_delivered/failed/deferred or the end
     // of the lease.
-    virtual sandbox::Expected<std::vector<Report>> claim_reports(std::size_t limit,
-                                                                 std::chrono::milliseconds lease) = 0;
+    virtual sandbox::Expected<std::vector<Report>> claim_reports(
+        std::size_t limit, std::chrono::milliseconds lease) = 0;
     virtual sandbox::Expected<void> report_delivered(std::int64_t report_id) = 0;
     // Not sent: one attempt more, due again after `retry_after`.
     virtual sandbox::Expected<void> report_failed(std::int64_t report_id,
@@ -269,7 +269,7 @@ struct PostgresOptions {
     std::optional<std::string> password;  // read from queue.password_file; else PGPASSFILE
     std::chrono::seconds connect_timeout{10};
     std::string application_name = "sandgate";  // seen in pg_stat_activity
-    Clock clock;                          // unset: the database's clock
+    Clock clock;                                // unset: the database's clock
 };
 
 // Connects, applies the schema migrations (agent/job_store_pg_schema.hpp) and returns the

@@ -7,13 +7,20 @@ namespace agent {
 
 std::string_view to_string(JobState state) {
     switch (state) {
-        case JobState::queued: return "queued";
-        case JobState::running: return "running";
-        case JobState::succeeded: return "succeeded";
-        case JobState::failed: return "failed";
-        case JobState::cancelled: return "cancelled";
-        case JobState::timed_out: return "timed_out";
-        case JobState::skipped: return "skipped";
+        case JobState::queued:
+            return "queued";
+        case JobState::running:
+            return "running";
+        case JobState::succeeded:
+            return "succeeded";
+        case JobState::failed:
+            return "failed";
+        case JobState::cancelled:
+            return "cancelled";
+        case JobState::timed_out:
+            return "timed_out";
+        case JobState::skipped:
+            return "skipped";
     }
     return "failed";
 }

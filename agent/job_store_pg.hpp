@@ -29,7 +29,7 @@ inline constexpr std::string_view k_notify_cancel = "cancel";
 // each notification (with what it says) and once after every (re)connect (QueueChange::
 // unknown); reconnects with pg::Session's backoff.
 // Stops (and joins) when the returned subscription is destroyed.
-sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(pg::ConnectOptions options,
-                                                                      std::function<void(QueueChange)> woken);
+sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(
+    pg::ConnectOptions options, std::function<void(QueueChange)> woken);
 
 }  // namespace agent

@@ -15,11 +15,12 @@ namespace agent {
 
 namespace {
 
-constexpr int k_idle_wait_ms = 5000;     // the socket is watched; this only bounds a poll
-constexpr int k_backoff_wait_ms = 250;   // while pg::Session backs off
+constexpr int k_idle_wait_ms = 5000;    // the socket is watched; this only bounds a poll
+constexpr int k_backoff_wait_ms = 250;  // while pg::Session backs off
 
 sandbox::Expected<void> listen(pg::Connection& db) {
-    if (auto ok = db.exec("LISTEN " + std::string(k_jobs_channel)); !ok) return std::unexpected(ok.error());
+    if (auto ok = db.exec("LISTEN " + std::string(k_jobs_channel)); !ok)
+        return std::unexpected(ok.error());
     return {};
 }
 
@@ -83,11 +84,12 @@ private:
 
 }  // namespace
 
-sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(pg::ConnectOptions options,
-                                                                      std::function<void(QueueChange)> woken) {
+sandbox::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(
+    pg::ConnectOptions options, std::function<void(QueueChange)> woken) {
     if (auto lib = pg::api(); !lib) return std::unexpected(lib.error());
     sandbox::Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!stop) return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("eventfd"));
+    if (!stop)
+        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("eventfd"));
     return std::unique_ptr<QueueSubscription>(
         std::make_unique<Listener>(std::move(options), std::move(woken), std::move(stop)));
 }

@@ -63,12 +63,15 @@ Expected<std::int64_t> applied_version(pg::Connection& db) {
 
 }  // namespace
 
-std::int64_t pg_schema_version() { return static_cast<std::int64_t>(k_pg_migrations.size()); }
+std::int64_t pg_schema_version() {
+    return static_cast<std::int64_t>(k_pg_migrations.size());
+}
 
 Job read_pg_job(const pg::Result& result, int row) {
     Job job;
     job.id = result.integer(row, 0);
-    job.spec.key = {result.text(row, 1), result.text(row, 2), result.text(row, 3), result.integer(row, 4)};
+    job.spec.key = {result.text(row, 1), result.text(row, 2), result.text(row, 3),
+                    result.integer(row, 4)};
     job.spec.ref = result.text(row, 5);
     job.spec.event = result.text(row, 6);
     job.spec.source = result.text(row, 7);
@@ -100,10 +103,10 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
     // CREATE ... IF NOT EXISTS (which is not safe against a concurrent creator).
     if (auto ok = db.exec("SELECT pg_advisory_xact_lock($1, $2)", {k_migration_lock_class, 1}); !ok)
         return std::unexpected(ok.error());
-    if (auto ok = db.exec_script(
-            "CREATE SCHEMA IF NOT EXISTS sandgate; "
-            "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
-            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+    if (auto ok =
+            db.exec_script("CREATE SCHEMA IF NOT EXISTS sandgate; "
+                           "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
+                           "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
         !ok)
         return ok;
     auto version = applied_version(db);
@@ -111,7 +114,8 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
     if (*version > pg_schema_version())
         return fail(ErrorKind::permanent, "job queue schema version " + std::to_string(*version) +
                                               " is newer than this sandgate knows (" +
-                                              std::to_string(pg_schema_version()) + "); upgrade sandgate");
+                                              std::to_string(pg_schema_version()) +
+                                              "); upgrade sandgate");
     for (auto next = *version + 1; next <= pg_schema_version(); ++next) {
         if (auto ok = db.exec_script(k_pg_migrations[static_cast<std::size_t>(next - 1)]); !ok) {
             auto err = ok.error();

@@ -2,10 +2,9 @@
 // Internal to the queue's backends (agent/job_store.cpp, agent/job_store_pg.cpp): the SQL both
 // speak alike, so the order rule of reports (agent/job_store.hpp) is written once.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/job_store.hpp"
 
@@ -24,8 +23,8 @@ inline std::string conclude_body(JobState state, std::string_view reason) {
 inline std::string obsolete_start(std::string_view r, std::string_view now) {
     const std::string a(r);
     return "(" + a + ".kind = 'start' AND " + a + ".claimed_until <= " + std::string(now) +
-           " AND EXISTS (SELECT 1 FROM reports c WHERE c.job_id = " + a + ".job_id AND c.id > " + a +
-           ".id AND c.kind = 'conclude'))";
+           " AND EXISTS (SELECT 1 FROM reports c WHERE c.job_id = " + a + ".job_id AND c.id > " +
+           a + ".id AND c.kind = 'conclude'))";
 }
 
 // The condition on report `r` that makes it due at `now`: its time has come, no sender holds
@@ -34,7 +33,8 @@ inline std::string due_report(std::string_view now) {
     const std::string at(now);
     return "r.next_attempt <= " + at + " AND r.claimed_until <= " + at + " AND NOT " +
            obsolete_start("r", at) +
-           " AND NOT EXISTS (SELECT 1 FROM reports e WHERE e.job_id = r.job_id AND e.id < r.id AND NOT " +
+           " AND NOT EXISTS (SELECT 1 FROM reports e WHERE e.job_id = r.job_id AND e.id < r.id AND "
+           "NOT " +
            obsolete_start("e", at) + ")";
 }
 

@@ -40,7 +40,7 @@ int launcher_main(int argc, char** argv) {
     // The job-sandbox broker lives as long as its job and forks every step: a small process
     // starts faster and is cheaper to fork than sandgate-full.
     // The agent daemon idles for days: a binary that loads no GitHub libraries.
-    const char* other = name == "broker" ? k_broker_binary_name
+    const char* other = name == "broker"  ? k_broker_binary_name
                         : name == "agent" ? k_agent_binary_name
                                           : k_full_binary_name;
     const auto binary = own_directory() / other;

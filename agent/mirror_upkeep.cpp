@@ -17,8 +17,10 @@ std::string repository_url(const AgentConfig& config, const std::string& reposit
         return url;
     }
     std::string web = config.api_url;
-    if (web == "https://api.github.com" || web == "https://api.github.com/") web = "https://github.com";
-    else if (auto at = web.find("/api/v3"); at != std::string::npos) web.erase(at);
+    if (web == "https://api.github.com" || web == "https://api.github.com/")
+        web = "https://github.com";
+    else if (auto at = web.find("/api/v3"); at != std::string::npos)
+        web.erase(at);
     return web + "/" + repository;
 }
 std::optional<std::set<std::string>> served_mirror_scopes(const AgentConfig& config) {
@@ -42,7 +44,8 @@ jobs::MirrorGcReport collect_agent_mirrors(const AgentConfig& config,
     for (const auto& repository : running_repositories)
         if (auto name = jobs::mirror_scope_name(repository_url(config, repository)))
             policy.in_use.insert(std::move(*name));
-    auto report = jobs::collect_mirrors(config.state_dir, policy, std::chrono::system_clock::now(), removal);
+    auto report =
+        jobs::collect_mirrors(config.state_dir, policy, std::chrono::system_clock::now(), removal);
     if (!report) {
         spdlog::warn("mirror gc: {}", report.error().message);
         return {};
@@ -58,7 +61,8 @@ MirrorUpkeep::~MirrorUpkeep() {
 
 jobs::MirrorGcReport MirrorUpkeep::collect(const std::vector<std::string>& running_repositories) {
     if (m_remover.joinable()) m_remover.join();  // never two removals of one trash at once
-    auto report = collect_agent_mirrors(m_config, running_repositories, jobs::TrashRemoval::deferred);
+    auto report =
+        collect_agent_mirrors(m_config, running_repositories, jobs::TrashRemoval::deferred);
     m_remover = std::thread([state_dir = m_config.state_dir] {
         if (auto emptied = jobs::empty_mirror_trash(state_dir); !emptied)
             spdlog::warn("mirror gc: trash: {}", emptied.error().message);

@@ -27,20 +27,23 @@ Expected<Api> load() {
     void* handle = ::dlopen(k_library, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char* why = ::dlerror();
-        return fail(ErrorKind::unavailable, std::string("the PostgreSQL queue needs ") + k_library +
-                                                " (Debian: libpq5): " + (why ? why : "dlopen failed"));
+        return fail(ErrorKind::unavailable,
+                    std::string("the PostgreSQL queue needs ") + k_library +
+                        " (Debian: libpq5): " + (why ? why : "dlopen failed"));
     }
     Api api{};
     const bool ok =
         resolve(handle, "PQconnectdbParams", api.connectdb_params) &&
-        resolve(handle, "PQstatus", api.status) && resolve(handle, "PQerrorMessage", api.error_message) &&
+        resolve(handle, "PQstatus", api.status) &&
+        resolve(handle, "PQerrorMessage", api.error_message) &&
         resolve(handle, "PQfinish", api.finish) && resolve(handle, "PQexec", api.exec) &&
         resolve(handle, "PQexecParams", api.exec_params) &&
         resolve(handle, "PQresultStatus", api.result_status) &&
         resolve(handle, "PQresultErrorField", api.result_error_field) &&
         resolve(handle, "PQresultErrorMessage", api.result_error_message) &&
         resolve(handle, "PQclear", api.clear) && resolve(handle, "PQntuples", api.ntuples) &&
-        resolve(handle, "PQgetvalue", api.getvalue) && resolve(handle, "PQgetisnull", api.getisnull) &&
+        resolve(handle, "PQgetvalue", api.getvalue) &&
+        resolve(handle, "PQgetisnull", api.getisnull) &&
         resolve(handle, "PQcmdTuples", api.cmd_tuples) && resolve(handle, "PQsocket", api.socket) &&
         resolve(handle, "PQconsumeInput", api.consume_input) &&
         resolve(handle, "PQnotifies", api.notifies) && resolve(handle, "PQfreemem", api.freemem) &&
@@ -48,7 +51,9 @@ Expected<Api> load() {
         resolve(handle, "PQconninfoParse", api.conninfo_parse) &&
         resolve(handle, "PQconninfoFree", api.conninfo_free) &&
         resolve(handle, "PQtransactionStatus", api.transaction_status);
-    if (!ok) return fail(ErrorKind::unavailable, std::string(k_library) + " lacks a function sandgate needs");
+    if (!ok)
+        return fail(ErrorKind::unavailable,
+                    std::string(k_library) + " lacks a function sandgate needs");
     return api;
 }
 
@@ -78,10 +83,12 @@ ErrorKind kind_of(std::string_view sqlstate) {
 // down or full may take us later: transient. libpq gives no SQLSTATE for a failed connection,
 // only its message, whose severity prefix marks what the server itself said.
 ErrorKind connect_failure_kind(std::string_view message) {
-    if (message.find("FATAL:") == std::string_view::npos && message.find("password") == std::string_view::npos)
+    if (message.find("FATAL:") == std::string_view::npos &&
+        message.find("password") == std::string_view::npos)
         return ErrorKind::transient;
-    for (std::string_view passing : {"the database system is", "too many connections", "too many clients",
-                                     "remaining connection slots", "terminating connection"})
+    for (std::string_view passing :
+         {"the database system is", "too many connections", "too many clients",
+          "remaining connection slots", "terminating connection"})
         if (message.find(passing) != std::string_view::npos) return ErrorKind::transient;
     return ErrorKind::permanent;
 }
@@ -111,11 +118,16 @@ Expected<UrlParts> parse_url(std::string_view url) {
     for (auto* option = options; option->keyword; ++option) {
         if (!option->val) continue;
         const std::string_view key = option->keyword;
-        if (key == "host") parts.host = option->val;
-        else if (key == "port") parts.port = option->val;
-        else if (key == "dbname") parts.dbname = option->val;
-        else if (key == "user") parts.user = option->val;
-        else if (key == "password" && *option->val) parts.password = true;
+        if (key == "host")
+            parts.host = option->val;
+        else if (key == "port")
+            parts.port = option->val;
+        else if (key == "dbname")
+            parts.dbname = option->val;
+        else if (key == "user")
+            parts.user = option->val;
+        else if (key == "password" && *option->val)
+            parts.password = true;
     }
     (*lib)->conninfo_free(options);
     return parts;
@@ -190,8 +202,9 @@ Expected<Result> Connection::exec(std::string_view sql, std::initializer_list<Pa
     values.reserve(params.size());
     for (const auto& param : params) values.push_back(param.c_str());
     const std::string text(sql);
-    Result result(m_api, m_api->exec_params(m_conn.get(), text.c_str(), static_cast<int>(values.size()),
-                                            nullptr, values.data(), nullptr, nullptr, 0));
+    Result result(m_api,
+                  m_api->exec_params(m_conn.get(), text.c_str(), static_cast<int>(values.size()),
+                                     nullptr, values.data(), nullptr, nullptr, 0));
     const auto status = m_api->result_status(result.m_result.get());
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
     // The statement's first words name it in the message (never its parameters).
@@ -207,13 +220,18 @@ Expected<void> Connection::exec_script(std::string_view sql) {
     return std::unexpected(error(result.m_result.get(), "script"));
 }
 
-bool Connection::broken() const { return m_api->status(m_conn.get()) != CONNECTION_OK; }
+bool Connection::broken() const {
+    return m_api->status(m_conn.get()) != CONNECTION_OK;
+}
 
-int Connection::socket() const { return m_api->socket(m_conn.get()); }
+int Connection::socket() const {
+    return m_api->socket(m_conn.get());
+}
 
 Expected<std::vector<std::string>> Connection::notifications() {
     if (m_api->consume_input(m_conn.get()) == 0 || broken())
-        return fail(ErrorKind::transient, "postgresql: " + trimmed(m_api->error_message(m_conn.get())));
+        return fail(ErrorKind::transient,
+                    "postgresql: " + trimmed(m_api->error_message(m_conn.get())));
     std::vector<std::string> payloads;
     while (PGnotify* notify = m_api->notifies(m_conn.get())) {
         payloads.emplace_back(notify->extra ? notify->extra : "");

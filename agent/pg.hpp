@@ -92,7 +92,9 @@ class Result {
 public:
     Result(const Api* api, PGresult* result) : m_api(api), m_result(result, Clear{api}) {}
     int rows() const { return m_api->ntuples(m_result.get()); }
-    bool is_null(int row, int column) const { return m_api->getisnull(m_result.get(), row, column) != 0; }
+    bool is_null(int row, int column) const {
+        return m_api->getisnull(m_result.get(), row, column) != 0;
+    }
     std::string text(int row, int column) const;
     // A bigint column; 0 when NULL. A boolean reads as 0/1 ('t'/'f').
     std::int64_t integer(int row, int column) const;

@@ -12,14 +12,15 @@ namespace agent {
 namespace {
 
 sandbox::Expected<std::optional<std::uint64_t>> optional_bytes(const std::string& text,
-                                                              const char* flag) {
+                                                               const char* flag) {
     if (text.empty()) return std::optional<std::uint64_t>{};
     auto bytes = parse_bytes(text);
     if (!bytes)
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              std::string(flag) + ": " + bytes.error().message);
     if (*bytes == 0)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string(flag) + ": must be positive");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             std::string(flag) + ": must be positive");
     return std::optional<std::uint64_t>(*bytes);
 }
 
@@ -28,7 +29,8 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 }
 
 // --network allowlist and its hosts: each needs the other.
-sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist, sandbox::Policy& policy) {
+sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
+                                   sandbox::Policy& policy) {
     std::optional<PresetPlaces> places;  // read once, and only for a preset
     for (const auto& text : options.allow_egress) {
         if (text.starts_with('@')) {
@@ -48,15 +50,17 @@ sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
         policy.egress_ranges.push_back(std::move(*range));
     }
     if (!allowlist && !options.allow_egress.empty())
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--allow-egress " + options.allow_egress.front() + ": needs --network allowlist");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "--allow-egress " + options.allow_egress.front() + ": needs --network allowlist");
     if (!allowlist && !options.allow_egress_range.empty())
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "--allow-egress-range " + options.allow_egress_range.front() +
                                  ": needs --network allowlist");
     if (allowlist && policy.egress.empty())
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--network allowlist: name the hosts the step may reach with --allow-egress HOST[:PORT]");
+                             "--network allowlist: name the hosts the step may reach with "
+                             "--allow-egress HOST[:PORT]");
     return {};
 }
 
@@ -64,8 +68,9 @@ sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
 sandbox::Expected<void> choose_tool_cache(const PolicyOptions& options, sandbox::Policy& policy) {
     if (!options.tool_cache.empty()) {
         if (policy.mode != sandbox::SandboxMode::bwrap)
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 "--tool-cache: only with --sandbox bwrap (which binds it read-only)");
+            return sandbox::fail(
+                sandbox::ErrorKind::invalid_input,
+                "--tool-cache: only with --sandbox bwrap (which binds it read-only)");
         policy.tool_cache = options.tool_cache;
         return {};
     }
@@ -78,7 +83,9 @@ sandbox::Expected<void> choose_tool_cache(const PolicyOptions& options, sandbox:
 
 }  // namespace
 
-std::filesystem::path default_tool_cache() { return default_state_dir() / "tool-cache"; }
+std::filesystem::path default_tool_cache() {
+    return default_state_dir() / "tool-cache";
+}
 
 void add_policy_options(CLI::App& parent, PolicyOptions& options) {
     // A group of their own: `--help` shows them apart, and CLI11 checks each new option's names
@@ -111,8 +118,9 @@ void add_policy_options(CLI::App& parent, PolicyOptions& options) {
     app.add_option("--tmp-size", options.tmp_size,
                    "size of the private /tmp and of /dev/shm; /tmp also holds the default scratch "
                    "(default 1G each)");
-    app.add_option("--toolchain-cache", options.toolchain_cache,
-                   "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
+    app.add_option(
+        "--toolchain-cache", options.toolchain_cache,
+        "warm toolchain cache DIR, bound read-only and seeding a per-run toolchain home");
     app.add_option("--tool-cache", options.tool_cache,
                    "hosted tool cache DIR (`sandgate tools add`), bound read-only at "
                    "/opt/hostedtoolcache as RUNNER_TOOL_CACHE (default: the state directory's "
@@ -145,18 +153,23 @@ sandbox::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
     } else if (options.sandbox == "container") {
         policy.mode = sandbox::SandboxMode::container;
     } else {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--sandbox: expected off, bwrap or container, not '" +
-                                 options.sandbox + "'");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "--sandbox: expected off, bwrap or container, not '" + options.sandbox + "'");
     }
     const bool allowlist = options.network == "allowlist";
-    if (options.network == "none" || allowlist) policy.network = sandbox::NetworkMode::none;
-    else if (options.network == "host") policy.network = sandbox::NetworkMode::host;
+    if (options.network == "none" || allowlist)
+        policy.network = sandbox::NetworkMode::none;
+    else if (options.network == "host")
+        policy.network = sandbox::NetworkMode::host;
     else
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "--network: expected none, allowlist or host, not '" + options.network + "'");
-    if (options.offline == "on") policy.offline = sandbox::Offline::on;
-    else if (options.offline == "off") policy.offline = sandbox::Offline::off;
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "--network: expected none, allowlist or host, not '" + options.network + "'");
+    if (options.offline == "on")
+        policy.offline = sandbox::Offline::on;
+    else if (options.offline == "off")
+        policy.offline = sandbox::Offline::off;
     else if (!options.offline.empty())
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "--offline: expected on or off, not '" + options.offline + "'");

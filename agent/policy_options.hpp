@@ -5,7 +5,6 @@
 // each command gets them without repeating itself.
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,12 +23,12 @@ struct PolicyOptions {
     std::vector<std::string> writable;
     std::vector<std::string> hide;
     std::string scratch;
-    std::string memory;    // byte sizes as typed ("512M")
+    std::string memory;  // byte sizes as typed ("512M")
     std::string pids;
     std::string tmp_size;
     std::string toolchain_cache;
-    std::string tool_cache;  // "": default_tool_cache() when it exists (bwrap only)
-    std::vector<std::string> allow_egress;        // HOST[:PORT] as typed
+    std::string tool_cache;                 // "": default_tool_cache() when it exists (bwrap only)
+    std::vector<std::string> allow_egress;  // HOST[:PORT] as typed
     std::vector<std::string> allow_egress_range;  // CIDR as typed
     std::string image;
     std::string container_runtime;

@@ -43,8 +43,8 @@ public:
     // as the turn lives) and at most once per `interval` (the last poll's time is shared);
     // nullptr: not this agent's turn. A state of one agent (memory, SQLite) always gives one:
     // the agent's own schedule decides.
-    virtual sandbox::Expected<std::unique_ptr<PollTurn>> take_turn(std::string_view repository,
-                                                                   std::chrono::milliseconds interval) {
+    virtual sandbox::Expected<std::unique_ptr<PollTurn>> take_turn(
+        std::string_view repository, std::chrono::milliseconds interval) {
         (void)repository;
         (void)interval;
         return std::make_unique<PollTurn>();

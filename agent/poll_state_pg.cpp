@@ -24,23 +24,27 @@ std::chrono::milliseconds slack(std::chrono::milliseconds interval) {
 class PostgresPollState final : public PollState {
 public:
     explicit PostgresPollState(const PostgresOptions& options)
-        : m_clock(options.clock), m_session(connect_options(options), "poll state", use_pg_schema) {}
+        : m_clock(options.clock),
+          m_session(connect_options(options), "poll state", use_pg_schema) {}
 
     Expected<std::unique_ptr<PollTurn>> take_turn(std::string_view repository,
                                                   std::chrono::milliseconds interval) override {
         // The session's lock: held until the turn ends (or the connection does).
         auto locked = run([&](pg::Connection& db) {
-            return db.exec("SELECT pg_try_advisory_lock($1, hashtext($2))", {k_poll_lock_class, repository});
+            return db.exec("SELECT pg_try_advisory_lock($1, hashtext($2))",
+                           {k_poll_lock_class, repository});
         });
         if (!locked) return std::unexpected(locked.error());
-        if (locked->integer(0, 0) == 0) return std::unique_ptr<PollTurn>();  // another agent polls it
+        if (locked->integer(0, 0) == 0)
+            return std::unique_ptr<PollTurn>();  // another agent polls it
         auto turn = std::make_unique<Turn>(*this, std::string(repository));
         auto due = run([&](pg::Connection& db) {
             return db.exec(
                 "INSERT INTO poll_schedule (repository, polled_at) VALUES ($1, now_ms($2)) "
                 "ON CONFLICT (repository) DO UPDATE SET polled_at = EXCLUDED.polled_at "
                 "WHERE poll_schedule.polled_at <= EXCLUDED.polled_at - $3 RETURNING polled_at",
-                {repository, now(), static_cast<std::int64_t>((interval - slack(interval)).count())});
+                {repository, now(),
+                 static_cast<std::int64_t>((interval - slack(interval)).count())});
         });
         if (!due) return std::unexpected(due.error());
         if (due->rows() == 0) return std::unique_ptr<PollTurn>();  // polled within the interval
@@ -60,9 +64,10 @@ public:
 
     Expected<void> set_page(std::string_view path, const PolledPage& page) override {
         auto done = run([&](pg::Connection& db) {
-            return db.exec("INSERT INTO poll_pages (path, etag, next) VALUES ($1, $2, $3) "
-                           "ON CONFLICT (path) DO UPDATE SET etag = $2, next = $3",
-                           {path, page.etag, page.next});
+            return db.exec(
+                "INSERT INTO poll_pages (path, etag, next) VALUES ($1, $2, $3) "
+                "ON CONFLICT (path) DO UPDATE SET etag = $2, next = $3",
+                {path, page.etag, page.next});
         });
         if (!done) return std::unexpected(done.error());
         return {};
@@ -78,7 +83,8 @@ public:
         return heads;
     }
 
-    Expected<void> set_branches(std::string_view repository, const std::set<std::string>& heads) override {
+    Expected<void> set_branches(std::string_view repository,
+                                const std::set<std::string>& heads) override {
         auto done = run([&](pg::Connection& db) -> Expected<pg::Result> {
             auto tx = pg::Transaction::begin(db);
             if (!tx) return std::unexpected(tx.error());
@@ -104,7 +110,8 @@ private:
         ~Turn() override {
             // A connection lost meanwhile took the lock with it.
             auto done = m_state.run([&](pg::Connection& db) {
-                return db.exec("SELECT pg_advisory_unlock($1, hashtext($2))", {k_poll_lock_class, m_repository});
+                return db.exec("SELECT pg_advisory_unlock($1, hashtext($2))",
+                               {k_poll_lock_class, m_repository});
             });
             if (!done) spdlog::debug("poll {}: unlock: {}", m_repository, done.error().message);
         }

@@ -1,12 +1,13 @@
 #include "agent/poller.hpp"
 
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
 #include "agent/job_base.hpp"
 #include "agent/webhook_events.hpp"
 #include "jobs/merge_queue.hpp"
-
-#include <nlohmann/json.hpp>
-#include <simdjson.h>
-#include <spdlog/spdlog.h>
 
 namespace agent {
 
@@ -67,8 +68,7 @@ Poller::Poller(github::HttpClient client, JobQueue& queue, PollerOptions options
       m_own_state(std::make_unique<MemoryPollState>()),
       m_state(m_own_state.get()) {}
 
-Poller::Poller(github::HttpClient client, JobQueue& queue, PollState& state,
-               PollerOptions options)
+Poller::Poller(github::HttpClient client, JobQueue& queue, PollState& state, PollerOptions options)
     : m_client(std::move(client)), m_queue(queue), m_options(std::move(options)), m_state(&state) {}
 
 PollStats Poller::poll_once() {
@@ -96,8 +96,8 @@ PollStats Poller::poll_once() {
 }
 
 Expected<std::optional<github::Response>> Poller::fetch(const std::string& path,
-                                                         const std::optional<PolledPage>& known,
-                                                         PollStats& stats) {
+                                                        const std::optional<PolledPage>& known,
+                                                        PollStats& stats) {
     auto response = m_client.get_if_none_match(path, known ? known->etag : "");
     ++stats.requests;
     if (!response) return std::unexpected(response.error());
@@ -178,20 +178,24 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             std::int64_t number = 0;
             JobSpec spec;
             spec.key = {repository, text_at(pull, "/head/sha"), "", 1};
-            if (pull["number"].get(number) != simdjson::SUCCESS || !jobs::is_commit_sha(spec.key.sha))
-                return fail(ErrorKind::permanent, "GET " + *path + ": a pull request lacks number/head.sha");
+            if (pull["number"].get(number) != simdjson::SUCCESS ||
+                !jobs::is_commit_sha(spec.key.sha))
+                return fail(ErrorKind::permanent,
+                            "GET " + *path + ": a pull request lacks number/head.sha");
             if (m_options.pr_label && !has_label(pull, *m_options.pr_label)) continue;
             spec.ref = "refs/pull/" + std::to_string(number) + "/head";
             spec.event = "pull_request";
             spec.source = "poll";
             nlohmann::ordered_json payload;
             payload["pull_request"] = number;
-            record_base(payload, {text_at(pull, "/base/sha"), text_at(pull, "/base/ref")});  // the gate's filters
+            record_base(payload, {text_at(pull, "/base/sha"),
+                                  text_at(pull, "/base/ref")});  // the gate's filters
             spec.payload_json = payload.dump();
             if (auto ok = submit(spec, stats); !ok) return ok;
         }
         auto next = next_link(**response, m_client.api_url());
-        if (auto ok = m_state->set_page(*path, {(*response)->header("etag").value_or(""), next}); !ok)
+        if (auto ok = m_state->set_page(*path, {(*response)->header("etag").value_or(""), next});
+            !ok)
             return ok;
         path = std::move(next);
     }

@@ -54,11 +54,11 @@ struct PollerOptions {
 
 struct PollStats {
     std::size_t requests = 0;
-    std::size_t not_modified = 0;  // answered 304
-    std::size_t submitted = 0;     // new jobs
-    std::size_t duplicates = 0;    // already queued (by a webhook or an earlier round)
-    std::size_t cancelled = 0;     // jobs of merge-queue branches that disappeared
-    std::size_t skipped = 0;       // repositories another agent of the pool polled
+    std::size_t not_modified = 0;     // answered 304
+    std::size_t submitted = 0;        // new jobs
+    std::size_t duplicates = 0;       // already queued (by a webhook or an earlier round)
+    std::size_t cancelled = 0;        // jobs of merge-queue branches that disappeared
+    std::size_t skipped = 0;          // repositories another agent of the pool polled
     std::vector<std::string> errors;  // one line per repository that could not be polled
 };
 

@@ -30,7 +30,8 @@ sandbox::Expected<QueueStore> open_agent_store(const AgentConfig& config) {
     return open_postgres_store(*options);
 }
 
-sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(const std::filesystem::path& state_dir) {
+sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(
+    const std::filesystem::path& state_dir) {
     const char* url = std::getenv(k_queue_url_variable);
     if (url == nullptr || *url == '\0') return open_sqlite_queue(default_queue_path(state_dir));
     PostgresOptions options;

@@ -29,6 +29,7 @@ inline constexpr const char* k_queue_password_file_variable = "SANDGATE_QUEUE_PA
 
 // The queue of a job process: the pool's when SANDGATE_QUEUE_URL is set, else the SQLite
 // file under `state_dir`.
-sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(const std::filesystem::path& state_dir);
+sandbox::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(
+    const std::filesystem::path& state_dir);
 
 }  // namespace agent

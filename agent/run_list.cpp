@@ -22,7 +22,9 @@ std::string joined(const std::vector<std::string>& labels) {
 }
 
 // A leg's verdict: "yes", "no: ..." or "? ..." (not known before the jobs it needs ran).
-bool leg_runs(const Row& row) { return !row.runs.starts_with("no"); }
+bool leg_runs(const Row& row) {
+    return !row.runs.starts_with("no");
+}
 
 // The jobs of one workflow, listed as the runner would run them.
 class JobLister {
@@ -33,26 +35,33 @@ public:
 
     // The job's row, then one per leg when it has a matrix; `runs` tells whether it may run.
     // `ancestor_skipped`: a job it needs, directly or not, does not run.
-    std::vector<Row> rows(const jobs::Job& job, int stage, bool ancestor_skipped, bool& runs) const {
-        Row row{std::to_string(stage), job.id, m_workflow.display_name(), m_workflow.file, "", "", ""};
+    std::vector<Row> rows(const jobs::Job& job, int stage, bool ancestor_skipped,
+                          bool& runs) const {
+        Row row{
+            std::to_string(stage), job.id, m_workflow.display_name(), m_workflow.file, "", "", ""};
         if (job.calls_workflow()) row.runs_on = "uses: " + job.uses->value;
         jobs::Object needs;
-        for (const auto& id : job.needs) needs.set(id, jobs::job_result_entry(jobs::Outcome::success, {}));
-        const jobs::JobScope scope{m_settings, m_workflow, job, needs, m_inputs, m_settings.secrets};
-        const jobs::EvalContext context =
-            jobs::job_eval_context(scope, ancestor_skipped ? jobs::RunStatus::skipped : jobs::RunStatus::success);
+        for (const auto& id : job.needs)
+            needs.set(id, jobs::job_result_entry(jobs::Outcome::success, {}));
+        const jobs::JobScope scope{m_settings, m_workflow, job,
+                                   needs,      m_inputs,   m_settings.secrets};
+        const jobs::EvalContext context = jobs::job_eval_context(
+            scope, ancestor_skipped ? jobs::RunStatus::skipped : jobs::RunStatus::success);
         const std::string condition = job.condition ? job.condition->value : "success()";
-        auto admitted = jobs::condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
+        auto admitted =
+            jobs::condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
         runs = !admitted || *admitted;
         if (!runs) {
-            row.runs = ancestor_skipped ? "no: a job it needs does not run" : "no: if: " + condition;
+            row.runs =
+                ancestor_skipped ? "no: a job it needs does not run" : "no: if: " + condition;
             return {row};
         }
         if (!admitted) row.runs = "if: " + condition + " (decided when the jobs it needs have run)";
         auto plan = jobs::plan_legs(job, context, m_settings);
         if (!plan) {
             row.legs = "?";
-            if (row.runs.empty()) row.runs = "yes; its matrix is known once the jobs it needs have run";
+            if (row.runs.empty())
+                row.runs = "yes; its matrix is known once the jobs it needs have run";
             return {row};
         }
         row.legs = std::to_string(plan->legs.size());
@@ -68,17 +77,20 @@ public:
             if (row.runs.empty()) row.runs = legs.front().runs;
             return {row};
         }
-        const bool same = std::ranges::all_of(legs, [&](const Row& r) { return r.runs_on == legs.front().runs_on; });
+        const bool same = std::ranges::all_of(
+            legs, [&](const Row& r) { return r.runs_on == legs.front().runs_on; });
         row.runs_on = same ? legs.front().runs_on : "(per leg)";
         if (row.runs.empty())
-            row.runs = running == legs.size() ? "yes" : std::to_string(running) + " of " + row.legs + " legs";
+            row.runs = running == legs.size()
+                           ? "yes"
+                           : std::to_string(running) + " of " + row.legs + " legs";
         legs.insert(legs.begin(), std::move(row));
         return legs;
     }
 
 private:
-    std::vector<Row> leg_rows(const jobs::Job& job, const jobs::LegPlan& plan, const jobs::EvalContext& context,
-                              const std::string& runs_on) const {
+    std::vector<Row> leg_rows(const jobs::Job& job, const jobs::LegPlan& plan,
+                              const jobs::EvalContext& context, const std::string& runs_on) const {
         std::vector<Row> rows;
         for (const auto& leg : plan.legs) {
             const jobs::EvalContext leg_context = jobs::leg_context(context, leg);

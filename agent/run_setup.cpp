@@ -14,8 +14,8 @@ namespace agent {
 using sandbox::ErrorKind;
 using sandbox::fail;
 
-sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::filesystem::path& base,
-                                                                     const std::string& path) {
+sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(
+    const std::filesystem::path& base, const std::string& path) {
     const std::filesystem::path given(path);
     const std::filesystem::path full = given.is_absolute() ? given : base / given;
     // The repository is a pull request's tree: looked at through its fd, links never followed
@@ -26,9 +26,12 @@ sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::
         root_path = full.parent_path();
         relative = full.filename().string();
     }
-    const auto missing = [&] { return fail(ErrorKind::invalid_input, "-W " + path + ": no such file or directory"); };
+    const auto missing = [&] {
+        return fail(ErrorKind::invalid_input, "-W " + path + ": no such file or directory");
+    };
     std::error_code ec;
-    root_path = std::filesystem::weakly_canonical(root_path, ec);  // the caller's path: a link there is theirs
+    root_path = std::filesystem::weakly_canonical(root_path,
+                                                  ec);  // the caller's path: a link there is theirs
     auto root = sandbox::SafeDir::open_trusted(root_path, "-W " + path);
     if (!root) return missing();
     std::vector<std::filesystem::path> out;
@@ -45,9 +48,11 @@ sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::
             out.push_back(given / entry.relative);
         return sandbox::WalkStep::skip;  // the directory itself, not below
     });
-    if (!listed) return fail(ErrorKind::invalid_input, "-W " + path + ": " + listed.error().message);
+    if (!listed)
+        return fail(ErrorKind::invalid_input, "-W " + path + ": " + listed.error().message);
     std::ranges::sort(out);
-    if (out.empty()) return fail(ErrorKind::invalid_input, "-W " + path + ": no *.yml or *.yaml workflow there");
+    if (out.empty())
+        return fail(ErrorKind::invalid_input, "-W " + path + ": no *.yml or *.yaml workflow there");
     return out;
 }
 
@@ -61,7 +66,9 @@ constexpr std::uint64_t k_max_workflow_bytes = 4 * 1024 * 1024;
 sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& repository,
                                                   const std::filesystem::path& file) {
     const std::filesystem::path full = file.is_absolute() ? file : repository / file;
-    const auto unreadable = [&] { return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file"); };
+    const auto unreadable = [&] {
+        return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file");
+    };
     auto relative = sandbox::relative_beneath(repository, full);
     std::filesystem::path base = repository;
     if (!relative) {
@@ -69,17 +76,19 @@ sandbox::Expected<std::string> read_workflow_file(const std::filesystem::path& r
         relative = full.filename().string();
     }
     std::error_code ec;
-    base = std::filesystem::weakly_canonical(base, ec);  // the caller's path: a link there is theirs
-    auto text = sandbox::read_file_beneath(base, base / *relative, {k_max_workflow_bytes, std::nullopt, -1}, file.string());
+    base =
+        std::filesystem::weakly_canonical(base, ec);  // the caller's path: a link there is theirs
+    auto text = sandbox::read_file_beneath(base, base / *relative,
+                                           {k_max_workflow_bytes, std::nullopt, -1}, file.string());
     if (!text) return unreadable();
     return text;
 }
 
 }  // namespace
 
-sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files,
-                                                              jobs::Dialect dialect) {
+sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(
+    const std::filesystem::path& repository, const std::vector<std::filesystem::path>& files,
+    jobs::Dialect dialect) {
     std::vector<jobs::Workflow> out;
     for (const auto& file : files) {
         auto text = read_workflow_file(repository, file);
@@ -97,20 +106,24 @@ sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesys
 }
 
 sandbox::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                       const std::string& flag,
-                                                                       bool from_environment) {
+                                                                        const std::string& flag,
+                                                                        bool from_environment) {
     const auto eq = text.find('=');
     const std::string name = text.substr(0, eq);
-    if (name.empty()) return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
+    if (name.empty())
+        return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
     if (eq != std::string::npos) return std::pair{name, text.substr(eq + 1)};
-    if (!from_environment) return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
+    if (!from_environment)
+        return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
     const char* value = std::getenv(name.c_str());
     if (value == nullptr)
-        return fail(ErrorKind::invalid_input, flag + " " + name + ": no value given and $" + name + " is not set");
+        return fail(ErrorKind::invalid_input,
+                    flag + " " + name + ": no value given and $" + name + " is not set");
     return std::pair{name, std::string(value)};
 }
 
-sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text) {
+sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(
+    const std::string& text) {
     const auto colon = text.find(':');
     if (colon == std::string::npos || colon == 0)
         return fail(ErrorKind::invalid_input, "--matrix " + text + ": expected KEY:VALUE");
@@ -120,12 +133,16 @@ sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const
 sandbox::Expected<jobs::Value> load_event(const std::filesystem::path& path) {
     if (path.empty()) return jobs::Value(jobs::Object{});
     std::ifstream in(path, std::ios::binary);  // trusted path: -e, the caller's own file
-    if (!in) return fail(ErrorKind::invalid_input, "-e " + path.string() + ": cannot read the file");
+    if (!in)
+        return fail(ErrorKind::invalid_input, "-e " + path.string() + ": cannot read the file");
     std::ostringstream text;
     text << in.rdbuf();
     auto value = jobs::parse_json(text.str());
-    if (!value) return fail(ErrorKind::invalid_input, "-e " + path.string() + ": " + value.error().message);
-    if (!value->is_object()) return fail(ErrorKind::invalid_input, "-e " + path.string() + ": the payload must be a JSON object");
+    if (!value)
+        return fail(ErrorKind::invalid_input, "-e " + path.string() + ": " + value.error().message);
+    if (!value->is_object())
+        return fail(ErrorKind::invalid_input,
+                    "-e " + path.string() + ": the payload must be a JSON object");
     return value;
 }
 
@@ -135,15 +152,19 @@ jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo&
     return jobs::Value(std::move(payload));
 }
 
-sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow) {
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings,
+                                                 const jobs::Workflow& workflow) {
     jobs::Object given;
-    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object()) given = inputs->as_object();
+    if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object())
+        given = inputs->as_object();
     jobs::EvalContext context;
     context.contexts.set("github", jobs::Value(jobs::Object{}));
     context.contexts.set("inputs", jobs::Value(given));
     context.contexts.set("vars", jobs::Value(settings.vars));
-    if (settings.event_name == "workflow_dispatch") return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
-    if (settings.event_name == "workflow_call") return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
+    if (settings.event_name == "workflow_dispatch")
+        return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
+    if (settings.event_name == "workflow_call")
+        return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
     return given;
 }
 

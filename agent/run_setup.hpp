@@ -20,20 +20,20 @@ namespace agent {
 
 // The workflow files -W names: a file, or the *.yml / *.yaml of a directory (not recursive),
 // sorted. `base` resolves a relative PATH. Each file is named as `display/<file>`.
-sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(const std::filesystem::path& base,
-                                                                     const std::string& path);
+sandbox::Expected<std::vector<std::filesystem::path>> workflow_files(
+    const std::filesystem::path& base, const std::string& path);
 
 // Loads and validates every file, and the local workflows their jobs call, by the rules of
 // `dialect` (jobs/workflow_model.hpp: GitHub's for gates; `sandgate run` runs act's too).
-sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(const std::filesystem::path& repository,
-                                                              const std::vector<std::filesystem::path>& files,
-                                                              jobs::Dialect dialect = jobs::Dialect::github);
+sandbox::Expected<std::vector<jobs::Workflow>> load_workflows(
+    const std::filesystem::path& repository, const std::vector<std::filesystem::path>& files,
+    jobs::Dialect dialect = jobs::Dialect::github);
 
 // NAME=VALUE (flag names the option in errors). `NAME` alone takes the value from the
 // agent's environment when `from_environment`.
 sandbox::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                       const std::string& flag,
-                                                                       bool from_environment);
+                                                                        const std::string& flag,
+                                                                        bool from_environment);
 // KEY:VALUE for --matrix.
 sandbox::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text);
 
@@ -48,6 +48,7 @@ jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo&
 
 // The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
 // the payload's `inputs` (and --input), typed and defaulted. Errors name the input.
-sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings, const jobs::Workflow& workflow);
+sandbox::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings,
+                                                 const jobs::Workflow& workflow);
 
 }  // namespace agent

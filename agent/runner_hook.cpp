@@ -14,12 +14,13 @@ namespace dom = simdjson::dom;
 
 // One printable line, whatever the input's strings hold.
 sandbox::Error field_error(std::string_view field, std::string_view what) {
-    return {ErrorKind::invalid_input, jobs::one_line(std::string(field) + ": " + std::string(what))};
+    return {ErrorKind::invalid_input,
+            jobs::one_line(std::string(field) + ": " + std::string(what))};
 }
 
 // An optional string member: absent or null gives "".
 sandbox::Expected<std::string> string_at(dom::object object, std::string_view key,
-                                        std::string_view field) {
+                                         std::string_view field) {
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return std::string();
     std::string_view text;
@@ -45,7 +46,8 @@ sandbox::Expected<std::vector<std::string>> strings_at(dom::object object, std::
     return out;
 }
 
-sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object, std::string_view key,
+sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object,
+                                                             std::string_view key,
                                                              std::string_view field) {
     std::map<std::string, std::string> out;
     dom::element element;
@@ -56,7 +58,8 @@ sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object,
     for (auto [name, value] : map) {
         std::string_view text;
         if (value.get_string().get(text) != simdjson::SUCCESS)
-            return std::unexpected(field_error(std::string(field) + "." + std::string(name), "must be a string"));
+            return std::unexpected(
+                field_error(std::string(field) + "." + std::string(name), "must be a string"));
         out.emplace(std::string(name), std::string(text));
     }
     return out;
@@ -64,7 +67,7 @@ sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object,
 
 // Volumes: absolute host paths only; the engine's socket and named volumes are dropped.
 sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::string_view key,
-                                                   std::string_view field) {
+                                                    std::string_view field) {
     std::vector<HookMount> out;
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return out;
@@ -75,8 +78,10 @@ sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::str
         dom::object volume;
         if (item.get_object().get(volume) != simdjson::SUCCESS)
             return std::unexpected(field_error(field, "entries must be objects"));
-        auto source = string_at(volume, "sourceVolumePath", std::string(field) + ".sourceVolumePath");
-        auto target = string_at(volume, "targetVolumePath", std::string(field) + ".targetVolumePath");
+        auto source =
+            string_at(volume, "sourceVolumePath", std::string(field) + ".sourceVolumePath");
+        auto target =
+            string_at(volume, "targetVolumePath", std::string(field) + ".targetVolumePath");
         if (!source) return std::unexpected(source.error());
         if (!target) return std::unexpected(target.error());
         bool read_only = false;
@@ -90,8 +95,10 @@ sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::str
             continue;
         }
         if (!target->starts_with("/"))
-            return std::unexpected(field_error(field, "targetVolumePath '" + *target + "' is not absolute"));
-        out.push_back({*source, *target, read_only ? sandbox::Access::read_only : sandbox::Access::writable});
+            return std::unexpected(
+                field_error(field, "targetVolumePath '" + *target + "' is not absolute"));
+        out.push_back(
+            {*source, *target, read_only ? sandbox::Access::read_only : sandbox::Access::writable});
     }
     return out;
 }
@@ -101,7 +108,8 @@ sandbox::Expected<HookCommand> command_from(std::string_view name) {
     if (name == "cleanup_job") return HookCommand::cleanup_job;
     if (name == "run_script_step") return HookCommand::run_script_step;
     if (name == "run_container_step") return HookCommand::run_container_step;
-    return std::unexpected(field_error("command", "unknown hook command '" + std::string(name) + "'"));
+    return std::unexpected(
+        field_error("command", "unknown hook command '" + std::string(name) + "'"));
 }
 
 sandbox::Expected<std::optional<HookJob>> state_from(dom::object root) {
@@ -115,8 +123,11 @@ sandbox::Expected<std::optional<HookJob>> state_from(dom::object root) {
     auto mounts = mounts_at(ours, "mounts", "state.sandgate.mounts");
     auto env = env_at(ours, "env", "state.sandgate.env");
     if (!id || !image || !scratch || !mounts || !env)
-        return std::unexpected(!id ? id.error() : !image ? image.error() : !scratch ? scratch.error()
-                                                 : !mounts ? mounts.error() : env.error());
+        return std::unexpected(!id        ? id.error()
+                               : !image   ? image.error()
+                               : !scratch ? scratch.error()
+                               : !mounts  ? mounts.error()
+                                          : env.error());
     if (id->empty() || id->find_first_not_of("0123456789abcdef") != std::string::npos)
         return std::unexpected(field_error("state.sandgate.job", "not a job id"));
     job.id = *id;
@@ -169,8 +180,10 @@ sandbox::Expected<void> parse_step(dom::object args, HookInput& input) {
     if (!workdir) return std::unexpected(workdir.error());
     if (entry->empty()) return std::unexpected(field_error("args.entryPoint", "is required"));
     if (!workdir->starts_with("/"))
-        return std::unexpected(field_error("args.workingDirectory", "must be an absolute container path"));
-    step = {*image, *entry, std::move(*entry_args), std::move(*env), std::move(*path), *workdir, {}};
+        return std::unexpected(
+            field_error("args.workingDirectory", "must be an absolute container path"));
+    step = {*image,   *entry, std::move(*entry_args), std::move(*env), std::move(*path),
+            *workdir, {}};
     for (const char* key : {"systemMountVolumes", "userMountVolumes"}) {
         auto mounts = mounts_at(args, key, std::string("args.") + key);
         if (!mounts) return std::unexpected(mounts.error());
@@ -185,7 +198,8 @@ sandbox::Expected<HookInput> parse_hook_input(std::string_view json) {
     dom::parser parser;
     dom::element root_element;
     if (auto error = parser.parse(json.data(), json.size()).get(root_element))
-        return fail(ErrorKind::invalid_input, std::string("hook input is not JSON: ") + simdjson::error_message(error));
+        return fail(ErrorKind::invalid_input,
+                    std::string("hook input is not JSON: ") + simdjson::error_message(error));
     dom::object root;
     if (root_element.get_object().get(root))
         return fail(ErrorKind::invalid_input, "hook input must be a JSON object");
@@ -206,7 +220,8 @@ sandbox::Expected<HookInput> parse_hook_input(std::string_view json) {
     const bool has_args = root["args"].get(args) == simdjson::SUCCESS;
     if (input.command == HookCommand::prepare_job) {
         if (input.response_file.empty())
-            return std::unexpected(field_error("responseFile", "prepare_job needs a response file"));
+            return std::unexpected(
+                field_error("responseFile", "prepare_job needs a response file"));
         if (has_args)
             if (auto ok = parse_prepare(args, input); !ok) return std::unexpected(ok.error());
     } else if (input.command != HookCommand::cleanup_job) {

@@ -36,7 +36,7 @@ struct HookMount {
     sandbox::Access access = sandbox::Access::read_only;
 };
 
-struct HookStep {  // run_script_step and run_container_step arguments
+struct HookStep {       // run_script_step and run_container_step arguments
     std::string image;  // run_container_step only
     std::string entry_point;
     std::vector<std::string> entry_point_args;
@@ -56,9 +56,9 @@ struct HookJob {  // what prepare_job records in the state the runner hands back
 
 struct HookInput {
     HookCommand command = HookCommand::prepare_job;
-    std::string response_file;       // empty when null
-    std::optional<HookJob> state;    // from a previous prepare_job; absent for prepare_job
-    HookJob prepare;                 // prepare_job: the job container (id and scratch unset)
+    std::string response_file;          // empty when null
+    std::optional<HookJob> state;       // from a previous prepare_job; absent for prepare_job
+    HookJob prepare;                    // prepare_job: the job container (id and scratch unset)
     std::vector<std::string> services;  // prepare_job: service context names
     HookStep step;
 };

@@ -2,12 +2,11 @@
 #include "agent/sandbox_dirs.hpp"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include "sandbox/fd.hpp"
 #include "sandbox/safe_access.hpp"
@@ -19,7 +18,8 @@ sandbox::Expected<void> make_private_dir(const std::filesystem::path& dir) {
     std::filesystem::create_directories(dir, ec);  // trusted path: the agent's own state
     if (ec) return sandbox::fail(sandbox::ErrorKind::permanent, dir.string() + ": " + ec.message());
     if (::chmod(dir.c_str(), 0700) != 0)
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("chmod " + dir.string()));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("chmod " + dir.string()));
     return {};
 }
 
@@ -51,7 +51,8 @@ sandbox::Expected<std::filesystem::path> socket_dir_for(const std::filesystem::p
     std::string pattern = std::string(k_short_socket_prefix) + "XXXXXX";
     // trusted path: a new directory of the host's /tmp, mode 0700
     if (::mkdtemp(pattern.data()) == nullptr)
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("mkdtemp " + pattern));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("mkdtemp " + pattern));
     return std::filesystem::path(pattern);
 }
 

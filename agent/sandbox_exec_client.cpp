@@ -37,7 +37,8 @@ enum class ZeroDuration { allowed, refused };
 sandbox::Expected<std::int64_t> duration_ms(std::string_view flag, const std::string& text,
                                             ZeroDuration zero) {
     auto parsed = parse_duration(text);
-    if (!parsed) return fail(ErrorKind::invalid_input, std::string(flag) + ": " + parsed.error().message);
+    if (!parsed)
+        return fail(ErrorKind::invalid_input, std::string(flag) + ": " + parsed.error().message);
     if (zero == ZeroDuration::refused && parsed->count() <= 0)
         return fail(ErrorKind::invalid_input, std::string(flag) + ": must be positive");
     return parsed->count();
@@ -63,9 +64,11 @@ void print_stream(int fd, std::string_view name, const sandbox::StreamResult& st
     write_all(fd, stream.head);
     if (stream.truncated) {
         const auto kept = stream.head.size() + stream.tail.size();
-        std::fprintf(stderr, "\nsandgate sandboxes: %llu bytes of the step's %.*s dropped here (--output-limit)\n",
-                     static_cast<unsigned long long>(stream.bytes > kept ? stream.bytes - kept : 0),
-                     static_cast<int>(name.size()), name.data());
+        std::fprintf(
+            stderr,
+            "\nsandgate sandboxes: %llu bytes of the step's %.*s dropped here (--output-limit)\n",
+            static_cast<unsigned long long>(stream.bytes > kept ? stream.bytes - kept : 0),
+            static_cast<int>(name.size()), name.data());
     }
     write_all(fd, stream.tail);
 }
@@ -75,7 +78,8 @@ int report(const ApiResponse& response, const SandboxExecOptions& options,
            const InterruptGuard& interrupts) {
     simdjson::dom::parser parser;
     simdjson::dom::element result;
-    if (parser.parse(simdjson::padded_string(response.body))["result"].get(result) != simdjson::SUCCESS)
+    if (parser.parse(simdjson::padded_string(response.body))["result"].get(result) !=
+        simdjson::SUCCESS)
         return nothing_ran("the agent's exec answer has no result");
     auto decoded = sandbox::decode_run_result(simdjson::minify(result));
     if (!decoded) return nothing_ran("the agent's exec answer: " + decoded.error().message);
@@ -89,7 +93,8 @@ int report(const ApiResponse& response, const SandboxExecOptions& options,
     if (decoded->error)
         std::fprintf(stderr, "sandgate sandboxes: %s\n", decoded->error->message.c_str());
     const auto sig = interrupts.received();
-    if (sig && decoded->error && decoded->error->kind == sandbox::RunErrorKind::cancelled) return 128 + *sig;
+    if (sig && decoded->error && decoded->error->kind == sandbox::RunErrorKind::cancelled)
+        return 128 + *sig;
     return decoded->exit_status();
 }
 
@@ -97,7 +102,8 @@ int report(const ApiResponse& response, const SandboxExecOptions& options,
 
 void add_sandbox_exec_options(CLI::App& exec, SandboxExecOptions& o) {
     exec.add_option("id", o.sandbox, "the sandbox")->required();
-    exec.add_option("--exec-id", o.exec_id, "the exec's id, for `sandboxes cancel` (default: chosen)");
+    exec.add_option("--exec-id", o.exec_id,
+                    "the exec's id, for `sandboxes cancel` (default: chosen)");
     exec.add_option("--env", o.env, "NAME=VALUE for the step (repeatable)");
     exec.add_option("--cwd", o.cwd, "working directory inside the sandbox (default: its root)");
     exec.add_option("--timeout", o.timeout, "stop the step after DURATION (90s, 5m, 1h)");
@@ -112,11 +118,15 @@ void add_sandbox_exec_options(CLI::App& exec, SandboxExecOptions& o) {
 sandbox::Expected<Json> sandbox_exec_body(const SandboxExecOptions& o) {
     Json body = Json::object();
     if (!o.exec_id.empty() && !valid_exec_id(o.exec_id))
-        return fail(ErrorKind::invalid_input, "--exec-id " + o.exec_id +
-                                                  ": 1 to 64 letters, digits, '.', '_' or '-'");
-    if (!o.shell.empty()) body["shell"] = o.shell;
-    else if (!o.argv.empty() && !o.argv.front().empty()) body["argv"] = o.argv;
-    else return fail(ErrorKind::invalid_input, "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
+        return fail(ErrorKind::invalid_input,
+                    "--exec-id " + o.exec_id + ": 1 to 64 letters, digits, '.', '_' or '-'");
+    if (!o.shell.empty())
+        body["shell"] = o.shell;
+    else if (!o.argv.empty() && !o.argv.front().empty())
+        body["argv"] = o.argv;
+    else
+        return fail(ErrorKind::invalid_input,
+                    "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
     Json env = Json::object();
     for (const auto& pair : o.env) {
         const std::size_t eq = pair.find('=');
@@ -140,16 +150,19 @@ sandbox::Expected<Json> sandbox_exec_body(const SandboxExecOptions& o) {
     }
     if (!o.output_limit.empty()) {
         auto limit = parse_bytes(o.output_limit);
-        if (!limit) return fail(ErrorKind::invalid_input, "--output-limit: " + limit.error().message);
+        if (!limit)
+            return fail(ErrorKind::invalid_input, "--output-limit: " + limit.error().message);
         if (*limit > sandbox::k_max_broker_output_limit)
-            return fail(ErrorKind::invalid_input, "--output-limit: at most " +
-                                                      std::to_string(sandbox::k_max_broker_output_limit));
+            return fail(
+                ErrorKind::invalid_input,
+                "--output-limit: at most " + std::to_string(sandbox::k_max_broker_output_limit));
         body["output_limit"] = *limit;
     }
     if (o.stdin_text) {
         if (o.stdin_text->size() > sandbox::k_max_stdin_bytes)
-            return fail(ErrorKind::invalid_input, "--stdin-text: more than " +
-                                                      std::to_string(sandbox::k_max_stdin_bytes) + " bytes");
+            return fail(
+                ErrorKind::invalid_input,
+                "--stdin-text: more than " + std::to_string(sandbox::k_max_stdin_bytes) + " bytes");
         body["stdin_text"] = *o.stdin_text;
     }
     return body;
@@ -177,19 +190,22 @@ int run_sandbox_exec(const ApiTarget& target, const SandboxExecOptions& options,
     const std::string base = "/v1/sandboxes/" + options.sandbox;
     bool hung_up = false;  // our own on_cancel decided to hang up (not an error's kind)
     const auto on_cancel = [&] {
-        std::fprintf(stderr, "sandgate sandboxes: interrupted: cancelling exec %s\n", exec_id.c_str());
+        std::fprintf(stderr, "sandgate sandboxes: interrupted: cancelling exec %s\n",
+                     exec_id.c_str());
         auto answer = api_request(target, "POST", base + "/execs/" + exec_id + "/cancel");
         // 409: it has just finished, its answer is on the way. Otherwise (not started yet,
         // the agent unreachable) hanging up is what stops it.
-        if (answer && (answer->status == 200 || answer->status == 409)) return AfterCancel::wait_for_answer;
+        if (answer && (answer->status == 200 || answer->status == 409))
+            return AfterCancel::wait_for_answer;
         hung_up = true;
         return AfterCancel::hang_up;
     };
-    auto response = api_request_cancellable(target, "POST", base + "/exec",
-                                            body.dump(-1, ' ', false, Json::error_handler_t::replace),
-                                            (*interrupts)->token(), on_cancel);
+    auto response = api_request_cancellable(
+        target, "POST", base + "/exec", body.dump(-1, ' ', false, Json::error_handler_t::replace),
+        (*interrupts)->token(), on_cancel);
     if (!response && hung_up) {
-        std::fprintf(stderr, "sandgate sandboxes: interrupted: hung up on the agent, which stops exec %s\n",
+        std::fprintf(stderr,
+                     "sandgate sandboxes: interrupted: hung up on the agent, which stops exec %s\n",
                      exec_id.c_str());
         return 128 + (*interrupts)->received().value_or(SIGINT);
     }

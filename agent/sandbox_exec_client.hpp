@@ -14,7 +14,6 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,8 +25,8 @@ namespace agent {
 inline constexpr int k_sandbox_exec_nothing_ran = 125;
 
 struct SandboxExecOptions {
-    std::string sandbox;   // the sandbox id
-    std::string exec_id;   // empty: one is chosen here ("ex-" and 16 hex digits)
+    std::string sandbox;  // the sandbox id
+    std::string exec_id;  // empty: one is chosen here ("ex-" and 16 hex digits)
     std::vector<std::string> env;
     std::string cwd;
     std::string timeout;

@@ -1,29 +1,26 @@
 #include "agent/sandbox_manager.hpp"
 
-#include "sandbox/safe_access.hpp"
-
-#include "agent/random_id.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "agent/launcher.hpp"
+#include "agent/random_id.hpp"
 #include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_records.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/fd.hpp"
-#include "sandbox/spawn.hpp"
 #include "sandbox/json_convert.hpp"
+#include "sandbox/safe_access.hpp"
+#include "sandbox/spawn.hpp"
 
 namespace agent {
 
@@ -34,12 +31,10 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::chrono::seconds k_run_grace{60};       // broker run timeout past the TTL
-constexpr std::chrono::seconds k_shutdown_wait{5};    // before SIGKILL on destroy
+constexpr std::chrono::seconds k_run_grace{60};     // broker run timeout past the TTL
+constexpr std::chrono::seconds k_shutdown_wait{5};  // before SIGKILL on destroy
 constexpr std::chrono::seconds k_reply_margin{30};
 constexpr std::chrono::milliseconds k_ready_poll{10};
-
-
 
 }  // namespace
 
@@ -57,16 +52,20 @@ struct SandboxManager::Sandbox {
 };
 
 std::string SandboxIdentity::canonical() const {
-    return repository + "@" + sha + "/" + std::to_string(run_id) + "/" +
-           std::to_string(attempt) + "/" + job_id;
+    return repository + "@" + sha + "/" + std::to_string(run_id) + "/" + std::to_string(attempt) +
+           "/" + job_id;
 }
 
 std::string_view to_string(SandboxState state) {
     switch (state) {
-        case SandboxState::created: return "created";
-        case SandboxState::ready: return "ready";
-        case SandboxState::active: return "active";
-        case SandboxState::destroyed: return "destroyed";
+        case SandboxState::created:
+            return "created";
+        case SandboxState::ready:
+            return "ready";
+        case SandboxState::active:
+            return "active";
+        case SandboxState::destroyed:
+            return "destroyed";
     }
     return "destroyed";
 }
@@ -89,7 +88,6 @@ SandboxManager::SandboxManager(ManagerConfig config) : m_config(std::move(config
 SandboxManager::~SandboxManager() {
     for (const auto& info : list()) (void)destroy(info.id);
 }
-
 
 void SandboxManager::record(const Sandbox& box, std::string_view kind, const std::string& body) {
     if (!m_config.journal || !box.job) return;
@@ -158,9 +156,16 @@ sandbox::Policy SandboxManager::broker_policy(sandbox::Policy policy,
 sandbox::RunRequest SandboxManager::broker_run(const Sandbox& box, sandbox::Policy policy,
                                                std::chrono::seconds ttl) const {
     sandbox::RunRequest run;
-    run.argv = {m_config.sandgate_binary.string(), "broker", "--socket", box.socket.string(),
-                "--identity", box.info.identity.canonical(), "--expires-at",
-                std::to_string(box.info.expires_at_ms), "--root", box.info.root.string()};
+    run.argv = {m_config.sandgate_binary.string(),
+                "broker",
+                "--socket",
+                box.socket.string(),
+                "--identity",
+                box.info.identity.canonical(),
+                "--expires-at",
+                std::to_string(box.info.expires_at_ms),
+                "--root",
+                box.info.root.string()};
     // bwrap unshares the pid namespace and its init exits with the broker: nothing a step
     // leaves can outlive it, so the broker reaps its steps itself (no reaper fork per step).
     if (policy.mode == sandbox::SandboxMode::bwrap) run.argv.push_back("--reap-steps");
@@ -230,7 +235,8 @@ void SandboxManager::write_meta(const Sandbox& box) {
     meta["socket"] = box.socket.string();
     // Through the directory's fd, renamed into place: never through a link at that name.
     auto dir = sandbox::SafeDir::open_trusted(box.dir, "the sandbox directory");
-    if (!dir || !dir->replace_file("meta.json", meta.dump() + "\n", {0600, std::nullopt}, "meta.json"))
+    if (!dir ||
+        !dir->replace_file("meta.json", meta.dump() + "\n", {0600, std::nullopt}, "meta.json"))
         spdlog::warn("sandbox {}: cannot write its meta.json", box.info.id);
 }
 
@@ -246,11 +252,11 @@ Expected<void> SandboxManager::wait_ready(Sandbox& box) {
             std::string why = result.error ? result.error->message
                                            : "exit status " + std::to_string(result.exit_status()) +
                                                  ": " + result.err.head.substr(0, 400);
-            return fail(result.error && result.error->kind ==
-                                            sandbox::RunErrorKind::sandbox_unavailable
-                            ? ErrorKind::unavailable
-                            : ErrorKind::permanent,
-                        "sandbox " + box.info.id + " did not start: " + why);
+            return fail(
+                result.error && result.error->kind == sandbox::RunErrorKind::sandbox_unavailable
+                    ? ErrorKind::unavailable
+                    : ErrorKind::permanent,
+                "sandbox " + box.info.id + " did not start: " + why);
         }
         sandbox::PeerCredentials peer;
         auto reply = sandbox::broker_call(box.socket, ping, std::chrono::seconds(5), &peer);
@@ -280,7 +286,6 @@ void SandboxManager::stop(Sandbox& box) {
     }
     box.runner.join();
 }
-
 
 std::optional<sandbox::BrokerReply> SandboxManager::claim(Sandbox& box,
                                                           const SandboxIdentity& identity) {
@@ -332,17 +337,19 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
     if (auto refusal = claim(*box, identity)) return std::move(*refusal);
     request.identity = identity.canonical();
     const bool shell = request.shell.has_value();
-    const auto wait = request.timeout
-                          ? std::optional(*request.timeout + k_reply_margin)
-                          : std::optional(std::chrono::milliseconds(
-                                box->info.expires_at_ms - system_now_ms()) + k_reply_margin);
+    const auto wait =
+        request.timeout
+            ? std::optional(*request.timeout + k_reply_margin)
+            : std::optional(std::chrono::milliseconds(box->info.expires_at_ms - system_now_ms()) +
+                            k_reply_margin);
     sandbox::BrokerRequest call{sandbox::BrokerOp::exec, std::move(request)};
     auto reply = sandbox::broker_call(box->socket, call, wait, nullptr, control.cancel);
     call.exec.stdin_text.reset();
     release(*box, reply);
     if (!reply) {
         auto err = reply.error();
-        err.message = "sandbox " + id + ": broker unreachable (nothing ran on the host): " + err.message;
+        err.message =
+            "sandbox " + id + ": broker unreachable (nothing ran on the host): " + err.message;
         return std::unexpected(err);
     }
     if (!m_config.journal || !box->job) return reply;  // no record to write the evidence to

@@ -56,11 +56,11 @@ enum class SandboxState { created, ready, active, destroyed };
 std::string_view to_string(SandboxState state);
 
 struct SandboxOptions {
-    sandbox::Policy policy;                // the wrap; mode off only when asked explicitly
-    std::filesystem::path worktree;        // steps' root (bound writable); empty: a fresh dir
+    sandbox::Policy policy;          // the wrap; mode off only when asked explicitly
+    std::filesystem::path worktree;  // steps' root (bound writable); empty: a fresh dir
     std::chrono::seconds ttl{3600};
-    std::optional<std::int64_t> job;       // the job record that receives policy and evidence
-    std::vector<std::string> env_names;    // names the steps will be given (recorded, no values)
+    std::optional<std::int64_t> job;     // the job record that receives policy and evidence
+    std::vector<std::string> env_names;  // names the steps will be given (recorded, no values)
 };
 
 struct SandboxInfo {
@@ -77,7 +77,7 @@ struct SandboxInfo {
 
 // How one exec may be stopped early, and what its evidence says about that.
 struct ExecControl {
-    std::string exec_id;                          // recorded in the evidence when set
+    std::string exec_id;                           // recorded in the evidence when set
     const sandbox::CancelToken* cancel = nullptr;  // not owned; fired: the step is stopped
     // Asked once, after a step that ended cancelled: who stopped it ("api", "client_hangup";
     // recorded as cancelled_by). Unset or empty: "sandbox" (a teardown stopped it).

@@ -1,12 +1,11 @@
 // SandboxManager (sandbox_manager.hpp), continued: reaping the sandboxes of a previous life.
 // Tested with the rest of the manager in tests/test_broker.cpp.
-#include <charconv>
 #include <signal.h>
+#include <simdjson.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
 #include <cerrno>
+#include <charconv>
 
 #include "agent/sandbox_dirs.hpp"
 #include "agent/sandbox_manager.hpp"
@@ -15,7 +14,9 @@ namespace agent {
 
 namespace {
 
-bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+bool process_alive(pid_t pid) {
+    return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
 
 }  // namespace
 
@@ -38,12 +39,12 @@ std::size_t SandboxManager::reap_stale() {
             if (meta["socket"].get(recorded) == simdjson::SUCCESS) socket = recorded;
         }
         // Another live agent sharing this state directory keeps its sandboxes.
-        if (owner != 0 && owner != ::getpid() && process_alive(static_cast<pid_t>(owner)))
-            continue;
+        if (owner != 0 && owner != ::getpid() && process_alive(static_cast<pid_t>(owner))) continue;
         kill_stale_broker(socket);
         remove_tree(entry.path());
         // A socket directory of its own under /tmp (a deep state directory) goes too.
-        if (socket.parent_path().string().starts_with(k_short_socket_prefix)) remove_tree(socket.parent_path());
+        if (socket.parent_path().string().starts_with(k_short_socket_prefix))
+            remove_tree(socket.parent_path());
         ++reaped;
     }
     return reaped;
@@ -53,16 +54,17 @@ std::size_t SandboxManager::reap_stale() {
 // it by its socket path on its command line and kill it.
 void SandboxManager::kill_stale_broker(const std::filesystem::path& socket) {
     std::error_code ec;
-    for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {  // trusted path: /proc
+    for (const auto& proc :
+         std::filesystem::directory_iterator("/proc", ec)) {  // trusted path: /proc
         const auto name = proc.path().filename().string();
         if (name.find_first_not_of("0123456789") != std::string::npos) continue;
         const std::string cmdline = read_small_file(proc.path() / "cmdline");
         if (cmdline.find(std::string("broker") + '\0') != std::string::npos &&
-            cmdline.find(socket.string() + '\0') != std::string::npos)
-        {
+            cmdline.find(socket.string() + '\0') != std::string::npos) {
             pid_t pid = 0;
             const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), pid);
-            if (parsed == std::errc() && end == name.data() + name.size() && pid > 0) ::kill(pid, SIGKILL);
+            if (parsed == std::errc() && end == name.data() + name.size() && pid > 0)
+                ::kill(pid, SIGKILL);
         }
     }
 }

@@ -25,17 +25,17 @@ std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::s
     }
     SandboxIdentity identity;
     std::string_view text;
-    for (auto [name, target] : {std::pair{"repository", &identity.repository},
-                                std::pair{"sha", &identity.sha},
-                                std::pair{"job_id", &identity.job_id}}) {
+    for (auto [name, target] :
+         {std::pair{"repository", &identity.repository}, std::pair{"sha", &identity.sha},
+          std::pair{"job_id", &identity.job_id}}) {
         if (obj[name].get(text) != simdjson::SUCCESS || text.empty()) {
             *error = std::string("field identity.") + name + ": a non-empty string is required";
             return std::nullopt;
         }
         *target = std::string(text);
     }
-    for (auto [name, target] : {std::pair{"run_id", &identity.run_id},
-                                std::pair{"attempt", &identity.attempt}}) {
+    for (auto [name, target] :
+         {std::pair{"run_id", &identity.run_id}, std::pair{"attempt", &identity.attempt}}) {
         simdjson::dom::element value;
         if (obj[name].get(value) != simdjson::SUCCESS) continue;
         if (value.get(*target) != simdjson::SUCCESS) {

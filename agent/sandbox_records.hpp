@@ -3,11 +3,11 @@
 // identity, posture, limits, env NAMES, durations, exit, byte counts, truncation, skip markers;
 // never env values, argv or stdin.
 
-#include <optional>
-#include <string>
+#include <simdjson.h>
 
 #include <nlohmann/json.hpp>
-#include <simdjson.h>
+#include <optional>
+#include <string>
 
 #include "agent/sandbox_manager.hpp"
 #include "sandbox/broker_protocol.hpp"

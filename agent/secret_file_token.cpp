@@ -6,10 +6,12 @@
 
 namespace agent {
 
-sandbox::Expected<std::shared_ptr<SecretFileToken>> SecretFileToken::open(std::filesystem::path path) {
+sandbox::Expected<std::shared_ptr<SecretFileToken>> SecretFileToken::open(
+    std::filesystem::path path) {
     auto token = read_secret_file(path);
     if (!token) return std::unexpected(token.error());
-    return std::shared_ptr<SecretFileToken>(new SecretFileToken(std::move(path), std::move(*token)));
+    return std::shared_ptr<SecretFileToken>(
+        new SecretFileToken(std::move(path), std::move(*token)));
 }
 
 sandbox::Expected<std::string> SecretFileToken::token() {

@@ -16,7 +16,7 @@
 namespace agent {
 
 class SecretFileToken final : public sandbox::TokenProvider {
-  public:
+public:
     // Reads the file once: invalid_input naming it when it is missing, not 0600 or empty.
     static sandbox::Expected<std::shared_ptr<SecretFileToken>> open(std::filesystem::path path);
 
@@ -25,7 +25,7 @@ class SecretFileToken final : public sandbox::TokenProvider {
     // when it cannot be read: the refusal then stands).
     sandbox::Renewal refused(std::string_view token) override;
 
-  private:
+private:
     SecretFileToken(std::filesystem::path path, std::string token)
         : m_path(std::move(path)), m_token(std::move(token)) {}
 

@@ -29,10 +29,9 @@ Expected<Database> Database::open(const std::filesystem::path& path,
     }
     Database db;
     sqlite3* raw = nullptr;
-    const int code = sqlite3_open_v2(path.c_str(), &raw,
-                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                         SQLITE_OPEN_NOMUTEX,
-                                     nullptr);
+    const int code =
+        sqlite3_open_v2(path.c_str(), &raw,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     db.m_db.reset(raw);  // sqlite hands back a handle even on failure; it must be closed
     if (code != SQLITE_OK) return std::unexpected(db.error("open " + path.string(), code));
     sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
@@ -60,8 +59,8 @@ Expected<void> Database::exec(std::string_view sql) {
 
 Expected<Statement> Database::prepare(std::string_view sql) {
     sqlite3_stmt* raw = nullptr;
-    const int code = sqlite3_prepare_v2(m_db.get(), sql.data(), static_cast<int>(sql.size()),
-                                        &raw, nullptr);
+    const int code =
+        sqlite3_prepare_v2(m_db.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
     if (code != SQLITE_OK) {
         sqlite3_finalize(raw);
         return std::unexpected(error("prepare", code));

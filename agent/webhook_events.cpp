@@ -1,12 +1,12 @@
 #include "agent/webhook_events.hpp"
 
-#include "agent/job_base.hpp"
-#include "jobs/merge_queue.hpp"
-
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "agent/job_base.hpp"
+#include "jobs/merge_queue.hpp"
 
 namespace agent {
 
@@ -32,7 +32,8 @@ std::string optional_text(element doc, std::string_view pointer) {
     return std::string(value);
 }
 
-std::string payload_with(const JobBase& base, nlohmann::ordered_json payload = nlohmann::ordered_json::object()) {
+std::string payload_with(const JobBase& base,
+                         nlohmann::ordered_json payload = nlohmann::ordered_json::object()) {
     record_base(payload, base);
     return payload.dump();
 }
@@ -49,7 +50,8 @@ Expected<WebhookAction> pull_request(element doc, std::string_view action,
         return ignore("pull_request " + std::string(action) + " is not handled");
     element pr;
     if (doc["pull_request"].get(pr) != simdjson::SUCCESS)
-        return fail(ErrorKind::invalid_input, "webhook pull_request: field pull_request is missing");
+        return fail(ErrorKind::invalid_input,
+                    "webhook pull_request: field pull_request is missing");
     if (filter.pr_label && !has_label(pr, *filter.pr_label))
         return ignore("pull request without the label " + *filter.pr_label);
     auto sha = field(doc, "/pull_request/head/sha", "pull_request");
@@ -86,7 +88,8 @@ Expected<WebhookAction> merge_group(element doc, std::string_view action, JobSpe
     spec.ref = *ref;
     spec.event = "merge_group";
     // The commit the group is stacked on and its branch; the head ref names both too.
-    JobBase base{optional_text(doc, "/merge_group/base_sha"), optional_text(doc, "/merge_group/base_ref")};
+    JobBase base{optional_text(doc, "/merge_group/base_sha"),
+                 optional_text(doc, "/merge_group/base_ref")};
     const JobBase named = merge_queue_base(*ref);
     if (!jobs::is_commit_sha(base.sha)) base.sha = named.sha;
     if (base.ref.empty()) base.ref = named.ref;
@@ -97,8 +100,8 @@ Expected<WebhookAction> merge_group(element doc, std::string_view action, JobSpe
 Expected<WebhookAction> checks(element doc, std::string_view event, std::string_view action,
                                JobSpec spec) {
     const bool suite = event == "check_suite";
-    const bool handled = suite ? (action == "requested" || action == "rerequested")
-                               : action == "rerequested";
+    const bool handled =
+        suite ? (action == "requested" || action == "rerequested") : action == "rerequested";
     if (!handled) return ignore(std::string(event) + " " + std::string(action) + " is not handled");
     auto sha = field(doc, suite ? "/check_suite/head_sha" : "/check_run/head_sha", event);
     if (!sha) return std::unexpected(sha.error());
@@ -157,10 +160,12 @@ Expected<WebhookAction> webhook_action(std::string_view event, std::string_view 
     simdjson::dom::parser parser;
     element doc;
     if (parser.parse(simdjson::padded_string(body)).get(doc) != simdjson::SUCCESS)
-        return fail(ErrorKind::invalid_input, "webhook " + std::string(event) + ": body is not JSON");
+        return fail(ErrorKind::invalid_input,
+                    "webhook " + std::string(event) + ": body is not JSON");
     std::string_view action;  // every handled event has one but push
     if (event != "push" && doc["action"].get(action) != simdjson::SUCCESS)
-        return fail(ErrorKind::invalid_input, "webhook " + std::string(event) + ": field action is missing");
+        return fail(ErrorKind::invalid_input,
+                    "webhook " + std::string(event) + ": field action is missing");
     auto repository = field(doc, "/repository/full_name", event);
     if (!repository) return std::unexpected(repository.error());
     const auto& allowed = filter.repositories;

@@ -38,9 +38,12 @@ int main() {
         {"dtolnay", "rust-toolchain", "v1", "e97e2d8cc328f1b50210efc529dca0028893a2d9"},
     };
     const jobs::ActionStore store({dir / "archives", dir / "work"});
-    std::string text = "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n";
+    std::string text =
+        "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: "
+        "actions/checkout@v4\n";
     for (const auto& pin : pins) {
-        fs::permissions(dir / "archives" / (std::string(pin.owner) + "_" + pin.repo), fs::perms::owner_all, fs::perm_options::add);
+        fs::permissions(dir / "archives" / (std::string(pin.owner) + "_" + pin.repo),
+                        fs::perms::owner_all, fs::perm_options::add);
         if (!store.pin(jobs::ActionRef{pin.owner, pin.repo, "", pin.tag}, pin.sha)) return 1;
         text += std::string("      - uses: ") + pin.owner + "/" + pin.repo + "@" + pin.tag + "\n";
     }
@@ -53,7 +56,9 @@ int main() {
         jobs::ActionResolver resolver(store, *source, jobs::ResolveOptions{});
         const auto started = std::chrono::steady_clock::now();
         resolver.resolve_workflows(workflows, dir);
-        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                .count());
         for (const auto& entry : resolver.lock())
             if (!entry.error.empty()) {
                 std::fprintf(stderr, "bench_actions: %s\n", entry.error.c_str());
@@ -63,9 +68,11 @@ int main() {
     const double cold = times.front();
     std::vector<double> warm(times.begin() + 1, times.end());
     std::ranges::sort(warm);
-    std::printf("resolve a cached workflow (5 actions by tag): cold (unpacking) %.1f ms, cached median %.2f ms, "
-                "max %.2f ms (target < 50 ms)\n",
-                cold, warm[warm.size() / 2], warm.back());
+    std::printf(
+        "resolve a cached workflow (5 actions by tag): cold (unpacking) %.1f ms, cached median "
+        "%.2f ms, "
+        "max %.2f ms (target < 50 ms)\n",
+        cold, warm[warm.size() / 2], warm.back());
     (void)jobs::remove_tree(dir);
     return warm[warm.size() / 2] < 50.0 ? 0 : 1;
 }

@@ -34,8 +34,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int k_steps = 400;
 constexpr int k_rounds = 10;
 constexpr int k_jobs = 100;
-double g_ping_us = 0;   // a broker ping (transport only), measured in broker()
-std::string g_reaper;   // who reaps the steps' orphans, as the broker says
+double g_ping_us = 0;  // a broker ping (transport only), measured in broker()
+std::string g_reaper;  // who reaps the steps' orphans, as the broker says
 
 double per_step_us(Clock::time_point start, int count) {
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / count;
@@ -66,7 +66,8 @@ double fresh_bwrap() {
     for (int i = 0; i < count; ++i) {
         auto result = sandbox::run(request);
         if (result.error || result.exit_code != 0) {
-            std::fprintf(stderr, "bwrap step failed: %s\n", result.error ? result.error->message.c_str() : "exit");
+            std::fprintf(stderr, "bwrap step failed: %s\n",
+                         result.error ? result.error->message.c_str() : "exit");
             return -1;
         }
     }
@@ -82,7 +83,8 @@ struct StepFigures {
 // Rounds of plain fork/exec and brokered steps, interleaved, so that a change of the machine's
 // load touches both sides of a ratio alike.
 StepFigures steps(const std::filesystem::path& dir) {
-    agent::SandboxManager manager({dir / "state", SANDGATE_BINARY, nullptr, std::chrono::seconds(30)});
+    agent::SandboxManager manager(
+        {dir / "state", SANDGATE_BINARY, nullptr, std::chrono::seconds(30)});
     agent::SandboxIdentity identity{"bench/repo", std::string(40, 'a'), 1, 1, "bench"};
     auto box = manager.create(identity, {});
     if (!box) {
@@ -119,15 +121,17 @@ StepFigures steps(const std::filesystem::path& dir) {
 pid_t start_agent(const std::filesystem::path& dir, bool persistent_sandbox,
                   const std::string& github = "") {
     std::filesystem::create_directories(dir);
-    std::ofstream(dir / "agent.yaml") << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
-                                      << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n"
-                                      << "  persistent_sandbox: " << (persistent_sandbox ? "true" : "false")
-                                      << "\n" << github;
+    std::ofstream(dir / "agent.yaml")
+        << "agent:\n  id: bench\n  state_dir: " << (dir / "state").string()
+        << "\n  max_jobs: 4\njob:\n  command: [/bin/true]\n"
+        << "  persistent_sandbox: " << (persistent_sandbox ? "true" : "false") << "\n"
+        << github;
     const pid_t pid = ::fork();
     if (pid == 0) {
         const std::string config = (dir / "agent.yaml").string();
         // The agent's log lines (one per job) to a file, not between the figures.
-        const int log = ::open((dir / "agent.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        const int log =
+            ::open((dir / "agent.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (log >= 0) ::dup2(log, 2);
         ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "agent", "--config", config.c_str(),
                 static_cast<char*>(nullptr));
@@ -174,11 +178,13 @@ std::vector<pid_t> children_running(pid_t parent, const std::string& word) {
 void polling_agent(const std::filesystem::path& dir) {
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "token") << "bench-token\n";
-    std::filesystem::permissions(dir / "token", std::filesystem::perms::owner_read |
-                                                    std::filesystem::perms::owner_write);
-    const pid_t pid = start_agent(dir, false,
-                                  "github:\n  repositories: [octo/gate]\n  api_url: http://127.0.0.1:9\n"
-                                  "  token_file: " + (dir / "token").string() + "\n  poll_seconds: 3\n");
+    std::filesystem::permissions(
+        dir / "token", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    const pid_t pid =
+        start_agent(dir, false,
+                    "github:\n  repositories: [octo/gate]\n  api_url: http://127.0.0.1:9\n"
+                    "  token_file: " +
+                        (dir / "token").string() + "\n  poll_seconds: 3\n");
     std::this_thread::sleep_for(std::chrono::seconds(1));
     std::vector<long> idle_kib;
     std::set<pid_t> rounds;
@@ -195,11 +201,12 @@ void polling_agent(const std::filesystem::path& dir) {
     }
     std::sort(idle_kib.begin(), idle_kib.end());
     if (idle_kib.empty()) idle_kib.push_back(0);  // never idle: printed as 0
-    std::printf("polling agent (1 repository, every 3 s, GitHub unreachable): idle RSS between "
-                "rounds %.2f MiB median, %.2f MiB max (%zu samples); %zu round(s) seen in 8 s, "
-                "a round's process peaking at %.1f MiB while it runs\n",
-                idle_kib[idle_kib.size() / 2] / 1024.0, idle_kib.back() / 1024.0, idle_kib.size(),
-                rounds.size(), round_peak_kib / 1024.0);
+    std::printf(
+        "polling agent (1 repository, every 3 s, GitHub unreachable): idle RSS between "
+        "rounds %.2f MiB median, %.2f MiB max (%zu samples); %zu round(s) seen in 8 s, "
+        "a round's process peaking at %.1f MiB while it runs\n",
+        idle_kib[idle_kib.size() / 2] / 1024.0, idle_kib.back() / 1024.0, idle_kib.size(),
+        rounds.size(), round_peak_kib / 1024.0);
     std::fflush(stdout);
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
@@ -214,9 +221,10 @@ int main(int argc, char** argv) {
     const std::filesystem::path dir = ::mkdtemp(pattern);
     const auto figures = steps(dir / "b");
     const double bwrap = steps_only ? -1 : fresh_bwrap();
-    std::printf("step `true`: fork/exec %.0f us, broker %.0f us (medians of %d interleaved "
-                "rounds), fresh bwrap %.0f us\n",
-                figures.plain_us, figures.broker_us, k_rounds, bwrap);
+    std::printf(
+        "step `true`: fork/exec %.0f us, broker %.0f us (medians of %d interleaved "
+        "rounds), fresh bwrap %.0f us\n",
+        figures.plain_us, figures.broker_us, k_rounds, bwrap);
     std::printf("broker / fork-exec = %.2fx (target <= 1.5x); fresh bwrap / broker = %.2fx\n",
                 figures.ratio, bwrap / figures.broker_us);
     std::printf("of a brokered step: transport (ping round trip) %.0f us; steps reaped by %s\n",
@@ -233,11 +241,12 @@ int main(int argc, char** argv) {
         const pid_t agent_pid = start_agent(agent_dir, persistent);
         std::this_thread::sleep_for(std::chrono::seconds(1));
         if (!persistent)
-            std::printf("agent idle RSS: %.2f MiB (%ld KiB; target < 10 MiB): anonymous %.2f MiB, "
-                        "file-backed (code and data of the binary and its libraries) %.2f MiB\n",
-                        status_kib(agent_pid, "VmRSS") / 1024.0, status_kib(agent_pid, "VmRSS"),
-                        status_kib(agent_pid, "RssAnon") / 1024.0,
-                        status_kib(agent_pid, "RssFile") / 1024.0);
+            std::printf(
+                "agent idle RSS: %.2f MiB (%ld KiB; target < 10 MiB): anonymous %.2f MiB, "
+                "file-backed (code and data of the binary and its libraries) %.2f MiB\n",
+                status_kib(agent_pid, "VmRSS") / 1024.0, status_kib(agent_pid, "VmRSS"),
+                status_kib(agent_pid, "RssAnon") / 1024.0,
+                status_kib(agent_pid, "RssFile") / 1024.0);
         auto queue = agent::open_sqlite_queue(agent::default_queue_path(agent_dir / "state"));
         const auto start = Clock::now();
         for (int i = 0; i < k_jobs; ++i) {
@@ -248,14 +257,15 @@ int main(int argc, char** argv) {
         }
         ::kill(agent_pid, SIGUSR1);
         while (*(*queue)->count(agent::JobState::succeeded) +
-                   *(*queue)->count(agent::JobState::failed) < k_jobs)
+                   *(*queue)->count(agent::JobState::failed) <
+               k_jobs)
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        std::printf("%d jobs end to end (job command /bin/true, 4 at once, %s): %.2f s, %.1f jobs/s, "
-                    "%lld failed\n",
-                    k_jobs, persistent ? "a persistent bwrap sandbox per job" : "no job sandbox",
-                    seconds, k_jobs / seconds,
-                    static_cast<long long>(*(*queue)->count(agent::JobState::failed)));
+        std::printf(
+            "%d jobs end to end (job command /bin/true, 4 at once, %s): %.2f s, %.1f jobs/s, "
+            "%lld failed\n",
+            k_jobs, persistent ? "a persistent bwrap sandbox per job" : "no job sandbox", seconds,
+            k_jobs / seconds, static_cast<long long>(*(*queue)->count(agent::JobState::failed)));
         std::fflush(stdout);
         ::kill(agent_pid, SIGTERM);
         ::waitpid(agent_pid, nullptr, 0);

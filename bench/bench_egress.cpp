@@ -38,7 +38,8 @@ Fd listen_loopback(int& port) {
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t size = sizeof address;
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(fd.get(), 512) != 0) {
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        ::listen(fd.get(), 512) != 0) {
         std::perror("listen");
         std::exit(1);
     }
@@ -85,8 +86,10 @@ void serve(int listener, std::atomic<bool>& stop) {
                 head.append(buffer, static_cast<std::size_t>(n));
             }
             const auto at = head.find("/bytes/");
-            std::uint64_t size = at == std::string::npos ? 0 : std::strtoull(head.c_str() + at + 7, nullptr, 10);
-            send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
+            std::uint64_t size =
+                at == std::string::npos ? 0 : std::strtoull(head.c_str() + at + 7, nullptr, 10);
+            send_all(fd.get(),
+                     "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n");
             while (size > 0) {
                 const std::size_t n = std::min<std::uint64_t>(size, chunk.size());
                 const ssize_t sent = ::send(fd.get(), chunk.data(), n, MSG_NOSIGNAL);
@@ -114,7 +117,8 @@ std::uint64_t fetch(int fd, const std::string& target, const std::string& host) 
             const auto end = head.find("\r\n\r\n");
             if (end == std::string::npos) continue;
             const auto at = head.find("Content-Length: ");
-            length = at == std::string::npos ? 0 : std::strtoull(head.c_str() + at + 16, nullptr, 10);
+            length =
+                at == std::string::npos ? 0 : std::strtoull(head.c_str() + at + 16, nullptr, 10);
             body = head.size() - end - 4;
             in_body = true;
         } else {
@@ -138,7 +142,8 @@ struct Forwarder {
         channel = Fd(fds[0]);
         sandbox::EgressSettings settings;
         settings.rules = {*sandbox::parse_egress_rule("localhost:" + std::to_string(server_port))};
-        settings.ranges = {*sandbox::parse_egress_range("127.0.0.1/32"), *sandbox::parse_egress_range("::1")};
+        settings.ranges = {*sandbox::parse_egress_range("127.0.0.1/32"),
+                           *sandbox::parse_egress_range("::1")};
         auto started = sandbox::EgressProxy::start(settings, Fd(fds[1]));
         if (!started) {
             std::fprintf(stderr, "%s\n", started.error().message.c_str());
@@ -207,15 +212,19 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 3; ++round) {
         auto start = Clock::now();
         Fd d = connect_loopback(server_port);
-        if (fetch(d.get(), "/bytes/" + std::to_string(bytes), host) != bytes) std::fprintf(stderr, "short direct read\n");
+        if (fetch(d.get(), "/bytes/" + std::to_string(bytes), host) != bytes)
+            std::fprintf(stderr, "short direct read\n");
         direct = std::min(direct, seconds_since(start));
         start = Clock::now();
         Fd p = forwarder.connect();
-        if (fetch(p.get(), url + "/bytes/" + std::to_string(bytes), host) != bytes) std::fprintf(stderr, "short proxied read\n");
+        if (fetch(p.get(), url + "/bytes/" + std::to_string(bytes), host) != bytes)
+            std::fprintf(stderr, "short proxied read\n");
         proxied = std::min(proxied, seconds_since(start));
     }
-    std::printf("download %llu MiB: direct %.0f MiB/s, through the proxy %.0f MiB/s, ratio %.2f (target >= 0.9)\n",
-                static_cast<unsigned long long>(mib), mib / direct, mib / proxied, direct / proxied);
+    std::printf(
+        "download %llu MiB: direct %.0f MiB/s, through the proxy %.0f MiB/s, ratio %.2f (target >= "
+        "0.9)\n",
+        static_cast<unsigned long long>(mib), mib / direct, mib / proxied, direct / proxied);
 
     // Latency: a fresh connection and one small request each.
     std::vector<double> direct_ms, proxied_ms;
@@ -234,8 +243,10 @@ int main(int argc, char** argv) {
         proxied_ms.push_back(seconds_since(start) * 1000);
     }
     const double added = median(proxied_ms) - median(direct_ms);
-    std::printf("one request: direct %.3f ms, through the proxy %.3f ms, added %.3f ms (median of 200; target < 1 ms)\n",
-                median(direct_ms), median(proxied_ms), added);
+    std::printf(
+        "one request: direct %.3f ms, through the proxy %.3f ms, added %.3f ms (median of 200; "
+        "target < 1 ms)\n",
+        median(direct_ms), median(proxied_ms), added);
 
     // Memory: 100 CONNECT tunnels open at once.
     std::vector<Fd> tunnels;
@@ -244,14 +255,16 @@ int main(int argc, char** argv) {
         send_all(t.get(), "CONNECT " + host + " HTTP/1.1\r\n\r\n");
         char buffer[256];
         const ssize_t n = ::recv(t.get(), buffer, sizeof buffer, 0);
-        if (n <= 0 || std::string_view(buffer, static_cast<std::size_t>(n)).find(" 200 ") == std::string_view::npos)
+        if (n <= 0 || std::string_view(buffer, static_cast<std::size_t>(n)).find(" 200 ") ==
+                          std::string_view::npos)
             std::fprintf(stderr, "tunnel %d not established\n", i);
         tunnels.push_back(std::move(t));
     }
     const long rss_open = rss_kib();
-    std::printf("RSS with the proxy and 100 open tunnels: %ld KiB above the bench's own before the proxy "
-                "(the bench's server threads included; target < 8192 KiB)\n",
-                rss_open - rss_before);
+    std::printf(
+        "RSS with the proxy and 100 open tunnels: %ld KiB above the bench's own before the proxy "
+        "(the bench's server threads included; target < 8192 KiB)\n",
+        rss_open - rss_before);
     tunnels.clear();
     const auto report = forwarder.proxy->finish();
     std::printf("connections recorded: %zu\n", report.connections.size());

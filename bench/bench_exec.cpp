@@ -74,7 +74,9 @@ double per_spawn_ms(const std::vector<std::string>& argv) {
     for (int round = 0; round < k_rounds; ++round) {
         const auto began = Clock::now();
         for (int i = 0; i < k_spawns; ++i) run_once(argv);
-        best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - began).count() / k_spawns);
+        best =
+            std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - began).count() /
+                               k_spawns);
     }
     return best;
 }
@@ -87,13 +89,16 @@ double library_spawn_ms() {
     for (int round = 0; round < k_rounds; ++round) {
         const auto began = Clock::now();
         for (int i = 0; i < k_spawns; ++i) (void)sandbox::run(request);
-        best = std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - began).count() / k_spawns);
+        best =
+            std::min(best, std::chrono::duration<double, std::milli>(Clock::now() - began).count() /
+                               k_spawns);
     }
     return best;
 }
 
 // `producer | consumer`, consumer's stdout to /dev/null; the consumer's outcome.
-Outcome pipeline(const std::vector<std::string>& producer, const std::vector<std::string>& consumer) {
+Outcome pipeline(const std::vector<std::string>& producer,
+                 const std::vector<std::string>& consumer) {
     int fds[2];
     if (::pipe(fds) != 0) return {};
     const auto began = Clock::now();
@@ -110,13 +115,14 @@ Outcome pipeline(const std::vector<std::string>& producer, const std::vector<std
 int main() {
     const std::string sandgate = SANDGATE_BINARY;
     const std::vector<std::string> plain = {"/bin/true"};
-    const std::vector<std::string> wrapped = {sandgate, "exec", "--sandbox", "off", "--", "/bin/true"};
+    const std::vector<std::string> wrapped = {sandgate, "exec", "--sandbox",
+                                              "off",    "--",   "/bin/true"};
     const double plain_ms = per_spawn_ms(plain);
     const double exec_ms = per_spawn_ms(wrapped);
     const double library_ms = library_spawn_ms();
     std::printf("spawn   fork/exec true:                      %7.3f ms\n", plain_ms);
-    std::printf("spawn   sandgate exec --sandbox off -- true: %7.3f ms  (+%.3f ms, %.2fx)\n", exec_ms,
-                exec_ms - plain_ms, exec_ms / plain_ms);
+    std::printf("spawn   sandgate exec --sandbox off -- true: %7.3f ms  (+%.3f ms, %.2fx)\n",
+                exec_ms, exec_ms - plain_ms, exec_ms / plain_ms);
     std::printf("spawn   sandbox::run(true) in-process:       %7.3f ms  (+%.3f ms)\n", library_ms,
                 library_ms - plain_ms);
     std::printf("spawn   sandgate --version (process start):  %7.3f ms\n",
@@ -140,9 +146,13 @@ int main() {
     }
     const double gib = static_cast<double>(k_stream_bytes) / (1 << 30);
     std::printf("capture head -c 1GiB /dev/zero | cat:        %7.2f GiB/s\n", gib / cat.seconds);
-    std::printf("capture sandgate exec (live to /dev/null):   %7.2f GiB/s  (%.2fx cat), peak RSS %.1f MiB\n",
-                gib / live.seconds, cat.seconds / live.seconds, live.max_rss_kib / 1024.0);
-    std::printf("capture sandgate exec --json:                %7.2f GiB/s  (%.2fx cat), peak RSS %.1f MiB\n",
-                gib / json.seconds, cat.seconds / json.seconds, json.max_rss_kib / 1024.0);
+    std::printf(
+        "capture sandgate exec (live to /dev/null):   %7.2f GiB/s  (%.2fx cat), peak RSS %.1f "
+        "MiB\n",
+        gib / live.seconds, cat.seconds / live.seconds, live.max_rss_kib / 1024.0);
+    std::printf(
+        "capture sandgate exec --json:                %7.2f GiB/s  (%.2fx cat), peak RSS %.1f "
+        "MiB\n",
+        gib / json.seconds, cat.seconds / json.seconds, json.max_rss_kib / 1024.0);
     return 0;
 }

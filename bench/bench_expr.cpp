@@ -14,7 +14,8 @@ constexpr std::string_view k_condition =
     "!contains(github.event.head_commit.message, '[skip ci]') && matrix.os != 'windows'";
 
 jobs::EvalContext make_context() {
-    auto github = jobs::parse_json(R"({"event_name": "push", "ref": "refs/heads/main", "sha": "2ce6b095f4cc",
+    auto github =
+        jobs::parse_json(R"({"event_name": "push", "ref": "refs/heads/main", "sha": "2ce6b095f4cc",
         "repository": "monalisa/testing", "actor": "monalisa", "workflow": "CI", "run_id": "2827197126",
         "event": {"after": "2ce6b095f4cc", "before": "bbe29778fdad", "created": false, "deleted": false,
           "head_commit": {"id": "2ce6b095f4cc", "message": "Update main.yml", "author": {"name": "mona"}},
@@ -22,7 +23,8 @@ jobs::EvalContext make_context() {
     jobs::EvalContext context;
     context.contexts.set("github", *github);
     context.contexts.set("matrix", jobs::Value(jobs::Object{{"os", "linux"}, {"node", 20}}));
-    for (const char* name : {"env", "vars", "secrets", "inputs", "strategy", "needs", "steps", "job", "runner"}) {
+    for (const char* name :
+         {"env", "vars", "secrets", "inputs", "strategy", "needs", "steps", "job", "runner"}) {
         context.contexts.set(name, jobs::Value(jobs::Object{}));
     }
     return context;
@@ -36,7 +38,8 @@ bool direct(const jobs::EvalContext& context) {
     return jobs::equals_ignore_case(github.get("event_name")->as_string(), "push") &&
            jobs::fold_case(ref).starts_with("REFS/HEADS/") &&
            jobs::fold_case(message).find("[SKIP CI]") == std::string::npos &&
-           !jobs::equals_ignore_case(context.contexts.find("matrix")->get("os")->as_string(), "windows");
+           !jobs::equals_ignore_case(context.contexts.find("matrix")->get("os")->as_string(),
+                                     "windows");
 }
 
 template <typename F>
@@ -73,7 +76,7 @@ int main() {
     std::printf("direct C++ (baseline)        %8.0f ns/op\n", baseline);
     std::printf("evaluate_condition (parse)   %8.0f ns/op  %6.1fx baseline  %8.0f ops/s\n", full,
                 full / baseline, 1e9 / full);
-    std::printf("pre-parsed evaluate          %8.0f ns/op  %6.1fx baseline  %8.0f ops/s\n", evaluate_only,
-                evaluate_only / baseline, 1e9 / evaluate_only);
+    std::printf("pre-parsed evaluate          %8.0f ns/op  %6.1fx baseline  %8.0f ops/s\n",
+                evaluate_only, evaluate_only / baseline, 1e9 / evaluate_only);
     return 0;
 }

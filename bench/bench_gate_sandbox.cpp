@@ -39,8 +39,10 @@ std::string make_repo(const std::filesystem::path& repo) {
     for (int i = 0; i < k_steps; ++i) workflow << "      - run: test -f app.txt\n";
     workflow.close();
     std::ofstream(repo / "app.txt") << "app\n";
-    const std::string git = "git -C " + repo.string() + " -c user.name=b -c user.email=b@example.com ";
-    if (shell("git init -q -b main " + repo.string() + " && " + git + "add -A && " + git + "commit -q -m app") != 0)
+    const std::string git =
+        "git -C " + repo.string() + " -c user.name=b -c user.email=b@example.com ";
+    if (shell("git init -q -b main " + repo.string() + " && " + git + "add -A && " + git +
+              "commit -q -m app") != 0)
         return "";
     const auto head = repo / ".head";
     shell("git -C " + repo.string() + " rev-parse HEAD > " + head.string());
@@ -55,26 +57,28 @@ double seconds_since(Clock::time_point start) {
 
 std::string gate_command(const std::filesystem::path& repo, const std::string& sha,
                          const std::filesystem::path& state, const char* mode = "bwrap") {
-    return std::string(SANDGATE_BINARY) + " gate --sandbox " + mode + " --repo " + repo.string() + " --sha " + sha +
-           " --state-dir " + state.string() + " >/dev/null 2>&1";
+    return std::string(SANDGATE_BINARY) + " gate --sandbox " + mode + " --repo " + repo.string() +
+           " --sha " + sha + " --state-dir " + state.string() + " >/dev/null 2>&1";
 }
 
 // Today's per-step wrap: the gate run as the daemon runs it with persistent_sandbox false.
-double per_step(const std::filesystem::path& repo, const std::string& sha, const std::filesystem::path& state) {
+double per_step(const std::filesystem::path& repo, const std::string& sha,
+                const std::filesystem::path& state) {
     const auto start = Clock::now();
     if (shell(gate_command(repo, sha, state)) != 0) return -1;
     return seconds_since(start);
 }
 
-double unwrapped(const std::filesystem::path& repo, const std::string& sha, const std::filesystem::path& state) {
+double unwrapped(const std::filesystem::path& repo, const std::string& sha,
+                 const std::filesystem::path& state) {
     const auto start = Clock::now();
     if (shell(gate_command(repo, sha, state, "off")) != 0) return -1;
     return seconds_since(start);
 }
 
 // The job sandbox: created, the gate run in it, destroyed (the workspace removed).
-double job_sandbox(const std::filesystem::path& repo, const std::string& sha, const std::filesystem::path& state,
-                   int round) {
+double job_sandbox(const std::filesystem::path& repo, const std::string& sha,
+                   const std::filesystem::path& state, int round) {
     const auto start = Clock::now();
     const auto workspace = state / "agent" / "work" / std::to_string(round);
     std::filesystem::create_directories(workspace / "tmp");
@@ -132,11 +136,13 @@ int main() {
         }
     }
     const double a = median(fresh), b = median(persistent), c = median(off);
-    std::printf("gate job of %d steps (median of %d): fresh bwrap per step %.3f s (%.1f ms/step), "
-                "one job sandbox %.3f s (%.1f ms/step, its creation and teardown included)\n",
-                k_steps, k_rounds, a, a * 1000 / k_steps, b, b * 1000 / k_steps);
+    std::printf(
+        "gate job of %d steps (median of %d): fresh bwrap per step %.3f s (%.1f ms/step), "
+        "one job sandbox %.3f s (%.1f ms/step, its creation and teardown included)\n",
+        k_steps, k_rounds, a, a * 1000 / k_steps, b, b * 1000 / k_steps);
     std::printf("no wrap (--sandbox off): %.3f s (%.1f ms/step)\n", c, c * 1000 / k_steps);
-    std::printf("per-step wrap / job sandbox = %.2fx; job sandbox / no wrap = %.2fx\n", a / b, b / c);
+    std::printf("per-step wrap / job sandbox = %.2fx; job sandbox / no wrap = %.2fx\n", a / b,
+                b / c);
     std::filesystem::remove_all(dir);
     return 0;
 }

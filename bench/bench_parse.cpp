@@ -25,7 +25,9 @@ void convert(const YAML::Node& node, jobs::YamlNode& out) {
     out.mark = jobs::SourceMark{"w.yml", node.Mark().line + 1, node.Mark().column + 1};
     switch (node.Type()) {
         case YAML::NodeType::Undefined:
-        case YAML::NodeType::Null: out.kind = jobs::YamlNode::Kind::null; return;
+        case YAML::NodeType::Null:
+            out.kind = jobs::YamlNode::Kind::null;
+            return;
         case YAML::NodeType::Scalar:
             out.kind = jobs::YamlNode::Kind::scalar;
             out.text = node.Scalar();
@@ -85,7 +87,8 @@ int main() {
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(corpora)) {
         const auto ext = entry.path().extension();
-        if ((ext == ".yml" || ext == ".yaml") && entry.path().stem() != "action") files.push_back(entry.path());
+        if ((ext == ".yml" || ext == ".yaml") && entry.path().stem() != "action")
+            files.push_back(entry.path());
     }
     std::ranges::sort(files);
     if (files.empty()) {
@@ -102,10 +105,13 @@ int main() {
         log_sum += std::log(now / base);
         total_new += now;
         total_base += base;
-        std::printf("%-58s %10.0f %12.0f %7.2f\n", std::filesystem::relative(file, corpora).c_str(), now, base, now / base);
+        std::printf("%-58s %10.0f %12.0f %7.2f\n", std::filesystem::relative(file, corpora).c_str(),
+                    now, base, now / base);
     }
-    std::printf("%zu workflows: all files %.0f ns against %.0f ns: %.2fx the baseline (geometric mean per file %.2fx)\n",
-                files.size(), total_new, total_base, total_new / total_base,
-                std::exp(log_sum / static_cast<double>(files.size())));
+    std::printf(
+        "%zu workflows: all files %.0f ns against %.0f ns: %.2fx the baseline (geometric mean per "
+        "file %.2fx)\n",
+        files.size(), total_new, total_base, total_new / total_base,
+        std::exp(log_sum / static_cast<double>(files.size())));
     return 0;
 }

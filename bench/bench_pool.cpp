@@ -35,7 +35,7 @@ constexpr int k_idle_claims = 20;
 
 struct Figures {
     double jobs_per_second = 0;
-    double wait_p50_ms = 0;   // in the queue behind the backlog of 500
+    double wait_p50_ms = 0;  // in the queue behind the backlog of 500
     double wait_p95_ms = 0;
     double claim_p50_ms = 0;  // an idle pool: one job submitted, its claim
     double claim_p95_ms = 0;
@@ -53,19 +53,22 @@ std::string read(const std::filesystem::path& path) {
 pid_t start_agent(const std::filesystem::path& dir, const std::string& id, const std::string& queue,
                   const std::filesystem::path& runs) {
     std::filesystem::create_directories(dir);
-    std::ofstream(dir / "agent.yaml") << "agent:\n  id: " << id << "\n  state_dir: " << (dir / "state").string()
-                                      << "\n  max_jobs: " << k_max_jobs << "\n" << queue
-                                      << "job:\n  command: [/bin/sh, -c, 'echo $SANDGATE_JOB_ID >> "
-                                      << runs.string() << "']\n  persistent_sandbox: false\n";
+    std::ofstream(dir / "agent.yaml")
+        << "agent:\n  id: " << id << "\n  state_dir: " << (dir / "state").string()
+        << "\n  max_jobs: " << k_max_jobs << "\n"
+        << queue << "job:\n  command: [/bin/sh, -c, 'echo $SANDGATE_JOB_ID >> " << runs.string()
+        << "']\n  persistent_sandbox: false\n";
     const pid_t pid = ::fork();
     if (pid == 0) {
         const std::string config = (dir / "agent.yaml").string();
-        const int log = ::open((dir / "agent.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        const int log =
+            ::open((dir / "agent.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (log >= 0) {
             ::dup2(log, 1);
             ::dup2(log, 2);
         }
-        ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "agent", "--config", config.c_str(), static_cast<char*>(nullptr));
+        ::execl(SANDGATE_BINARY, SANDGATE_BINARY, "agent", "--config", config.c_str(),
+                static_cast<char*>(nullptr));
         ::_exit(127);
     }
     while (!std::filesystem::exists(dir / "state" / "agent" / "run" / "api.sock"))
@@ -110,12 +113,14 @@ std::vector<double> idle_claims(agent::JobQueue& queue, int first, int count) {
 
 // Runs the 500 jobs through agents already started on `queue`, then the idle claims; `pids`
 // are stopped after.
-Figures measure(agent::JobQueue& queue, const std::vector<pid_t>& pids, const std::filesystem::path& runs) {
+Figures measure(agent::JobQueue& queue, const std::vector<pid_t>& pids,
+                const std::filesystem::path& runs) {
     // Let every agent reach its idle loop first.
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const auto start = Clock::now();
     for (int i = 0; i < k_jobs; ++i) (void)queue.submit(job_spec(i));
-    while (*queue.count(agent::JobState::succeeded) + *queue.count(agent::JobState::failed) < k_jobs)
+    while (*queue.count(agent::JobState::succeeded) + *queue.count(agent::JobState::failed) <
+           k_jobs)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     Figures figures;
     figures.jobs_per_second = k_jobs / std::chrono::duration<double>(Clock::now() - start).count();
@@ -147,21 +152,26 @@ Figures measure(agent::JobQueue& queue, const std::vector<pid_t>& pids, const st
 
 void print(const char* what, const Figures& figures, const Figures* baseline) {
     std::printf("%-28s %7.1f jobs/s", what, figures.jobs_per_second);
-    if (baseline) std::printf(" (%.2fx SQLite)", figures.jobs_per_second / baseline->jobs_per_second);
-    std::printf(", queue wait p50 %6.0f ms p95 %6.0f ms; idle claim latency p50 %5.1f ms p95 %5.1f ms; "
-                "%zu duplicate run(s), %zu failed\n",
-                figures.wait_p50_ms, figures.wait_p95_ms, figures.claim_p50_ms, figures.claim_p95_ms,
-                figures.duplicates, figures.failed);
+    if (baseline)
+        std::printf(" (%.2fx SQLite)", figures.jobs_per_second / baseline->jobs_per_second);
+    std::printf(
+        ", queue wait p50 %6.0f ms p95 %6.0f ms; idle claim latency p50 %5.1f ms p95 %5.1f ms; "
+        "%zu duplicate run(s), %zu failed\n",
+        figures.wait_p50_ms, figures.wait_p95_ms, figures.claim_p50_ms, figures.claim_p95_ms,
+        figures.duplicates, figures.failed);
     std::fflush(stdout);
 }
 
 }  // namespace
 
 int main() {
-    const auto dir = std::filesystem::temp_directory_path() / ("sandgate-bench-pool-" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("sandgate-bench-pool-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    std::printf("bench_pool: %d jobs (job.command: sh -c 'echo ID >> runs'), %d at once per agent, "
-                "on %u cores\n", k_jobs, k_max_jobs, std::thread::hardware_concurrency());
+    std::printf(
+        "bench_pool: %d jobs (job.command: sh -c 'echo ID >> runs'), %d at once per agent, "
+        "on %u cores\n",
+        k_jobs, k_max_jobs, std::thread::hardware_concurrency());
 
     Figures sqlite;
     {
@@ -196,8 +206,9 @@ int main() {
         }
         std::vector<pid_t> pids;
         for (int i = 0; i < agents; ++i)
-            pids.push_back(start_agent(dir / ("pg-" + std::to_string(agents) + "-" + std::to_string(i)),
-                                       "bench-" + std::to_string(i), "queue:\n  url: " + url + "\n", runs));
+            pids.push_back(
+                start_agent(dir / ("pg-" + std::to_string(agents) + "-" + std::to_string(i)),
+                            "bench-" + std::to_string(i), "queue:\n  url: " + url + "\n", runs));
         const auto figures = measure(**queue, pids, runs);
         duplicates += figures.duplicates;
         const std::string what = "postgresql, " + std::to_string(agents) + " agent(s):";

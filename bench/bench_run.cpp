@@ -48,7 +48,8 @@ double time_run(const std::filesystem::path& dir, const std::string& sandbox) {
     const int status = std::system(command.c_str());
     const double elapsed = seconds_since(start);
     if (status != 0) {
-        std::fprintf(stderr, "bench_run: sandgate run --sandbox %s failed (status %d)\n", sandbox.c_str(), status);
+        std::fprintf(stderr, "bench_run: sandgate run --sandbox %s failed (status %d)\n",
+                     sandbox.c_str(), status);
         return -1;
     }
     return elapsed;
@@ -92,12 +93,14 @@ int main() {
     const double plain = median(plains), off = median(offs), wrapped = median(wraps);
     std::filesystem::remove_all(dir);
     std::printf("bench_run: one job of %d trivial steps, median of %d rounds\n", k_steps, k_rounds);
-    std::printf("  100 x sh -c true:          %8.3f s  (%.2f ms each)\n", plain, plain * 1000 / k_steps);
-    std::printf("  sandgate run --sandbox off: %8.3f s  (%.2f ms/step, %.1fx plain)\n", off, off * 1000 / k_steps,
-                off / plain);
-    std::printf("  sandgate run (bwrap):       %8.3f s  (%.2f ms/step, %.1fx plain, %.1fx off)\n", wrapped,
-                wrapped * 1000 / k_steps, wrapped / plain, wrapped / off);
-    std::printf("  per-step overhead of the wrap over --sandbox off: %.2f ms\n", (wrapped - off) * 1000 / k_steps);
+    std::printf("  100 x sh -c true:          %8.3f s  (%.2f ms each)\n", plain,
+                plain * 1000 / k_steps);
+    std::printf("  sandgate run --sandbox off: %8.3f s  (%.2f ms/step, %.1fx plain)\n", off,
+                off * 1000 / k_steps, off / plain);
+    std::printf("  sandgate run (bwrap):       %8.3f s  (%.2f ms/step, %.1fx plain, %.1fx off)\n",
+                wrapped, wrapped * 1000 / k_steps, wrapped / plain, wrapped / off);
+    std::printf("  per-step overhead of the wrap over --sandbox off: %.2f ms\n",
+                (wrapped - off) * 1000 / k_steps);
     std::printf("  per-step overhead of sandgate run (bwrap) over sh -c true: %.2f ms\n",
                 (wrapped - plain) * 1000 / k_steps);
     return 0;

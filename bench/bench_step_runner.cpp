@@ -7,16 +7,15 @@
 // and the file-command round trip alone (create the five files through the directory fd, a
 // step's writes, read and parse them through it, remove them), against the same by path with
 // plain open(2) (what sandgate did before sandbox/safe_access): the safe reads' cost per step.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <array>
 
 #include "jobs/file_commands.hpp"
 #include "jobs/step_runner.hpp"
@@ -50,7 +49,9 @@ double safe_round_trip_us(const std::filesystem::path& dir, bool& ok) {
         ok = ok && results.failures.empty() && results.outputs.size() == 1;
         files->remove();
     }
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / k_round_trips;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+               .count() /
+           k_round_trips;
 }
 
 // The same by path with open(2), following whatever is there: the old way, for comparison.
@@ -70,13 +71,16 @@ double plain_round_trip_us(const std::filesystem::path& dir) {
             std::string text;
             char buffer[65536];
             const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-            for (ssize_t n = 0; fd >= 0 && (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+            for (ssize_t n = 0; fd >= 0 && (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+                text.append(buffer, static_cast<std::size_t>(n));
             if (fd >= 0) ::close(fd);
             (void)jobs::parse_key_value_text(text, "GITHUB_ENV");
         }
         for (const auto& path : paths) ::unlink(path.c_str());
     }
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / k_round_trips;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+               .count() /
+           k_round_trips;
 }
 
 class NullObserver final : public sandbox::OutputObserver {
@@ -85,7 +89,8 @@ public:
 };
 
 double per_step_ms(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+               .count() /
            k_steps;
 }
 
@@ -171,8 +176,9 @@ int main() {
     bool trips_ok = true;
     const double plain = plain_round_trip_us(dir);
     const double safe = safe_round_trip_us(dir, trips_ok);
-    std::printf("file-command round trip per step (create 5, write 2, read+parse 5, remove 5), %d steps:\n",
-                k_round_trips);
+    std::printf(
+        "file-command round trip per step (create 5, write 2, read+parse 5, remove 5), %d steps:\n",
+        k_round_trips);
     std::printf("  through the directory fd (openat2, fstat, caps): %7.1f us%s\n", safe,
                 trips_ok ? "" : "  [FAILED]");
     std::printf("  by path with open(2) (the old way):              %7.1f us\n", plain);

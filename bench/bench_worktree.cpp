@@ -28,9 +28,10 @@ constexpr int k_files_per_dir = 50;
 constexpr int k_runs = 3;
 
 void run(const std::string& command) {
-    const std::string full = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b "
-                             "GIT_AUTHOR_EMAIL=b@x GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@x " +
-                             command;
+    const std::string full =
+        "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b "
+        "GIT_AUTHOR_EMAIL=b@x GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@x " +
+        command;
     if (std::system(full.c_str()) != 0) {
         std::fprintf(stderr, "bench: command failed: %s\n", command.c_str());
         std::exit(1);
@@ -45,7 +46,8 @@ std::string generate(const fs::path& repo) {
         for (int f = 0; f < k_files_per_dir; ++f) {
             std::ofstream out(dir / ("file" + std::to_string(f) + ".cpp"));
             for (int line = 0; line < 20 + (f * 7 + d) % 60; ++line)
-                out << "int function_" << d << "_" << f << "_" << line << "() { return " << line * d << "; }\n";
+                out << "int function_" << d << "_" << f << "_" << line << "() { return " << line * d
+                    << "; }\n";
         }
     }
     run("cd " + repo.string() + " && git add -A && git commit -q -m generated");
@@ -75,7 +77,8 @@ int main() {
     const fs::path dir = pattern;
     generate(dir / "origin");
     const std::string sha_text = [&] {
-        FILE* pipe = ::popen(("git -C " + (dir / "origin").string() + " rev-parse HEAD").c_str(), "r");
+        FILE* pipe =
+            ::popen(("git -C " + (dir / "origin").string() + " rev-parse HEAD").c_str(), "r");
         char buffer[64] = {};
         if (std::fgets(buffer, sizeof buffer, pipe) == nullptr) std::exit(1);
         ::pclose(pipe);
@@ -92,7 +95,8 @@ int main() {
         return 1;
     }
     // git's baselines get their own copy so `worktree add` does not touch sandgate's mirror.
-    run("git clone -q --mirror " + mirror->gitdir.string() + " " + (dir / "gitmirror.git").string());
+    run("git clone -q --mirror " + mirror->gitdir.string() + " " +
+        (dir / "gitmirror.git").string());
     fs::create_directories(dir / "out");
 
     const double sandgate_ms = median_ms(
@@ -109,16 +113,19 @@ int main() {
         dir / "out", [](const fs::path& target) { (void)jobs::remove_tree(target); });
     const double worktree_ms = median_ms(
         [&](const fs::path& target) {
-            run("git -C " + (dir / "gitmirror.git").string() + " worktree add -q --detach " + target.string() + " " + sha_text);
+            run("git -C " + (dir / "gitmirror.git").string() + " worktree add -q --detach " +
+                target.string() + " " + sha_text);
         },
         dir / "out",
         [&](const fs::path& target) {
-            run("git -C " + (dir / "gitmirror.git").string() + " worktree remove --force " + target.string());
+            run("git -C " + (dir / "gitmirror.git").string() + " worktree remove --force " +
+                target.string());
         });
     const double clone_ms = median_ms(
         [&](const fs::path& target) {
-            run("git clone -q --local --no-checkout " + (dir / "gitmirror.git").string() + " " + target.string() +
-                " && git -C " + target.string() + " checkout -q --detach " + sha_text);
+            run("git clone -q --local --no-checkout " + (dir / "gitmirror.git").string() + " " +
+                target.string() + " && git -C " + target.string() + " checkout -q --detach " +
+                sha_text);
         },
         dir / "out", [](const fs::path& target) { (void)jobs::remove_tree(target); });
 
@@ -132,11 +139,15 @@ int main() {
         (void)jobs::materialise_worktree(spec);
         auto start = std::chrono::steady_clock::now();
         (void)jobs::remove_tree(spec.path);
-        ours.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        ours.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
         (void)jobs::materialise_worktree(spec);
         start = std::chrono::steady_clock::now();
         run("rm -rf " + spec.path.string());
-        rm.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        rm.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
     }
     std::ranges::sort(ours);
     std::ranges::sort(rm);
@@ -147,8 +158,8 @@ int main() {
     std::printf("  git clone --local + checkout:                      %8.1f ms\n", clone_ms);
     std::printf("  ratio vs git worktree add:  %.2fx\n", sandgate_ms / worktree_ms);
     std::printf("  ratio vs git clone --local: %.2fx\n", sandgate_ms / clone_ms);
-    std::printf("  removal: remove_tree %.1f ms vs rm -rf %.1f ms (%.2fx)\n", ours[k_runs / 2], rm[k_runs / 2],
-                ours[k_runs / 2] / rm[k_runs / 2]);
+    std::printf("  removal: remove_tree %.1f ms vs rm -rf %.1f ms (%.2fx)\n", ours[k_runs / 2],
+                rm[k_runs / 2], ours[k_runs / 2] / rm[k_runs / 2]);
     (void)jobs::remove_tree(dir);
     return 0;
 }

@@ -57,7 +57,7 @@ struct Variant {
     std::vector<double> samples_ms;
     std::vector<int> fds;  // become fds 3, 4, ... of the child (rewound before each spawn)
     std::optional<sandbox::RunRequest> in_process;  // timed through sandbox::run instead
-    std::vector<double> cpu_ms;  // user + system of the whole tree
+    std::vector<double> cpu_ms;                     // user + system of the whole tree
     bool until_tree_gone = false;  // also time the reaping of the orphans it left (its pid 1)
 };
 
@@ -70,7 +70,7 @@ double cpu_of(const rusage& usage) {
 
 // This process's CPU plus that of its reaped descendants, in ms.
 double own_and_children_cpu() {
-    rusage self {}, children {};
+    rusage self{}, children{};
     ::getrusage(RUSAGE_SELF, &self);
     ::getrusage(RUSAGE_CHILDREN, &children);
     return cpu_of(self) + cpu_of(children);
@@ -110,10 +110,12 @@ void drain_status() {
 double reap_orphans() {
     double cpu_ms = 0;
     for (;;) {
-        rusage usage {};
+        rusage usage{};
         const pid_t pid = ::wait4(-1, nullptr, __WALL, &usage);
-        if (pid > 0) cpu_ms += cpu_of(usage);
-        else if (errno != EINTR) return cpu_ms;
+        if (pid > 0)
+            cpu_ms += cpu_of(usage);
+        else if (errno != EINTR)
+            return cpu_ms;
     }
 }
 
@@ -138,7 +140,7 @@ Timing time_once(const std::vector<std::string>& argv, const std::vector<int>& f
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return {};
     int status = 0;
-    rusage usage {};
+    rusage usage{};
     ::wait4(pid, &status, 0, &usage);  // the child's and its reaped descendants' CPU
     const double orphans_cpu = until_tree_gone ? reap_orphans() : 0;
     const auto elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -184,13 +186,39 @@ std::vector<std::string> raw_bwrap(const std::string& bwrap, const std::string& 
         const auto top = std::filesystem::path("/") / name;
         std::error_code ec;
         if (std::filesystem::is_symlink(top, ec))
-            argv.insert(argv.end(), {"--symlink", std::filesystem::read_symlink(top, ec).string(), top.string()});
+            argv.insert(argv.end(), {"--symlink", std::filesystem::read_symlink(top, ec).string(),
+                                     top.string()});
     }
-    argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", cwd, cwd,
-                             "--remount-ro", "/", "--unshare-all", "--unshare-user", "--uid", "1000",
-                             "--gid", "1000", "--disable-userns", "--die-with-parent",
-                             "--new-session", "--cap-drop", "ALL", "--clearenv", "--setenv", "PATH",
-                             "/usr/bin:/bin", "--chdir", cwd, "--", "true"});
+    argv.insert(argv.end(), {"--proc",
+                             "/proc",
+                             "--dev",
+                             "/dev",
+                             "--tmpfs",
+                             "/tmp",
+                             "--bind",
+                             cwd,
+                             cwd,
+                             "--remount-ro",
+                             "/",
+                             "--unshare-all",
+                             "--unshare-user",
+                             "--uid",
+                             "1000",
+                             "--gid",
+                             "1000",
+                             "--disable-userns",
+                             "--die-with-parent",
+                             "--new-session",
+                             "--cap-drop",
+                             "ALL",
+                             "--clearenv",
+                             "--setenv",
+                             "PATH",
+                             "/usr/bin:/bin",
+                             "--chdir",
+                             cwd,
+                             "--",
+                             "true"});
     return argv;
 }
 
@@ -207,7 +235,8 @@ std::string make_tree() {
         const auto dir = root / ("d" + std::to_string(d));
         std::filesystem::create_directory(dir);
         for (int f = 0; f < k_tree_files / 20; ++f) {
-            const int fd = ::open((dir / ("f" + std::to_string(f))).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+            const int fd = ::open((dir / ("f" + std::to_string(f))).c_str(),
+                                  O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
             if (fd >= 0) ::close(fd);
         }
     }
@@ -235,8 +264,18 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::vector<Variant> variants = {
-        {"sandgate exec --sandbox off -- true", {sandgate, "exec", "--sandbox", "off", "--", "true"}, {}, {}, {}, {}},
-        {"sandgate exec --sandbox bwrap -- true", {sandgate, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}, {}},
+        {"sandgate exec --sandbox off -- true",
+         {sandgate, "exec", "--sandbox", "off", "--", "true"},
+         {},
+         {},
+         {},
+         {}},
+        {"sandgate exec --sandbox bwrap -- true",
+         {sandgate, "exec", "--sandbox", "bwrap", "--", "true"},
+         {},
+         {},
+         {},
+         {}},
         {"raw bwrap, sandgate's options, true", {}, {}, {}, {}, {}},
         {"raw bwrap, minimal, same namespaces", raw_bwrap(bwrap->string(), cwd), {}, {}, {}, {}},
         {"sandbox::run in-process, bwrap, true", {}, {}, {}, true_request(cwd), {}},
@@ -258,21 +297,32 @@ int main(int argc, char** argv) {
     // sandgate binary (argv[2] or $SANDGATE_BENCH_BASELINE, e.g. main's), the same two runs by
     // it in this very run, so that the ratios compare like with like.
     const auto tree = make_tree();
-    variants.push_back({"sandgate exec bwrap, --cwd tree", exec_in_tree(sandgate, tree), {}, {}, {}, {}});
+    variants.push_back(
+        {"sandgate exec bwrap, --cwd tree", exec_in_tree(sandgate, tree), {}, {}, {}, {}});
     const char* baseline_env = std::getenv("SANDGATE_BENCH_BASELINE");
     const std::string baseline = argc > 2 ? argv[2] : baseline_env != nullptr ? baseline_env : "";
     if (!baseline.empty()) {
         variants.push_back({"baseline exec --sandbox bwrap -- true",
-                            {baseline, "exec", "--sandbox", "bwrap", "--", "true"}, {}, {}, {}, {}});
-        variants.push_back({"baseline exec bwrap, --cwd tree", exec_in_tree(baseline, tree), {}, {}, {}, {}});
+                            {baseline, "exec", "--sandbox", "bwrap", "--", "true"},
+                            {},
+                            {},
+                            {},
+                            {}});
+        variants.push_back(
+            {"baseline exec bwrap, --cwd tree", exec_in_tree(baseline, tree), {}, {}, {}, {}});
     }
     const auto firejail = sandbox::find_on_path("firejail", sandbox::host_path_list());
     if (firejail)
         variants.push_back({"firejail --noprofile --net=none true",
-                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"}, {}, {}, {}, {}});
+                            {firejail->string(), "--quiet", "--noprofile", "--net=none", "true"},
+                            {},
+                            {},
+                            {},
+                            {}});
     for (auto& variant : variants) {  // warm-up, and a check that each variant works here
         if (time_variant(variant).wall_ms < 0) {
-            std::fprintf(stderr, "bench_wrap: `%s` fails here; leaving it out\n", variant.name.c_str());
+            std::fprintf(stderr, "bench_wrap: `%s` fails here; leaving it out\n",
+                         variant.name.c_str());
             variant.argv.clear();
             variant.in_process.reset();
         }
@@ -296,42 +346,55 @@ int main(int argc, char** argv) {
     const double wrap = med("sandgate exec --sandbox bwrap");
     const double same = med("raw bwrap, sandgate's options");
     const double gone = med("raw bwrap, same options, until");
-    std::printf("bench_wrap: %d rounds, median per spawn: wall, CPU of the whole tree (ms)\n", rounds);
+    std::printf("bench_wrap: %d rounds, median per spawn: wall, CPU of the whole tree (ms)\n",
+                rounds);
     for (const auto& variant : variants) {
         if (variant.samples_ms.empty()) continue;
-        std::printf("  %-42s %8.2f ms %8.2f ms CPU\n", variant.name.c_str(), median(variant.samples_ms),
-                    median(variant.cpu_ms));
+        std::printf("  %-42s %8.2f ms %8.2f ms CPU\n", variant.name.c_str(),
+                    median(variant.samples_ms), median(variant.cpu_ms));
     }
     std::printf("ratios:\n");
-    std::printf("  sandgate bwrap / sandgate off           %6.2fx\n", wrap / med("sandgate exec --sandbox off"));
+    std::printf("  sandgate bwrap / sandgate off           %6.2fx\n",
+                wrap / med("sandgate exec --sandbox off"));
     if (same > 0) {
-        std::printf("  sandgate bwrap / raw bwrap, same options %6.2fx  (target <= 1.20x)\n", wrap / same);
+        std::printf("  sandgate bwrap / raw bwrap, same options %6.2fx  (target <= 1.20x)\n",
+                    wrap / same);
         // The ratio moves with the machine's speed (the difference is a fixed cost): both.
         std::printf("    sandgate's own cost per run            %6.2f ms\n", wrap - same);
     }
     if (gone > 0) {
-        std::printf("  sandgate bwrap / raw bwrap torn down     %6.2fx  (both until the sandbox is gone)\n",
-                    wrap / gone);
+        std::printf(
+            "  sandgate bwrap / raw bwrap torn down     %6.2fx  (both until the sandbox is gone)\n",
+            wrap / gone);
         // Both count bwrap's pid 1 (which sandgate adopts and reaps), the raw one does not.
         std::printf("    the same in CPU time                   %6.2fx\n",
-                    med("sandgate exec --sandbox bwrap", true) / med("raw bwrap, same options, until", true));
+                    med("sandgate exec --sandbox bwrap", true) /
+                        med("raw bwrap, same options, until", true));
     }
-    std::printf("  sandgate bwrap / raw bwrap, minimal      %6.2fx\n", wrap / med("raw bwrap, minimal"));
+    std::printf("  sandgate bwrap / raw bwrap, minimal      %6.2fx\n",
+                wrap / med("raw bwrap, minimal"));
     const double in_process = med("sandbox::run in-process, bwrap, true");
     if (same > 0 && in_process > 0)
-        std::printf("  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path; CPU %.2fx)\n",
-                    in_process / same,
-                    med("sandbox::run in-process, bwrap, true", true) / med("raw bwrap, sandgate's options", true));
+        std::printf(
+            "  sandbox::run bwrap / raw bwrap, same     %6.2fx  (the agent's path; CPU %.2fx)\n",
+            in_process / same,
+            med("sandbox::run in-process, bwrap, true", true) /
+                med("raw bwrap, sandgate's options", true));
     const double in_tree = med("sandgate exec bwrap, --cwd tree");
     if (in_tree > 0)
-        std::printf("  sandgate bwrap in a %d-file tree / in cwd  %6.2fx  (%+.2f ms: the walk giving it away)\n",
-                    k_tree_files, in_tree / wrap, in_tree - wrap);
+        std::printf(
+            "  sandgate bwrap in a %d-file tree / in cwd  %6.2fx  (%+.2f ms: the walk giving it "
+            "away)\n",
+            k_tree_files, in_tree / wrap, in_tree - wrap);
     if (const double old_wrap = med("baseline exec --sandbox bwrap"); old_wrap > 0) {
-        std::printf("  sandgate bwrap / baseline binary's       %6.2fx  (%+.2f ms; CPU %.2fx)\n", wrap / old_wrap,
-                    wrap - old_wrap, med("sandgate exec --sandbox bwrap", true) / med("baseline exec --sandbox bwrap", true));
-        if (const double old_tree = med("baseline exec bwrap, --cwd tree"); old_tree > 0 && in_tree > 0)
-            std::printf("  the same in a %d-file tree               %6.2fx  (%+.2f ms)\n", k_tree_files,
-                        in_tree / old_tree, in_tree - old_tree);
+        std::printf("  sandgate bwrap / baseline binary's       %6.2fx  (%+.2f ms; CPU %.2fx)\n",
+                    wrap / old_wrap, wrap - old_wrap,
+                    med("sandgate exec --sandbox bwrap", true) /
+                        med("baseline exec --sandbox bwrap", true));
+        if (const double old_tree = med("baseline exec bwrap, --cwd tree");
+            old_tree > 0 && in_tree > 0)
+            std::printf("  the same in a %d-file tree               %6.2fx  (%+.2f ms)\n",
+                        k_tree_files, in_tree / old_tree, in_tree - old_tree);
     } else {
         std::printf("  baseline binary: none (bench_wrap ROUNDS /path/to/other/sandgate)\n");
     }

@@ -1,10 +1,10 @@
-#include "fuzz/fuzz_target.hpp"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "fuzz/fuzz_target.hpp"
 
 namespace fuzz {
 namespace {
@@ -19,11 +19,16 @@ std::vector<Target>& registry() {
 Registration::Registration(const char* name, Entry entry) {
     auto& targets = registry();
     targets.push_back({name, entry});
-    std::ranges::sort(targets, [](const Target& a, const Target& b) { return std::strcmp(a.name, b.name) < 0; });
+    std::ranges::sort(
+        targets, [](const Target& a, const Target& b) { return std::strcmp(a.name, b.name) < 0; });
 }
 
-std::size_t target_count() { return registry().size(); }
-Target target_at(std::size_t index) { return registry().at(index); }
+std::size_t target_count() {
+    return registry().size();
+}
+Target target_at(std::size_t index) {
+    return registry().at(index);
+}
 
 void check(bool condition, const char* what) {
     if (condition) return;

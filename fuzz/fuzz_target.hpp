@@ -40,10 +40,11 @@ inline std::string_view text(const std::uint8_t* data, std::size_t size) {
 }  // namespace fuzz
 
 #ifdef SANDGATE_LIBFUZZER
-#define SANDGATE_FUZZ_TARGET(name) extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+#define SANDGATE_FUZZ_TARGET(name) \
+    extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 #else
-#define SANDGATE_FUZZ_TARGET(name)                                                     \
-    static int fuzz_target_##name(const std::uint8_t* data, std::size_t size);         \
+#define SANDGATE_FUZZ_TARGET(name)                                                         \
+    static int fuzz_target_##name(const std::uint8_t* data, std::size_t size);             \
     static const ::fuzz::Registration fuzz_registration_##name(#name, fuzz_target_##name); \
     static int fuzz_target_##name(const std::uint8_t* data, std::size_t size)
 #endif

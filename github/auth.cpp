@@ -73,7 +73,8 @@ std::optional<std::string> scope_violation(const InstallationTokenScope& scope,
     }
     for (auto [key, value] : granted) {
         std::string_view level;
-        if (value.get_string().get(level) != simdjson::SUCCESS) return "a permission is not a string";
+        if (value.get_string().get(level) != simdjson::SUCCESS)
+            return "a permission is not a string";
         const bool asked = std::ranges::any_of(scope.permissions, [&](const auto& permission) {
             return permission.first == key && permission.second == level;
         });
@@ -229,13 +230,15 @@ sandbox::Expected<std::string> InstallationTokenSource::token() {
     if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
     const bool still_valid = !m_token.empty() && now < m_expires_at;
     // A minting that failed a moment ago is not tried again on every call meanwhile.
-    if (still_valid && m_failed_at && now >= *m_failed_at && now - *m_failed_at < k_token_retry_interval)
+    if (still_valid && m_failed_at && now >= *m_failed_at &&
+        now - *m_failed_at < k_token_retry_interval)
         return m_token;
     auto minted = mint_locked();
     if (minted || !still_valid) return minted;
     m_failed_at = now;
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(m_expires_at - now).count();
-    spdlog::warn("github: {}; the cached token, valid for {} s more, is used meanwhile", minted.error().message, left);
+    spdlog::warn("github: {}; the cached token, valid for {} s more, is used meanwhile",
+                 minted.error().message, left);
     return m_token;
 }
 

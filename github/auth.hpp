@@ -65,11 +65,11 @@ struct AppCredentials {
 
 // Bearer tokens for /app/ endpoints: JWTs, cached for k_jwt_reuse. Thread-safe.
 class AppJwtSource final : public TokenSource {
-  public:
+public:
     AppJwtSource(std::string app_id, PrivateKey key, Clock clock);
     sandbox::Expected<std::string> token() override;
 
-  private:
+private:
     std::string m_app_id;
     PrivateKey m_key;
     Clock m_clock;
@@ -102,7 +102,7 @@ InstallationTokenScope git_read_scope(std::string_view repository);
 // invalid_input for 422), and the next call tries again. As a sandbox::TokenProvider it is
 // also what git fetches ask (jobs/git_fetch.hpp).
 class InstallationTokenSource final : public TokenSource {
-  public:
+public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
     // With a non-empty `scope` every token is asked for with it (the JSON body), and an answer
     // granting a permission beyond it (GitHub's implicit metadata:read aside) or another
@@ -114,7 +114,7 @@ class InstallationTokenSource final : public TokenSource {
     sandbox::Expected<std::string> token() override;
     sandbox::Renewal refused(std::string_view token) override;
 
-  private:
+private:
     sandbox::Expected<std::string> mint_locked();
 
     InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock,

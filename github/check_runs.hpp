@@ -60,7 +60,7 @@ struct ReplayResult {
 };
 
 class Reporter {
-  public:
+public:
     // Checks the options (the name template, the journal directory).
     static sandbox::Expected<Reporter> create(HttpClient client, ReporterOptions options);
 
@@ -78,7 +78,7 @@ class Reporter {
     // The check run id known for this job in this process, if any.
     std::optional<std::int64_t> check_run_id(const JobReport& report) const;
 
-  private:
+private:
     struct State;
     explicit Reporter(std::shared_ptr<State> state) : m_state(std::move(state)) {}
     std::shared_ptr<State> m_state;

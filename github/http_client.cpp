@@ -107,7 +107,9 @@ struct HttpClient::Shared {
     void note_rate_limit(const Response& response) const {
         const auto until = rate_limit_until(response, options.clock.now());
         if (!until) return;
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until->time_since_epoch()).count();
+        const auto ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until->time_since_epoch())
+                .count();
         auto seen = rate_limited_ms.load();
         while (ms > seen && !rate_limited_ms.compare_exchange_weak(seen, ms)) {
         }
@@ -291,9 +293,11 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
                            github_error_message(response.body),
                        *token);
             // An expired or revoked installation token: renewed once, sent again at once.
-            if (response.status == 401 && !renewed && tokens->refused(*token) == sandbox::Renewal::minted) {
+            if (response.status == 401 && !renewed &&
+                tokens->refused(*token) == sandbox::Renewal::minted) {
                 renewed = true;
-                spdlog::info("github: {}: the token was refused; sending again with a new one", what);
+                spdlog::info("github: {}: the token was refused; sending again with a new one",
+                             what);
                 --attempt;
                 continue;
             }

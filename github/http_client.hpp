@@ -116,7 +116,7 @@ sandbox::Expected<std::string> normalize_api_url(std::string_view url);
 std::string url_encode(std::string_view text);
 
 class HttpClient {
-  public:
+public:
     // Fails with invalid_input on a bad api_url or user agent.
     static sandbox::Expected<HttpClient> create(ClientOptions options,
                                                 std::shared_ptr<TokenSource> tokens);
@@ -142,7 +142,7 @@ class HttpClient {
     // before their next attempt, instead of retrying at once.
     std::optional<std::chrono::system_clock::time_point> rate_limited_until() const;
 
-  private:
+private:
     struct Shared;
     explicit HttpClient(std::shared_ptr<Shared> shared) : m_shared(std::move(shared)) {}
     std::shared_ptr<Shared> m_shared;

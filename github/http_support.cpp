@@ -86,7 +86,8 @@ RetryAdvice advise_retry(const Response& response, std::chrono::system_clock::ti
 std::optional<std::chrono::system_clock::time_point> rate_limit_until(
     const Response& response, std::chrono::system_clock::time_point now) {
     const auto advice = advise_retry(response, now);
-    if (advice.wait && (response.status == 403 || response.status == 429)) return now + *advice.wait;
+    if (advice.wait && (response.status == 403 || response.status == 429))
+        return now + *advice.wait;
     auto remaining = parse_integer(response.header("x-ratelimit-remaining"));
     auto reset = parse_integer(response.header("x-ratelimit-reset"));
     if (remaining && *remaining == 0 && reset)

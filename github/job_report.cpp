@@ -55,7 +55,7 @@ ordered_json step_json(const StepReport& step) {
         {"stdout_truncated", step.stdout_truncated},
         {"stderr_truncated", step.stderr_truncated},
         {"skip_markers", step.skip_markers},
-                        {"skip_reasons", step.skip_reasons}};
+        {"skip_reasons", step.skip_reasons}};
     return out;
 }
 

@@ -35,8 +35,8 @@ struct StepReport {
     std::uint64_t bytes_err = 0;
     bool stdout_truncated = false;
     bool stderr_truncated = false;
-    std::uint64_t skip_markers = 0;          // SKIP-UNDER-WRAP(...) lines seen
-    std::vector<std::string> skip_reasons;   // their reasons, when known (may be fewer)
+    std::uint64_t skip_markers = 0;         // SKIP-UNDER-WRAP(...) lines seen
+    std::vector<std::string> skip_reasons;  // their reasons, when known (may be fewer)
 };
 
 struct Annotation {

@@ -1,6 +1,5 @@
 #include "github/journal.hpp"
 
-#include <charconv>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <simdjson.h>
@@ -10,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,7 +55,8 @@ std::optional<std::uint64_t> start_time_of(int pid) {
     for (int index = 3; fields >> field; ++index) {
         if (index == 22) {
             std::uint64_t ticks = 0;
-            const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
+            const auto [end, ec] =
+                std::from_chars(field.data(), field.data() + field.size(), ticks);
             if (ec != std::errc() || end != field.data() + field.size()) return std::nullopt;
             return ticks;
         }

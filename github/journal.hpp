@@ -51,7 +51,7 @@ struct JournalEntry {
 };
 
 class Journal {
-  public:
+public:
     // Creates `directory` (mode 0700) when missing. unavailable when it cannot.
     static sandbox::Expected<Journal> open(std::filesystem::path directory);
 
@@ -64,7 +64,7 @@ class Journal {
 
     const std::filesystem::path& directory() const { return m_directory; }
 
-  private:
+private:
     explicit Journal(std::filesystem::path directory) : m_directory(std::move(directory)) {}
     std::filesystem::path m_directory;
 };

@@ -18,7 +18,8 @@ std::array<unsigned char, k_digest_bytes> hmac_sha256(std::string_view secret,
     static_assert(k_digest_bytes == SHA256_DIGEST_SIZE);
     std::array<unsigned char, k_digest_bytes> digest{};
     hmac_sha256_ctx context;
-    hmac_sha256_set_key(&context, secret.size(), reinterpret_cast<const std::uint8_t*>(secret.data()));
+    hmac_sha256_set_key(&context, secret.size(),
+                        reinterpret_cast<const std::uint8_t*>(secret.data()));
     hmac_sha256_update(&context, body.size(), reinterpret_cast<const std::uint8_t*>(body.data()));
     hmac_sha256_digest(&context, digest.size(), digest.data());
     return digest;

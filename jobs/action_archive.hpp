@@ -22,8 +22,8 @@
 namespace jobs {
 
 struct ArchiveLimits {
-    std::uint64_t max_total_bytes = 1024ull * 1024 * 1024;    // unpacked content, all entries
-    std::uint64_t max_entry_bytes = 512ull * 1024 * 1024;     // one file
+    std::uint64_t max_total_bytes = 1024ull * 1024 * 1024;  // unpacked content, all entries
+    std::uint64_t max_entry_bytes = 512ull * 1024 * 1024;   // one file
     std::uint64_t max_entries = 200000;
 };
 
@@ -31,13 +31,15 @@ struct ArchiveLimits {
 // (its parent must, and is trusted: a physical path). On error (invalid_input for a refused
 // entry or a corrupt archive, naming the archive and the entry; permanent for local I/O),
 // whatever was written under `dest` is removed.
-sandbox::Expected<void> unpack_action_archive(const std::filesystem::path& archive, const std::filesystem::path& dest,
+sandbox::Expected<void> unpack_action_archive(const std::filesystem::path& archive,
+                                              const std::filesystem::path& dest,
                                               const ArchiveLimits& limits = {});
 
 // Writes the tree of `commit` in `repository` as a tar.gz with the one top directory `top`
 // to `out` (created or truncated). Submodule entries are left out (GitHub's tarball has them
 // as empty directories); symbolic links are kept as links.
-sandbox::Expected<void> write_commit_archive(git_repository* repository, const git_oid& commit, const std::string& top,
+sandbox::Expected<void> write_commit_archive(git_repository* repository, const git_oid& commit,
+                                             const std::string& top,
                                              const std::filesystem::path& out);
 
 // Makes every file and directory under `root` read-only (write bits cleared; links untouched).

@@ -25,8 +25,9 @@ void parse_inputs(ParseContext& ctx, const YamlNode& node, Action& action) {
             if (const auto* d = entry.value.find("description"))
                 input.description = ctx.text(*d, where + ".description").value_or(Text{}).value;
             if (const auto* r = entry.value.find("required"))
-                input.required = r->scalar_type() == YamlNode::ScalarType::boolean ? r->as_bool()
-                                                                                   : r->text == "true";
+                input.required = r->scalar_type() == YamlNode::ScalarType::boolean
+                                     ? r->as_bool()
+                                     : r->text == "true";
             if (const auto* d = entry.value.find("default")) input.default_value = *d;
         } else if (!entry.value.is_null()) {
             ctx.fail(entry.value.mark, "inputs." + entry.key + " must be a mapping");
@@ -44,9 +45,11 @@ void parse_outputs(ParseContext& ctx, const YamlNode& node, Action& action) {
         output.mark = entry.key_mark;
         if (entry.value.is_mapping()) {
             const std::string where = "outputs." + entry.key;
-            if (const auto* v = entry.value.find("value")) output.value = ctx.text(*v, where + ".value").value_or(Text{});
+            if (const auto* v = entry.value.find("value"))
+                output.value = ctx.text(*v, where + ".value").value_or(Text{});
             else if (action.kind == ActionKind::composite)
-                return (void)ctx.fail(entry.key_mark, "composite action output '" + entry.key + "' needs a 'value'");
+                return (void)ctx.fail(
+                    entry.key_mark, "composite action output '" + entry.key + "' needs a 'value'");
         }
         action.outputs.push_back(std::move(output));
     }
@@ -66,15 +69,19 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
     if (action.using_ == "composite") {
         action.kind = ActionKind::composite;
         const YamlNode* steps = runs.find("steps");
-        if (steps == nullptr) return (void)ctx.fail(runs.mark, "a composite action needs runs.steps");
+        if (steps == nullptr)
+            return (void)ctx.fail(runs.mark, "a composite action needs runs.steps");
         action.steps = ctx.steps(*steps, "the composite action", true);
     } else if (action.using_.starts_with("node")) {
         action.kind = ActionKind::node;
         const YamlNode* main = runs.find("main");
-        if (main == nullptr) return (void)ctx.fail(runs.mark, "a JavaScript action needs runs.main");
+        if (main == nullptr)
+            return (void)ctx.fail(runs.mark, "a JavaScript action needs runs.main");
         action.main = ctx.text(*main, "runs.main").value_or(Text{}).value;
-        if (const auto* pre = runs.find("pre")) action.pre = ctx.text(*pre, "runs.pre").value_or(Text{}).value;
-        if (const auto* post = runs.find("post")) action.post = ctx.text(*post, "runs.post").value_or(Text{}).value;
+        if (const auto* pre = runs.find("pre"))
+            action.pre = ctx.text(*pre, "runs.pre").value_or(Text{}).value;
+        if (const auto* post = runs.find("post"))
+            action.post = ctx.text(*post, "runs.post").value_or(Text{}).value;
         if (const auto* c = runs.find("pre-if")) action.pre_if = ctx.text(*c, "runs.pre-if");
         if (const auto* c = runs.find("post-if")) action.post_if = ctx.text(*c, "runs.post-if");
     } else if (action.using_ == "docker") {
@@ -101,7 +108,8 @@ sandbox::Expected<Action> parse_action(std::string_view text, std::string_view f
     action.file = std::string(file);
     auto failed = [&]() { return sandbox::fail(sandbox::ErrorKind::invalid_input, ctx.error()); };
     if (!ctx.require_mapping(*root, "an action manifest")) return failed();
-    if (const auto* name = root->find("name")) action.name = ctx.text(*name, "name").value_or(Text{}).value;
+    if (const auto* name = root->find("name"))
+        action.name = ctx.text(*name, "name").value_or(Text{}).value;
     const YamlNode* runs = root->find("runs");
     if (runs == nullptr) return ctx.fail(root->mark, "the action has no 'runs'"), failed();
     parse_runs(ctx, *runs, action);
@@ -111,23 +119,27 @@ sandbox::Expected<Action> parse_action(std::string_view text, std::string_view f
     return action;
 }
 
-sandbox::Expected<Action> load_action(const std::filesystem::path& root, const std::filesystem::path& dir) {
+sandbox::Expected<Action> load_action(const std::filesystem::path& root,
+                                      const std::filesystem::path& dir) {
     const auto relative = sandbox::relative_beneath(root, dir);
     if (!relative)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "the local action " + dir.string() + " is not beneath " +
-                                                                    root.string());
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "the local action " + dir.string() + " is not beneath " + root.string());
     auto tree = sandbox::SafeDir::open_trusted(root, root.string());
     if (!tree) return std::unexpected(tree.error());
     const sandbox::ReadLimits limits{4 * 1024 * 1024, std::nullopt, -1};
     for (const char* name : {"action.yml", "action.yaml"}) {
         const auto file = dir / name;
-        auto text = tree->read_file_if_present((std::filesystem::path(*relative) / name).string(), limits, file.string());
+        auto text = tree->read_file_if_present((std::filesystem::path(*relative) / name).string(),
+                                               limits, file.string());
         if (!text) return std::unexpected(text.error());
         if (*text) return parse_action(**text, file.string(), dir);
     }
-    return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                         "Can't find 'action.yml' or 'action.yaml' under '" + dir.string() +
-                             "'. Did you forget to run actions/checkout before running your local action?");
+    return sandbox::fail(
+        sandbox::ErrorKind::invalid_input,
+        "Can't find 'action.yml' or 'action.yaml' under '" + dir.string() +
+            "'. Did you forget to run actions/checkout before running your local action?");
 }
 
 }  // namespace jobs

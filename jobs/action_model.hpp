@@ -23,8 +23,8 @@ struct Action {
     std::vector<InputSpec> inputs;    // default_value as written (may hold expressions)
     std::vector<OutputSpec> outputs;  // composite: value expressions; node: value empty
     ActionKind kind = ActionKind::composite;
-    std::string using_;               // as written: composite, node16, node20, docker
-    std::vector<Step> steps;          // composite
+    std::string using_;       // as written: composite, node16, node20, docker
+    std::vector<Step> steps;  // composite
     // node: paths relative to `directory`; pre/post empty when absent.
     std::string main, pre, post;
     std::optional<Text> pre_if, post_if;  // default: always()
@@ -36,7 +36,8 @@ struct Action {
 // regular file reached without a link, at most 4 MiB (sandbox/safe_access.hpp). Neither there:
 // invalid_input "Can't find 'action.yml' or 'action.yaml' under 'DIR'..." (the runner's line);
 // a link, FIFO or directory in its place: "DIR/action.yml is not a regular file".
-sandbox::Expected<Action> load_action(const std::filesystem::path& root, const std::filesystem::path& dir);
+sandbox::Expected<Action> load_action(const std::filesystem::path& root,
+                                      const std::filesystem::path& dir);
 sandbox::Expected<Action> parse_action(std::string_view text, std::string_view file,
                                        const std::filesystem::path& dir);
 

@@ -17,9 +17,12 @@ bool valid_path(std::string_view path) {
     std::size_t start = 0;
     while (start <= path.size()) {
         const auto slash = path.find('/', start);
-        const auto part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+        const auto part = path.substr(
+            start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
         if (part.empty() || part == "." || part == "..") return false;
-        if (std::ranges::any_of(part, [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0 || c == '\\'; }))
+        if (std::ranges::any_of(part, [](char c) {
+                return std::iscntrl(static_cast<unsigned char>(c)) != 0 || c == '\\';
+            }))
             return false;
         if (slash == std::string_view::npos) break;
         start = slash + 1;
@@ -28,17 +31,21 @@ bool valid_path(std::string_view path) {
 }
 
 bool valid_ref(std::string_view ref) {
-    if (ref.empty() || ref.size() > 255 || ref.front() == '-' || ref.front() == '/' || ref.find("..") != std::string_view::npos)
+    if (ref.empty() || ref.size() > 255 || ref.front() == '-' || ref.front() == '/' ||
+        ref.find("..") != std::string_view::npos)
         return false;
     return std::ranges::none_of(ref, [](char c) {
-        return std::isspace(static_cast<unsigned char>(c)) != 0 || std::iscntrl(static_cast<unsigned char>(c)) != 0 ||
-               c == '~' || c == '^' || c == ':' || c == '\\';
+        return std::isspace(static_cast<unsigned char>(c)) != 0 ||
+               std::iscntrl(static_cast<unsigned char>(c)) != 0 || c == '~' || c == '^' ||
+               c == ':' || c == '\\';
     });
 }
 
 }  // namespace
 
-std::string ActionRef::uses() const { return repository() + (path.empty() ? "" : "/" + path) + "@" + ref; }
+std::string ActionRef::uses() const {
+    return repository() + (path.empty() ? "" : "/" + path) + "@" + ref;
+}
 
 bool is_remote_uses(std::string_view uses) {
     if (uses.starts_with("./") || uses == "." || uses.starts_with("docker://")) return false;
@@ -46,13 +53,17 @@ bool is_remote_uses(std::string_view uses) {
 }
 
 bool is_full_sha(std::string_view text) {
-    return text.size() == 40 && std::ranges::all_of(text, [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return text.size() == 40 && std::ranges::all_of(text, [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 sandbox::Expected<ActionRef> parse_action_ref(std::string_view uses) {
     auto bad = [&](std::string_view why) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "'" + std::string(uses) + "' is not a valid action reference (OWNER/REPO[/PATH]@REF): " + std::string(why));
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "'" + std::string(uses) +
+                "' is not a valid action reference (OWNER/REPO[/PATH]@REF): " + std::string(why));
     };
     const auto at = uses.rfind('@');
     if (at == std::string_view::npos) return bad("no @REF");
@@ -64,7 +75,8 @@ sandbox::Expected<ActionRef> parse_action_ref(std::string_view uses) {
     if (first == std::string_view::npos) return bad("no /REPO");
     out.owner = std::string(name.substr(0, first));
     const auto second = name.find('/', first + 1);
-    out.repo = std::string(name.substr(first + 1, second == std::string_view::npos ? std::string_view::npos : second - first - 1));
+    out.repo = std::string(name.substr(
+        first + 1, second == std::string_view::npos ? std::string_view::npos : second - first - 1));
     if (second != std::string_view::npos) {
         out.path = std::string(name.substr(second + 1));
         if (!valid_path(out.path)) return bad("bad path");
@@ -75,7 +87,8 @@ sandbox::Expected<ActionRef> parse_action_ref(std::string_view uses) {
 }
 
 const LockedAction* ActionLock::find(std::string_view uses) const {
-    auto it = std::ranges::find_if(entries, [&](const LockedAction& entry) { return entry.uses == uses; });
+    auto it = std::ranges::find_if(entries,
+                                   [&](const LockedAction& entry) { return entry.uses == uses; });
     return it == entries.end() ? nullptr : &*it;
 }
 

@@ -22,7 +22,7 @@ struct ActionRef {
     std::string ref;   // tag, branch or full SHA, as written
 
     std::string repository() const { return owner + "/" + repo; }  // OWNER/REPO
-    std::string uses() const;                                         // OWNER/REPO[/PATH]@REF
+    std::string uses() const;                                      // OWNER/REPO[/PATH]@REF
     // The archive layout's directory name: OWNER_REPO (the official runner's).
     std::string archive_name() const { return owner + "_" + repo; }
 };
@@ -38,11 +38,11 @@ bool is_full_sha(std::string_view text);
 
 // One remote `uses:` of a run and what it was resolved to before any job started.
 struct LockedAction {
-    std::string uses;                  // as written in the workflow or composite action
+    std::string uses;  // as written in the workflow or composite action
     ActionRef ref;
-    std::string sha;                   // the commit the ref resolved to (empty on error)
-    std::filesystem::path tree;        // the unpacked read-only tree (the repository's root)
-    std::filesystem::path directory;   // tree / ref.path: GITHUB_ACTION_PATH
+    std::string sha;                  // the commit the ref resolved to (empty on error)
+    std::filesystem::path tree;       // the unpacked read-only tree (the repository's root)
+    std::filesystem::path directory;  // tree / ref.path: GITHUB_ACTION_PATH
     // Why it cannot run (one line, naming the action and how to fill the cache); empty when
     // resolved.
     std::string error;

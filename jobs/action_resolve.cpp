@@ -20,12 +20,15 @@ BuiltinAction builtin_action(std::string_view uses) {
     return BuiltinAction::none;
 }
 
-bool is_builtin_action(std::string_view uses) { return builtin_action(uses) != BuiltinAction::none; }
+bool is_builtin_action(std::string_view uses) {
+    return builtin_action(uses) != BuiltinAction::none;
+}
 
 ActionResolver::ActionResolver(ActionStore store, ActionSource source, ResolveOptions options)
     : m_store(std::move(store)), m_source(std::move(source)), m_options(std::move(options)) {}
 
-void ActionResolver::resolve_workflows(const std::vector<Workflow>& workflows, const std::filesystem::path& repository) {
+void ActionResolver::resolve_workflows(const std::vector<Workflow>& workflows,
+                                       const std::filesystem::path& repository) {
     std::lock_guard guard(m_mutex);
     // Local reusable workflows are walked too (each file once, calls bounded in depth).
     std::vector<std::pair<Workflow, int>> pending;
@@ -39,7 +42,8 @@ void ActionResolver::resolve_workflows(const std::vector<Workflow>& workflows, c
             if (depth >= k_max_depth || !job.uses->value.starts_with("./")) continue;
             if (std::ranges::find(seen, job.uses->value) != seen.end()) continue;
             seen.push_back(job.uses->value);
-            if (auto called = load_called_workflow(repository, job)) pending.emplace_back(std::move(*called), depth + 1);
+            if (auto called = load_called_workflow(repository, job))
+                pending.emplace_back(std::move(*called), depth + 1);
         }
     };
     for (const auto& workflow : workflows) walk(workflow, 0);
@@ -52,8 +56,10 @@ void ActionResolver::resolve_workflows(const std::vector<Workflow>& workflows, c
 
 void ActionResolver::resolve_steps(const std::vector<Step>& steps, int depth) {
     for (const auto& step : steps) {
-        if (!step.parallel.empty()) resolve_steps(step.parallel, depth);  // a parallel: block's steps
-        if (!step.uses || !is_remote_uses(step.uses->value) || is_builtin_action(step.uses->value)) continue;
+        if (!step.parallel.empty())
+            resolve_steps(step.parallel, depth);  // a parallel: block's steps
+        if (!step.uses || !is_remote_uses(step.uses->value) || is_builtin_action(step.uses->value))
+            continue;
         (void)resolve_locked(step.uses->value, depth);
     }
 }
@@ -74,7 +80,8 @@ std::filesystem::path ActionResolver::trees_root() const {
 }
 
 const LockedAction& ActionResolver::resolve_locked(std::string_view uses, int depth) {
-    auto known = std::ranges::find_if(m_entries, [&](const LockedAction& entry) { return entry.uses == uses; });
+    auto known = std::ranges::find_if(
+        m_entries, [&](const LockedAction& entry) { return entry.uses == uses; });
     if (known != m_entries.end()) return *known;
     LockedAction entry = resolve_entry(uses);
     m_entries.push_back(std::move(entry));
@@ -82,14 +89,16 @@ const LockedAction& ActionResolver::resolve_locked(std::string_view uses, int de
     // A composite action's own remote actions, resolved now too (its tree is read-only).
     if (m_entries[index].error.empty() && depth < k_max_depth) {
         auto action = load_action(m_entries[index].tree, m_entries[index].directory);
-        if (action && action->kind == ActionKind::composite) resolve_steps(action->steps, depth + 1);
+        if (action && action->kind == ActionKind::composite)
+            resolve_steps(action->steps, depth + 1);
     }
     return m_entries[index];
 }
 
 std::string ActionResolver::miss_message(const ActionRef& ref, const std::string& why) const {
-    return "the action '" + ref.uses() + "' is not in the action cache " + m_store.dirs().archives.string() + " (" + why +
-           "): fill it with `" + m_options.fill_command + "`";
+    return "the action '" + ref.uses() + "' is not in the action cache " +
+           m_store.dirs().archives.string() + " (" + why + "): fill it with `" +
+           m_options.fill_command + "`";
 }
 
 LockedAction ActionResolver::resolve_entry(std::string_view uses) {
@@ -103,23 +112,28 @@ LockedAction ActionResolver::resolve_entry(std::string_view uses) {
     entry.ref = *parsed;
     const ActionRef& ref = entry.ref;
     std::string sha;
-    if (is_full_sha(ref.ref)) sha = ref.ref;
-    else if (m_options.refresh == PinRefresh::cached_first) sha = m_store.pinned(ref).value_or("");
+    if (is_full_sha(ref.ref))
+        sha = ref.ref;
+    else if (m_options.refresh == PinRefresh::cached_first)
+        sha = m_store.pinned(ref).value_or("");
     if (sha.empty() || !m_store.has_archive(ref, sha)) {
         if (!m_source.configured()) {
-            entry.error = miss_message(ref, sha.empty() ? "no pin for '" + ref.ref + "' and no action source"
-                                                        : "no archive of " + sha + " and no action source");
+            entry.error =
+                miss_message(ref, sha.empty() ? "no pin for '" + ref.ref + "' and no action source"
+                                              : "no archive of " + sha + " and no action source");
             return entry;
         }
         auto fetched = m_source.fetch(ref, m_store);
         if (!fetched) {
             entry.error = fetched.error().kind == sandbox::ErrorKind::invalid_input
                               ? "the action '" + ref.uses() + "': " + fetched.error().message
-                              : miss_message(ref, m_source.describe() + " cannot serve it: " + fetched.error().message);
+                              : miss_message(ref, m_source.describe() + " cannot serve it: " +
+                                                      fetched.error().message);
             return entry;
         }
         sha = *fetched;
-        if (!is_full_sha(ref.ref)) (void)m_store.pin(ref, sha);  // a read-only pre-filled cache keeps no pins
+        if (!is_full_sha(ref.ref))
+            (void)m_store.pin(ref, sha);  // a read-only pre-filled cache keeps no pins
     }
     entry.sha = sha;
     if (!m_store_lock) {

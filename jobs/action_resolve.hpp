@@ -48,7 +48,8 @@ public:
 
     // Resolves every remote `uses:` of `workflows` (local reusable workflows they call are
     // loaded relative to `repository`).
-    void resolve_workflows(const std::vector<Workflow>& workflows, const std::filesystem::path& repository);
+    void resolve_workflows(const std::vector<Workflow>& workflows,
+                           const std::filesystem::path& repository);
 
     // The entry for `uses` (a remote reference), resolved earlier or now.
     LockedAction get(std::string_view uses);

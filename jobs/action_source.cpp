@@ -15,7 +15,8 @@ using sandbox::ErrorKind;
 
 bool is_directory(const std::string& path) {
     struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);  // trusted path: the configured source
+    return ::stat(path.c_str(), &st) == 0 &&
+           S_ISDIR(st.st_mode);  // trusted path: the configured source
 }
 
 sandbox::Expected<GitRepository> open_mirror(const std::filesystem::path& gitdir) {
@@ -23,7 +24,8 @@ sandbox::Expected<GitRepository> open_mirror(const std::filesystem::path& gitdir
     git_repository* raw = nullptr;
     if (is_directory(gitdir.string())) {
         if (int rc = git_repository_open_bare(&raw, gitdir.c_str()); rc != 0)
-            return git_fail(ErrorKind::permanent, "opening the action mirror " + gitdir.string(), rc);
+            return git_fail(ErrorKind::permanent, "opening the action mirror " + gitdir.string(),
+                            rc);
     } else if (int rc = git_repository_init(&raw, gitdir.c_str(), 1); rc != 0) {
         return git_fail(ErrorKind::permanent, "creating the action mirror " + gitdir.string(), rc);
     }
@@ -32,7 +34,8 @@ sandbox::Expected<GitRepository> open_mirror(const std::filesystem::path& gitdir
 
 std::optional<git_oid> commit_of(git_repository* repository, const std::string& name) {
     git_object* raw = nullptr;
-    if (git_revparse_single(&raw, repository, (name + "^{commit}").c_str()) != 0) return std::nullopt;
+    if (git_revparse_single(&raw, repository, (name + "^{commit}").c_str()) != 0)
+        return std::nullopt;
     GitObject object(raw);
     return *git_object_id(object.get());
 }
@@ -59,13 +62,16 @@ sandbox::Expected<ActionSource> ActionSource::parse(std::string_view text) {
     if (base.starts_with("file://")) base = base.substr(7);
     if (base.starts_with("http://") || base.starts_with("https://")) {
         auto remote = parse_remote(base);
-        if (!remote) return sandbox::fail(ErrorKind::invalid_input, "--actions-source: " + remote.error().message);
+        if (!remote)
+            return sandbox::fail(ErrorKind::invalid_input,
+                                 "--actions-source: " + remote.error().message);
         source.m_base = remote->fetch_url;
         return source;
     }
     if (base.find("://") != std::string::npos || !base.starts_with("/"))
-        return sandbox::fail(ErrorKind::invalid_input, "--actions-source '" + std::string(text) +
-                                                           "': an https:// or file:// URL, an absolute directory or 'none'");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "--actions-source '" + std::string(text) +
+                                 "': an https:// or file:// URL, an absolute directory or 'none'");
     source.m_base = base;
     source.m_local = true;
     return source;
@@ -77,30 +83,42 @@ std::string ActionSource::repository_url(const ActionRef& ref) const {
     return plain;
 }
 
-sandbox::Expected<std::string> ActionSource::fetch(const ActionRef& ref, const ActionStore& store) const {
-    if (!configured()) return sandbox::fail(ErrorKind::unavailable, "no action source is configured");
+sandbox::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
+                                                   const ActionStore& store) const {
+    if (!configured())
+        return sandbox::fail(ErrorKind::unavailable, "no action source is configured");
     const std::string url = repository_url(ref);
-    if (m_local && !is_directory(url)) return sandbox::fail(ErrorKind::unavailable, "the source has no " + url);
+    if (m_local && !is_directory(url))
+        return sandbox::fail(ErrorKind::unavailable, "the source has no " + url);
     auto remote = parse_remote(url);
     if (!remote) return std::unexpected(remote.error());
     std::error_code ec;
     std::filesystem::create_directories(store.mirrors_root(), ec);  // trusted path: the store's own
-    if (ec) return sandbox::fail(ErrorKind::permanent, "creating " + store.mirrors_root().string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "creating " + store.mirrors_root().string() + ": " + ec.message());
     const auto gitdir = store.mirrors_root() / (ref.archive_name() + ".git");
-    auto lock = FileLock::acquire(store.mirrors_root() / (ref.archive_name() + ".lock"), LockMode::exclusive);
+    auto lock = FileLock::acquire(store.mirrors_root() / (ref.archive_name() + ".lock"),
+                                  LockMode::exclusive);
     if (!lock) return std::unexpected(lock.error());
     auto repository = open_mirror(gitdir);
     if (!repository) return std::unexpected(repository.error());
-    std::optional<git_oid> commit = is_full_sha(ref.ref) ? resolve_in(repository->get(), ref.ref) : std::nullopt;
+    std::optional<git_oid> commit =
+        is_full_sha(ref.ref) ? resolve_in(repository->get(), ref.ref) : std::nullopt;
     if (!commit) {
-        const std::vector<std::string> refspecs{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"};
+        const std::vector<std::string> refspecs{"+refs/heads/*:refs/heads/*",
+                                                "+refs/tags/*:refs/tags/*"};
         // Anonymous: the token is nullopt, so no credential of any kind is offered.
-        if (auto fetched = fetch_refspecs(repository->get(), *remote, refspecs, std::nullopt, *remote); !fetched)
+        if (auto fetched =
+                fetch_refspecs(repository->get(), *remote, refspecs, std::nullopt, *remote);
+            !fetched)
             return std::unexpected(fetched.error());
         commit = resolve_in(repository->get(), ref.ref);
     }
     if (!commit)
-        return sandbox::fail(ErrorKind::invalid_input, "'" + ref.repository() + "' has no tag, branch or commit '" + ref.ref + "'");
+        return sandbox::fail(
+            ErrorKind::invalid_input,
+            "'" + ref.repository() + "' has no tag, branch or commit '" + ref.ref + "'");
     const std::string sha = oid_hex(*commit);
     if (!store.has_archive(ref, sha)) {
         auto temp = store.archive_temp_path(ref, sha);
@@ -110,7 +128,8 @@ sandbox::Expected<std::string> ActionSource::fetch(const ActionRef& ref, const A
             std::filesystem::remove(*temp, ec);  // trusted path: the store's own temp file
             return std::unexpected(written.error());
         }
-        if (auto committed = store.commit_archive(*temp, ref, sha); !committed) return std::unexpected(committed.error());
+        if (auto committed = store.commit_archive(*temp, ref, sha); !committed)
+            return std::unexpected(committed.error());
     }
     return sha;
 }

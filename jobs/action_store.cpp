@@ -29,7 +29,9 @@ std::unexpected<sandbox::Error> io_fail(const std::string& what) {
 sandbox::Expected<void> make_dirs(const std::filesystem::path& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);  // trusted path: the store's own directories
-    if (ec) return sandbox::fail(ErrorKind::permanent, "creating " + path.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "creating " + path.string() + ": " + ec.message());
     return {};
 }
 
@@ -64,13 +66,15 @@ bool entry_exists(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::filesystem::path ActionStore::archive_path(const ActionRef& ref, const std::string& sha) const {
+std::filesystem::path ActionStore::archive_path(const ActionRef& ref,
+                                                const std::string& sha) const {
     return m_dirs.archives / ref.archive_name() / (sha + std::string(k_archive_suffix));
 }
 
 bool ActionStore::has_archive(const ActionRef& ref, const std::string& sha) const {
     struct stat st {};
-    return ::stat(archive_path(ref, sha).c_str(), &st) == 0 && S_ISREG(st.st_mode);  // trusted path: the store
+    return ::stat(archive_path(ref, sha).c_str(), &st) == 0 &&
+           S_ISREG(st.st_mode);  // trusted path: the store
 }
 
 std::optional<std::string> ActionStore::pinned(const ActionRef& ref) const {
@@ -90,10 +94,12 @@ sandbox::Expected<void> ActionStore::pin(const ActionRef& ref, const std::string
     for (const auto& [name, pinned_sha] : refs) text += name + "\t" + pinned_sha + "\n";
     auto opened = sandbox::SafeDir::open_trusted(dir, "the action's archive directory");
     if (!opened) return std::unexpected(opened.error());
-    return opened->replace_file("refs", text, sandbox::CreateOptions{0644, std::nullopt}, (dir / "refs").string());
+    return opened->replace_file("refs", text, sandbox::CreateOptions{0644, std::nullopt},
+                                (dir / "refs").string());
 }
 
-sandbox::Expected<std::filesystem::path> ActionStore::archive_temp_path(const ActionRef& ref, const std::string& sha) const {
+sandbox::Expected<std::filesystem::path> ActionStore::archive_temp_path(
+    const ActionRef& ref, const std::string& sha) const {
     const auto dir = m_dirs.archives / ref.archive_name();
     if (auto made = make_dirs(dir); !made) return std::unexpected(made.error());
     std::string pattern = (dir / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
@@ -103,7 +109,8 @@ sandbox::Expected<std::filesystem::path> ActionStore::archive_temp_path(const Ac
     return std::filesystem::path(pattern);
 }
 
-sandbox::Expected<void> ActionStore::commit_archive(const std::filesystem::path& temp, const ActionRef& ref,
+sandbox::Expected<void> ActionStore::commit_archive(const std::filesystem::path& temp,
+                                                    const ActionRef& ref,
                                                     const std::string& sha) const {
     const auto final_path = archive_path(ref, sha);
     if (has_archive(ref, sha)) {
@@ -113,20 +120,24 @@ sandbox::Expected<void> ActionStore::commit_archive(const std::filesystem::path&
     if (::rename(temp.c_str(), final_path.c_str()) != 0) {  // trusted path
         const int saved = errno;
         ::unlink(temp.c_str());
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("renaming into " + final_path.string(), saved));
+        return sandbox::fail(ErrorKind::permanent,
+                             sandbox::errno_message("renaming into " + final_path.string(), saved));
     }
     return {};
 }
 
-sandbox::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref, const std::string& sha) const {
+sandbox::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
+                                                           const std::string& sha) const {
     const auto parent = trees_root() / ref.archive_name();
     const auto final_path = parent / sha;
     if (entry_exists(final_path)) return final_path;
     if (!has_archive(ref, sha))
-        return sandbox::fail(ErrorKind::unavailable, "no archive " + archive_path(ref, sha).string());
+        return sandbox::fail(ErrorKind::unavailable,
+                             "no archive " + archive_path(ref, sha).string());
     if (auto made = make_dirs(parent); !made) return std::unexpected(made.error());
     std::string pattern = (parent / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) return io_fail("mkdtemp " + pattern);  // trusted path: the store's own
+    if (::mkdtemp(pattern.data()) == nullptr)
+        return io_fail("mkdtemp " + pattern);  // trusted path: the store's own
     const std::filesystem::path temp(pattern);
     ::chmod(temp.c_str(), 0755);
     const auto unpacked = temp / "t";
@@ -138,11 +149,14 @@ sandbox::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
     if (done && ::rename(unpacked.c_str(), final_path.c_str()) != 0) {  // trusted path
         const int saved = errno;
         if (!entry_exists(final_path))  // another run's rename won: theirs is as good
-            done = sandbox::fail(ErrorKind::permanent, sandbox::errno_message("renaming into " + final_path.string(), saved));
+            done = sandbox::fail(
+                ErrorKind::permanent,
+                sandbox::errno_message("renaming into " + final_path.string(), saved));
     } else if (done) {
         ::chmod(final_path.c_str(), 0555);  // trusted path: the store's tree, now whole
     }
-    (void)remove_tree(temp);  // empty after the rename; the whole attempt otherwise (or another's won)
+    (void)remove_tree(
+        temp);  // empty after the rename; the whole attempt otherwise (or another's won)
     if (!done) return std::unexpected(done.error());
     return final_path;
 }
@@ -177,8 +191,12 @@ sandbox::Expected<std::vector<StoredAction>> ActionStore::list() const {
             out.push_back(std::move(action));
         }
     }
-    if (ec) return sandbox::fail(ErrorKind::permanent, "listing " + m_dirs.archives.string() + ": " + ec.message());
-    std::ranges::sort(out, [](const auto& a, const auto& b) { return std::tie(a.name, a.sha) < std::tie(b.name, b.sha); });
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "listing " + m_dirs.archives.string() + ": " + ec.message());
+    std::ranges::sort(out, [](const auto& a, const auto& b) {
+        return std::tie(a.name, a.sha) < std::tie(b.name, b.sha);
+    });
     return out;
 }
 
@@ -186,7 +204,8 @@ sandbox::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arc
     if (auto made = make_dirs(m_dirs.work); !made) return std::unexpected(made.error());
     auto lock = FileLock::acquire(m_dirs.work / "lock", LockMode::exclusive, LockWait::try_once);
     if (!lock)
-        return sandbox::fail(lock.error().kind, "a run is using the action store " + m_dirs.work.string() + ": prune it later");
+        return sandbox::fail(lock.error().kind, "a run is using the action store " +
+                                                    m_dirs.work.string() + ": prune it later");
     std::vector<std::string> removed;
     auto remove = [&](const std::filesystem::path& path) -> sandbox::Expected<void> {
         if (auto gone = remove_tree(path); !gone) return gone;
@@ -207,16 +226,21 @@ sandbox::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arc
             for (const auto& file : std::filesystem::directory_iterator(repo.path(), ec)) {
                 const auto name = file.path().filename().string();
                 bool drop = name.starts_with(k_temp_prefix);
-                if (!drop && archives == PruneArchives::unreferenced && name.ends_with(k_archive_suffix)) {
+                if (!drop && archives == PruneArchives::unreferenced &&
+                    name.ends_with(k_archive_suffix)) {
                     const auto sha = name.substr(0, name.size() - k_archive_suffix.size());
-                    drop = std::ranges::none_of(refs, [&](const auto& pair) { return pair.second == sha; });
+                    drop = std::ranges::none_of(
+                        refs, [&](const auto& pair) { return pair.second == sha; });
                 }
                 if (drop)
-                    if (auto gone = remove(file.path()); !gone) return std::unexpected(gone.error());
+                    if (auto gone = remove(file.path()); !gone)
+                        return std::unexpected(gone.error());
             }
         }
     }
-    if (ec) return sandbox::fail(ErrorKind::permanent, "pruning " + m_dirs.archives.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "pruning " + m_dirs.archives.string() + ": " + ec.message());
     return removed;
 }
 

@@ -32,10 +32,10 @@ struct ActionStoreDirs {
 };
 
 struct StoredAction {
-    std::string name;   // OWNER_REPO
+    std::string name;  // OWNER_REPO
     std::string sha;
-    std::uint64_t bytes = 0;          // the archive's size
-    std::vector<std::string> refs;    // pinned refs naming this SHA
+    std::uint64_t bytes = 0;        // the archive's size
+    std::vector<std::string> refs;  // pinned refs naming this SHA
     bool unpacked = false;
 };
 
@@ -64,14 +64,16 @@ public:
 
     // Moves a finished archive written at `temp` (in the archive's own directory, made with
     // archive_temp_path) into place; an archive already there is kept and `temp` removed.
-    sandbox::Expected<std::filesystem::path> archive_temp_path(const ActionRef& ref, const std::string& sha) const;
+    sandbox::Expected<std::filesystem::path> archive_temp_path(const ActionRef& ref,
+                                                               const std::string& sha) const;
     sandbox::Expected<void> commit_archive(const std::filesystem::path& temp, const ActionRef& ref,
                                            const std::string& sha) const;
 
     // The unpacked read-only tree of ref's repository at `sha`, unpacked from its archive
     // when not there yet (see the header comment). invalid_input when the archive is refused,
     // unavailable when there is no archive.
-    sandbox::Expected<std::filesystem::path> tree(const ActionRef& ref, const std::string& sha) const;
+    sandbox::Expected<std::filesystem::path> tree(const ActionRef& ref,
+                                                  const std::string& sha) const;
 
     // Held by a run for as long as it uses trees (shared); prune takes it exclusively.
     sandbox::Expected<FileLock> lock_shared() const;

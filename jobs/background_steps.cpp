@@ -34,8 +34,8 @@ bool has_owner(const std::vector<ProblemMatcher>& matchers, const std::string& o
 
 // The owners the step removed go; the ones it added come first (newest first, as add-matcher
 // orders them).
-void apply_matchers(const std::vector<ProblemMatcher>& before, const std::vector<ProblemMatcher>& after,
-                    std::vector<ProblemMatcher>& job) {
+void apply_matchers(const std::vector<ProblemMatcher>& before,
+                    const std::vector<ProblemMatcher>& after, std::vector<ProblemMatcher>& job) {
     for (const auto& matcher : before) {
         if (!has_owner(after, matcher.owner))
             std::erase_if(job, [&](const ProblemMatcher& m) { return m.owner == matcher.owner; });
@@ -75,8 +75,8 @@ BackgroundSteps::~BackgroundSteps() {
     }
 }
 
-void JobRun::start_background(const Step& step, Scope& scope, const EvalContext& ctx, StepReport report,
-                              std::vector<StepReport>& out) {
+void JobRun::start_background(const Step& step, Scope& scope, const EvalContext& ctx,
+                              StepReport report, std::vector<StepReport>& out) {
     auto token = m_leg.cancel != nullptr ? sandbox::CancelToken::create_linked(*m_leg.cancel)
                                          : sandbox::CancelToken::create();
     if (!token) {
@@ -110,7 +110,8 @@ void JobRun::start_background(const Step& step, Scope& scope, const EvalContext&
     m_background.items.push_back(std::move(background));
 }
 
-Outcome JobRun::join_background(BackgroundStep& background, Scope& scope, std::vector<StepReport>& out) {
+Outcome JobRun::join_background(BackgroundStep& background, Scope& scope,
+                                std::vector<StepReport>& out) {
     if (background.applied) return background.conclusion;
     background.thread.join();
     JobRun& fork = *background.fork;
@@ -118,14 +119,16 @@ Outcome JobRun::join_background(BackgroundStep& background, Scope& scope, std::v
         const auto* was = find_named(background.before.env, name);
         if (was == nullptr || *was != value) set_env(m_state.env, name, value);
     }
-    for (const auto& dir : added_path(background.before.path, fork.m_state.path)) m_state.path.add(dir);
+    for (const auto& dir : added_path(background.before.path, fork.m_state.path))
+        m_state.path.add(dir);
     apply_matchers(background.before.matchers, fork.m_state.matchers, m_state.matchers);
     for (auto& post : fork.m_posts) m_posts.push_back(std::move(post));
     m_timed_out = m_timed_out || fork.m_timed_out;
     StepReport& report = background.report;
     if (background.cancel_requested && report.outcome == Outcome::cancelled)
         report.message = "cancelled by a cancel: step";
-    scope.steps.set(report.id, Value(step_entry(report.outputs, report.outcome, report.conclusion)));
+    scope.steps.set(report.id,
+                    Value(step_entry(report.outputs, report.outcome, report.conclusion)));
     if (report.conclusion == Outcome::failure) scope.failed = true;
     background.conclusion = report.conclusion;
     out.at(background.slot) = std::move(report);
@@ -174,8 +177,10 @@ void JobRun::run_control(const Step& step, Scope& scope, std::vector<StepReport>
     const auto started = std::chrono::steady_clock::now();
     std::vector<BackgroundStep*> targets;
     for (auto& item : m_background.items) {
-        const bool named = std::ranges::any_of(step.targets, [&](const Text& t) { return fold_case(t.value) == item->key; });
-        if (step.kind == StepKind::wait_all ? step.wait_all && !item->applied : named) targets.push_back(item.get());
+        const bool named = std::ranges::any_of(
+            step.targets, [&](const Text& t) { return fold_case(t.value) == item->key; });
+        if (step.kind == StepKind::wait_all ? step.wait_all && !item->applied : named)
+            targets.push_back(item.get());
     }
     if (step.kind == StepKind::cancel) {
         for (auto* target : targets) {
@@ -189,7 +194,8 @@ void JobRun::run_control(const Step& step, Scope& scope, std::vector<StepReport>
         if (join_background(*target, scope, out) == Outcome::failure)
             failed += (failed.empty() ? "'" : ", '") + target->id + "'";
     }
-    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     if (failed.empty()) {
         report.outcome = report.conclusion = Outcome::success;
         log_finish(report);

@@ -36,15 +36,16 @@ namespace jobs {
 // of `to`. Only the first k_paths_diff_limit entries' paths are kept (ChangedFiles::files
 // counts them all). Errors: invalid_input (not a SHA), unavailable (a commit is not in the
 // repository, or the repository cannot be opened), permanent (another libgit2 failure).
-sandbox::Expected<ChangedFiles> diff_commits(const std::filesystem::path& repository, std::string_view from,
-                                             std::string_view to);
+sandbox::Expected<ChangedFiles> diff_commits(const std::filesystem::path& repository,
+                                             std::string_view from, std::string_view to);
 
 // The files the event changed (above). Errors: invalid_input (the event has no paths
 // filters, or the payload lacks a SHA it needs), unavailable (a commit is not in the
 // repository, or a push of more than 1,000 commits), permanent; every message names the event
 // and the SHAs.
 sandbox::Expected<ChangedFiles> event_changed_files(const std::filesystem::path& repository,
-                                                    std::string_view event_name, const Value& payload);
+                                                    std::string_view event_name,
+                                                    const Value& payload);
 
 struct EventSelection {
     std::vector<Workflow> workflows;    // those that run, in the given order
@@ -55,7 +56,7 @@ struct EventSelection {
 // and only when a workflow the other filters admit has a paths filter. When they cannot be,
 // paths filters are not applied and the workflows run (fail open: a required check that
 // silently never runs blocks the merge), with a warning naming the event and the SHAs.
-EventSelection select_for_event(std::vector<Workflow> workflows, std::string_view event_name, const Value& payload,
-                                const std::filesystem::path& repository);
+EventSelection select_for_event(std::vector<Workflow> workflows, std::string_view event_name,
+                                const Value& payload, const std::filesystem::path& repository);
 
 }  // namespace jobs

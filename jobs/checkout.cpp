@@ -10,17 +10,19 @@ DirectoryWorkspace::DirectoryWorkspace(std::filesystem::path repository, std::st
 sandbox::Expected<std::filesystem::path> DirectoryWorkspace::workspace_for(const std::string&) {
     std::error_code ec;
     if (!std::filesystem::is_directory(m_repository, ec))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "the repository directory " + m_repository.string() + " does not exist");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "the repository directory " + m_repository.string() + " does not exist");
     return m_repository;
 }
 
 sandbox::Expected<std::string> DirectoryWorkspace::checkout(const std::filesystem::path& workspace,
                                                             const CheckoutRequest& request) {
     if (!request.repository.empty() && request.repository != m_name)
-        return sandbox::fail(sandbox::ErrorKind::unavailable,
-                             "actions/checkout of '" + request.repository +
-                                 "': sandgate runs offline and only checks out the repository it runs in");
+        return sandbox::fail(
+            sandbox::ErrorKind::unavailable,
+            "actions/checkout of '" + request.repository +
+                "': sandgate runs offline and only checks out the repository it runs in");
     if (!request.ref.empty())
         return sandbox::fail(sandbox::ErrorKind::unavailable,
                              "actions/checkout with ref '" + request.ref +
@@ -42,15 +44,17 @@ sandbox::Expected<std::string> DirectoryWorkspace::checkout(const std::filesyste
     const std::string into = relative.generic_string();
     if (auto cleared = root->remove(into, "actions/checkout path '" + request.path + "'"); !cleared)
         return std::unexpected(cleared.error());
-    auto dest = root->make_dirs(into, {0755, std::nullopt}, "actions/checkout path '" + request.path + "'");
+    auto dest =
+        root->make_dirs(into, {0755, std::nullopt}, "actions/checkout path '" + request.path + "'");
     if (!dest) return std::unexpected(dest.error());
     // Never copy the checkout target into itself.
     const auto inside = sandbox::relative_beneath(m_repository, target);
     std::vector<std::string> skip;
     if (inside) skip.push_back(std::filesystem::path(*inside).begin()->string());
     if (auto copied = sandbox::copy_tree(*source, *dest, std::nullopt, skip); !copied)
-        return sandbox::fail(sandbox::ErrorKind::permanent, "checkout copy of " + m_repository.string() + ": " +
-                                                                copied.error().message);
+        return sandbox::fail(
+            sandbox::ErrorKind::permanent,
+            "checkout copy of " + m_repository.string() + ": " + copied.error().message);
     return "copied the repository " + m_repository.string() + " to " + target.string();
 }
 

@@ -17,9 +17,9 @@
 namespace jobs {
 
 struct CheckoutRequest {
-    std::string repository;  // `with.repository`; empty: the workflow's own repository
-    std::string ref;         // `with.ref`; empty: the event's
-    std::string path;        // `with.path`, relative to the workspace; empty: the workspace
+    std::string repository;   // `with.repository`; empty: the workflow's own repository
+    std::string ref;          // `with.ref`; empty: the event's
+    std::string path;         // `with.path`, relative to the workspace; empty: the workspace
     std::string fetch_depth;  // `with.fetch-depth` as written; empty: the default (1)
     std::string submodules;   // `with.submodules`: "", "false", "true" or "recursive"
 };

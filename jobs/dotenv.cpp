@@ -14,16 +14,21 @@ bool is_name_char(char c) {
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
     return s;
 }
 
 char unescape(char c) {
     switch (c) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        default: return c;
+        case 'n':
+            return '\n';
+        case 'r':
+            return '\r';
+        case 't':
+            return '\t';
+        default:
+            return c;
     }
 }
 
@@ -34,8 +39,9 @@ sandbox::Expected<sandbox::Environment> parse_dotenv(std::string_view text, std:
     std::size_t pos = 0;
     int line_no = 0;
     auto error = [&](std::string_view message) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             std::string(file) + ":" + std::to_string(line_no) + ": " + std::string(message));
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            std::string(file) + ":" + std::to_string(line_no) + ": " + std::string(message));
     };
     while (pos < text.size()) {
         ++line_no;
@@ -71,24 +77,30 @@ sandbox::Expected<sandbox::Environment> parse_dotenv(std::string_view text, std:
             }
             if (!closed) return error("unterminated quoted value");
             std::size_t after = text.find('\n', i);
-            std::string_view tail = trim(text.substr(i + 1, (after == std::string_view::npos ? text.size() : after) - i - 1));
-            if (!tail.empty() && tail.front() != '#') return error("unexpected text after the quoted value");
+            std::string_view tail = trim(text.substr(
+                i + 1, (after == std::string_view::npos ? text.size() : after) - i - 1));
+            if (!tail.empty() && tail.front() != '#')
+                return error("unexpected text after the quoted value");
             pos = after == std::string_view::npos ? text.size() : after + 1;
         } else {
-            if (auto hash = rest.find(" #"); hash != std::string_view::npos) rest = trim(rest.substr(0, hash));
+            if (auto hash = rest.find(" #"); hash != std::string_view::npos)
+                rest = trim(rest.substr(0, hash));
             value = std::string(rest);
         }
         std::string key(name);
         auto it = std::ranges::find_if(out, [&](const auto& pair) { return pair.first == key; });
-        if (it != out.end()) it->second = std::move(value);
-        else out.emplace_back(std::move(key), std::move(value));
+        if (it != out.end())
+            it->second = std::move(value);
+        else
+            out.emplace_back(std::move(key), std::move(value));
     }
     return out;
 }
 
 sandbox::Expected<sandbox::Environment> load_dotenv(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, path + ": cannot read the file");
+    if (!in)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, path + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
     return parse_dotenv(buffer.str(), path);

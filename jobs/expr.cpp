@@ -7,9 +7,12 @@ namespace jobs {
 
 std::string_view to_string(ExprError::Phase phase) {
     switch (phase) {
-        case ExprError::Phase::lexing: return "lexing";
-        case ExprError::Phase::parsing: return "parsing";
-        case ExprError::Phase::evaluation: return "evaluation";
+        case ExprError::Phase::lexing:
+            return "lexing";
+        case ExprError::Phase::parsing:
+            return "parsing";
+        case ExprError::Phase::evaluation:
+            return "evaluation";
     }
     return "evaluation";
 }
@@ -58,11 +61,12 @@ ExprExpected<std::vector<Segment>> split_template(std::string_view text) {
             }
         }
         if (close == std::string_view::npos) {
-            return std::unexpected(ExprError{
-                ExprError::Phase::parsing,
-                "The expression is not closed. An unescaped ${{ sequence was found, but the closing }} "
-                "sequence was not found. Located at position " +
-                    std::to_string(open + 1) + " within: " + std::string(text)});
+            return std::unexpected(ExprError{ExprError::Phase::parsing,
+                                             "The expression is not closed. An unescaped ${{ "
+                                             "sequence was found, but the closing }} "
+                                             "sequence was not found. Located at position " +
+                                                 std::to_string(open + 1) +
+                                                 " within: " + std::string(text)});
         }
         segments.push_back({true, text.substr(open + 3, close - open - 3)});
         index = close + 2;
@@ -93,7 +97,9 @@ std::optional<std::string_view> sole_expression(const std::vector<Segment>& segm
 
 }  // namespace
 
-bool has_expression(std::string_view text) { return text.find("${{") != std::string_view::npos; }
+bool has_expression(std::string_view text) {
+    return text.find("${{") != std::string_view::npos;
+}
 
 ExprExpected<std::string> interpolate(std::string_view text, const EvalContext& context) {
     auto segments = split_template(text);
@@ -127,7 +133,8 @@ ExprExpected<void> check_template(std::string_view text, std::span<const std::st
     if (!segments) return std::unexpected(segments.error());
     for (const auto& segment : *segments) {
         if (!segment.is_expression) continue;
-        if (auto parsed = parse(segment.text, names, functions); !parsed) return std::unexpected(parsed.error());
+        if (auto parsed = parse(segment.text, names, functions); !parsed)
+            return std::unexpected(parsed.error());
     }
     return {};
 }
@@ -137,7 +144,8 @@ ExprExpected<void> check_condition(std::string_view if_text, std::span<const std
     functions = functions | FunctionSet::status;
     const std::string_view text = trim(if_text);
     if (has_expression(text)) return check_template(text, names, functions);
-    if (auto parsed = parse(text, names, functions); !parsed) return std::unexpected(parsed.error());
+    if (auto parsed = parse(text, names, functions); !parsed)
+        return std::unexpected(parsed.error());
     return {};
 }
 

@@ -147,7 +147,8 @@ ExprExpected<Value> interpolate_value(std::string_view text, const EvalContext& 
 // check_condition, which always allows the status functions.
 ExprExpected<void> check_template(std::string_view text, std::span<const std::string> context_names,
                                   FunctionSet functions);
-ExprExpected<void> check_condition(std::string_view if_text, std::span<const std::string> context_names,
+ExprExpected<void> check_condition(std::string_view if_text,
+                                   std::span<const std::string> context_names,
                                    FunctionSet functions);
 
 // A function an allowed context adds, as GitHub's schemas write it (`hashFiles(1,255)`,
@@ -195,6 +196,7 @@ struct HashLimits {
     const sandbox::CancelToken* cancel = nullptr;
 };
 sandbox::Expected<std::string> hash_files(const std::filesystem::path& workspace,
-                                          std::span<const std::string> patterns, const HashLimits& limits = {});
+                                          std::span<const std::string> patterns,
+                                          const HashLimits& limits = {});
 
 }  // namespace jobs

@@ -98,22 +98,28 @@ public:
 
     ExprExpected<Operand> eval(const Node& node) {
         switch (node.type) {
-            case Node::Type::literal: return Operand{node.value};
+            case Node::Type::literal:
+                return Operand{node.value};
             case Node::Type::context: {
                 const Value* found = m_context.contexts.find(node.name);
                 return Operand{found ? *found : Value()};
             }
-            case Node::Type::group: return eval(*node.children[0]);
+            case Node::Type::group:
+                return eval(*node.children[0]);
             case Node::Type::negation: {
                 auto operand = eval(*node.children[0]);
                 if (!operand) return operand;
                 return Operand{Value(!operand->value.truthy())};
             }
-            case Node::Type::compare: return compare(node);
+            case Node::Type::compare:
+                return compare(node);
             case Node::Type::and_:
-            case Node::Type::or_: return logical(node);
-            case Node::Type::index: return index(node);
-            case Node::Type::call: return call(node);
+            case Node::Type::or_:
+                return logical(node);
+            case Node::Type::index:
+                return index(node);
+            case Node::Type::call:
+                return call(node);
         }
         return Operand{};
     }
@@ -121,8 +127,8 @@ public:
     ExprExpected<void> charge(std::size_t bytes) {
         m_memory += bytes;
         if (m_memory > k_max_memory) {
-            return std::unexpected(
-                ExprError{ExprError::Phase::evaluation, "The maximum allowed memory size was exceeded"});
+            return std::unexpected(ExprError{ExprError::Phase::evaluation,
+                                             "The maximum allowed memory size was exceeded"});
         }
         return {};
     }
@@ -132,7 +138,8 @@ private:
     // no depth for it): walked iteratively, whatever its length.
     ExprExpected<Operand> compare(const Node& top) {
         std::vector<const Node*> chain{&top};
-        while (chain.back()->children[0]->type == Node::Type::compare) chain.push_back(chain.back()->children[0].get());
+        while (chain.back()->children[0]->type == Node::Type::compare)
+            chain.push_back(chain.back()->children[0].get());
         auto left = eval(*chain.back()->children[0]);
         if (!left) return left;
         for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -146,17 +153,26 @@ private:
     static bool compare_values(TokenType op, const Value& l, const Value& r) {
         bool result = false;
         switch (op) {
-            case TokenType::equal_equal: result = expr_detail::loose_equals(l, r); break;
-            case TokenType::bang_equal: result = !expr_detail::loose_equals(l, r); break;
-            case TokenType::greater: result = expr_detail::greater_than(l, r); break;
+            case TokenType::equal_equal:
+                result = expr_detail::loose_equals(l, r);
+                break;
+            case TokenType::bang_equal:
+                result = !expr_detail::loose_equals(l, r);
+                break;
+            case TokenType::greater:
+                result = expr_detail::greater_than(l, r);
+                break;
             case TokenType::greater_equal:
                 result = expr_detail::loose_equals(l, r) || expr_detail::greater_than(l, r);
                 break;
-            case TokenType::less: result = expr_detail::less_than(l, r); break;
+            case TokenType::less:
+                result = expr_detail::less_than(l, r);
+                break;
             case TokenType::less_equal:
                 result = expr_detail::loose_equals(l, r) || expr_detail::less_than(l, r);
                 break;
-            default: break;
+            default:
+                break;
         }
         return result;
     }
@@ -192,7 +208,8 @@ private:
         for (const auto& child : node.children) {
             auto arg = eval(*child);
             if (!arg) return arg;
-            if (auto charged = charge(cost(arg->value)); !charged) return std::unexpected(charged.error());
+            if (auto charged = charge(cost(arg->value)); !charged)
+                return std::unexpected(charged.error());
             args.push_back(std::move(arg->value));
         }
         auto result = expr_detail::call_function(node.function, args, m_context);

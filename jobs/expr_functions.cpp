@@ -38,14 +38,18 @@ std::optional<int> order(const Value& left, const Value& right) {
             const int c = fold_case(l.as_string()).compare(fold_case(r.as_string()));
             return c < 0 ? -1 : c > 0 ? 1 : 0;
         }
-        case Kind::boolean: return static_cast<int>(l.as_boolean()) - static_cast<int>(r.as_boolean());
-        default: return std::nullopt;
+        case Kind::boolean:
+            return static_cast<int>(l.as_boolean()) - static_cast<int>(r.as_boolean());
+        default:
+            return std::nullopt;
     }
 }
 
 ExprExpected<Value> format(std::span<const Value> args) {
     const std::string pattern = args[0].to_display_string();
-    const auto invalid = [&] { return evaluation_error("The following format string is invalid: " + pattern); };
+    const auto invalid = [&] {
+        return evaluation_error("The following format string is invalid: " + pattern);
+    };
     std::string out;
     std::size_t index = 0;
     while (index < pattern.size()) {
@@ -70,7 +74,8 @@ ExprExpected<Value> format(std::span<const Value> args) {
             }
             if (argument + 1 >= args.size()) {
                 return evaluation_error(
-                    "The following format string references more arguments than were supplied: " + pattern);
+                    "The following format string references more arguments than were supplied: " +
+                    pattern);
             }
             out.append(pattern, index, left - index);
             out += args[argument + 1].to_display_string();
@@ -105,8 +110,9 @@ Value join(std::span<const Value> args) {
 Value contains(const Value& haystack, const Value& needle) {
     if (haystack.is_primitive()) {
         if (!needle.is_primitive()) return Value(false);
-        return Value(fold_case(haystack.to_display_string()).find(fold_case(needle.to_display_string())) !=
-                     std::string::npos);
+        return Value(
+            fold_case(haystack.to_display_string()).find(fold_case(needle.to_display_string())) !=
+            std::string::npos);
     }
     if (haystack.is_array()) {
         for (const auto& item : haystack.as_array()) {
@@ -120,7 +126,8 @@ Value affix(const Value& text, const Value& affix_value, Function which) {
     if (!text.is_primitive() || !affix_value.is_primitive()) return Value(false);
     const std::string haystack = fold_case(text.to_display_string());
     const std::string needle = fold_case(affix_value.to_display_string());
-    return Value(which == Function::starts_with ? haystack.starts_with(needle) : haystack.ends_with(needle));
+    return Value(which == Function::starts_with ? haystack.starts_with(needle)
+                                                : haystack.ends_with(needle));
 }
 
 ExprExpected<Value> from_json(const Value& input) {
@@ -135,7 +142,8 @@ ExprExpected<Value> from_json(const Value& input) {
 
 ExprExpected<Value> case_function(std::span<const Value> args) {
     for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
-        if (!args[i].is_boolean()) return evaluation_error("case predicate must evaluate to a boolean value");
+        if (!args[i].is_boolean())
+            return evaluation_error("case predicate must evaluate to a boolean value");
         if (args[i].as_boolean()) return args[i + 1];
     }
     return args.back();
@@ -148,7 +156,8 @@ ExprExpected<Value> hash_files_function(std::span<const Value> args, const EvalC
     if (context.hash_files) {
         digest = context.hash_files(patterns);
     } else if (context.workspace) {
-        digest = hash_files(*context.workspace, patterns, HashLimits{context.deadline, context.cancel});
+        digest =
+            hash_files(*context.workspace, patterns, HashLimits{context.deadline, context.cancel});
     } else {
         return evaluation_error("hashFiles is not available here: no workspace");
     }
@@ -162,12 +171,17 @@ bool loose_equals(const Value& left, const Value& right) {
     const auto [l, r] = coerce(left, right);
     if (l.kind() != r.kind()) return false;
     switch (l.kind()) {
-        case Kind::null: return true;
-        case Kind::number: return l.as_number() == r.as_number();  // NaN != NaN
-        case Kind::string: return equals_ignore_case(l.as_string(), r.as_string());
-        case Kind::boolean: return l.as_boolean() == r.as_boolean();
+        case Kind::null:
+            return true;
+        case Kind::number:
+            return l.as_number() == r.as_number();  // NaN != NaN
+        case Kind::string:
+            return equals_ignore_case(l.as_string(), r.as_string());
+        case Kind::boolean:
+            return l.as_boolean() == r.as_boolean();
         case Kind::array:
-        case Kind::object: return l.same_container(r);
+        case Kind::object:
+            return l.same_container(r);
     }
     return false;
 }
@@ -184,7 +198,8 @@ bool less_than(const Value& left, const Value& right) {
 
 // success(ids...) is true when every named needed job succeeded, failure(ids...) when one of
 // them failed: their `needs.<id>.result`.
-Value needs_results(std::span<const Value> args, const EvalContext& context, std::string_view wanted) {
+Value needs_results(std::span<const Value> args, const EvalContext& context,
+                    std::string_view wanted) {
     const Value* needs = context.contexts.find("needs");
     const bool all = wanted == "success";
     for (const auto& arg : args) {
@@ -197,25 +212,36 @@ Value needs_results(std::span<const Value> args, const EvalContext& context, std
     return Value(all);
 }
 
-ExprExpected<Value> call_function(Function function, std::span<const Value> args, const EvalContext& context) {
+ExprExpected<Value> call_function(Function function, std::span<const Value> args,
+                                  const EvalContext& context) {
     switch (function) {
-        case Function::contains: return contains(args[0], args[1]);
+        case Function::contains:
+            return contains(args[0], args[1]);
         case Function::starts_with:
-        case Function::ends_with: return affix(args[0], args[1], function);
-        case Function::format: return format(args);
-        case Function::join: return join(args);
-        case Function::to_json: return Value(to_json(args[0], JsonStyle::pretty));
-        case Function::from_json: return from_json(args[0]);
-        case Function::case_: return case_function(args);
-        case Function::hash_files: return hash_files_function(args, context);
+        case Function::ends_with:
+            return affix(args[0], args[1], function);
+        case Function::format:
+            return format(args);
+        case Function::join:
+            return join(args);
+        case Function::to_json:
+            return Value(to_json(args[0], JsonStyle::pretty));
+        case Function::from_json:
+            return from_json(args[0]);
+        case Function::case_:
+            return case_function(args);
+        case Function::hash_files:
+            return hash_files_function(args, context);
         case Function::success:
             if (!args.empty()) return needs_results(args, context, "success");
             return Value(context.status == RunStatus::success);
         case Function::failure:
             if (!args.empty()) return needs_results(args, context, "failure");
             return Value(context.status == RunStatus::failure);
-        case Function::always: return Value(true);
-        case Function::cancelled: return Value(context.status == RunStatus::cancelled);
+        case Function::always:
+            return Value(true);
+        case Function::cancelled:
+            return Value(context.status == RunStatus::cancelled);
     }
     return evaluation_error("unknown function");
 }

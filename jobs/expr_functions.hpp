@@ -16,6 +16,7 @@ bool greater_than(const Value& left, const Value& right);
 bool less_than(const Value& left, const Value& right);
 
 // Calls a validated function with evaluated arguments.
-ExprExpected<Value> call_function(Function function, std::span<const Value> args, const EvalContext& context);
+ExprExpected<Value> call_function(Function function, std::span<const Value> args,
+                                  const EvalContext& context);
 
 }  // namespace jobs::expr_detail

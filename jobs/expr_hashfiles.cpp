@@ -5,7 +5,6 @@
 // step's time and cancellable.
 #include <fnmatch.h>
 #include <openssl/evp.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,7 +53,8 @@ std::optional<Pattern> parse_pattern(std::string_view line, const fs::path& work
     if (relative.empty() || *relative.begin() == "..") return std::nullopt;
     pattern.segments = split_segments(relative);
     // A pattern matching a directory matches everything below it (implicit descendants).
-    if (pattern.segments.empty() || pattern.segments.back() != "**") pattern.segments.push_back("**");
+    if (pattern.segments.empty() || pattern.segments.back() != "**")
+        pattern.segments.push_back("**");
     return pattern;
 }
 
@@ -75,7 +75,8 @@ bool match_segments(std::span<const std::string> pattern, std::span<const std::s
 bool selected(const std::vector<Pattern>& patterns, std::span<const std::string> path) {
     bool included = false;
     for (const auto& pattern : patterns) {
-        if (pattern.negate == included && match_segments(pattern.segments, path)) included = !pattern.negate;
+        if (pattern.negate == included && match_segments(pattern.segments, path))
+            included = !pattern.negate;
     }
     return included;
 }
@@ -92,8 +93,9 @@ std::optional<sandbox::Error> expired(const HashLimits& limits) {
 // A timeout of the walk or a read is said as hashFiles' own.
 sandbox::Error hash_error(const sandbox::Error& error) {
     if (error.kind != sandbox::ErrorKind::timeout) return error;
-    return {error.kind, error.message.find("cancelled") != std::string::npos ? "hashFiles: cancelled"
-                                                                             : "hashFiles: the step's time ran out"};
+    return {error.kind, error.message.find("cancelled") != std::string::npos
+                            ? "hashFiles: cancelled"
+                            : "hashFiles: the step's time ran out"};
 }
 
 using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
@@ -101,8 +103,8 @@ using Digest = std::array<unsigned char, 32>;
 
 // The digest of one regular file beneath the workspace, read through the workspace's fd in
 // chunks, the limits checked between them.
-sandbox::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const std::string& relative,
-                                      const HashLimits& limits) {
+sandbox::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace,
+                                      const std::string& relative, const HashLimits& limits) {
     auto fd = workspace.open_file(relative, "hashFiles: " + relative);
     if (!fd) return std::unexpected(fd.error());
     DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
@@ -114,7 +116,9 @@ sandbox::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const s
         if (auto stop = expired(limits)) return std::unexpected(*stop);
         const ssize_t got = ::read(fd->get(), buffer.data(), buffer.size());
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return sandbox::fail(sandbox::ErrorKind::permanent, "hashFiles: cannot read " + relative);
+        if (got < 0)
+            return sandbox::fail(sandbox::ErrorKind::permanent,
+                                 "hashFiles: cannot read " + relative);
         if (got == 0) break;
         EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(got));
     }
@@ -139,7 +143,8 @@ sandbox::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDi
                                                            const std::vector<Pattern>& patterns,
                                                            const HashLimits& limits) {
     std::vector<std::string> files;
-    const sandbox::ReadLimits walk_limits{0, limits.deadline, limits.cancel != nullptr ? limits.cancel->fd() : -1};
+    const sandbox::ReadLimits walk_limits{0, limits.deadline,
+                                          limits.cancel != nullptr ? limits.cancel->fd() : -1};
     auto walked = workspace.walk(
         [&](const sandbox::WalkEntry& entry) {
             if (entry.kind == sandbox::EntryKind::regular &&
@@ -155,20 +160,23 @@ sandbox::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDi
 
 }  // namespace
 
-sandbox::Expected<std::string> hash_files(const fs::path& workspace_in, std::span<const std::string> arguments,
+sandbox::Expected<std::string> hash_files(const fs::path& workspace_in,
+                                          std::span<const std::string> arguments,
                                           const HashLimits& limits) {
     std::error_code ec;
     const fs::path workspace = fs::absolute(workspace_in, ec).lexically_normal();
     auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
     if (ec || !root) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "workspace is not a directory: " + workspace_in.string());
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "workspace is not a directory: " + workspace_in.string());
     }
     std::vector<Pattern> patterns;
     for (const auto& argument : arguments) {
         std::string_view rest = argument;
         for (;;) {
             const auto newline = rest.find('\n');
-            if (auto pattern = parse_pattern(rest.substr(0, newline), workspace)) patterns.push_back(std::move(*pattern));
+            if (auto pattern = parse_pattern(rest.substr(0, newline), workspace))
+                patterns.push_back(std::move(*pattern));
             if (newline == std::string_view::npos) break;
             rest.remove_prefix(newline + 1);
         }

@@ -5,12 +5,24 @@
 namespace jobs::expr_detail {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 bool is_boundary(char c) {
     switch (c) {
-        case '(': case '[': case ')': case ']': case ',': case '.': case '!':
-        case '>': case '<': case '=': case '&': case '|':
+        case '(':
+        case '[':
+        case ')':
+        case ']':
+        case ',':
+        case '.':
+        case '!':
+        case '>':
+        case '<':
+        case '=':
+        case '&':
+        case '|':
             return true;
         default:
             return is_space(c);
@@ -19,7 +31,9 @@ bool is_boundary(char c) {
 
 bool is_legal_identifier(std::string_view text) {
     if (text.empty()) return false;
-    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    const auto letter = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    };
     if (!letter(text[0])) return false;
     for (char c : text.substr(1)) {
         if (!letter(c) && !(c >= '0' && c <= '9') && c != '-') return false;
@@ -33,13 +47,15 @@ public:
 
     ExprExpected<std::vector<Token>> run() {
         if (m_input.size() > k_max_expression_length) {
-            return fail("Exceeded max expression length " + std::to_string(k_max_expression_length));
+            return fail("Exceeded max expression length " +
+                        std::to_string(k_max_expression_length));
         }
         while (m_offset < m_input.size()) {
             m_start = m_offset;
             if (!step(m_input[m_offset++])) return std::unexpected(*m_error);
         }
-        m_tokens.push_back(Token{TokenType::end, m_input.substr(m_input.size()), m_input.size(), 0, {}});
+        m_tokens.push_back(
+            Token{TokenType::end, m_input.substr(m_input.size()), m_input.size(), 0, {}});
         return std::move(m_tokens);
     }
 
@@ -50,12 +66,18 @@ private:
 
     bool step(char c) {
         switch (c) {
-            case '(': return add(TokenType::left_paren);
-            case ')': return add(TokenType::right_paren);
-            case '[': return add(TokenType::left_bracket);
-            case ']': return add(TokenType::right_bracket);
-            case ',': return add(TokenType::comma);
-            case '*': return add(TokenType::star);
+            case '(':
+                return add(TokenType::left_paren);
+            case ')':
+                return add(TokenType::right_paren);
+            case '[':
+                return add(TokenType::left_bracket);
+            case ']':
+                return add(TokenType::right_bracket);
+            case ',':
+                return add(TokenType::comma);
+            case '*':
+                return add(TokenType::star);
             case '.': {
                 const auto prev = previous();
                 if (prev != TokenType::identifier && prev != TokenType::right_bracket &&
@@ -64,16 +86,30 @@ private:
                 }
                 return add(TokenType::dot);
             }
-            case '-': case '+': return number();
-            case '!': return add(match('=') ? TokenType::bang_equal : TokenType::bang);
-            case '<': return add(match('=') ? TokenType::less_equal : TokenType::less);
-            case '>': return add(match('=') ? TokenType::greater_equal : TokenType::greater);
-            case '=': return match('=') ? add(TokenType::equal_equal) : identifier();
-            case '&': return match('&') ? add(TokenType::and_) : identifier();
-            case '|': return match('|') ? add(TokenType::or_) : identifier();
-            case ' ': case '\t': case '\r': case '\n': return true;
-            case '\'': return string();
-            default: return c >= '0' && c <= '9' ? number() : identifier();
+            case '-':
+            case '+':
+                return number();
+            case '!':
+                return add(match('=') ? TokenType::bang_equal : TokenType::bang);
+            case '<':
+                return add(match('=') ? TokenType::less_equal : TokenType::less);
+            case '>':
+                return add(match('=') ? TokenType::greater_equal : TokenType::greater);
+            case '=':
+                return match('=') ? add(TokenType::equal_equal) : identifier();
+            case '&':
+                return match('&') ? add(TokenType::and_) : identifier();
+            case '|':
+                return match('|') ? add(TokenType::or_) : identifier();
+            case ' ':
+            case '\t':
+            case '\r':
+            case '\n':
+                return true;
+            case '\'':
+                return string();
+            default:
+                return c >= '0' && c <= '9' ? number() : identifier();
         }
     }
 
@@ -99,7 +135,8 @@ private:
     }
 
     bool number() {
-        while (m_offset < m_input.size() && (!is_boundary(m_input[m_offset]) || m_input[m_offset] == '.')) {
+        while (m_offset < m_input.size() &&
+               (!is_boundary(m_input[m_offset]) || m_input[m_offset] == '.')) {
             ++m_offset;
         }
         const double value = parse_number(lexeme());
@@ -109,7 +146,8 @@ private:
 
     bool string() {
         while (m_offset < m_input.size() &&
-               (m_input[m_offset] != '\'' || (m_offset + 1 < m_input.size() && m_input[m_offset + 1] == '\''))) {
+               (m_input[m_offset] != '\'' ||
+                (m_offset + 1 < m_input.size() && m_input[m_offset + 1] == '\''))) {
             if (m_input[m_offset] == '\'') ++m_offset;  // an escaped '' pair
             ++m_offset;
         }
@@ -148,7 +186,9 @@ private:
 
 }  // namespace
 
-ExprExpected<std::vector<Token>> lex(std::string_view input) { return Lexer(input).run(); }
+ExprExpected<std::vector<Token>> lex(std::string_view input) {
+    return Lexer(input).run();
+}
 
 std::string located(std::string_view input, std::size_t byte_offset) {
     std::size_t units = 0;
@@ -156,7 +196,8 @@ std::string located(std::string_view input, std::size_t byte_offset) {
         const auto c = static_cast<unsigned char>(input[i]);
         if ((c & 0xC0) != 0x80) units += (c >= 0xF0) ? 2 : 1;  // 4-byte UTF-8: a surrogate pair
     }
-    return "Located at position " + std::to_string(units + 1) + " within expression: " + std::string(input);
+    return "Located at position " + std::to_string(units + 1) +
+           " within expression: " + std::string(input);
 }
 
 }  // namespace jobs::expr_detail

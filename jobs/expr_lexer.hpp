@@ -13,9 +13,29 @@
 namespace jobs::expr_detail {
 
 enum class TokenType {
-    left_paren, right_paren, left_bracket, right_bracket, comma, dot,
-    bang, bang_equal, equal_equal, greater, greater_equal, less, less_equal, and_, or_,
-    star, number, string, identifier, true_, false_, null, end,
+    left_paren,
+    right_paren,
+    left_bracket,
+    right_bracket,
+    comma,
+    dot,
+    bang,
+    bang_equal,
+    equal_equal,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    and_,
+    or_,
+    star,
+    number,
+    string,
+    identifier,
+    true_,
+    false_,
+    null,
+    end,
 };
 
 struct Token {

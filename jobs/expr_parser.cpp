@@ -47,7 +47,10 @@ public:
     // Allowed names: `names`, or the keys of `contexts` when given.
     Parser(std::string_view input, std::vector<Token> tokens, std::span<const std::string> names,
            const Object* contexts, FunctionSet functions)
-        : m_input(input), m_tokens(std::move(tokens)), m_names(names), m_contexts(contexts),
+        : m_input(input),
+          m_tokens(std::move(tokens)),
+          m_names(names),
+          m_contexts(contexts),
           m_functions(functions) {}
 
     // The functions beyond the core ones come from `signatures` (a schema's allowed context)
@@ -80,7 +83,9 @@ private:
 
     // or_: operands are and-chains; and_: operands are equality chains.
     NodePtr logical(TokenType op) {
-        auto operand = [this, op]() { return op == TokenType::or_ ? logical(TokenType::and_) : equality(); };
+        auto operand = [this, op]() {
+            return op == TokenType::or_ ? logical(TokenType::and_) : equality();
+        };
         auto first = operand();
         if (!first || !check(op)) return first;
         if (!enter(peek())) return nullptr;
@@ -217,7 +222,8 @@ private:
             return node;
         }
         if (info->id == Function::case_ && count % 2 == 0) {
-            error("Even number of parameters supplied, requires an odd number of parameters", identifier);
+            error("Even number of parameters supplied, requires an odd number of parameters",
+                  identifier);
             return nullptr;
         }
         if (info->group == FunctionSet::status) m_uses_status = true;
@@ -308,8 +314,8 @@ private:
         std::string shown = token.type == TokenType::end      ? std::string("EOF")
                             : token.type == TokenType::string ? token.string
                                                               : std::string(token.lexeme);
-        m_error = ExprError{ExprError::Phase::parsing, std::string(description) + ": '" + shown + "'. " +
-                                                           located(m_input, token.offset)};
+        m_error = ExprError{ExprError::Phase::parsing, std::string(description) + ": '" + shown +
+                                                           "'. " + located(m_input, token.offset)};
     }
 
     std::string_view m_input;
@@ -372,7 +378,8 @@ ExprExpected<Expression> parse(std::string_view text, std::span<const std::strin
     return expression;
 }
 
-ExprExpected<Expression> parse(std::string_view text, const Object& contexts, FunctionSet functions) {
+ExprExpected<Expression> parse(std::string_view text, const Object& contexts,
+                               FunctionSet functions) {
     auto parsed = parse_with(text, {}, &contexts, functions);
     if (!parsed) return std::unexpected(parsed.error());
     Expression expression;
@@ -402,7 +409,8 @@ bool has_status_call(const Expression::Node& node) {
     return false;
 }
 
-ExprExpected<std::unique_ptr<Expression::Node>> parse_allowed(std::string_view text, const AllowedContext& allowed) {
+ExprExpected<std::unique_ptr<Expression::Node>> parse_allowed(std::string_view text,
+                                                              const AllowedContext& allowed) {
     auto tokens = expr_detail::lex(text);
     if (!tokens) return std::unexpected(tokens.error());
     expr_detail::Parser parser(text, std::move(*tokens), allowed.names, nullptr, FunctionSet::core);
@@ -419,7 +427,8 @@ AllowedContext split_allowed_context(std::span<const std::string_view> context) 
     for (auto entry : context) {
         const auto open = entry.find('(');
         const auto comma = entry.find(',', open == std::string_view::npos ? 0 : open);
-        if (open == std::string_view::npos || comma == std::string_view::npos || !entry.ends_with(")")) {
+        if (open == std::string_view::npos || comma == std::string_view::npos ||
+            !entry.ends_with(")")) {
             out.names.emplace_back(entry);
             continue;
         }
@@ -428,8 +437,10 @@ AllowedContext split_allowed_context(std::span<const std::string_view> context) 
         const auto min_text = entry.substr(open + 1, comma - open - 1);
         const auto max_text = entry.substr(comma + 1, entry.size() - comma - 2);
         std::from_chars(min_text.data(), min_text.data() + min_text.size(), signature.min_args);
-        if (max_text == "MAX") signature.max_args = std::numeric_limits<std::size_t>::max();
-        else std::from_chars(max_text.data(), max_text.data() + max_text.size(), signature.max_args);
+        if (max_text == "MAX")
+            signature.max_args = std::numeric_limits<std::size_t>::max();
+        else
+            std::from_chars(max_text.data(), max_text.data() + max_text.size(), signature.max_args);
         out.functions.push_back(std::move(signature));
     }
     return out;

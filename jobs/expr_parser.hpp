@@ -13,8 +13,19 @@
 namespace jobs::expr_detail {
 
 enum class Function {
-    contains, starts_with, ends_with, format, join, to_json, from_json, case_,
-    hash_files, success, failure, always, cancelled,
+    contains,
+    starts_with,
+    ends_with,
+    format,
+    join,
+    to_json,
+    from_json,
+    case_,
+    hash_files,
+    success,
+    failure,
+    always,
+    cancelled,
 };
 
 struct FunctionInfo {

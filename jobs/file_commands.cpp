@@ -80,7 +80,8 @@ Annotation error_annotation(std::string message) {
 
 // The text of one file (nullopt when missing); a refusal is recorded as the step's failure.
 std::optional<std::string> read_text(const sandbox::SafeDir& dir, const std::string& name,
-                                     std::string_view variable, std::size_t cap, FileCommandResults& results) {
+                                     std::string_view variable, std::size_t cap,
+                                     FileCommandResults& results) {
     const sandbox::ReadLimits limits{cap, std::nullopt, -1};
     auto text = dir.read_file_if_present(name, limits, "$" + std::string(variable));
     if (!text) {
@@ -97,8 +98,8 @@ void read_pairs(const sandbox::SafeDir& dir, const std::string& name, std::strin
     if (!text) return;
     auto pairs = parse_key_value_text(*text, label);
     if (!pairs) {
-        results.annotations.push_back(
-            error_annotation("Unable to process file command '" + std::string(label) + "' successfully."));
+        results.annotations.push_back(error_annotation("Unable to process file command '" +
+                                                       std::string(label) + "' successfully."));
         results.annotations.push_back(error_annotation(pairs.error().message));
         results.failures.push_back(pairs.error().message);
         return;
@@ -106,7 +107,8 @@ void read_pairs(const sandbox::SafeDir& dir, const std::string& name, std::strin
     into = std::move(*pairs);
 }
 
-void read_summary(const sandbox::SafeDir& dir, const std::string& name, FileCommandResults& results) {
+void read_summary(const sandbox::SafeDir& dir, const std::string& name,
+                  FileCommandResults& results) {
     struct stat st {};
     auto fd = dir.open_file_if_present(name, "$GITHUB_STEP_SUMMARY", &st);
     if (!fd) {
@@ -124,31 +126,37 @@ void read_summary(const sandbox::SafeDir& dir, const std::string& name, FileComm
         results.annotations.push_back(error_annotation(message));
         return;
     }
-    auto text = sandbox::read_all(**fd, {k_max_summary_bytes, std::nullopt, -1}, "$GITHUB_STEP_SUMMARY");
+    auto text =
+        sandbox::read_all(**fd, {k_max_summary_bytes, std::nullopt, -1}, "$GITHUB_STEP_SUMMARY");
     if (text) results.summary = std::move(*text);
 }
 
 }  // namespace
 
-sandbox::Expected<FileCommandFiles> FileCommandFiles::create(const sandbox::SafeDir& root, std::string_view relative,
-                                                              const sandbox::CreateOptions& options) {
+sandbox::Expected<FileCommandFiles> FileCommandFiles::create(
+    const sandbox::SafeDir& root, std::string_view relative,
+    const sandbox::CreateOptions& options) {
     auto dir = root.make_dirs(relative, {0755, options.owner}, "the file-command directory");
     if (!dir) return std::unexpected(dir.error());
     FileCommandFiles files;
     files.m_suffix = random_suffix();
     const auto& base = dir->path();
-    files.m_paths = {base / (k_slots[0].prefix + files.m_suffix), base / (k_slots[1].prefix + files.m_suffix),
-                     base / (k_slots[2].prefix + files.m_suffix), base / (k_slots[3].prefix + files.m_suffix),
-                     base / (k_slots[4].prefix + files.m_suffix)};
+    files.m_paths = {
+        base / (k_slots[0].prefix + files.m_suffix), base / (k_slots[1].prefix + files.m_suffix),
+        base / (k_slots[2].prefix + files.m_suffix), base / (k_slots[3].prefix + files.m_suffix),
+        base / (k_slots[4].prefix + files.m_suffix)};
     files.m_dir = std::move(*dir);
     for (const auto& slot : k_slots) {
-        auto made = files.m_dir.create_file(slot.prefix + files.m_suffix, {}, options, "$" + std::string(slot.variable));
+        auto made = files.m_dir.create_file(slot.prefix + files.m_suffix, {}, options,
+                                            "$" + std::string(slot.variable));
         if (!made) return std::unexpected(made.error());  // the destructor removes the others
     }
     return files;
 }
 
-FileCommandFiles::~FileCommandFiles() { remove(); }
+FileCommandFiles::~FileCommandFiles() {
+    remove();
+}
 
 void FileCommandFiles::remove() {
     if (!m_dir) return;
@@ -162,13 +170,14 @@ FileCommandResults FileCommandFiles::read() const {
     read_pairs(m_dir, k_slots[0].prefix + m_suffix, "GITHUB_ENV", results.env, results);
     std::erase_if(results.env, [&](const auto& pair) {
         if (pair.first != "NODE_OPTIONS") return false;
-        results.annotations.push_back(
-            error_annotation("Can't store NODE_OPTIONS output parameter using '$GITHUB_ENV' command."));
+        results.annotations.push_back(error_annotation(
+            "Can't store NODE_OPTIONS output parameter using '$GITHUB_ENV' command."));
         return true;
     });
     read_pairs(m_dir, k_slots[1].prefix + m_suffix, "GITHUB_OUTPUT", results.outputs, results);
     read_pairs(m_dir, k_slots[3].prefix + m_suffix, "GITHUB_STATE", results.state, results);
-    if (auto text = read_text(m_dir, k_slots[2].prefix + m_suffix, "GITHUB_PATH", k_max_file_command_bytes, results))
+    if (auto text = read_text(m_dir, k_slots[2].prefix + m_suffix, "GITHUB_PATH",
+                              k_max_file_command_bytes, results))
         results.path = parse_path_text(*text);
     read_summary(m_dir, k_slots[4].prefix + m_suffix, results);
     return results;
@@ -192,10 +201,12 @@ sandbox::Expected<NamedValues> parse_key_value_text(std::string_view text, std::
         if (content.empty()) continue;
         const auto equals = content.find('=');
         const auto heredoc = content.find("<<");
-        if (equals != std::string_view::npos && (heredoc == std::string_view::npos || equals < heredoc)) {
+        if (equals != std::string_view::npos &&
+            (heredoc == std::string_view::npos || equals < heredoc)) {
             if (equals == 0) {
-                return parse_error(label, number, "Invalid format '" + std::string(content) +
-                                                      "'. Name must not be empty");
+                return parse_error(
+                    label, number,
+                    "Invalid format '" + std::string(content) + "'. Name must not be empty");
             }
             set_named(values, content.substr(0, equals), content.substr(equals + 1));
             continue;
@@ -216,9 +227,9 @@ sandbox::Expected<NamedValues> parse_key_value_text(std::string_view text, std::
         for (;;) {
             auto value_line = read_line(text, index);
             if (!value_line) {
-                return parse_error(label, heredoc_line,
-                                   "Invalid value. Matching delimiter not found '" +
-                                       std::string(delimiter) + "'");
+                return parse_error(
+                    label, heredoc_line,
+                    "Invalid value. Matching delimiter not found '" + std::string(delimiter) + "'");
             }
             ++number;
             if (value_line->content == delimiter) break;

@@ -76,7 +76,8 @@ public:
     // Creates the directory `relative` beneath `root` when missing (an existing one must be a
     // real directory) and five new empty files in it with a unique suffix; `options` gives
     // their mode and owner (the sandbox's host identity, which must write them).
-    static sandbox::Expected<FileCommandFiles> create(const sandbox::SafeDir& root, std::string_view relative,
+    static sandbox::Expected<FileCommandFiles> create(const sandbox::SafeDir& root,
+                                                      std::string_view relative,
                                                       const sandbox::CreateOptions& options);
     FileCommandFiles(FileCommandFiles&&) noexcept = default;
     FileCommandFiles& operator=(FileCommandFiles&&) noexcept = default;

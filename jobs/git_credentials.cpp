@@ -15,7 +15,8 @@ struct Identity {
 
 std::string lower(std::string_view text) {
     std::string out(text);
-    std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::ranges::transform(out, out.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
 }
 
@@ -27,14 +28,17 @@ Identity identity_of(const RemoteUrl& remote) {
     const std::string& authority = remote.host;
     const auto bracket = authority.rfind(']');
     const auto colon = authority.rfind(':');
-    const bool has_port = colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
+    const bool has_port =
+        colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
     id.host = lower(has_port ? authority.substr(0, colon) : authority);
     id.port = has_port ? authority.substr(colon + 1) : "";
     const std::string_view default_port = remote.kind == RemoteKind::https ? "443" : "80";
     if (id.port == default_port) id.port.clear();
     // fetch_url is scheme + remote.host + path, as parse_remote builds it.
     const auto scheme_end = remote.fetch_url.find("://");
-    std::string path = scheme_end == std::string::npos ? "" : remote.fetch_url.substr(scheme_end + 3 + authority.size());
+    std::string path = scheme_end == std::string::npos
+                           ? ""
+                           : remote.fetch_url.substr(scheme_end + 3 + authority.size());
     while (!path.empty() && path.back() == '/') path.pop_back();
     if (path.ends_with(".git")) path.resize(path.size() - 4);
     id.path = std::move(path);
@@ -47,10 +51,12 @@ TokenDecision token_decision(const RemoteUrl& gated, const RemoteUrl& target) {
     const Identity want = identity_of(gated);
     const Identity got = identity_of(target);
     if (want.kind == RemoteKind::local || got.kind != want.kind) return TokenDecision::withhold;
-    if (got.host.empty() || got.host != want.host || got.port != want.port) return TokenDecision::withhold;
+    if (got.host.empty() || got.host != want.host || got.port != want.port)
+        return TokenDecision::withhold;
     if (want.path.empty()) return TokenDecision::withhold;  // a bare host designates no repository
     // GitHub treats owner and repository names case-insensitively; other servers may not.
-    const bool same_path = want.host == "github.com" ? lower(got.path) == lower(want.path) : got.path == want.path;
+    const bool same_path =
+        want.host == "github.com" ? lower(got.path) == lower(want.path) : got.path == want.path;
     return same_path ? TokenDecision::send : TokenDecision::withhold;
 }
 
@@ -61,7 +67,8 @@ TokenDecision token_decision(const RemoteUrl& gated, std::string_view target_url
 }
 
 std::string withheld_note(const RemoteUrl& gated) {
-    return " (fetched without credentials: the git token is only sent to the gated repository " + gated.fetch_url + ")";
+    return " (fetched without credentials: the git token is only sent to the gated repository " +
+           gated.fetch_url + ")";
 }
 
 }  // namespace jobs

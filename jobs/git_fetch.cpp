@@ -21,7 +21,8 @@ struct CredentialState {
 // The second call means the remote refused what the first offered: ask the provider for a new
 // token once (an installation token that expired early); a fixed token fails the fetch there.
 int renew_after_refusal(CredentialState& state) {
-    const bool renewable = state.calls == 2 && state.token->refused(state.secret) == sandbox::Renewal::minted;
+    const bool renewable =
+        state.calls == 2 && state.token->refused(state.secret) == sandbox::Renewal::minted;
     if (!renewable) {
         git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
         return GIT_EUSER;
@@ -43,7 +44,8 @@ int credential_callback(git_credential** out, const char* url, const char*,
     auto* state = static_cast<CredentialState*>(payload);
     if (state->token == nullptr) return GIT_PASSTHROUGH;  // anonymous: libgit2 reports the 401
     if ((allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) == 0) return GIT_PASSTHROUGH;
-    if (url == nullptr || token_decision(*state->gated, url) != TokenDecision::send) return GIT_PASSTHROUGH;
+    if (url == nullptr || token_decision(*state->gated, url) != TokenDecision::send)
+        return GIT_PASSTHROUGH;
     if (++state->calls > 1)
         if (int rc = renew_after_refusal(*state); rc != 0) return rc;
     const std::string& user =
@@ -63,18 +65,23 @@ std::string full_ref(const std::string& ref) {
 // one (empty, detached) leaves HEAD as it was.
 void adopt_remote_head(git_repository* repository, git_remote* remote) {
     GitBuf branch;
-    if (git_remote_default_branch(branch.get(), remote) != 0 || !branch.view().starts_with("refs/heads/")) return;
+    if (git_remote_default_branch(branch.get(), remote) != 0 ||
+        !branch.view().starts_with("refs/heads/"))
+        return;
     const std::string target(branch.view());
     git_reference* raw = nullptr;
-    const int rc = git_reference_symbolic_create(&raw, repository, "HEAD", target.c_str(), 1, "sandgate: the remote's HEAD");
+    const int rc = git_reference_symbolic_create(&raw, repository, "HEAD", target.c_str(), 1,
+                                                 "sandgate: the remote's HEAD");
     const GitReference owned(rc == 0 ? raw : nullptr);
 }
 
 }  // namespace
 
-GitToken::GitToken(std::string secret) : m_provider(std::make_shared<sandbox::FixedToken>(std::move(secret))) {}
+GitToken::GitToken(std::string secret)
+    : m_provider(std::make_shared<sandbox::FixedToken>(std::move(secret))) {}
 
-GitToken::GitToken(std::shared_ptr<sandbox::TokenProvider> provider) : m_provider(std::move(provider)) {}
+GitToken::GitToken(std::shared_ptr<sandbox::TokenProvider> provider)
+    : m_provider(std::move(provider)) {}
 
 sandbox::Expected<std::string> GitToken::secret() const {
     if (!m_provider) return sandbox::fail(ErrorKind::invalid_input, "no git token provider");
@@ -99,7 +106,8 @@ std::vector<std::string> mirror_refspecs(const std::string& ref) {
 
 sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
                                        const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token, const RemoteUrl& gated) {
+                                       const std::optional<GitToken>& token,
+                                       const RemoteUrl& gated) {
     ensure_libgit2();
     if (remote.kind == RemoteKind::local && !std::filesystem::exists(remote.fetch_url))
         return sandbox::fail(ErrorKind::unavailable,
@@ -112,7 +120,9 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
     CredentialState state{&remote, &gated, offered ? &*token : nullptr, "", 0, std::nullopt};
     if (offered) {
         auto secret = token->secret();
-        if (!secret) return sandbox::fail(secret.error().kind, "cannot fetch from " + remote.fetch_url + ": git token: " + secret.error().message);
+        if (!secret)
+            return sandbox::fail(secret.error().kind, "cannot fetch from " + remote.fetch_url +
+                                                          ": git token: " + secret.error().message);
         state.secret = std::move(*secret);
     }
     git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
@@ -128,11 +138,14 @@ sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteU
     const git_strarray array{specs.data(), specs.size()};
     if (int rc = git_remote_fetch(handle.get(), &array, &options, nullptr); rc != 0) {
         if (state.minting)
-            return sandbox::fail(state.minting->kind, "cannot fetch from " + remote.fetch_url +
-                                                          ": the remote refused the git token and no new one could be had: " +
-                                                          state.minting->message);
-        return sandbox::fail(ErrorKind::unavailable, git_error_text("cannot fetch from " + remote.fetch_url, rc) +
-                                                         (token && !offered ? withheld_note(gated) : ""));
+            return sandbox::fail(
+                state.minting->kind,
+                "cannot fetch from " + remote.fetch_url +
+                    ": the remote refused the git token and no new one could be had: " +
+                    state.minting->message);
+        return sandbox::fail(ErrorKind::unavailable,
+                             git_error_text("cannot fetch from " + remote.fetch_url, rc) +
+                                 (token && !offered ? withheld_note(gated) : ""));
     }
     adopt_remote_head(repository, handle.get());
     return {};

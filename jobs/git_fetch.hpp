@@ -55,7 +55,8 @@ std::vector<std::string> mirror_refspecs(const std::string& ref);
 // names the remote (its safe URL) and never the token, and says so when a token was withheld.
 sandbox::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
                                        const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token, const RemoteUrl& gated);
+                                       const std::optional<GitToken>& token,
+                                       const RemoteUrl& gated);
 
 // Trusts the CA certificates in `file` (PEM) for https remotes, in addition to none else:
 // libgit2's setting is process-wide. For tests and for agents behind a private CA.

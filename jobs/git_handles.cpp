@@ -26,8 +26,7 @@ std::string git_error_text(std::string_view what, int code) {
     return text;
 }
 
-std::unexpected<sandbox::Error> git_fail(sandbox::ErrorKind kind, std::string_view what,
-                                         int code) {
+std::unexpected<sandbox::Error> git_fail(sandbox::ErrorKind kind, std::string_view what, int code) {
     return sandbox::fail(kind, git_error_text(what, code));
 }
 
@@ -35,9 +34,9 @@ sandbox::Expected<git_oid> parse_sha(std::string_view sha) {
     const bool hex = sha.size() == GIT_OID_HEXSZ &&
                      sha.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
     if (!hex)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             "'" + std::string(sha.substr(0, 64)) +
-                                 "' is not a full 40-hex commit SHA");
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            "'" + std::string(sha.substr(0, 64)) + "' is not a full 40-hex commit SHA");
     git_oid oid;
     if (git_oid_fromstrn(&oid, sha.data(), sha.size()) != 0)
         return sandbox::fail(sandbox::ErrorKind::invalid_input,

@@ -19,17 +19,22 @@ sandbox::Expected<Still> still_named(int fd, const std::filesystem::path& path) 
     struct stat held {};
     struct stat named {};
     if (::fstat(fd, &held) != 0)
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("fstat " + path.string()));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("fstat " + path.string()));
     if (::lstat(path.c_str(), &named) != 0) {
         if (errno == ENOENT) return Still::replaced;
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("stat " + path.string()));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("stat " + path.string()));
     }
-    return held.st_dev == named.st_dev && held.st_ino == named.st_ino ? Still::locked : Still::replaced;
+    return held.st_dev == named.st_dev && held.st_ino == named.st_ino ? Still::locked
+                                                                      : Still::replaced;
 }
 
 sandbox::Expected<sandbox::Fd> lock_once(const std::filesystem::path& path, int operation) {
     sandbox::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("open " + path.string()));
+    if (!fd)
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("open " + path.string()));
     int rc;
     do rc = ::flock(fd.get(), operation);
     while (rc != 0 && errno == EINTR);  // a signal interrupted the wait: wait again
@@ -60,9 +65,11 @@ sandbox::Expected<FileLock> FileLock::acquire(const std::filesystem::path& path,
 
 sandbox::Expected<void> FileLock::remove_lock_file() {
     if (m_mode != LockMode::exclusive)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "remove " + m_path.string() + ": the lock is shared");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "remove " + m_path.string() + ": the lock is shared");
     if (::unlink(m_path.c_str()) != 0 && errno != ENOENT)
-        return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("unlink " + m_path.string()));
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("unlink " + m_path.string()));
     return {};
 }
 

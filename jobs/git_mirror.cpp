@@ -1,17 +1,17 @@
 #include "jobs/git_mirror.hpp"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <spdlog/spdlog.h>
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_lock.hpp"
 #include "jobs/git_mirror_layout.hpp"
-#include "jobs/mirror_gc.hpp"
 #include "jobs/git_remove.hpp"
+#include "jobs/mirror_gc.hpp"
 #include "sandbox/fd.hpp"
 
 namespace jobs {
@@ -31,7 +31,9 @@ std::unexpected<sandbox::Error> io_fail(const std::string& what) {
 bool refs_intact(git_repository* repository) {
     git_reference_iterator* raw = nullptr;
     if (git_reference_iterator_new(&raw, repository) != 0) return false;
-    std::unique_ptr<git_reference_iterator, GitFree<git_reference_iterator, git_reference_iterator_free>> it(raw);
+    std::unique_ptr<git_reference_iterator,
+                    GitFree<git_reference_iterator, git_reference_iterator_free>>
+        it(raw);
     git_odb* odb_raw = nullptr;
     if (git_repository_odb(&odb_raw, repository) != 0) return false;
     GitOdb odb(odb_raw);
@@ -84,7 +86,8 @@ void write_marker(const fs::path& gitdir, const RemoteUrl& remote) {
                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
     if (!fd) return;
     const std::string text = "remote " + remote.fetch_url + "\n";
-    if (::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) ::fsync(fd.get());
+    if (::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()))
+        ::fsync(fd.get());
 }
 
 // Removes leftovers of a crashed creation or replacement (we hold the lock: nobody else is
@@ -100,8 +103,8 @@ void remove_leftovers(const fs::path& dir, const std::string& name) {
 
 // Creates a whole mirror at `gitdir`: init and fetch in a temporary directory, marker last,
 // then swap it into place (the old, untrusted one is moved aside and removed).
-sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& remote, const RemoteUrl& gated,
-                                      const MirrorRequest& request) {
+sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& remote,
+                                      const RemoteUrl& gated, const MirrorRequest& request) {
     const fs::path dir = gitdir.parent_path();
     const std::string name = gitdir.filename().string();
     remove_leftovers(dir, name);
@@ -113,7 +116,8 @@ sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& r
         if (int rc = git_repository_init(&raw, tmp.c_str(), 1); rc != 0)
             return git_fail(ErrorKind::permanent, "init mirror " + tmp, rc);
         GitRepository repository(raw);
-        auto fetched = fetch_refspecs(repository.get(), remote, mirror_refspecs(request.ref), request.token, gated);
+        auto fetched = fetch_refspecs(repository.get(), remote, mirror_refspecs(request.ref),
+                                      request.token, gated);
         if (!fetched) return fetched;
         write_marker(tmp, remote);
         return {};
@@ -126,7 +130,8 @@ sandbox::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& r
     if (fs::exists(fs::symlink_status(gitdir, ec))) {
         std::string trash = (dir / (name + ".trash-XXXXXX")).string();
         if (::mkdtemp(trash.data()) == nullptr) return io_fail("mkdtemp " + trash);
-        if (::rename(gitdir.c_str(), (trash + "/old").c_str()) != 0) return io_fail("rename " + gitdir.string());
+        if (::rename(gitdir.c_str(), (trash + "/old").c_str()) != 0)
+            return io_fail("rename " + gitdir.string());
         (void)remove_tree(trash);
     }
     if (::rename(tmp.c_str(), gitdir.c_str()) != 0) {
@@ -142,31 +147,38 @@ void fetch_by_oid(git_repository* repository, const RemoteUrl& remote, const Rem
                   const MirrorRequest& request) {
     const std::string spec = "+" + request.sha + ":refs/sandgate/wanted/" + request.sha;
     if (auto fetched = fetch_refspecs(repository, remote, {spec}, request.token, gated); !fetched)
-        spdlog::debug("fetch of {} by id from {}: {}", request.sha, remote.fetch_url, fetched.error().message);
+        spdlog::debug("fetch of {} by id from {}: {}", request.sha, remote.fetch_url,
+                      fetched.error().message);
 }
 
 sandbox::Expected<void> make_private_dir(const fs::path& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + dir.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "cannot create " + dir.string() + ": " + ec.message());
     return {};
 }
 
 // The mirror's paths, its directories made, the old flat layout adopted: under the lock it
 // returns, which the caller holds for as long as it touches the mirror.
-sandbox::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir, const MirrorLayout& layout) {
+sandbox::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir,
+                                    const MirrorLayout& layout) {
     if (auto made = make_private_dir(mirrors_dir); !made) return std::unexpected(made.error());
     ::chmod(state_dir.c_str(), 0700);  // mirrors may hold private code
-    if (auto made = make_private_dir(layout.lock.parent_path()); !made) return std::unexpected(made.error());
+    if (auto made = make_private_dir(layout.lock.parent_path()); !made)
+        return std::unexpected(made.error());
     auto lock = FileLock::acquire(layout.lock, LockMode::exclusive);
     if (!lock) return lock;
     // Made under the lock: the mirror gc (mirror_gc.hpp) may have moved the scope away while
     // we waited for it.
-    if (auto made = make_private_dir(layout.gitdir.parent_path()); !made) return std::unexpected(made.error());
+    if (auto made = make_private_dir(layout.gitdir.parent_path()); !made)
+        return std::unexpected(made.error());
     if (auto used = record_mirror_use(mirrors_dir, layout.scope.filename().string()); !used)
         spdlog::warn("mirror {}: {}", layout.scope.string(), used.error().message);
     if (auto adopted = adopt_legacy_mirror(layout); !adopted)
-        spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(), adopted.error().message);
+        spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(),
+                     adopted.error().message);
     // The mirror is bound read-only into the sandboxes of its repository's jobs, which run as an
     // unprivileged host uid when sandgate is root (sandbox/identity.hpp): its own directory must
     // be readable by anyone who reaches it (mkdtemp made it 0700, as it did for older mirrors).
@@ -206,7 +218,8 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
     auto scope = request.scope.empty() ? remote : parse_remote(request.scope);
     if (!scope) return std::unexpected(scope.error());
     if (!request.scope.empty())
-        if (auto allowed = check_module_remote(m_state_dir, *scope, *remote); !allowed) return std::unexpected(allowed.error());
+        if (auto allowed = check_module_remote(m_state_dir, *scope, *remote); !allowed)
+            return std::unexpected(allowed.error());
     auto oid = parse_sha(request.sha);
     if (!oid) return std::unexpected(oid.error());
     const MirrorLayout layout = mirror_layout(mirrors_dir(), *scope, *remote);
@@ -224,12 +237,15 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
         repository.reset();
         std::error_code ec;
         const bool existed = fs::exists(fs::symlink_status(mirror.gitdir, ec));
-        if (existed) spdlog::warn("mirror {} is incomplete or damaged; re-cloning", mirror.gitdir.string());
-        if (auto created = create_mirror(mirror.gitdir, *remote, *scope, request); !created) return created;
+        if (existed)
+            spdlog::warn("mirror {} is incomplete or damaged; re-cloning", mirror.gitdir.string());
+        if (auto created = create_mirror(mirror.gitdir, *remote, *scope, request); !created)
+            return created;
         mirror.event = existed ? MirrorEvent::recloned : MirrorEvent::cloned;
         repository = open_trusted(mirror.gitdir);
         if (!repository)
-            return sandbox::fail(ErrorKind::permanent, "mirror " + mirror.gitdir.string() + " is unusable right after cloning");
+            return sandbox::fail(ErrorKind::permanent, "mirror " + mirror.gitdir.string() +
+                                                           " is unusable right after cloning");
         return {};
     };
     if (!repository)
@@ -237,15 +253,19 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
 
     CommitCheck check = check_commit(repository.get(), *oid);
     if (check == CommitCheck::missing && mirror.event == MirrorEvent::none) {
-        auto fetched = fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref), request.token, *scope);
+        auto fetched = fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref),
+                                      request.token, *scope);
         if (!fetched) return std::unexpected(fetched.error());
         mirror.event = MirrorEvent::fetched;
         check = check_commit(repository.get(), *oid);
-        if (check == CommitCheck::missing && !refs_intact(repository.get())) check = CommitCheck::corrupt;
+        if (check == CommitCheck::missing && !refs_intact(repository.get()))
+            check = CommitCheck::corrupt;
     }
     if (check == CommitCheck::corrupt) {
         if (mirror.event == MirrorEvent::cloned || mirror.event == MirrorEvent::recloned)
-            return sandbox::fail(ErrorKind::permanent, "commit " + request.sha + " from " + remote->fetch_url + " is unreadable right after cloning");
+            return sandbox::fail(ErrorKind::permanent, "commit " + request.sha + " from " +
+                                                           remote->fetch_url +
+                                                           " is unreadable right after cloning");
         if (auto made = recreate(); !made) return std::unexpected(made.error());
         check = check_commit(repository.get(), *oid);
     }
@@ -254,8 +274,10 @@ sandbox::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trus
         check = check_commit(repository.get(), *oid);
     }
     if (check == CommitCheck::corrupt)
-        return sandbox::fail(ErrorKind::permanent, "commit " + request.sha + " in mirror " + mirror.gitdir.string() + " is unreadable");
-    mirror.presence = check == CommitCheck::present ? CommitPresence::present : CommitPresence::missing;
+        return sandbox::fail(ErrorKind::permanent, "commit " + request.sha + " in mirror " +
+                                                       mirror.gitdir.string() + " is unreadable");
+    mirror.presence =
+        check == CommitCheck::present ? CommitPresence::present : CommitPresence::missing;
     return mirror;
 }
 

@@ -42,7 +42,7 @@ struct Mirror {
     std::filesystem::path gitdir;  // the bare mirror
     std::filesystem::path scope;   // the directory holding it: what a job's sandbox binds
     RemoteUrl remote;
-    RemoteUrl scope_remote;        // the job's repository (== remote unless a submodule)
+    RemoteUrl scope_remote;  // the job's repository (== remote unless a submodule)
     git_oid commit{};
     CommitPresence presence = CommitPresence::missing;  // missing: the remote lacks the SHA
     MirrorEvent event = MirrorEvent::none;              // what ensure_commit had to do

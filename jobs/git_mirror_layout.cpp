@@ -1,13 +1,13 @@
 #include "jobs/git_mirror_layout.hpp"
 
-#include <cstdio>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include <cstdio>
 
 #include "jobs/git_lock.hpp"
-#include "jobs/mirror_gc.hpp"
 #include "jobs/git_remove.hpp"
+#include "jobs/mirror_gc.hpp"
 
 namespace jobs {
 namespace {
@@ -35,20 +35,23 @@ void remove_legacy_leftovers(const fs::path& legacy_gitdir) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(legacy_gitdir.parent_path(), ec)) {
         const std::string file = entry.path().filename().string();
-        if (file.starts_with(name + ".tmp-") || file.starts_with(name + ".trash-")) (void)remove_tree(entry.path());
+        if (file.starts_with(name + ".tmp-") || file.starts_with(name + ".trash-"))
+            (void)remove_tree(entry.path());
     }
 }
 
 }  // namespace
 
-MirrorLayout mirror_layout(const fs::path& mirrors_dir, const RemoteUrl& scope, const RemoteUrl& remote) {
+MirrorLayout mirror_layout(const fs::path& mirrors_dir, const RemoteUrl& scope,
+                           const RemoteUrl& remote) {
     const std::string scope_name = mirror_dir_name(scope);
     const std::string name = mirror_dir_name(remote);
     MirrorLayout layout;
     layout.scope = mirrors_dir / scope_name;
     const bool own = remote.key == scope.key;
     layout.gitdir = own ? layout.scope / "repo.git" : layout.scope / "modules" / (name + ".git");
-    layout.lock = mirrors_dir / "locks" / (own ? scope_name + ".lock" : scope_name + "." + name + ".lock");
+    layout.lock =
+        mirrors_dir / "locks" / (own ? scope_name + ".lock" : scope_name + "." + name + ".lock");
     layout.legacy_gitdir = mirrors_dir / (name + ".git");
     layout.legacy_lock = mirrors_dir / (name + ".lock");
     return layout;
@@ -63,21 +66,27 @@ sandbox::Expected<fs::path> make_mirror_scope(const fs::path& state_dir, std::st
     fs::create_directories(scope, ec);
     if (!ec) fs::permissions(mirrors, fs::perms::owner_all, ec);  // mirrors may hold private code
     fs::path real = ec ? fs::path() : fs::canonical(scope, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + scope.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "cannot create " + scope.string() + ": " + ec.message());
     // A job of this repository starts: the mirror gc keeps its scope (mirror_gc.hpp).
     if (auto used = record_mirror_use(mirrors, scope.filename().string()); !used)
         spdlog::warn("mirror scope {}: {}", scope.string(), used.error().message);
     return real;
 }
 
-sandbox::Expected<void> check_module_remote(const fs::path& state_dir, const RemoteUrl& scope, const RemoteUrl& remote) {
+sandbox::Expected<void> check_module_remote(const fs::path& state_dir, const RemoteUrl& scope,
+                                            const RemoteUrl& remote) {
     if (remote.kind != RemoteKind::local) return {};
     if (scope.kind != RemoteKind::local)
-        return sandbox::fail(ErrorKind::invalid_input, "submodule remote '" + remote.fetch_url + "' is a local path under the " +
-                                                           scope.fetch_url + " repository; refused (as git's protocol.file.allow=user)");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "submodule remote '" + remote.fetch_url +
+                                 "' is a local path under the " + scope.fetch_url +
+                                 " repository; refused (as git's protocol.file.allow=user)");
     if (is_within(remote.fetch_url, state_dir))
-        return sandbox::fail(ErrorKind::invalid_input, "submodule remote '" + remote.fetch_url +
-                                                           "' lies inside the state directory; refused");
+        return sandbox::fail(
+            ErrorKind::invalid_input,
+            "submodule remote '" + remote.fetch_url + "' lies inside the state directory; refused");
     return {};
 }
 
@@ -88,7 +97,8 @@ sandbox::Expected<void> adopt_legacy_mirror(const MirrorLayout& layout) {
     if (!old_lock) return std::unexpected(old_lock.error());
     if (!exists_nofollow(layout.legacy_gitdir)) return {};  // another scope adopted it meanwhile
     if (::rename(layout.legacy_gitdir.c_str(), layout.gitdir.c_str()) != 0)
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("rename " + layout.legacy_gitdir.string()));
+        return sandbox::fail(ErrorKind::permanent,
+                             sandbox::errno_message("rename " + layout.legacy_gitdir.string()));
     spdlog::info("mirror {} moved to {}", layout.legacy_gitdir.string(), layout.gitdir.string());
     remove_legacy_leftovers(layout.legacy_gitdir);
     // Unlinked while held: a flat-layout locker waiting on it re-checks the path (FileLock).

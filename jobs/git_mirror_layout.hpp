@@ -39,9 +39,9 @@
 namespace jobs {
 
 struct MirrorLayout {
-    std::filesystem::path scope;   // <state>/mirrors/<scope>
-    std::filesystem::path gitdir;  // scope/repo.git, or scope/modules/<name>.git
-    std::filesystem::path lock;    // <state>/mirrors/locks/...
+    std::filesystem::path scope;          // <state>/mirrors/<scope>
+    std::filesystem::path gitdir;         // scope/repo.git, or scope/modules/<name>.git
+    std::filesystem::path lock;           // <state>/mirrors/locks/...
     std::filesystem::path legacy_gitdir;  // the flat layout's <state>/mirrors/<name>.git
     std::filesystem::path legacy_lock;    // and its lock
 };
@@ -61,8 +61,8 @@ sandbox::Expected<std::filesystem::path> make_mirror_scope(const std::filesystem
 
 // invalid_input (naming the remote) when a submodule `remote` may not be mirrored in the
 // scope of `scope` (see above). `state_dir` need not be canonical.
-sandbox::Expected<void> check_module_remote(const std::filesystem::path& state_dir, const RemoteUrl& scope,
-                                            const RemoteUrl& remote);
+sandbox::Expected<void> check_module_remote(const std::filesystem::path& state_dir,
+                                            const RemoteUrl& scope, const RemoteUrl& remote);
 
 // When layout.gitdir is absent and layout.legacy_gitdir exists, renames the latter into place
 // while holding its old lock (the caller holds layout.lock), and removes the old lock file and

@@ -1,9 +1,9 @@
 #include "jobs/git_provider.hpp"
 
-#include <charconv>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 using sandbox::ErrorKind;
 
 bool is_full_sha(const std::string& text) {
-    return text.size() == 40 && text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+    return text.size() == 40 &&
+           text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
 }
 
 // `path:` made absolute below `workspace`; refuses anything that leaves it.
@@ -25,7 +26,8 @@ sandbox::Expected<fs::path> target_path(const fs::path& workspace, const std::st
     const fs::path target = (workspace / path).lexically_normal();
     const fs::path relative = target.lexically_relative(workspace);
     if (fs::path(path).is_absolute() || relative.empty() || *relative.begin() == "..")
-        return sandbox::fail(ErrorKind::invalid_input, "actions/checkout path '" + path + "' leaves the workspace");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "actions/checkout path '" + path + "' leaves the workspace");
     return target;
 }
 
@@ -41,9 +43,11 @@ sandbox::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& tar
     if (relative.empty() || relative == "." || relative == "./") {
         if (auto removed = remove_tree(target); !removed) return removed;
         std::error_code ec;
-        fs::create_directories(target.parent_path(), ec);  // trusted path: the workspace's parent is sandgate's
+        fs::create_directories(target.parent_path(),
+                               ec);  // trusted path: the workspace's parent is sandgate's
         if (::mkdir(target.c_str(), 0755) != 0)
-            return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + target.string()));
+            return sandbox::fail(ErrorKind::permanent,
+                                 sandbox::errno_message("mkdir " + target.string()));
         return {};
     }
     const std::string label = "actions/checkout path '" + relative + "'";
@@ -60,7 +64,8 @@ sandbox::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& tar
 sandbox::Expected<unsigned> parse_fetch_depth(const std::string& text) {
     if (text.empty()) return 1u;
     if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
-        return sandbox::fail(ErrorKind::invalid_input, "actions/checkout fetch-depth '" + text + "' is not a number");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "actions/checkout fetch-depth '" + text + "' is not a number");
     unsigned depth = 0;
     std::from_chars(text.data(), text.data() + text.size(), depth);  // nine digits at most: fits
     return depth;
@@ -70,8 +75,8 @@ sandbox::Expected<SubmoduleMode> parse_submodules(const std::string& text) {
     if (text.empty() || text == "false") return SubmoduleMode::none;
     if (text == "true") return SubmoduleMode::top;
     if (text == "recursive") return SubmoduleMode::recursive;
-    return sandbox::fail(ErrorKind::invalid_input,
-                         "actions/checkout submodules '" + text + "' is not true, false or recursive");
+    return sandbox::fail(ErrorKind::invalid_input, "actions/checkout submodules '" + text +
+                                                       "' is not true, false or recursive");
 }
 
 GitWorkspace::GitWorkspace(const MirrorCache& cache, WorktreeArea& area, GitSource source)
@@ -101,10 +106,13 @@ sandbox::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref)
     if (int rc = git_repository_open_bare(&raw, mirror->gitdir.c_str()); rc != 0)
         return git_fail(ErrorKind::permanent, "mirror " + mirror->gitdir.string(), rc);
     GitRepository repository(raw);
-    const std::vector<std::string> candidates = {ref, "refs/heads/" + ref, "refs/tags/" + ref, "refs/" + ref};
+    const std::vector<std::string> candidates = {ref, "refs/heads/" + ref, "refs/tags/" + ref,
+                                                 "refs/" + ref};
     for (const auto& name : candidates) {
         git_oid oid;
-        if (!name.starts_with("refs/") || git_reference_name_to_id(&oid, repository.get(), name.c_str()) != 0) continue;
+        if (!name.starts_with("refs/") ||
+            git_reference_name_to_id(&oid, repository.get(), name.c_str()) != 0)
+            continue;
         git_object* object = nullptr;
         if (git_object_lookup(&object, repository.get(), &oid, GIT_OBJECT_ANY) != 0) continue;
         GitObject owned(object);
@@ -113,14 +121,17 @@ sandbox::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref)
         GitObject commit(peeled);
         return oid_hex(*git_object_id(commit.get()));
     }
-    return sandbox::fail(ErrorKind::invalid_input, "actions/checkout ref '" + ref + "' is not in the mirror of " +
-                                                       mirror->remote.fetch_url + " (offline: only its refs are known)");
+    return sandbox::fail(ErrorKind::invalid_input,
+                         "actions/checkout ref '" + ref + "' is not in the mirror of " +
+                             mirror->remote.fetch_url + " (offline: only its refs are known)");
 }
 
-sandbox::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace, const CheckoutRequest& request) {
+sandbox::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
+                                                      const CheckoutRequest& request) {
     if (!request.repository.empty() && request.repository != m_source.repository)
-        return sandbox::fail(ErrorKind::unavailable, "actions/checkout of '" + request.repository +
-                                                         "': the gate checks out only the repository under test");
+        return sandbox::fail(ErrorKind::unavailable,
+                             "actions/checkout of '" + request.repository +
+                                 "': the gate checks out only the repository under test");
     auto depth = parse_fetch_depth(request.fetch_depth);
     if (!depth) return std::unexpected(depth.error());
     auto submodules = parse_submodules(request.submodules);
@@ -131,18 +142,22 @@ sandbox::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
     if (!sha) return std::unexpected(sha.error());
     if (auto fresh = fresh_dir(workspace, *target); !fresh) return std::unexpected(fresh.error());
     GitCheckoutRequest git;
-    git.source = MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token, ""};
+    git.source =
+        MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref,
+                      m_source.token, ""};
     git.path = *target;
     git.depth = *depth;
     git.submodules = *submodules;
     auto done = checkout_commit(m_cache, git);
     if (!done) return std::unexpected(done.error());
     if (done->mirror.presence == CommitPresence::missing)
-        return sandbox::fail(ErrorKind::invalid_input, "commit " + *sha + " is not in " + done->mirror.remote.fetch_url);
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "commit " + *sha + " is not in " + done->mirror.remote.fetch_url);
     {
         std::lock_guard lock(m_mutex);
         for (const auto& gitdir : done->mirror_gitdirs)
-            if (std::find(m_mirrors.begin(), m_mirrors.end(), gitdir) == m_mirrors.end()) m_mirrors.push_back(gitdir);
+            if (std::find(m_mirrors.begin(), m_mirrors.end(), gitdir) == m_mirrors.end())
+                m_mirrors.push_back(gitdir);
     }
     std::string line = "checked out " + *sha;
     if (!git.source.ref.empty()) line += " (" + git.source.ref + ")";

@@ -6,6 +6,8 @@ namespace jobs {
 
 // The safe-access module's removal (sandbox/safe_access.hpp): links are unlinked as entries,
 // directories entered only through descriptors opened beneath, never by a path a step controls.
-sandbox::Expected<void> remove_tree(const std::filesystem::path& path) { return sandbox::remove_tree(path); }
+sandbox::Expected<void> remove_tree(const std::filesystem::path& path) {
+    return sandbox::remove_tree(path);
+}
 
 }  // namespace jobs

@@ -34,9 +34,13 @@ bool looks_scp_like(std::string_view text) {
 sandbox::Expected<RemoteUrl> parse_local(std::string_view text) {
     std::error_code ec;
     std::filesystem::path path = std::filesystem::absolute(std::filesystem::path(text), ec);
-    if (ec) return sandbox::fail(ErrorKind::invalid_input, "bad remote path '" + std::string(text) + "'");
+    if (ec)
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "bad remote path '" + std::string(text) + "'");
     path = std::filesystem::weakly_canonical(path, ec);
-    if (ec) return sandbox::fail(ErrorKind::invalid_input, "bad remote path '" + std::string(text) + "'");
+    if (ec)
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "bad remote path '" + std::string(text) + "'");
     std::string normal = path.string();
     while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
     RemoteUrl remote;
@@ -65,7 +69,8 @@ sandbox::Expected<RemoteUrl> parse_http(std::string_view text, RemoteKind kind) 
         authority = authority.substr(at + 1);
     }
     if (authority.empty())
-        return sandbox::fail(ErrorKind::invalid_input, "remote '" + redact_url(text) + "' has no host");
+        return sandbox::fail(ErrorKind::invalid_input,
+                             "remote '" + redact_url(text) + "' has no host");
     remote.host = lower(authority);
     const std::string scheme = kind == RemoteKind::https ? "https://" : "http://";
     remote.fetch_url = scheme + remote.host + std::string(path);
@@ -76,7 +81,6 @@ sandbox::Expected<RemoteUrl> parse_http(std::string_view text, RemoteKind kind) 
     return remote;
 }
 
-
 }  // namespace
 
 sandbox::Expected<RemoteUrl> parse_remote(std::string_view text) {
@@ -86,11 +90,12 @@ sandbox::Expected<RemoteUrl> parse_remote(std::string_view text) {
     if (starts_with_ci(text, "file://")) {
         const std::string_view path = text.substr(7);
         if (!path.starts_with('/'))
-            return sandbox::fail(ErrorKind::invalid_input,
-                                 "remote '" + std::string(text) + "' is not an absolute file:// URL");
+            return sandbox::fail(ErrorKind::invalid_input, "remote '" + std::string(text) +
+                                                               "' is not an absolute file:// URL");
         return parse_local(path);
     }
-    if (text.find("://") != std::string_view::npos || (!text.starts_with('/') && !text.starts_with('.') && looks_scp_like(text)))
+    if (text.find("://") != std::string_view::npos ||
+        (!text.starts_with('/') && !text.starts_with('.') && looks_scp_like(text)))
         return sandbox::fail(ErrorKind::invalid_input,
                              "remote '" + redact_url(text) +
                                  "' is not supported: use https://, file:// or a local path");
@@ -105,7 +110,8 @@ std::string mirror_dir_name(const RemoteUrl& remote) {
     std::string name;
     for (const char c : last) {
         if (name.size() >= 40) break;
-        const bool safe = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+        const bool safe =
+            std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
         name += safe ? c : '_';
     }
     while (!name.empty() && name.front() == '.') name.erase(0, 1);  // no hidden or ".." names

@@ -1,5 +1,6 @@
 #include "jobs/git_workspace.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-
-#include <spdlog/spdlog.h>
 
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
@@ -33,7 +32,8 @@ int collect_submodule(git_submodule* submodule, const char* name, void* payload)
     const char* url = git_submodule_url(submodule);
     if (head == nullptr || url == nullptr) return 0;  // not in HEAD's tree, or no url
     GitBuf resolved;
-    if (git_submodule_resolve_url(resolved.get(), git_submodule_owner(submodule), url) != 0) return -1;
+    if (git_submodule_resolve_url(resolved.get(), git_submodule_owner(submodule), url) != 0)
+        return -1;
     entries->push_back({name, git_submodule_path(submodule), std::string(resolved.view()), *head});
     git_submodule_init(submodule, 0);  // records submodule.<name>.url, as `git submodule init`
     return 0;
@@ -41,7 +41,9 @@ int collect_submodule(git_submodule* submodule, const char* name, void* payload)
 
 sandbox::Expected<std::vector<SubmoduleEntry>> list_submodules(const fs::path& worktree) {
     git_repository* raw = nullptr;
-    if (int rc = git_repository_open_ext(&raw, worktree.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr); rc != 0)
+    if (int rc =
+            git_repository_open_ext(&raw, worktree.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+        rc != 0)
         return git_fail(ErrorKind::permanent, "open " + worktree.string(), rc);
     GitRepository repository(raw);
     std::vector<SubmoduleEntry> entries;
@@ -50,7 +52,8 @@ sandbox::Expected<std::vector<SubmoduleEntry>> list_submodules(const fs::path& w
     return entries;
 }
 
-sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitCheckoutRequest& request,
+sandbox::Expected<void> checkout_submodules(const MirrorCache& cache,
+                                            const GitCheckoutRequest& request,
                                             GitCheckoutResult& result) {
     auto entries = list_submodules(request.path);
     if (!entries) return std::unexpected(entries.error());
@@ -59,17 +62,20 @@ sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitC
         sub.source.remote = entry.url;
         sub.source.sha = oid_hex(entry.commit);
         sub.source.token = request.source.token;  // sent only if it is the gated repository itself
-        sub.source.scope = request.source.scope.empty() ? request.source.remote : request.source.scope;
+        sub.source.scope =
+            request.source.scope.empty() ? request.source.remote : request.source.scope;
         sub.path = request.path / entry.path;
         sub.depth = request.depth;
         sub.submodules = request.submodules == SubmoduleMode::recursive ? SubmoduleMode::recursive
                                                                         : SubmoduleMode::none;
         auto done = checkout_commit(cache, sub);
         if (!done)
-            return sandbox::fail(done.error().kind, "submodule " + entry.name + ": " + done.error().message);
+            return sandbox::fail(done.error().kind,
+                                 "submodule " + entry.name + ": " + done.error().message);
         if (done->mirror.presence == CommitPresence::missing)
             return sandbox::fail(ErrorKind::permanent, "submodule " + entry.name + ": commit " +
-                                                           sub.source.sha + " is not in " + done->mirror.remote.fetch_url);
+                                                           sub.source.sha + " is not in " +
+                                                           done->mirror.remote.fetch_url);
         result.mirror_gitdirs.insert(result.mirror_gitdirs.end(), done->mirror_gitdirs.begin(),
                                      done->mirror_gitdirs.end());
     }
@@ -80,7 +86,8 @@ sandbox::Expected<void> checkout_submodules(const MirrorCache& cache, const GitC
 sandbox::Expected<void> reset_dir(const fs::path& path) {
     if (auto removed = remove_tree(path); !removed) return removed;
     if (::mkdir(path.c_str(), 0700) != 0)
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + path.string()));
+        return sandbox::fail(ErrorKind::permanent,
+                             sandbox::errno_message("mkdir " + path.string()));
     return {};
 }
 
@@ -94,8 +101,10 @@ int collect_gitmodules(const git_config_entry* entry, void* payload) {
     const std::string key = entry->name;  // submodule.<name>.path / .url
     const auto last = key.rfind('.');
     const std::string name = key.substr(10, last - 10);
-    if (key.substr(last + 1) == "path") (*entries)[name].path = entry->value;
-    else (*entries)[name].url = entry->value;
+    if (key.substr(last + 1) == "path")
+        (*entries)[name].path = entry->value;
+    else
+        (*entries)[name].url = entry->value;
     return 0;
 }
 
@@ -114,18 +123,21 @@ std::map<std::string, GitmodulesEntry> read_gitmodules(git_repository* repositor
     sandbox::Fd fd(::mkstemp(path.data()));
     if (!fd) return entries;
     const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
-    const bool written = ::write(fd.get(), git_blob_rawcontent(blob.get()), size) == static_cast<ssize_t>(size);
+    const bool written =
+        ::write(fd.get(), git_blob_rawcontent(blob.get()), size) == static_cast<ssize_t>(size);
     git_config* config_raw = nullptr;
     if (written && git_config_open_ondisk(&config_raw, path.c_str()) == 0) {
         GitConfig config(config_raw);
-        git_config_foreach_match(config.get(), "^submodule\\..*\\.(path|url)$", collect_gitmodules, &entries);
+        git_config_foreach_match(config.get(), "^submodule\\..*\\.(path|url)$", collect_gitmodules,
+                                 &entries);
     }
     ::unlink(path.c_str());
     return entries;
 }
 
-void collect_submodule_mirrors(const MirrorCache& cache, const Mirror& mirror, const std::optional<GitToken>& token,
-                               int depth, std::vector<fs::path>& out) {
+void collect_submodule_mirrors(const MirrorCache& cache, const Mirror& mirror,
+                               const std::optional<GitToken>& token, int depth,
+                               std::vector<fs::path>& out) {
     if (depth > 8) return;  // submodules of submodules of ...: enough
     git_repository* raw = nullptr;
     if (git_repository_open_bare(&raw, mirror.gitdir.c_str()) != 0) return;
@@ -138,15 +150,20 @@ void collect_submodule_mirrors(const MirrorCache& cache, const Mirror& mirror, c
     GitTree tree(tree_raw);
     for (const auto& [name, entry] : read_gitmodules(repository.get(), tree.get())) {
         git_tree_entry* link_raw = nullptr;
-        if (entry.path.empty() || entry.url.empty() || git_tree_entry_bypath(&link_raw, tree.get(), entry.path.c_str()) != 0)
+        if (entry.path.empty() || entry.url.empty() ||
+            git_tree_entry_bypath(&link_raw, tree.get(), entry.path.c_str()) != 0)
             continue;
-        std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>> link(link_raw);
+        std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>> link(
+            link_raw);
         if (git_tree_entry_type(link.get()) != GIT_OBJECT_COMMIT) continue;
         MirrorRequest request{resolve_submodule_url(mirror.remote.fetch_url, entry.url),
-                              oid_hex(*git_tree_entry_id(link.get())), "", token, mirror.scope_remote.fetch_url};
+                              oid_hex(*git_tree_entry_id(link.get())), "", token,
+                              mirror.scope_remote.fetch_url};
         auto sub = cache.ensure_commit(request);
         if (!sub || sub->presence == CommitPresence::missing) {
-            spdlog::warn("submodule {}: {}", name, sub ? "commit " + request.sha + " is not in " + sub->remote.fetch_url : sub.error().message);
+            spdlog::warn("submodule {}: {}", name,
+                         sub ? "commit " + request.sha + " is not in " + sub->remote.fetch_url
+                             : sub.error().message);
             continue;
         }
         if (std::find(out.begin(), out.end(), sub->gitdir) == out.end()) out.push_back(sub->gitdir);
@@ -182,7 +199,8 @@ std::vector<fs::path> submodule_mirrors(const MirrorCache& cache, const Mirror& 
     return out;
 }
 
-sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request) {
+sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
+                                                     const GitCheckoutRequest& request) {
     auto mirror = cache.ensure_commit(request.source);
     if (!mirror) return std::unexpected(mirror.error());
     GitCheckoutResult result;
@@ -199,7 +217,8 @@ sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, c
     if (!made) {
         // An object the quick check could not see as damaged (a corrupt pack, say): re-clone
         // once, never trusting the old mirror again, and retry from an empty directory.
-        spdlog::warn("checkout from mirror {} failed ({}); re-cloning", mirror->gitdir.string(), made.error().message);
+        spdlog::warn("checkout from mirror {} failed ({}); re-cloning", mirror->gitdir.string(),
+                     made.error().message);
         if (auto reset = reset_dir(request.path); !reset) return std::unexpected(reset.error());
         mirror = cache.reclone(request.source);
         if (!mirror) return std::unexpected(mirror.error());
@@ -210,7 +229,8 @@ sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, c
     }
     result.mirror_gitdirs.push_back(mirror->gitdir);
     if (request.submodules != SubmoduleMode::none)
-        if (auto subs = checkout_submodules(cache, request, result); !subs) return std::unexpected(subs.error());
+        if (auto subs = checkout_submodules(cache, request, result); !subs)
+            return std::unexpected(subs.error());
     return result;
 }
 

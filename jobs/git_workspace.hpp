@@ -27,11 +27,12 @@ struct GitCheckoutResult {
 };
 
 // Materialises request.source.sha at request.path; the submodules' mirrors live in the scope
-// of request.source.scope (request.source.remote when empty). Errors as MirrorCache::ensure_commit, plus
-// permanent when the checkout fails even after a re-clone, and unavailable/invalid_input for a
+// of request.source.scope (request.source.remote when empty). Errors as MirrorCache::ensure_commit,
+// plus permanent when the checkout fails even after a re-clone, and unavailable/invalid_input for a
 // submodule's remote (the message names the submodule). On error request.path may hold a
 // partial checkout: the caller removes it (JobWorktree does).
-sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache, const GitCheckoutRequest& request);
+sandbox::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
+                                                     const GitCheckoutRequest& request);
 
 // The mirrors of `mirror.commit`'s submodules, recursively, each made to hold its gitlinked
 // commit (read from the commit's own .gitmodules; relative URLs resolved against the mirror's

@@ -42,7 +42,8 @@ sandbox::Expected<void> configure(git_repository* repository, const WorktreeSpec
             rc = git_config_set_string(config.get(), "remote.origin.fetch",
                                        "+refs/heads/*:refs/remotes/origin/*");
     }
-    if (rc == 0) rc = git_config_set_int32(config.get(), "gc.auto", 0);  // never repack a job's view
+    if (rc == 0)
+        rc = git_config_set_int32(config.get(), "gc.auto", 0);  // never repack a job's view
     if (rc != 0) return git_fail(ErrorKind::permanent, "config of " + spec.path.string(), rc);
     return {};
 }
@@ -50,7 +51,7 @@ sandbox::Expected<void> configure(git_repository* repository, const WorktreeSpec
 // The commits at depth `depth` (1 = the commit itself) that have parents: git's shallow
 // boundary for `--depth depth`, by breadth-first minimum depth over all parents.
 sandbox::Expected<std::vector<std::string>> shallow_boundary(git_repository* repository,
-                                                              const git_oid& start, unsigned depth) {
+                                                             const git_oid& start, unsigned depth) {
     std::map<std::string, unsigned> seen{{oid_hex(start), 1}};
     std::deque<std::pair<git_oid, unsigned>> queue{{start, 1}};
     std::set<std::string> boundary;
@@ -88,12 +89,15 @@ sandbox::Expected<void> write_shallow(git_repository* repository, const Worktree
 sandbox::Expected<void> record_ref(git_repository* repository, const WorktreeSpec& spec) {
     if (spec.ref.empty()) return {};
     std::string branch = spec.ref;
-    if (branch.starts_with("refs/heads/")) branch.erase(0, 11);
-    else if (branch.starts_with("refs/")) return {};  // tags, pulls: HEAD says it all
+    if (branch.starts_with("refs/heads/"))
+        branch.erase(0, 11);
+    else if (branch.starts_with("refs/"))
+        return {};  // tags, pulls: HEAD says it all
     const std::string name = "refs/remotes/origin/" + branch;
     if (!git_reference_is_valid_name(name.c_str())) return {};
     git_reference* raw = nullptr;
-    if (int rc = git_reference_create(&raw, repository, name.c_str(), &spec.commit, 1, nullptr); rc != 0)
+    if (int rc = git_reference_create(&raw, repository, name.c_str(), &spec.commit, 1, nullptr);
+        rc != 0)
         return git_fail(ErrorKind::permanent, "ref " + name, rc);
     GitReference owned(raw);
     return {};
@@ -110,7 +114,9 @@ sandbox::Expected<GitRepository> init_repository(const WorktreeSpec& spec) {
     const fs::path objects = fs::absolute(spec.mirror_gitdir) / "objects";
     auto written = write_text(spec.path / ".git/objects/info/alternates", objects.string() + "\n");
     if (!written) return std::unexpected(written.error());
-    if (int rc = git_repository_open_ext(&raw, spec.path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr); rc != 0)
+    if (int rc = git_repository_open_ext(&raw, spec.path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                         nullptr);
+        rc != 0)
         return git_fail(ErrorKind::permanent, "open worktree " + spec.path.string(), rc);
     return GitRepository(raw);
 }
@@ -140,7 +146,8 @@ sandbox::Expected<void> materialise_worktree(const WorktreeSpec& spec) {
     return {};
 }
 
-std::vector<std::pair<std::string, std::string>> worktree_git_environment(const fs::path& worktree) {
+std::vector<std::pair<std::string, std::string>> worktree_git_environment(
+    const fs::path& worktree) {
     return {{"GIT_CONFIG_COUNT", "1"},
             {"GIT_CONFIG_KEY_0", "safe.directory"},
             {"GIT_CONFIG_VALUE_0", worktree.string()}};
@@ -169,7 +176,9 @@ JobWorktree& JobWorktree::operator=(JobWorktree&& other) noexcept {
     return *this;
 }
 
-JobWorktree::~JobWorktree() { (void)remove(); }
+JobWorktree::~JobWorktree() {
+    (void)remove();
+}
 
 sandbox::Expected<void> JobWorktree::remove() {
     if (!m_lease) return {};
@@ -185,25 +194,31 @@ WorktreeArea::WorktreeArea(const fs::path& state_dir) : m_dir(state_dir / "workt
 sandbox::Expected<JobWorktree> WorktreeArea::create(std::string_view label) {
     std::error_code ec;
     fs::create_directories(m_dir, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + m_dir.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "cannot create " + m_dir.string() + ": " + ec.message());
     unsigned char bytes[6];
     if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
         return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("getrandom"));
     std::string id;
-    for (char c : label) id += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    for (char c : label)
+        id += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
     if (id.empty() || id.size() > 40) id = id.empty() ? "job" : id.substr(0, 40);
     id += '-';
-    for (unsigned char b : bytes) id += "0123456789abcdef"[b >> 4], id += "0123456789abcdef"[b & 15];
+    for (unsigned char b : bytes)
+        id += "0123456789abcdef"[b >> 4], id += "0123456789abcdef"[b & 15];
     const fs::path lease_path = m_dir / (id + ".lease");
     // The lease exists (and is held) before the directory, so a reaper never mistakes a
     // worktree being created for an orphan.
     auto lease = FileLock::acquire(lease_path, LockMode::exclusive, LockWait::try_once);
     if (!lease) return std::unexpected(lease.error());
     const std::string pid = std::to_string(::getpid()) + "\n";
-    if (::write(lease->fd(), pid.data(), pid.size()) < 0) { /* the pid is informational */ }
+    if (::write(lease->fd(), pid.data(), pid.size()) < 0) { /* the pid is informational */
+    }
     const fs::path path = m_dir / id;
     if (::mkdir(path.c_str(), 0700) != 0) {
-        auto error = sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + path.string()));
+        auto error =
+            sandbox::fail(ErrorKind::permanent, sandbox::errno_message("mkdir " + path.string()));
         ::unlink(lease_path.c_str());
         return error;
     }

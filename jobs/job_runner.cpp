@@ -33,8 +33,10 @@ void merge_env(sandbox::Environment& env, const sandbox::Environment& more) {
     for (std::size_t i = 0; i < env.size(); ++i) index.emplace(env[i].first, i);
     for (const auto& [name, value] : more) {
         const auto [at, added] = index.emplace(name, env.size());
-        if (added) env.emplace_back(name, value);
-        else env[at->second].second = value;
+        if (added)
+            env.emplace_back(name, value);
+        else
+            env[at->second].second = value;
     }
 }
 
@@ -59,11 +61,12 @@ ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalC
 namespace {
 
 constexpr double k_default_job_timeout_minutes = 360;
-constexpr const char* k_fail_fast_message = "cancelled: another leg of the matrix failed (fail-fast)";
+constexpr const char* k_fail_fast_message =
+    "cancelled: another leg of the matrix failed (fail-fast)";
 constexpr const char* k_run_cancelled_message = "cancelled: the run was cancelled";
 
-std::optional<double> evaluate_number(const std::optional<YamlNode>& node, const EvalContext& context,
-                                      std::string& error) {
+std::optional<double> evaluate_number(const std::optional<YamlNode>& node,
+                                      const EvalContext& context, std::string& error) {
     if (!node) return std::nullopt;
     auto value = evaluate_yaml(*node, context);
     if (!value) {
@@ -84,7 +87,8 @@ std::chrono::milliseconds minutes(double value) {
 
 }  // namespace
 
-bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context, std::string& error) {
+bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context,
+                   std::string& error) {
     if (!node) return false;
     auto value = evaluate_yaml(*node, context);
     if (!value) {
@@ -119,7 +123,8 @@ JobRun::JobRun(const RunSettings& settings, const RunServices& services, const L
     m_deadline = std::chrono::steady_clock::now() + minutes(k_default_job_timeout_minutes);
     static std::atomic<unsigned> k_leg_counter{0};
     // --scratch DIR keeps the legs' scratches under DIR (one each: legs run in parallel).
-    const std::filesystem::path scratch_root = settings.policy.scratch ? *settings.policy.scratch : settings.temp_root;
+    const std::filesystem::path scratch_root =
+        settings.policy.scratch ? *settings.policy.scratch : settings.temp_root;
     m_scratch = scratch_root / ("leg-" + std::to_string(++k_leg_counter));
 }
 
@@ -135,8 +140,9 @@ EvalContext JobRun::context(const Scope& scope, const sandbox::Environment& step
     merge_env(env, scope.extra_env);
     merge_env(env, step_env);
     Object job = m_job_context;
-    job.set("status", std::string(status(scope) == RunStatus::success ? "success"
-                                  : status(scope) == RunStatus::failure ? "failure" : "cancelled"));
+    job.set("status", std::string(status(scope) == RunStatus::success   ? "success"
+                                  : status(scope) == RunStatus::failure ? "failure"
+                                                                        : "cancelled"));
     context.contexts.set("github", Value(std::move(github)));
     context.contexts.set("env", Value(env_object(env)));
     context.contexts.set("vars", Value(m_settings.vars));
@@ -167,7 +173,8 @@ const char* JobRun::cancel_message() const {
 }
 
 std::optional<std::chrono::milliseconds> JobRun::remaining() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        m_deadline - std::chrono::steady_clock::now());
     return std::max(left, std::chrono::milliseconds(1));
 }
 
@@ -188,13 +195,16 @@ StepContext JobRun::step_context(const std::string& name) const {
         }
     context.temp_dir = m_settings.temp_root / "temp";
     context.temp_root = m_temp_root.get();
-    context.workspace = m_leg.workspace;  // annotation and problem-matcher files are made relative to it
+    context.workspace =
+        m_leg.workspace;  // annotation and problem-matcher files are made relative to it
     context.masker = &m_services.masker;
     context.log = &m_services.log;
     context.host = m_settings.host;
     context.executor = m_services.executor;
     // A step that runs after the cancel (if: always() / cancelled()) runs to its end.
-    context.cancel = cancelled() ? nullptr : m_step_cancel != nullptr ? m_step_cancel : m_leg.cancel;
+    context.cancel = cancelled()                ? nullptr
+                     : m_step_cancel != nullptr ? m_step_cancel
+                                                : m_leg.cancel;
     return context;
 }
 
@@ -236,16 +246,21 @@ StepResult JobRun::execute(StepSpec spec, const std::string& name, StepReport& r
 
 void JobRun::run_steps(const std::vector<Step>& steps, Scope& scope, std::vector<StepReport>& out) {
     for (const auto& step : steps) {
-        if (step.kind == StepKind::run || step.kind == StepKind::uses) run_listed(step, scope, out);
-        else run_control(step, scope, out);
+        if (step.kind == StepKind::run || step.kind == StepKind::uses)
+            run_listed(step, scope, out);
+        else
+            run_control(step, scope, out);
     }
 }
 
 void JobRun::run_listed(const Step& step, Scope& scope, std::vector<StepReport>& out) {
     StepReport report;
     report.id = step.id ? *step.id : "__step_" + std::to_string(step.index + 1);
-    if (!step.id && step.block) report.id = "__step_" + std::to_string(*step.block + 1) + "_" + std::to_string(step.index + 1);
-    if (scope.depth > 0 && !step.id) report.id = "__" + scope.action_name + "_" + std::to_string(step.index + 1);
+    if (!step.id && step.block)
+        report.id =
+            "__step_" + std::to_string(*step.block + 1) + "_" + std::to_string(step.index + 1);
+    if (scope.depth > 0 && !step.id)
+        report.id = "__" + scope.action_name + "_" + std::to_string(step.index + 1);
     EvalContext ctx = context(scope);
     report.name = step.display_name();
     if (step.name) {
@@ -269,7 +284,8 @@ void JobRun::run_listed(const Step& step, Scope& scope, std::vector<StepReport>&
 }
 
 void JobRun::record(StepReport report, Scope& scope, std::vector<StepReport>& out) {
-    scope.steps.set(report.id, Value(step_entry(report.outputs, report.outcome, report.conclusion)));
+    scope.steps.set(report.id,
+                    Value(step_entry(report.outputs, report.outcome, report.conclusion)));
     if (report.conclusion == Outcome::failure) scope.failed = true;
     out.push_back(std::move(report));
 }
@@ -286,10 +302,13 @@ void JobRun::run_one(const Step& step, Scope& scope, const EvalContext& ctx, Ste
     if (timeout_minutes) timeout = minutes(*timeout_minutes);
     // The step's own expressions (hashFiles in its run: or with:) count against its time too.
     if (timeout && step_ctx.deadline)
-        step_ctx.deadline = std::min(*step_ctx.deadline, std::chrono::steady_clock::now() + *timeout);
+        step_ctx.deadline =
+            std::min(*step_ctx.deadline, std::chrono::steady_clock::now() + *timeout);
     m_continue = may_fail ? ContinueOnError::yes : ContinueOnError::no;
-    if (step.run) run_script(step, scope, step_ctx, *step_env, timeout, report);
-    else run_uses(step, scope, step_ctx, *step_env, timeout, report);
+    if (step.run)
+        run_script(step, scope, step_ctx, *step_env, timeout, report);
+    else
+        run_uses(step, scope, step_ctx, *step_env, timeout, report);
     m_continue = ContinueOnError::no;
     if (report.timed_out && !m_timed_out) report.message = "the step exceeded its timeout-minutes";
     if (report.outcome == Outcome::failure && may_fail) report.conclusion = Outcome::success;
@@ -301,11 +320,15 @@ void JobRun::log_start(const StepReport& report) {
 
 void JobRun::log_finish(const StepReport& report) {
     const StepLabel label{m_label, report.name};
-    if (report.outcome == Outcome::success) m_services.log.status(label, StatusKind::success, "Success - " + report.name);
-    else if (report.outcome == Outcome::cancelled) m_services.log.status(label, StatusKind::cancelled, "Cancelled - " + report.name);
+    if (report.outcome == Outcome::success)
+        m_services.log.status(label, StatusKind::success, "Success - " + report.name);
+    else if (report.outcome == Outcome::cancelled)
+        m_services.log.status(label, StatusKind::cancelled, "Cancelled - " + report.name);
     else if (m_continue == ContinueOnError::yes)
-        m_services.log.status(label, StatusKind::failure, "Failure - " + report.name + " (continue-on-error)");
-    else m_services.log.status(label, StatusKind::failure, "Failure - " + report.name);
+        m_services.log.status(label, StatusKind::failure,
+                              "Failure - " + report.name + " (continue-on-error)");
+    else
+        m_services.log.status(label, StatusKind::failure, "Failure - " + report.name);
 }
 
 sandbox::Environment JobRun::process_env(const Scope& scope, const sandbox::Environment& step_env,
@@ -331,7 +354,7 @@ void JobRun::run_script(const Step& step, Scope& scope, const EvalContext& ctx,
     spec.id = report.id;
     spec.script = *script;
     const RunDefaults* defaults = scope.defaults;
-    const Text* shell = step.shell ? &*step.shell
+    const Text* shell = step.shell                    ? &*step.shell
                         : defaults && defaults->shell ? &*defaults->shell
                                                       : nullptr;
     if (shell != nullptr) {
@@ -339,7 +362,7 @@ void JobRun::run_script(const Step& step, Scope& scope, const EvalContext& ctx,
         if (!value) return fail_step(report, value.error().message);
         spec.shell = *value;
     }
-    const Text* dir = step.working_directory ? &*step.working_directory
+    const Text* dir = step.working_directory                    ? &*step.working_directory
                       : defaults && defaults->working_directory ? &*defaults->working_directory
                                                                 : nullptr;
     spec.working_directory = m_leg.workspace;
@@ -370,13 +393,14 @@ void JobRun::run_posts() {
         report.name = post.name;
         report.stage = StepStage::post;
         Scope scope = post.scope;
-        scope.failed = m_report.steps.end() != std::ranges::find_if(m_report.steps, [](const StepReport& s) {
-                           return s.conclusion == Outcome::failure;
-                       });
+        scope.failed =
+            m_report.steps.end() != std::ranges::find_if(m_report.steps, [](const StepReport& s) {
+                return s.conclusion == Outcome::failure;
+            });
         const EvalContext ctx = context(scope);
         const std::string condition = post.action.post_if ? post.action.post_if->value : "always()";
-        auto run_it = condition_at(condition, post.action.post_if ? post.action.post_if->mark : SourceMark{},
-                                   ctx);
+        auto run_it = condition_at(
+            condition, post.action.post_if ? post.action.post_if->mark : SourceMark{}, ctx);
         const StepLabel label{m_label, report.name};
         if (!run_it) {
             fail_step(report, "post-if: " + run_it.error().message);
@@ -403,16 +427,17 @@ void JobRun::evaluate_outputs() {
     for (const auto& [name, text] : m_leg.job->outputs) {
         auto value = interpolate_at(text.value, text.mark, ctx);
         if (!value) {
-            m_report.annotations.push_back(Annotation{AnnotationLevel::warning, m_services.masker.mask(value.error().message),
-                                                      std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                                      std::nullopt, std::nullopt, std::nullopt});
+            m_report.annotations.push_back(
+                Annotation{AnnotationLevel::warning, m_services.masker.mask(value.error().message),
+                           std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                           std::nullopt, std::nullopt});
             continue;
         }
         if (m_services.masker.contains_secret(*value)) {
-            m_report.annotations.push_back(Annotation{AnnotationLevel::warning,
-                                                      "Skip output '" + name + "' since it may contain secret.",
-                                                      std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                                      std::nullopt, std::nullopt, std::nullopt});
+            m_report.annotations.push_back(Annotation{
+                AnnotationLevel::warning, "Skip output '" + name + "' since it may contain secret.",
+                std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                std::nullopt});
             continue;
         }
         set_named(m_report.outputs, name, *value);
@@ -422,7 +447,8 @@ void JobRun::evaluate_outputs() {
 RunDefaults JobRun::job_defaults() const {
     RunDefaults defaults = m_leg.job->defaults;
     if (!defaults.shell) defaults.shell = m_leg.workflow->defaults.shell;
-    if (!defaults.working_directory) defaults.working_directory = m_leg.workflow->defaults.working_directory;
+    if (!defaults.working_directory)
+        defaults.working_directory = m_leg.workflow->defaults.working_directory;
     return defaults;
 }
 
@@ -444,7 +470,8 @@ std::optional<std::string> JobRun::set_up(const Scope& scope) {
 }
 
 Outcome JobRun::steps_outcome() {
-    const bool failed = std::ranges::any_of(m_report.steps, [](const StepReport& s) { return s.conclusion == Outcome::failure; });
+    const bool failed = std::ranges::any_of(
+        m_report.steps, [](const StepReport& s) { return s.conclusion == Outcome::failure; });
     if (m_timed_out) {
         m_report.message = "the job exceeded its timeout-minutes";
         return Outcome::failure;
@@ -460,9 +487,11 @@ JobReport JobRun::finish(Outcome outcome, const Scope& scope) {
     m_report.outcome = outcome;
     m_report.conclusion = outcome;
     std::string error;  // a continue-on-error that fails to evaluate counts as false
-    if (outcome == Outcome::failure && evaluate_flag(m_leg.job->continue_on_error, context(scope), error))
+    if (outcome == Outcome::failure &&
+        evaluate_flag(m_leg.job->continue_on_error, context(scope), error))
         m_report.conclusion = Outcome::success;
-    m_report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - m_started);
+    m_report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - m_started);
     m_services.log.status(StepLabel{m_label, ""},
                           m_report.conclusion == Outcome::success     ? StatusKind::success
                           : m_report.conclusion == Outcome::cancelled ? StatusKind::cancelled
@@ -473,8 +502,9 @@ JobReport JobRun::finish(Outcome outcome, const Scope& scope) {
 
 JobReport JobRun::fail_job(const std::string& message, const Scope& scope) {
     m_report.message = m_services.masker.mask(message);
-    Annotation annotation{AnnotationLevel::error, m_report.message, std::nullopt, std::nullopt,
-                          std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    Annotation annotation{AnnotationLevel::error, m_report.message, std::nullopt,
+                          std::nullopt,           std::nullopt,     std::nullopt,
+                          std::nullopt,           std::nullopt,     std::nullopt};
     m_report.annotations.push_back(annotation);
     m_services.log.annotation(StepLabel{m_label, ""}, annotation);
     return finish(Outcome::failure, scope);
@@ -496,7 +526,8 @@ JobReport JobRun::run() {
     // beneath this descriptor whatever they do to the path.
     m_temp_root = m_settings.temp_root_dir;
     if (!m_temp_root) {
-        auto opened = sandbox::SafeDir::open_trusted(m_settings.temp_root, "the runner's temp root");
+        auto opened =
+            sandbox::SafeDir::open_trusted(m_settings.temp_root, "the runner's temp root");
         if (!opened) return fail_job(opened.error().message, scope);
         m_temp_root = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
     }
@@ -512,7 +543,8 @@ JobReport JobRun::run() {
 
 }  // namespace detail
 
-JobReport run_job_leg(const RunSettings& settings, const RunServices& services, const LegInput& leg) {
+JobReport run_job_leg(const RunSettings& settings, const RunServices& services,
+                      const LegInput& leg) {
     detail::JobRun run(settings, services, leg);
     return run.run();
 }

@@ -24,12 +24,12 @@ namespace jobs {
 struct LegInput {
     const Workflow* workflow = nullptr;
     const Job* job = nullptr;
-    Value matrix;          // the combination (Object), Null without a matrix
-    Object strategy;       // fail-fast, job-index, job-total, max-parallel
-    Object needs;          // needs.<id>.{result, outputs}
-    Object inputs;         // workflow_dispatch / workflow_call inputs
-    Object secrets;        // what this workflow may see
-    std::string name;      // display name, evaluated
+    Value matrix;      // the combination (Object), Null without a matrix
+    Object strategy;   // fail-fast, job-index, job-total, max-parallel
+    Object needs;      // needs.<id>.{result, outputs}
+    Object inputs;     // workflow_dispatch / workflow_call inputs
+    Object secrets;    // what this workflow may see
+    std::string name;  // display name, evaluated
     std::filesystem::path workspace;
     std::vector<std::string> runs_on;  // evaluated labels (for the log)
     // Not owned, may be null: fired when the leg must stop (fail-fast: another leg of the
@@ -38,6 +38,7 @@ struct LegInput {
     const sandbox::CancelToken* cancel = nullptr;
 };
 
-JobReport run_job_leg(const RunSettings& settings, const RunServices& services, const LegInput& leg);
+JobReport run_job_leg(const RunSettings& settings, const RunServices& services,
+                      const LegInput& leg);
 
 }  // namespace jobs

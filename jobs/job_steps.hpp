@@ -26,13 +26,13 @@ using BackgroundSlots = std::counting_semaphore<k_max_running_background>;
 // inputs, the env its caller passed (not leaking out), its status functions.
 struct Scope {
     Object steps;
-    std::optional<Object> inputs;        // composite: its inputs
-    sandbox::Environment extra_env;      // env of the `uses:` step(s) that led here
-    std::filesystem::path action_path;   // composite: GITHUB_ACTION_PATH
-    std::string action_name;             // composite: for labels
-    std::string action_repository;       // remote action: GITHUB_ACTION_REPOSITORY (OWNER/REPO)
-    std::string action_ref;              // remote action: GITHUB_ACTION_REF
-    bool failed = false;                 // a step concluded failure
+    std::optional<Object> inputs;       // composite: its inputs
+    sandbox::Environment extra_env;     // env of the `uses:` step(s) that led here
+    std::filesystem::path action_path;  // composite: GITHUB_ACTION_PATH
+    std::string action_name;            // composite: for labels
+    std::string action_repository;      // remote action: GITHUB_ACTION_REPOSITORY (OWNER/REPO)
+    std::string action_ref;             // remote action: GITHUB_ACTION_REF
+    bool failed = false;                // a step concluded failure
     int depth = 0;
     const RunDefaults* defaults = nullptr;  // job scope only
 };
@@ -109,23 +109,23 @@ public:
     // One step whose `if` passed: env, continue-on-error, timeout, then run or uses.
     void run_one(const Step& step, Scope& scope, const EvalContext& ctx, StepReport& report);
     void run_script(const Step& step, Scope& scope, const EvalContext& ctx,
-                    const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
-                    StepReport& report);
+                    const sandbox::Environment& step_env,
+                    std::optional<std::chrono::milliseconds> timeout, StepReport& report);
     // uses: dispatchers (step_actions.cpp). Outputs go to report.outputs.
     void run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
-                  const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
-                  StepReport& report);
-    void run_composite(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
-                       const sandbox::Environment& step_env, StepReport& report);
+                  const sandbox::Environment& step_env,
+                  std::optional<std::chrono::milliseconds> timeout, StepReport& report);
+    void run_composite(const Action& action, const NamedValues& inputs, const Step& step,
+                       Scope& scope, const sandbox::Environment& step_env, StepReport& report);
     void run_node(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
-                  const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
-                  StepReport& report);
+                  const sandbox::Environment& step_env,
+                  std::optional<std::chrono::milliseconds> timeout, StepReport& report);
     void run_checkout(const NamedValues& with, StepReport& report);
     void run_wrap_does_it(const std::string& uses, StepReport& report);
     // A remote action from the run's lock (jobs/action_resolve.hpp), run as a local one.
     void run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
-                    const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
-                    StepReport& report);
+                    const sandbox::Environment& step_env,
+                    std::optional<std::chrono::milliseconds> timeout, StepReport& report);
     void run_action(const Action& action, const NamedValues& with, const Step& step, Scope& scope,
                     const EvalContext& ctx, const sandbox::Environment& step_env,
                     std::optional<std::chrono::milliseconds> timeout, StepReport& report);
@@ -167,7 +167,7 @@ public:
     std::vector<PostStep> m_posts;
     Object m_job_steps;  // the job scope's steps context, for outputs
     JobReport m_report;
-    std::string m_label;  // job label for logs
+    std::string m_label;              // job label for logs
     std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
     // temp_root, opened before the first step (RunSettings::temp_root_dir, or here by path).
     std::shared_ptr<const sandbox::SafeDir> m_temp_root;
@@ -176,21 +176,22 @@ public:
     const sandbox::CancelToken* m_step_cancel = nullptr;
     BackgroundSteps m_background;
     // The job's slots for running background steps, shared with its forks (thread-safe).
-    std::shared_ptr<BackgroundSlots> m_slots = std::make_shared<BackgroundSlots>(k_max_running_background);
+    std::shared_ptr<BackgroundSlots> m_slots =
+        std::make_shared<BackgroundSlots>(k_max_running_background);
 };
 
 struct BackgroundStep {
-    std::string id;                  // the report id
-    std::string key;                 // fold_case(id): what wait and cancel name
-    std::size_t slot = 0;            // its report's index in the job's steps
+    std::string id;        // the report id
+    std::string key;       // fold_case(id): what wait and cancel name
+    std::size_t slot = 0;  // its report's index in the job's steps
     std::optional<sandbox::CancelToken> cancel;
-    JobState before;                 // the job's state when it started (for the delta)
-    Scope scope;                     // a copy of the job scope as it started
-    StepReport report;               // written by its thread until joined
-    std::unique_ptr<JobRun> fork;    // its JobRun; released once applied
+    JobState before;               // the job's state when it started (for the delta)
+    Scope scope;                   // a copy of the job scope as it started
+    StepReport report;             // written by its thread until joined
+    std::unique_ptr<JobRun> fork;  // its JobRun; released once applied
     std::thread thread;
     bool applied = false;
-    bool cancel_requested = false;   // by a cancel: step
+    bool cancel_requested = false;          // by a cancel: step
     Outcome conclusion = Outcome::success;  // once applied
 };
 
@@ -203,7 +204,8 @@ void merge_env(sandbox::Environment& env, const sandbox::Environment& more);
 Object env_object(const sandbox::Environment& env);
 // A continue-on-error style flag (boolean or expression); false when unset. An evaluation
 // error is put in `error`.
-bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context, std::string& error);
+bool evaluate_flag(const std::optional<YamlNode>& node, const EvalContext& context,
+                   std::string& error);
 // steps.<id>: {outputs, outcome, conclusion}.
 Object step_entry(const NamedValues& outputs, Outcome outcome, Outcome conclusion);
 

@@ -6,12 +6,18 @@ namespace jobs {
 
 std::string_view to_string(StatusKind kind) {
     switch (kind) {
-        case StatusKind::start: return "start";
-        case StatusKind::success: return "success";
-        case StatusKind::failure: return "failure";
-        case StatusKind::skipped: return "skipped";
-        case StatusKind::cancelled: return "cancelled";
-        case StatusKind::info: return "info";
+        case StatusKind::start:
+            return "start";
+        case StatusKind::success:
+            return "success";
+        case StatusKind::failure:
+            return "failure";
+        case StatusKind::skipped:
+            return "skipped";
+        case StatusKind::cancelled:
+            return "cancelled";
+        case StatusKind::info:
+            return "info";
     }
     return "info";
 }
@@ -60,7 +66,9 @@ void ConsoleLog::group_start(const StepLabel& label, std::string_view title) {
     write(label, "  ▼ ", title);
 }
 
-void ConsoleLog::group_end(const StepLabel& label) { write(label, "  ▲", ""); }
+void ConsoleLog::group_end(const StepLabel& label) {
+    write(label, "  ▲", "");
+}
 
 void ConsoleLog::annotation(const StepLabel& label, const Annotation& annotation) {
     const std::string_view marker = annotation.level == AnnotationLevel::error     ? "  ❗ "
@@ -71,12 +79,24 @@ void ConsoleLog::annotation(const StepLabel& label, const Annotation& annotation
 
 void ConsoleLog::status(const StepLabel& label, StatusKind kind, std::string_view text) {
     switch (kind) {
-        case StatusKind::start: write(label, "⭐ ", text); break;
-        case StatusKind::success: write(label, "  ✅  ", text); break;
-        case StatusKind::failure: write(label, "  ❌  ", text); break;
-        case StatusKind::skipped: write(label, "  ⏭  ", text); break;
-        case StatusKind::cancelled: write(label, "  🚫  ", text); break;
-        case StatusKind::info: write(label, "  ", text); break;
+        case StatusKind::start:
+            write(label, "⭐ ", text);
+            break;
+        case StatusKind::success:
+            write(label, "  ✅  ", text);
+            break;
+        case StatusKind::failure:
+            write(label, "  ❌  ", text);
+            break;
+        case StatusKind::skipped:
+            write(label, "  ⏭  ", text);
+            break;
+        case StatusKind::cancelled:
+            write(label, "  🚫  ", text);
+            break;
+        case StatusKind::info:
+            write(label, "  ", text);
+            break;
     }
 }
 
@@ -94,7 +114,9 @@ void MemoryLog::debug(const StepLabel&, std::string_view line) {
 void MemoryLog::group_start(const StepLabel&, std::string_view title) {
     add("group:" + std::string(title));
 }
-void MemoryLog::group_end(const StepLabel&) { add("endgroup"); }
+void MemoryLog::group_end(const StepLabel&) {
+    add("endgroup");
+}
 void MemoryLog::annotation(const StepLabel&, const Annotation& annotation) {
     add("annotation:" + format_annotation(annotation));
 }

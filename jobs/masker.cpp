@@ -24,13 +24,27 @@ std::string json_escape(std::string_view value) {
     for (const char c : value) {
         const auto byte = static_cast<unsigned char>(c);
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (byte < 0x20) {
                     out += "\\u00";
@@ -71,8 +85,10 @@ std::string base64_stable_prefix(std::string_view value) {
 std::string replaced(std::string_view value, char from, std::string_view to) {
     std::string out;
     for (const char c : value) {
-        if (c == from) out += to;
-        else out += c;
+        if (c == from)
+            out += to;
+        else
+            out += c;
     }
     return out;
 }
@@ -82,12 +98,23 @@ std::string xml_escape(std::string_view value) {
     std::string out;
     for (const char c : value) {
         switch (c) {
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            case '&': out += "&amp;"; break;
-            default: out += c;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            case '&':
+                out += "&amp;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -129,7 +156,8 @@ std::vector<std::string_view> split_lines(std::string_view text) {
     std::size_t start = 0;
     while (start <= text.size()) {
         const auto end = text.find_first_of("\r\n", start);
-        const auto piece = text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+        const auto piece =
+            text.substr(start, end == std::string_view::npos ? text.npos : end - start);
         lines.push_back(piece);
         if (end == std::string_view::npos) break;
         start = end + 1;
@@ -159,7 +187,8 @@ std::vector<std::string> encodings(const std::string& value) {
     out.push_back(json_escape(value));
     out.push_back(url_escape(value));
     out.push_back(xml_escape(value));
-    if (value.size() > 8 && value.front() == '"' && value.back() == '"') out.push_back(value.substr(1, value.size() - 2));
+    if (value.size() > 8 && value.front() == '"' && value.back() == '"')
+        out.push_back(value.substr(1, value.size() - 2));
     out.push_back(replaced(value, '\'', "'\\''"));
     out.push_back(shell_backslash_escape(value));
     return out;
@@ -206,8 +235,9 @@ void Masker::scan(std::string_view text, OnMatch&& on_match) const {
     const std::size_t size = text.size();
     for (std::size_t pos = 0; pos < size; ++pos) {
         const auto first = static_cast<unsigned char>(text[pos]);
-        const bool pair_hit = pos + 1 < size &&
-                              m_first_two[pair_key(first, static_cast<unsigned char>(text[pos + 1]))];
+        const bool pair_hit =
+            pos + 1 < size &&
+            m_first_two[pair_key(first, static_cast<unsigned char>(text[pos + 1]))];
         if (!pair_hit && !m_single_byte[first]) continue;
         for (const auto index : m_by_first[first]) {
             const auto& value = m_values[index];
@@ -305,7 +335,8 @@ MaskedTokens::MaskedTokens(std::shared_ptr<sandbox::TokenProvider> inner, Masker
 
 sandbox::Expected<std::string> MaskedTokens::token() {
     auto token = m_inner->token();
-    if (token) m_masker.add_secret(*token);  // a value already registered is registered again: harmless
+    if (token)
+        m_masker.add_secret(*token);  // a value already registered is registered again: harmless
     return token;
 }
 

@@ -46,10 +46,13 @@ bool matches(const Object& combination, const Object& entry, const std::set<std:
 sandbox::Expected<std::vector<Object>> object_list(const Value& value, const std::string& what) {
     std::vector<Object> out;
     if (value.is_null()) return out;
-    if (!value.is_array()) return fail(ErrorKind::invalid_input, "strategy.matrix." + what + " must be an array of objects");
+    if (!value.is_array())
+        return fail(ErrorKind::invalid_input,
+                    "strategy.matrix." + what + " must be an array of objects");
     for (const auto& item : value.as_array()) {
         if (!item.is_object())
-            return fail(ErrorKind::invalid_input, "strategy.matrix." + what + " entries must be objects, not " +
+            return fail(ErrorKind::invalid_input, "strategy.matrix." + what +
+                                                      " entries must be objects, not " +
                                                       std::string(to_string(item.kind())));
         out.push_back(item.as_object());
     }
@@ -57,8 +60,9 @@ sandbox::Expected<std::vector<Object>> object_list(const Value& value, const std
 }
 
 std::unexpected<sandbox::Error> too_many_combinations() {
-    return fail(ErrorKind::invalid_input,
-                "the matrix has more than " + std::to_string(k_max_matrix_combinations) + " combinations");
+    return fail(
+        ErrorKind::invalid_input,
+        "the matrix has more than " + std::to_string(k_max_matrix_combinations) + " combinations");
 }
 
 // The vectors' cross product is enumerated lazily, and only combinations that survive
@@ -73,7 +77,8 @@ struct Vector {
 
 sandbox::Expected<void> check_vector(const std::string& key, const Value& vector) {
     if (!vector.is_array())
-        return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' must be an array, not " +
+        return fail(ErrorKind::invalid_input, "the matrix vector '" + key +
+                                                  "' must be an array, not " +
                                                   std::string(to_string(vector.kind())));
     if (vector.as_array().empty())
         return fail(ErrorKind::invalid_input, "the matrix vector '" + key + "' has no values");
@@ -82,10 +87,11 @@ sandbox::Expected<void> check_vector(const std::string& key, const Value& vector
 
 // True when every key/value of the exclude entry equals the combination's (the combination
 // given as one value index per vector).
-bool excluded(const std::vector<Vector>& vectors, const std::vector<std::size_t>& at, const Object& exclude) {
+bool excluded(const std::vector<Vector>& vectors, const std::vector<std::size_t>& at,
+              const Object& exclude) {
     for (const auto& entry : exclude) {
-        const auto vector =
-            std::ranges::find_if(vectors, [&](const Vector& v) { return equals_ignore_case(v.key, entry.first); });
+        const auto vector = std::ranges::find_if(
+            vectors, [&](const Vector& v) { return equals_ignore_case(v.key, entry.first); });
         if (vector == vectors.end()) return false;
         const auto index = static_cast<std::size_t>(vector - vectors.begin());
         if (!deep_equal((*vector->values)[at[index]], entry.second)) return false;
@@ -104,11 +110,13 @@ sandbox::Expected<std::vector<Object>> cross_product(const std::vector<Vector>& 
     }
     std::vector<std::size_t> at(vectors.size(), 0);  // mixed radix, the first vector slowest
     for (std::size_t n = 0; n < product; ++n) {
-        const bool dropped = std::ranges::any_of(excludes, [&](const Object& ex) { return excluded(vectors, at, ex); });
+        const bool dropped = std::ranges::any_of(
+            excludes, [&](const Object& ex) { return excluded(vectors, at, ex); });
         if (!dropped) {
             if (out.size() == k_max_matrix_combinations) return too_many_combinations();
             Object combination;
-            for (std::size_t i = 0; i < vectors.size(); ++i) combination.set(vectors[i].key, (*vectors[i].values)[at[i]]);
+            for (std::size_t i = 0; i < vectors.size(); ++i)
+                combination.set(vectors[i].key, (*vectors[i].values)[at[i]]);
             out.push_back(std::move(combination));
         }
         for (std::size_t i = vectors.size(); i-- > 0;) {
@@ -143,7 +151,8 @@ ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& c
     Object out;
     for (const auto& entry : matrix.entries) {
         if (has_expression(entry.key)) {  // ${{ insert }} or a computed vector name
-            if (auto added = evaluate_entry(entry, context, out); !added) return std::unexpected(added.error());
+            if (auto added = evaluate_entry(entry, context, out); !added)
+                return std::unexpected(added.error());
             continue;
         }
         auto value = evaluate_vector(entry.value, context);
@@ -176,7 +185,8 @@ sandbox::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
     apply_includes(*combinations, includes, vector_keys);
     if (combinations->size() > k_max_matrix_combinations) return too_many_combinations();
     if (combinations->empty())
-        return fail(ErrorKind::invalid_input, "the matrix has no combinations left after 'exclude'");
+        return fail(ErrorKind::invalid_input,
+                    "the matrix has no combinations left after 'exclude'");
     std::vector<Value> out;
     for (auto& combination : *combinations) out.emplace_back(std::move(combination));
     return out;

@@ -3,7 +3,8 @@
 namespace jobs {
 
 bool is_commit_sha(std::string_view text) {
-    return text.size() == 40 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+    return text.size() == 40 &&
+           text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
 MergeQueueRef parse_merge_queue_ref(std::string_view head_ref) {

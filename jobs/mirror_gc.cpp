@@ -1,10 +1,9 @@
 #include "jobs/mirror_gc.hpp"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -42,7 +41,7 @@ bool is_mirror_name(std::string_view name) {
 struct Candidate {
     std::string name;  // the scope name (a flat mirror's too, without ".git")
     MirrorKind kind = MirrorKind::scope;
-    fs::path dir;      // what is removed
+    fs::path dir;  // what is removed
 };
 
 std::string label(const Candidate& candidate) {
@@ -57,7 +56,8 @@ std::vector<Candidate> find_candidates(const fs::path& mirrors, std::error_code&
         std::string name = entry.path().filename().string();
         if (is_mirror_name(name)) {
             found.push_back({name, MirrorKind::scope, entry.path()});
-        } else if (name.ends_with(".git") && is_mirror_name(std::string_view(name).substr(0, name.size() - 4))) {
+        } else if (name.ends_with(".git") &&
+                   is_mirror_name(std::string_view(name).substr(0, name.size() - 4))) {
             name.resize(name.size() - 4);
             found.push_back({name, MirrorKind::flat, entry.path()});
         }
@@ -134,14 +134,17 @@ sandbox::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candida
     if (!trash) return trash;
     std::vector<fs::path> moving{candidate.dir};
     if (candidate.kind == MirrorKind::flat)
-        for (auto& leftover : flat_leftovers(mirrors, candidate.name)) moving.push_back(std::move(leftover));
+        for (auto& leftover : flat_leftovers(mirrors, candidate.name))
+            moving.push_back(std::move(leftover));
     for (const auto& path : moving)
         if (::rename(path.c_str(), (*trash / path.filename()).c_str()) != 0) {
-            auto error = sandbox::fail(ErrorKind::permanent, sandbox::errno_message("rename " + path.string()));
+            auto error = sandbox::fail(ErrorKind::permanent,
+                                       sandbox::errno_message("rename " + path.string()));
             ::rmdir(trash->c_str());  // empty unless the mirror itself went in: then it stays trash
             return error;
         }
-    if (candidate.kind == MirrorKind::scope) ::unlink((mirrors / k_last_use_dir / candidate.name).c_str());
+    if (candidate.kind == MirrorKind::scope)
+        ::unlink((mirrors / k_last_use_dir / candidate.name).c_str());
     return trash;
 }
 
@@ -150,7 +153,8 @@ sandbox::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candida
 void remove_locks(std::vector<FileLock>& held, const Candidate& candidate) {
     for (auto& lock : held)
         if (auto gone = lock.remove_lock_file(); !gone)
-            spdlog::warn("mirror gc: {}: {} (an empty lock file is left)", label(candidate), gone.error().message);
+            spdlog::warn("mirror gc: {}: {} (an empty lock file is left)", label(candidate),
+                         gone.error().message);
 }
 
 // Removes the gc-trash.* directories of `mirrors`; their failures are appended to `failed`.
@@ -158,7 +162,8 @@ std::size_t remove_trash(const fs::path& mirrors, std::vector<std::string>& fail
     std::error_code ec;
     std::vector<fs::path> trash;
     for (const auto& entry : fs::directory_iterator(mirrors, ec))
-        if (entry.path().filename().string().starts_with(k_trash_prefix)) trash.push_back(entry.path());
+        if (entry.path().filename().string().starts_with(k_trash_prefix))
+            trash.push_back(entry.path());
     std::size_t removed = 0;
     for (const auto& dir : trash) {
         if (auto gone = remove_tree(dir); !gone) {
@@ -174,8 +179,9 @@ std::size_t remove_trash(const fs::path& mirrors, std::vector<std::string>& fail
 
 enum class Outcome { removed, busy, failed };
 
-Outcome collect_one(const fs::path& mirrors, const Candidate& candidate, const MirrorGcPolicy& policy,
-                    SysTime now, MirrorGcReason reason, MirrorGcReport& report) {
+Outcome collect_one(const fs::path& mirrors, const Candidate& candidate,
+                    const MirrorGcPolicy& policy, SysTime now, MirrorGcReason reason,
+                    MirrorGcReport& report) {
     std::vector<FileLock> held;
     for (const auto& path : lock_paths(mirrors, candidate)) {
         auto lock = FileLock::acquire(path, LockMode::exclusive, LockWait::try_once);
@@ -204,15 +210,19 @@ std::string_view to_string(MirrorGcReason reason) {
     return reason == MirrorGcReason::unserved ? "unserved" : "idle";
 }
 
-sandbox::Expected<void> record_mirror_use(const fs::path& mirrors_dir, std::string_view scope_name) {
+sandbox::Expected<void> record_mirror_use(const fs::path& mirrors_dir,
+                                          std::string_view scope_name) {
     const fs::path dir = mirrors_dir / k_last_use_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot create " + dir.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "cannot create " + dir.string() + ": " + ec.message());
     const fs::path stamp = dir / scope_name;
     sandbox::Fd fd(::open(stamp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd || ::futimens(fd.get(), nullptr) != 0)
-        return sandbox::fail(ErrorKind::permanent, sandbox::errno_message("touch " + stamp.string()));
+        return sandbox::fail(ErrorKind::permanent,
+                             sandbox::errno_message("touch " + stamp.string()));
     return {};
 }
 
@@ -222,15 +232,18 @@ sandbox::Expected<std::string> mirror_scope_name(std::string_view remote) {
     return mirror_dir_name(*parsed);
 }
 
-sandbox::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir, const MirrorGcPolicy& policy,
-                                                  SysTime now, TrashRemoval removal) {
+sandbox::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir,
+                                                  const MirrorGcPolicy& policy, SysTime now,
+                                                  TrashRemoval removal) {
     MirrorGcReport report;
     const fs::path mirrors = state_dir / "mirrors";
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(mirrors, ec))) return report;
     if (removal == TrashRemoval::now) remove_trash(mirrors, report.failed);
     auto candidates = find_candidates(mirrors, ec);
-    if (ec) return sandbox::fail(ErrorKind::permanent, "cannot read " + mirrors.string() + ": " + ec.message());
+    if (ec)
+        return sandbox::fail(ErrorKind::permanent,
+                             "cannot read " + mirrors.string() + ": " + ec.message());
     fs::create_directories(mirrors / "locks", ec);
     for (const auto& candidate : candidates) {
         const auto reason = verdict(mirrors, candidate, policy, now);
@@ -247,7 +260,8 @@ sandbox::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir, con
                 spdlog::info("mirror gc: kept {}: in use", label(candidate));
                 break;
             case Outcome::failed:
-                spdlog::warn("mirror gc: cannot remove {}: {}", label(candidate), report.failed.back());
+                spdlog::warn("mirror gc: cannot remove {}: {}", label(candidate),
+                             report.failed.back());
                 break;
         }
     }

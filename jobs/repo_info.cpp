@@ -36,7 +36,8 @@ std::string tag_at(git_repository* repo, const git_oid& head) {
         if (git_reference_peel(&peeled_raw, ref.get(), GIT_OBJECT_COMMIT) != 0) continue;
         std::unique_ptr<git_object, ObjectDeleter> peeled(peeled_raw);
         const std::string name = git_reference_name(ref.get());
-        if (git_oid_equal(git_object_id(peeled.get()), &head) && (found.empty() || name < found)) found = name;
+        if (git_oid_equal(git_object_id(peeled.get()), &head) && (found.empty() || name < found))
+            found = name;
     }
     return found;
 }
@@ -45,7 +46,8 @@ std::string tag_at(git_repository* repo, const git_oid& head) {
 void init_libgit2() {
     static const int k_once = [] {
         const int count = git_libgit2_init();
-        git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);  // as in ensure_libgit2 (git_handles.cpp)
+        git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION,
+                         0);  // as in ensure_libgit2 (git_handles.cpp)
         return count;
     }();
     (void)k_once;
@@ -88,13 +90,15 @@ RepoInfo read_repo_info(const std::filesystem::path& directory) {
             char hex[GIT_OID_HEXSZ + 1] = {};
             git_oid_tostr(hex, sizeof hex, oid);
             info.sha = hex;
-            if (info.ref.empty() && git_repository_head_detached(repo.get()) == 1) info.ref = tag_at(repo.get(), *oid);
+            if (info.ref.empty() && git_repository_head_detached(repo.get()) == 1)
+                info.ref = tag_at(repo.get(), *oid);
         }
     }
     git_remote* remote_raw = nullptr;
     if (git_remote_lookup(&remote_raw, repo.get(), "origin") == 0) {
         std::unique_ptr<git_remote, RemoteDeleter> remote(remote_raw);
-        if (const char* url = git_remote_url(remote.get())) info.repository = repository_from_url(url);
+        if (const char* url = git_remote_url(remote.get()))
+            info.repository = repository_from_url(url);
     }
     if (auto slash = info.repository.find('/'); slash != std::string::npos)
         info.owner = info.repository.substr(0, slash);

@@ -8,7 +8,9 @@
 namespace jobs {
 namespace {
 
-std::string text_of(const Value* value) { return value == nullptr ? std::string() : value->to_display_string(); }
+std::string text_of(const Value* value) {
+    return value == nullptr ? std::string() : value->to_display_string();
+}
 
 const Value* path_get(const Value& root, std::initializer_list<std::string_view> keys) {
     const Value* current = &root;
@@ -41,10 +43,12 @@ Value typed_input(const InputSpec& spec, const Value& value) {
 
 }  // namespace
 
-std::string env_text(const Value& value) { return value.is_string() ? value.as_string() : value.to_display_string(); }
+std::string env_text(const Value& value) {
+    return value.is_string() ? value.as_string() : value.to_display_string();
+}
 
-Object github_context(const RunSettings& settings, const Workflow& workflow, std::string_view job_id,
-                      const std::filesystem::path& workspace) {
+Object github_context(const RunSettings& settings, const Workflow& workflow,
+                      std::string_view job_id, const std::filesystem::path& workspace) {
     const Value& event = settings.event;
     std::string ref = settings.repo.ref;
     std::string sha = settings.repo.sha;
@@ -52,12 +56,15 @@ Object github_context(const RunSettings& settings, const Workflow& workflow, std
     if (settings.event_name.starts_with("pull_request")) {
         head_ref = text_of(path_get(event, {"pull_request", "head", "ref"}));
         base_ref = text_of(path_get(event, {"pull_request", "base", "ref"}));
-        if (const Value* number = event.get("number")) ref = "refs/pull/" + number->to_display_string() + "/merge";
-        else if (!head_ref.empty()) ref = "refs/heads/" + head_ref;
+        if (const Value* number = event.get("number"))
+            ref = "refs/pull/" + number->to_display_string() + "/merge";
+        else if (!head_ref.empty())
+            ref = "refs/heads/" + head_ref;
     } else if (const Value* event_ref = event.get("ref"); event_ref && event_ref->is_string()) {
         ref = event_ref->as_string();
     }
-    if (const Value* after = event.get("after"); after && after->is_string() && sha.empty()) sha = after->as_string();
+    if (const Value* after = event.get("after"); after && after->is_string() && sha.empty())
+        sha = after->as_string();
     std::string repository = settings.repo.repository;
     if (const Value* full = path_get(event, {"repository", "full_name"}); full && full->is_string())
         repository = full->as_string();
@@ -73,7 +80,8 @@ Object github_context(const RunSettings& settings, const Workflow& workflow, std
     github.set("base_ref", base_ref);
     github.set("repository", repository);
     github.set("repository_owner", owner);
-    github.set("repositoryUrl", repository.empty() ? "" : "https://github.com/" + repository + ".git");
+    github.set("repositoryUrl",
+               repository.empty() ? "" : "https://github.com/" + repository + ".git");
     github.set("actor", settings.actor);
     github.set("triggering_actor", settings.actor);
     github.set("workflow", workflow.display_name());
@@ -109,10 +117,12 @@ Object runner_context(const RunSettings& settings, const std::filesystem::path& 
     runner.set("environment", "self-hosted");
     runner.set("temp", (settings.temp_root / "temp").string());
     // Under the wrap with a tool cache, what the step's RUNNER_TOOL_CACHE says (wrap_bwrap).
-    const bool bound_cache = settings.policy.tool_cache && settings.policy.mode == sandbox::SandboxMode::bwrap;
+    const bool bound_cache =
+        settings.policy.tool_cache && settings.policy.mode == sandbox::SandboxMode::bwrap;
     runner.set("tool_cache", bound_cache ? std::string(sandbox::k_tool_cache_mount)
                                          : (settings.temp_root / "tool_cache").string());
-    runner.set("workspace", workspace.empty() ? std::string() : runner_workspace(workspace).string());
+    runner.set("workspace",
+               workspace.empty() ? std::string() : runner_workspace(workspace).string());
     runner.set("debug", "");
     return runner;
 }
@@ -163,13 +173,16 @@ sandbox::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, co
             out.set(spec.name, typed_input(spec, *value));
         } else if (spec.default_value) {
             auto fallback = evaluate_yaml(*spec.default_value, context);
-            if (!fallback) return sandbox::fail(sandbox::ErrorKind::invalid_input, fallback.error().message);
+            if (!fallback)
+                return sandbox::fail(sandbox::ErrorKind::invalid_input, fallback.error().message);
             out.set(spec.name, typed_input(spec, *fallback));
         } else if (strict && spec.required) {
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 located(spec.mark, "the required input '" + spec.name + "' was not given"));
+            return sandbox::fail(
+                sandbox::ErrorKind::invalid_input,
+                located(spec.mark, "the required input '" + spec.name + "' was not given"));
         } else {
-            out.set(spec.name, typed_input(spec, spec.type == "boolean" ? Value(false) : Value(std::string())));
+            out.set(spec.name, typed_input(spec, spec.type == "boolean" ? Value(false)
+                                                                        : Value(std::string())));
         }
     }
     for (const auto& [name, value] : given) {

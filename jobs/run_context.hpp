@@ -28,16 +28,16 @@ namespace jobs {
 
 struct RunSettings {
     std::string event_name = "push";
-    Value event = Value(Object{});     // the payload (-e FILE), an Object
-    std::filesystem::path repository;  // absolute: the directory the run starts in (-C)
-    RepoInfo repo;                     // HEAD and origin of `repository`, when a git repo
-    std::string actor;                 // github.actor; default: $USER or "sandgate"
-    std::vector<std::string> labels;   // runner labels (globs allowed)
+    Value event = Value(Object{});              // the payload (-e FILE), an Object
+    std::filesystem::path repository;           // absolute: the directory the run starts in (-C)
+    RepoInfo repo;                              // HEAD and origin of `repository`, when a git repo
+    std::string actor;                          // github.actor; default: $USER or "sandgate"
+    std::vector<std::string> labels;            // runner labels (globs allowed)
     RunnerPlatform platform = host_platform();  // runner.os/arch; what runs-on may name
-    Object secrets;                    // -s / --secret-file
-    Object vars;                       // --var
-    sandbox::Environment env;          // --env / --env-file: the workflow's env, lowest priority
-    Object inputs;                     // --input, for workflow_dispatch / workflow_call
+    Object secrets;                             // -s / --secret-file
+    Object vars;                                // --var
+    sandbox::Environment env;  // --env / --env-file: the workflow's env, lowest priority
+    Object inputs;             // --input, for workflow_dispatch / workflow_call
     std::vector<std::pair<std::string, std::string>> matrix_filter;  // --matrix KEY:VALUE
     std::vector<std::string> job_filter;                             // -j JOB
     sandbox::Policy policy;
@@ -71,8 +71,8 @@ struct RunServices {
     LogSink& log;
     Masker& masker;
     WorkspaceProvider& workspace;
-    std::counting_semaphore<>& legs;  // bounds job legs running at once
-    JobObserver* observer = nullptr;  // optional; not owned
+    std::counting_semaphore<>& legs;   // bounds job legs running at once
+    JobObserver* observer = nullptr;   // optional; not owned
     StepExecutor* executor = nullptr;  // not owned; null: every step through sandbox::run
     // The whole run's stop (sandgate run's SIGINT/SIGTERM); not owned; may be null. Once it
     // fires, running steps are stopped as on a timeout, their legs and the jobs not started
@@ -84,8 +84,8 @@ struct RunServices {
 };
 
 // github.* for one job of `workflow`.
-Object github_context(const RunSettings& settings, const Workflow& workflow, std::string_view job_id,
-                      const std::filesystem::path& workspace);
+Object github_context(const RunSettings& settings, const Workflow& workflow,
+                      std::string_view job_id, const std::filesystem::path& workspace);
 // runner.* (os, arch, name, temp, tool_cache, workspace, debug) for a job whose
 // GITHUB_WORKSPACE is `workspace`: runner.workspace is its parent, as on GitHub
 // (GITHUB_WORKSPACE = RUNNER_WORKSPACE/<repository name>).

@@ -87,12 +87,13 @@ ordered_json job_json(const JobReport& job, const Masker& masker) {
 // A step's reason for failing, and the innermost failed step of a composite action.
 std::string step_reason(const StepReport& step) {
     for (const auto& inner : step.steps) {
-        if (inner.conclusion == Outcome::failure) return "step '" + inner.name + "': " + step_reason(inner);
+        if (inner.conclusion == Outcome::failure)
+            return "step '" + inner.name + "': " + step_reason(inner);
     }
-    std::string reason = step.timed_out ? "timed out"
+    std::string reason = step.timed_out          ? "timed out"
                          : !step.message.empty() ? step.message
-                         : step.exit_code ? "exited with " + std::to_string(*step.exit_code)
-                                          : "failed";
+                         : step.exit_code        ? "exited with " + std::to_string(*step.exit_code)
+                                                 : "failed";
     const auto error = std::ranges::find_if(step.annotations, [&](const Annotation& a) {
         return a.level == AnnotationLevel::error && a.message != step.message;
     });
@@ -121,19 +122,24 @@ std::string one_line(std::string text) {
 std::string failure_reason(const JobReport& job) {
     if (job.conclusion != Outcome::failure) return "";
     for (const auto& step : job.steps) {
-        if (step.conclusion == Outcome::failure) return one_line("step '" + step.name + "': " + step_reason(step));
+        if (step.conclusion == Outcome::failure)
+            return one_line("step '" + step.name + "': " + step_reason(step));
     }
     for (const auto& inner : job.jobs) {
-        if (inner.conclusion == Outcome::failure) return one_line("job '" + inner.name + "': " + failure_reason(inner));
+        if (inner.conclusion == Outcome::failure)
+            return one_line("job '" + inner.name + "': " + failure_reason(inner));
     }
     return one_line(job.message.empty() ? "failed" : job.message);
 }
 
 std::string_view to_string(StepStage stage) {
     switch (stage) {
-        case StepStage::pre: return "pre";
-        case StepStage::main: return "main";
-        case StepStage::post: return "post";
+        case StepStage::pre:
+            return "pre";
+        case StepStage::main:
+            return "main";
+        case StepStage::post:
+            return "post";
     }
     return "main";
 }
@@ -163,8 +169,10 @@ nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker) {
                 a["path"] = action.ref.path;
                 a["ref"] = action.ref.ref;
             }
-            if (action.error.empty()) a["sha"] = action.sha;
-            else a["error"] = masker.mask(action.error);
+            if (action.error.empty())
+                a["sha"] = action.sha;
+            else
+                a["error"] = masker.mask(action.error);
             out["actions"].push_back(std::move(a));
         }
     }
@@ -177,7 +185,9 @@ sandbox::Expected<void> write_report(const std::filesystem::path& path, const Ru
         to_json(report, masker).dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
     std::string temp = path.string() + ".tmp-XXXXXX";
     sandbox::Fd fd(::mkstemp(temp.data()));
-    if (!fd) return sandbox::fail(sandbox::ErrorKind::permanent, sandbox::errno_message("--report " + path.string()));
+    if (!fd)
+        return sandbox::fail(sandbox::ErrorKind::permanent,
+                             sandbox::errno_message("--report " + path.string()));
     std::string_view rest = text;
     while (!rest.empty()) {
         const ssize_t n = ::write(fd.get(), rest.data(), rest.size());

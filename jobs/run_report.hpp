@@ -8,12 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "jobs/action_ref.hpp"
 #include "jobs/masker.hpp"
@@ -46,8 +45,8 @@ struct StepReport {
     std::uint64_t skip_markers = 0;
     NamedValues outputs;
     std::vector<Annotation> annotations;
-    std::string summary;  // what the step wrote to GITHUB_STEP_SUMMARY (masked)
-    std::string message;  // the runner's reason for a failure or a skip; "" otherwise
+    std::string summary;            // what the step wrote to GITHUB_STEP_SUMMARY (masked)
+    std::string message;            // the runner's reason for a failure or a skip; "" otherwise
     std::vector<StepReport> steps;  // a composite action's inner steps
 };
 
@@ -61,8 +60,8 @@ struct JobReport {
     NamedValues outputs;
     std::vector<StepReport> steps;
     std::vector<Annotation> annotations;
-    std::string message;       // why it was skipped or failed outside any step
-    std::string workflow_call;  // the called workflow for `uses:` jobs
+    std::string message;          // why it was skipped or failed outside any step
+    std::string workflow_call;    // the called workflow for `uses:` jobs
     std::vector<JobReport> jobs;  // a called workflow's jobs
 };
 
@@ -85,7 +84,8 @@ struct RunReport {
 
 // Why a failed job (leg) failed, one line: its first failed step and that step's reason
 // ("step 'test': Process completed with exit code 2 (error: expected 3)": the step's own
-// message, or its exit code, or timed out, and its first other error annotation), through composite actions' steps and a called workflow's jobs
+// message, or its exit code, or timed out, and its first other error annotation), through composite
+// actions' steps and a called workflow's jobs
 // ("job 'build': step ..."); the job's message when no step failed; "" for a job that did
 // not fail. Already masked (the report holds masked text only).
 std::string failure_reason(const JobReport& job);

@@ -21,7 +21,8 @@ struct LabelPlatform {
 LabelPlatform platform_of(std::string_view label) {
     const std::string folded = fold_case(label);
     LabelPlatform out;
-    if (folded == "X64" || folded == "X86" || folded == "ARM" || folded == "ARM64") out.arch = folded;
+    if (folded == "X64" || folded == "X86" || folded == "ARM" || folded == "ARM64")
+        out.arch = folded;
     if (folded == "AARCH64") out.arch = "ARM64";
     if (folded == "LINUX" || folded.starts_with("UBUNTU")) out.os = "Linux";
     if (folded == "WINDOWS" || folded.starts_with("WINDOWS-")) out.os = "Windows";
@@ -61,7 +62,9 @@ std::vector<std::string> default_runner_labels(const RunnerPlatform& platform) {
 }
 
 bool label_matches(std::string_view pattern, std::string_view label) {
-    auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+    auto lower = [](char c) {
+        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    };
     // Iterative glob with one backtrack point for the last `*`.
     std::size_t p = 0, l = 0, star = std::string_view::npos, mark = 0;
     while (l < label.size()) {
@@ -82,10 +85,12 @@ bool label_matches(std::string_view pattern, std::string_view label) {
     return p == pattern.size();
 }
 
-bool labels_satisfied(const std::vector<std::string>& wanted, const std::vector<std::string>& offered) {
+bool labels_satisfied(const std::vector<std::string>& wanted,
+                      const std::vector<std::string>& offered) {
     if (wanted.empty()) return false;
     return std::ranges::all_of(wanted, [&](const std::string& label) {
-        return std::ranges::any_of(offered, [&](const std::string& ours) { return label_matches(ours, label); });
+        return std::ranges::any_of(
+            offered, [&](const std::string& ours) { return label_matches(ours, label); });
     });
 }
 
@@ -93,15 +98,17 @@ std::optional<std::string> platform_mismatch(const std::vector<std::string>& wan
                                              const std::vector<std::string>& offered,
                                              const RunnerPlatform& platform) {
     for (const auto& label : wanted) {
-        if (std::ranges::any_of(offered, [&](const std::string& ours) { return equals_ignore_case(ours, label); }))
+        if (std::ranges::any_of(
+                offered, [&](const std::string& ours) { return equals_ignore_case(ours, label); }))
             continue;
         const LabelPlatform says = platform_of(label);
         const bool other_os = says.os && *says.os != platform.os;
         const bool other_arch = says.arch && *says.arch != platform.arch;
         if (!other_os && !other_arch) continue;
-        const std::string machine = says.os.value_or(platform.os) + (says.arch ? " " + *says.arch : "");
-        return label + " asks for a " + machine + " machine; this one is " + platform.os + " " + platform.arch +
-               " (--label " + label + " runs it here anyway)";
+        const std::string machine =
+            says.os.value_or(platform.os) + (says.arch ? " " + *says.arch : "");
+        return label + " asks for a " + machine + " machine; this one is " + platform.os + " " +
+               platform.arch + " (--label " + label + " runs it here anyway)";
     }
     return std::nullopt;
 }

@@ -35,7 +35,8 @@ std::vector<std::string> default_runner_labels(const RunnerPlatform& platform = 
 bool label_matches(std::string_view pattern, std::string_view label);
 
 // True when every wanted label matches one of `offered`. An empty `wanted` never matches.
-bool labels_satisfied(const std::vector<std::string>& wanted, const std::vector<std::string>& offered);
+bool labels_satisfied(const std::vector<std::string>& wanted,
+                      const std::vector<std::string>& offered);
 
 // Why `wanted` cannot run on `platform`, naming the first label that names another OS or
 // architecture ("ubuntu-24.04-arm asks for a Linux ARM64 machine; this one is Linux X64

@@ -59,7 +59,8 @@ std::string fix_up(const ShellTemplate& shell, std::string_view script) {
 }
 
 std::string replace_placeholder(std::string text, const std::string& script) {
-    for (auto pos = text.find("{0}"); pos != std::string::npos; pos = text.find("{0}", pos + script.size())) {
+    for (auto pos = text.find("{0}"); pos != std::string::npos;
+         pos = text.find("{0}", pos + script.size())) {
         text.replace(pos, 3, script);
     }
     return text;
@@ -71,7 +72,8 @@ std::filesystem::path find_program(std::string_view program, std::string_view pa
     if (program.empty()) return {};
     if (program.find('/') != std::string_view::npos) {
         const std::string path(program);
-        return ::access(path.c_str(), X_OK) == 0 ? std::filesystem::path(path) : std::filesystem::path();
+        return ::access(path.c_str(), X_OK) == 0 ? std::filesystem::path(path)
+                                                 : std::filesystem::path();
     }
     while (true) {
         const auto colon = path_env.find(':');
@@ -80,7 +82,8 @@ std::filesystem::path find_program(std::string_view program, std::string_view pa
         const auto candidate = std::filesystem::path(dir) / program;
         std::error_code ec;
         // trusted path: a stat, not an open; what it finds runs inside the wrap
-        if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+        if (std::filesystem::is_regular_file(candidate, ec) &&
+            ::access(candidate.c_str(), X_OK) == 0) {
             return candidate;
         }
         if (colon == std::string_view::npos) return {};
@@ -127,7 +130,8 @@ sandbox::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::stri
     }
     const auto space = shell.find_first_of(" \t");
     const auto command = shell.substr(0, space);
-    const auto rest = space == std::string_view::npos ? std::string_view() : shell.substr(space + 1);
+    const auto rest =
+        space == std::string_view::npos ? std::string_view() : shell.substr(space + 1);
     const auto* builtin = find_builtin(command);
     if (!rest.empty() || builtin == nullptr) {
         if (rest.find("{0}") == std::string_view::npos) {
@@ -143,7 +147,8 @@ sandbox::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::stri
                              builtin ? std::string(builtin->name) : std::string("custom")};
     }
     std::string_view program_name = builtin->name;
-    if (program_name == "python" && find_program("python", path_env).empty()) program_name = "python3";
+    if (program_name == "python" && find_program("python", path_env).empty())
+        program_name = "python3";
     auto program = require_program(program_name, path_env);
     if (!program) return std::unexpected(program.error());
     return ShellTemplate{program->string(), split_arguments(builtin->args),
@@ -165,7 +170,8 @@ sandbox::Expected<ShellCommand> prepare_script(std::string_view shell, std::stri
         return std::unexpected(written.error());
     }
     command.argv.push_back(resolved->program);
-    for (const auto& arg : resolved->args) command.argv.push_back(replace_placeholder(arg, command.script.string()));
+    for (const auto& arg : resolved->args)
+        command.argv.push_back(replace_placeholder(arg, command.script.string()));
     return command;
 }
 

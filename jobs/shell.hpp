@@ -24,10 +24,10 @@
 namespace jobs {
 
 struct ShellTemplate {
-    std::string program;          // as resolved on PATH (an absolute path when found)
+    std::string program;            // as resolved on PATH (an absolute path when found)
     std::vector<std::string> args;  // with {0} placeholders
-    std::string extension;        // ".sh", ".py", ".ps1" or ""
-    std::string name;             // "bash", "sh", "python", "pwsh", "powershell" or "custom"
+    std::string extension;          // ".sh", ".py", ".ps1" or ""
+    std::string name;               // "bash", "sh", "python", "pwsh", "powershell" or "custom"
 };
 
 struct ShellCommand {

@@ -17,11 +17,12 @@ std::string id_part(const std::string& path) {
 
 }  // namespace
 
-NamedValues JobRun::action_inputs(const Action& action, const NamedValues& with, const EvalContext& ctx,
-                                  StepReport& report) {
+NamedValues JobRun::action_inputs(const Action& action, const NamedValues& with,
+                                  const EvalContext& ctx, StepReport& report) {
     NamedValues out;
     for (const auto& spec : action.inputs) {
-        auto given = std::ranges::find_if(with, [&](const auto& pair) { return equals_ignore_case(pair.first, spec.name); });
+        auto given = std::ranges::find_if(
+            with, [&](const auto& pair) { return equals_ignore_case(pair.first, spec.name); });
         if (given != with.end()) {
             out.emplace_back(spec.name, given->second);
         } else if (spec.default_value) {
@@ -39,7 +40,9 @@ NamedValues JobRun::action_inputs(const Action& action, const NamedValues& with,
     }
     std::vector<std::string> unexpected;
     for (const auto& [name, value] : with) {
-        const bool known = std::ranges::any_of(action.inputs, [&](const InputSpec& spec) { return equals_ignore_case(spec.name, name); });
+        const bool known = std::ranges::any_of(action.inputs, [&](const InputSpec& spec) {
+            return equals_ignore_case(spec.name, name);
+        });
         if (!known) {
             unexpected.push_back(name);
             out.emplace_back(name, value);
@@ -62,8 +65,10 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
         auto value = evaluate_yaml(*step.with_template, ctx);
         if (!value) return fail_step(report, value.error().message);
         if (!value->is_object())
-            return fail_step(report, located(step.with_template->mark, "'with' must evaluate to a mapping"));
-        for (const auto& [name, item] : value->as_object()) with.emplace_back(name, item.to_display_string());
+            return fail_step(
+                report, located(step.with_template->mark, "'with' must evaluate to a mapping"));
+        for (const auto& [name, item] : value->as_object())
+            with.emplace_back(name, item.to_display_string());
     }
     for (const auto& [name, text] : step.with) {
         auto value = interpolate_at(text.value, text.mark, ctx);
@@ -78,21 +83,28 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
         return run_action(*action, with, step, scope, ctx, step_env, timeout, report);
     }
     if (uses.starts_with("docker://"))
-        return fail_step(report, "'" + uses + "' is a container image: sandgate runs steps in its sandbox, not in containers");
+        return fail_step(
+            report,
+            "'" + uses +
+                "' is a container image: sandgate runs steps in its sandbox, not in containers");
     switch (builtin_action(uses)) {
-        case BuiltinAction::checkout: return run_checkout(with, report);
-        case BuiltinAction::wrap_does_it: return run_wrap_does_it(uses, report);
-        case BuiltinAction::none: break;
+        case BuiltinAction::checkout:
+            return run_checkout(with, report);
+        case BuiltinAction::wrap_does_it:
+            return run_wrap_does_it(uses, report);
+        case BuiltinAction::none:
+            break;
     }
     run_remote(step, with, scope, ctx, step_env, timeout, report);
 }
 
-void JobRun::run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
-                        const sandbox::Environment& step_env, std::optional<std::chrono::milliseconds> timeout,
-                        StepReport& report) {
+void JobRun::run_remote(const Step& step, const NamedValues& with, Scope& scope,
+                        const EvalContext& ctx, const sandbox::Environment& step_env,
+                        std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
     const std::string& uses = step.uses->value;
     if (m_services.actions == nullptr)
-        return fail_step(report, "the remote action '" + uses + "' is not available: this run has no action store");
+        return fail_step(report, "the remote action '" + uses +
+                                     "' is not available: this run has no action store");
     // Resolved before the job started (or now, for one only met at run time); the tree is
     // the store's, read-only, and bound read-only into the step's sandbox.
     const LockedAction locked = m_services.actions->get(uses);
@@ -104,25 +116,29 @@ void JobRun::run_remote(const Step& step, const NamedValues& with, Scope& scope,
     run_action(*action, with, step, scope, ctx, step_env, timeout, report);
 }
 
-void JobRun::run_action(const Action& action, const NamedValues& with, const Step& step, Scope& scope,
-                        const EvalContext& ctx, const sandbox::Environment& step_env,
+void JobRun::run_action(const Action& action, const NamedValues& with, const Step& step,
+                        Scope& scope, const EvalContext& ctx, const sandbox::Environment& step_env,
                         std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
     NamedValues inputs = action_inputs(action, with, ctx, report);
     switch (action.kind) {
-        case ActionKind::composite: return run_composite(action, inputs, step, scope, step_env, report);
-        case ActionKind::node: return run_node(action, inputs, step, scope, step_env, timeout, report);
+        case ActionKind::composite:
+            return run_composite(action, inputs, step, scope, step_env, report);
+        case ActionKind::node:
+            return run_node(action, inputs, step, scope, step_env, timeout, report);
         case ActionKind::docker:
             return fail_step(report, "the docker action " + step.uses->value + " (" + action.file +
-                                         ": runs.using: docker) cannot run: sandgate runs steps in its sandbox, not in containers");
+                                         ": runs.using: docker) cannot run: sandgate runs steps in "
+                                         "its sandbox, not in containers");
     }
 }
 
 void JobRun::run_wrap_does_it(const std::string& uses, StepReport& report) {
     log_start(report);
-    m_services.log.output(StepLabel{m_label, report.name},
-                          "sandgate: " + uses.substr(0, uses.find('@')) +
-                              " does nothing here: every step already runs in sandgate's wrap, whose network is "
-                              "loopback only or an allowlist its own proxy enforces and records");
+    m_services.log.output(
+        StepLabel{m_label, report.name},
+        "sandgate: " + uses.substr(0, uses.find('@')) +
+            " does nothing here: every step already runs in sandgate's wrap, whose network is "
+            "loopback only or an allowlist its own proxy enforces and records");
     report.outcome = report.conclusion = Outcome::success;
     log_finish(report);
 }
@@ -135,21 +151,24 @@ void JobRun::run_checkout(const NamedValues& with, StepReport& report) {
     if (const auto* depth = find_named(with, "fetch-depth")) request.fetch_depth = *depth;
     if (const auto* submodules = find_named(with, "submodules")) request.submodules = *submodules;
     const Value* own = m_github.find("repository");
-    if (own != nullptr && equals_ignore_case(request.repository, own->to_display_string())) request.repository.clear();
+    if (own != nullptr && equals_ignore_case(request.repository, own->to_display_string()))
+        request.repository.clear();
     log_start(report);
     const auto started = std::chrono::steady_clock::now();
     auto result = m_services.workspace.checkout(m_leg.workspace, request);
-    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     if (!result) return fail_step(report, result.error().message);
     m_services.log.output(StepLabel{m_label, report.name}, m_services.masker.mask(*result));
     report.outcome = report.conclusion = Outcome::success;
     log_finish(report);
 }
 
-void JobRun::run_composite(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
-                           const sandbox::Environment& step_env, StepReport& report) {
+void JobRun::run_composite(const Action& action, const NamedValues& inputs, const Step& step,
+                           Scope& scope, const sandbox::Environment& step_env, StepReport& report) {
     if (scope.depth >= k_max_composite_depth)
-        return fail_step(report, "composite actions nest deeper than " + std::to_string(k_max_composite_depth) + " levels");
+        return fail_step(report, "composite actions nest deeper than " +
+                                     std::to_string(k_max_composite_depth) + " levels");
     Scope inner;
     Object inputs_object;
     for (const auto& [name, value] : inputs) inputs_object.set(name, value);
@@ -164,7 +183,8 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
     log_start(report);
     const auto started = std::chrono::steady_clock::now();
     run_steps(action.steps, inner, report.steps);
-    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
     for (const auto& inner_step : report.steps) {
         report.stdout_bytes += inner_step.stdout_bytes;
         report.stderr_bytes += inner_step.stderr_bytes;
@@ -185,8 +205,8 @@ void JobRun::run_composite(const Action& action, const NamedValues& inputs, cons
     log_finish(report);
 }
 
-void JobRun::run_node(const Action& action, const NamedValues& inputs, const Step& step, Scope& scope,
-                      const sandbox::Environment& step_env,
+void JobRun::run_node(const Action& action, const NamedValues& inputs, const Step& step,
+                      Scope& scope, const sandbox::Environment& step_env,
                       std::optional<std::chrono::milliseconds> timeout, StepReport& report) {
     Scope action_scope = scope;
     action_scope.action_path = action.directory;

@@ -41,25 +41,30 @@ private:
 
 // RUNNER_TEMP through a directory fd: its parent is the trusted side's own, RUNNER_TEMP itself
 // and everything in it the steps' (a step that replaced it by a link is refused here).
-sandbox::Expected<sandbox::SafeDir> open_temp(const StepContext& context, const sandbox::CreateOptions& options) {
+sandbox::Expected<sandbox::SafeDir> open_temp(const StepContext& context,
+                                              const sandbox::CreateOptions& options) {
     const sandbox::CreateOptions dirs{0755, options.owner};
     const auto name = context.temp_dir.filename().string();
-    if (context.temp_root != nullptr) return context.temp_root->make_dirs(name, dirs, "$RUNNER_TEMP");
+    if (context.temp_root != nullptr)
+        return context.temp_root->make_dirs(name, dirs, "$RUNNER_TEMP");
     const auto parent = context.temp_dir.parent_path();
-    auto root = sandbox::SafeDir::open_trusted(parent.empty() ? "." : parent, "the runner's temp root");
+    auto root =
+        sandbox::SafeDir::open_trusted(parent.empty() ? "." : parent, "the runner's temp root");
     if (!root) return std::unexpected(root.error());
     return root->make_dirs(name, dirs, "$RUNNER_TEMP");
 }
 
 // The working directory, when it lies in the workspace, must be a real directory there (not a
 // link a step planted); elsewhere the wrap's own checks decide.
-std::optional<std::string> working_directory_error(const StepSpec& spec, const StepContext& context) {
+std::optional<std::string> working_directory_error(const StepSpec& spec,
+                                                   const StepContext& context) {
     if (spec.working_directory.empty()) return std::nullopt;
     const std::string message = "working-directory '" + spec.working_directory.string() +
                                 "' does not exist or is not a directory";
-    const auto relative = context.workspace.empty()
-                              ? std::nullopt
-                              : sandbox::relative_beneath(context.workspace, spec.working_directory);
+    const auto relative =
+        context.workspace.empty()
+            ? std::nullopt
+            : sandbox::relative_beneath(context.workspace, spec.working_directory);
     if (!relative) {
         std::error_code ec;
         if (!std::filesystem::is_directory(spec.working_directory, ec)) return message;
@@ -159,9 +164,11 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
 
 // The step's command line: its own argv, or the shell's argv for its script, which is
 // written under temp_dir and removed with the scratch files.
-sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec, const sandbox::SafeDir& temp,
+sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec,
+                                                      const sandbox::SafeDir& temp,
                                                       const sandbox::CreateOptions& options,
-                                                      const sandbox::Environment& env, ScratchFiles& scratch) {
+                                                      const sandbox::Environment& env,
+                                                      ScratchFiles& scratch) {
     if (!spec.argv.empty()) return spec.argv;
     const auto* path = lookup(env, "PATH");
     auto command = prepare_script(spec.shell, spec.script, temp, options,
@@ -175,7 +182,8 @@ sandbox::Expected<std::vector<std::string>> step_argv(const StepSpec& spec, cons
 // set-env and add-path, ACTIONS_STEP_DEBUG echoes commands.
 UnsecureCommands unsecure_commands(const sandbox::Environment& env) {
     const auto* unsecure = lookup(env, "ACTIONS_ALLOW_UNSECURE_COMMANDS");
-    return unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled : UnsecureCommands::disabled;
+    return unsecure && parse_bool_true(*unsecure) ? UnsecureCommands::enabled
+                                                  : UnsecureCommands::disabled;
 }
 
 Echo command_echo(const sandbox::Environment& env) {
@@ -185,8 +193,9 @@ Echo command_echo(const sandbox::Environment& env) {
 
 // What the sandbox runs; a wrapped step may also write the step's temp dir (its script
 // and file commands live there).
-sandbox::RunRequest step_request(const StepSpec& spec, const StepContext& context, std::vector<std::string> argv,
-                                 const sandbox::Environment& env, StepObserver& observer) {
+sandbox::RunRequest step_request(const StepSpec& spec, const StepContext& context,
+                                 std::vector<std::string> argv, const sandbox::Environment& env,
+                                 StepObserver& observer) {
     sandbox::RunRequest request;
     request.argv = std::move(argv);
     request.cwd = spec.working_directory;
@@ -195,8 +204,8 @@ sandbox::RunRequest step_request(const StepSpec& spec, const StepContext& contex
     request.output_limit = context.output_limit;
     request.policy = context.policy;
     if (request.policy.mode != sandbox::SandboxMode::off &&
-        std::find(request.policy.writable.begin(), request.policy.writable.end(), context.temp_dir) ==
-            request.policy.writable.end()) {
+        std::find(request.policy.writable.begin(), request.policy.writable.end(),
+                  context.temp_dir) == request.policy.writable.end()) {
         request.policy.writable.push_back(context.temp_dir);
     }
     request.observer = &observer;
@@ -240,7 +249,8 @@ void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepRes
     if (run.timed_out) {
         failures.insert(failures.begin(),
                         "The step has timed out after " +
-                            describe_timeout(spec.timeout.value_or(std::chrono::milliseconds(0))) + ".");
+                            describe_timeout(spec.timeout.value_or(std::chrono::milliseconds(0))) +
+                            ".");
     } else if (run.error) {
         failures.insert(failures.begin(), context.masker->mask(run.error->message));
     } else if (run.signal) {
@@ -250,8 +260,8 @@ void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepRes
         failures.insert(failures.begin(),
                         "Process completed with exit code " + std::to_string(*run.exit_code) + ".");
     }
-    if (!failures.empty() && (run.timed_out || run.error || run.signal ||
-                              (run.exit_code && *run.exit_code != 0))) {
+    if (!failures.empty() &&
+        (run.timed_out || run.error || run.signal || (run.exit_code && *run.exit_code != 0))) {
         result.annotations.push_back(error_annotation(failures.front()));
         context.log->annotation(context.label, result.annotations.back());
     }
@@ -259,20 +269,24 @@ void finish_outcome(const StepSpec& spec, const sandbox::RunResult& run, StepRes
     std::string joined;
     for (const auto& failure : failures) joined += (joined.empty() ? "" : " ") + failure;
     result.error = joined;
-    result.conclusion = result.outcome == Outcome::failure &&
-                                spec.continue_on_error == ContinueOnError::yes
-                            ? Outcome::success
-                            : result.outcome;
+    result.conclusion =
+        result.outcome == Outcome::failure && spec.continue_on_error == ContinueOnError::yes
+            ? Outcome::success
+            : result.outcome;
 }
 
 }  // namespace
 
 std::string_view to_string(Outcome outcome) {
     switch (outcome) {
-        case Outcome::success: return "success";
-        case Outcome::failure: return "failure";
-        case Outcome::cancelled: return "cancelled";
-        case Outcome::skipped: return "skipped";
+        case Outcome::success:
+            return "success";
+        case Outcome::failure:
+            return "failure";
+        case Outcome::cancelled:
+            return "cancelled";
+        case Outcome::skipped:
+            return "skipped";
     }
     return "failure";
 }
@@ -322,10 +336,12 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
     if (!files) return not_started(spec, context, files.error().message);
     scratch.set_files(std::move(*files));
 
-    const auto env = step_environment(context.host, job, spec.env, file_command_environment(scratch.files().paths()));
+    const auto env = step_environment(context.host, job, spec.env,
+                                      file_command_environment(scratch.files().paths()));
     auto argv = step_argv(spec, *temp, options, env, scratch);
     if (!argv) return not_started(spec, context, argv.error().message);
-    if (auto error = working_directory_error(spec, context)) return not_started(spec, context, *error);
+    if (auto error = working_directory_error(spec, context))
+        return not_started(spec, context, *error);
     // A step sent elsewhere (the agent's job sandbox, started once) writes as the sandbox's host
     // identity too: what the trusted side put in the workspace since (a checkout) is given to it
     // here, as the wrap does for the trees of each run it starts.
@@ -336,7 +352,8 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
             return not_started(spec, context, given.error().message);
     }
 
-    CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env), command_echo(env));
+    CommandProcessor processor(*context.masker, *context.log, context.label, unsecure_commands(env),
+                               command_echo(env));
     processor.set_workspace(context.workspace.string());
     processor.set_action_trees(context.action_trees.string());
     processor.set_matchers(job.matchers);
@@ -353,7 +370,8 @@ StepResult run_step(const StepSpec& spec, const StepContext& context, JobState& 
     apply_effects(processor.effects(), file_results, context, result, job, failures);
     finish_outcome(spec, run, result, failures, context);
     if (result.duration.count() == 0) {
-        result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+        result.duration =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     }
     log_finish(context, result);
     return result;

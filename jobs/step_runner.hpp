@@ -72,7 +72,7 @@ public:
 // What run_step() borrows from the job runner.
 struct StepContext {
     StepLabel label;
-    sandbox::Policy policy;            // the posture for the step's process
+    sandbox::Policy policy;  // the posture for the step's process
     // RUNNER_TEMP: the script and the file-command files go here; run_step() adds it to the
     // policy's writable binds so the wrapped step can write its file commands. Its parent is
     // the trusted side's own (no step writes there); temp_dir itself and everything below are
@@ -81,10 +81,11 @@ struct StepContext {
     // temp_dir's parent, opened by the trusted side before any step ran (not owned; null: it
     // is opened by its path for the step). temp_dir is reached beneath it.
     const sandbox::SafeDir* temp_root = nullptr;
-    std::filesystem::path workspace;   // github.workspace: annotation files become relative
-    std::filesystem::path action_trees;  // the action store's read-only trees (matcher files); may be empty
-    Masker* masker = nullptr;          // required; secrets known so far, add-mask adds
-    LogSink* log = nullptr;            // required
+    std::filesystem::path workspace;  // github.workspace: annotation files become relative
+    std::filesystem::path
+        action_trees;          // the action store's read-only trees (matcher files); may be empty
+    Masker* masker = nullptr;  // required; secrets known so far, add-mask adds
+    LogSink* log = nullptr;    // required
     // The base the child environment starts from (usually sandbox::current_environment()):
     // the sandbox allowlist (PATH, LANG, ...) is taken from it; shells are found on its PATH
     // unless the job or step sets one.

@@ -29,21 +29,27 @@ std::string_view trim(std::string_view text) {
     return text.substr(first, last - first + 1);
 }
 
-std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string in_quotes(std::string_view text) {
+    return "'" + std::string(text) + "'";
+}
 
 // What a scalar is once its `${{ }}` are read.
 struct Scalar {
     enum class Type { null, boolean, number, string, expression, insert } type = Type::string;
-    std::string text;        // the literal's text (string value, or as written), or the expression
+    std::string text;  // the literal's text (string value, or as written), or the expression
     bool boolean = false;
 };
 
 std::string display(const Scalar& scalar) {
     switch (scalar.type) {
-        case Scalar::Type::null: return "";
-        case Scalar::Type::insert: return "${{ insert }}";
-        case Scalar::Type::expression: return "${{ " + scalar.text + " }}";
-        default: return scalar.text;
+        case Scalar::Type::null:
+            return "";
+        case Scalar::Type::insert:
+            return "${{ insert }}";
+        case Scalar::Type::expression:
+            return "${{ " + scalar.text + " }}";
+        default:
+            return scalar.text;
     }
 }
 
@@ -70,7 +76,8 @@ std::optional<std::string> string_literal(std::string_view expression) {
 std::optional<std::string> insert_directive(std::string_view trimmed, bool& is_directive) {
     is_directive = false;
     if (!trimmed.starts_with(k_insert)) return std::nullopt;
-    if (trimmed.size() != k_insert.size() && !std::isspace(static_cast<unsigned char>(trimmed[k_insert.size()])))
+    if (trimmed.size() != k_insert.size() &&
+        !std::isspace(static_cast<unsigned char>(trimmed[k_insert.size()])))
         return std::nullopt;
     is_directive = true;
     const std::string_view rest = trim(trimmed.substr(k_insert.size()));
@@ -85,17 +92,22 @@ std::optional<std::string> insert_directive(std::string_view trimmed, bool& is_d
             continue;
         }
         if (!in_word) ++parameters, in_word = true;
-        if (c == '\'') in_string = !in_string;
-        else if (c == '(' && !in_string) ++parens;
-        else if (c == ')' && !in_string) --parens;
+        if (c == '\'')
+            in_string = !in_string;
+        else if (c == '(' && !in_string)
+            ++parens;
+        else if (c == ')' && !in_string)
+            --parens;
     }
-    return "Exactly 0 parameter(s) were expected following the directive 'insert'. Actual parameter count: " +
+    return "Exactly 0 parameter(s) were expected following the directive 'insert'. Actual "
+           "parameter count: " +
            std::to_string(parameters);
 }
 
 class Reader {
 public:
-    Reader(const schema::Schema& schema, const TemplateReadOptions& options) : m_schema(schema), m_options(options) {
+    Reader(const schema::Schema& schema, const TemplateReadOptions& options)
+        : m_schema(schema), m_options(options) {
         m_contexts.emplace_back();  // id 0: no context
     }
 
@@ -115,7 +127,8 @@ private:
 
     const Definition* lookup(std::string_view name) {
         const Definition* found = m_schema.find(name);
-        if (found == nullptr) m_error = "the template schema has no definition '" + std::string(name) + "'";
+        if (found == nullptr)
+            m_error = "the template schema has no definition '" + std::string(name) + "'";
         return found;
     }
 
@@ -126,7 +139,8 @@ private:
         if (const auto found = m_derived.find(key); found != m_derived.end()) return found->second;
         std::vector<std::string_view> merged = m_contexts[static_cast<std::size_t>(parent)];
         for (auto entry : definition->context) {
-            const bool seen = std::ranges::any_of(merged, [&](std::string_view known) { return equals_ignore_case(known, entry); });
+            const bool seen = std::ranges::any_of(
+                merged, [&](std::string_view known) { return equals_ignore_case(known, entry); });
             if (!seen) merged.push_back(entry);
         }
         m_contexts.push_back(std::move(merged));
@@ -148,7 +162,9 @@ private:
         return *cached;
     }
 
-    bool has_context(const Info& info) const { return !m_contexts[static_cast<std::size_t>(info.context)].empty(); }
+    bool has_context(const Info& info) const {
+        return !m_contexts[static_cast<std::size_t>(info.context)].empty();
+    }
 
     bool fail(const SourceMark& mark, std::string_view message) {
         if (m_error.empty()) m_error = located(mark, message);
@@ -175,18 +191,23 @@ private:
     bool scalar_matches(const Definition* definition, const Scalar& scalar, int depth = 0) {
         if (depth > 16) return false;  // one-of cycles are not GitHub's, but stay bounded
         switch (definition->kind) {
-            case Kind::null: return scalar.type == Scalar::Type::null;
-            case Kind::boolean: return scalar.type == Scalar::Type::boolean;
-            case Kind::number: return scalar.type == Scalar::Type::number;
+            case Kind::null:
+                return scalar.type == Scalar::Type::null;
+            case Kind::boolean:
+                return scalar.type == Scalar::Type::boolean;
+            case Kind::number:
+                return scalar.type == Scalar::Type::number;
             case Kind::string:
                 if (scalar.type != Scalar::Type::string) return false;
                 if (!definition->constant.empty())
-                    return definition->ignore_case ? equals_ignore_case(definition->constant, scalar.text)
-                                                   : definition->constant == scalar.text;
+                    return definition->ignore_case
+                               ? equals_ignore_case(definition->constant, scalar.text)
+                               : definition->constant == scalar.text;
                 return !definition->require_non_empty || !scalar.text.empty();
             case Kind::allowed_values:
                 return scalar.type == Scalar::Type::string &&
-                       std::ranges::find(definition->one_of, std::string_view(scalar.text)) != definition->one_of.end();
+                       std::ranges::find(definition->one_of, std::string_view(scalar.text)) !=
+                           definition->one_of.end();
             case Kind::one_of:
                 for (auto name : definition->one_of) {
                     const Definition* member = m_schema.find(name);
@@ -194,7 +215,8 @@ private:
                 }
                 return false;
             case Kind::sequence:
-            case Kind::mapping: return false;
+            case Kind::mapping:
+                return false;
         }
         return false;
     }
@@ -209,7 +231,9 @@ private:
         }
         scalar.text = node.text;
         switch (node.scalar_type()) {
-            case YamlNode::ScalarType::null: scalar.type = Scalar::Type::null; break;
+            case YamlNode::ScalarType::null:
+                scalar.type = Scalar::Type::null;
+                break;
             case YamlNode::ScalarType::boolean:
                 scalar.type = Scalar::Type::boolean;
                 scalar.boolean = node.as_bool();
@@ -219,14 +243,17 @@ private:
                 scalar.type = Scalar::Type::number;
                 scalar.text = format_number(node.as_number());
                 break;
-            case YamlNode::ScalarType::string: scalar.type = Scalar::Type::string; break;
+            case YamlNode::ScalarType::string:
+                scalar.type = Scalar::Type::string;
+                break;
         }
         return scalar;
     }
 
     // GitHub's parseScalar: a string holding `${{ }}` becomes an expression (or a literal,
     // for `${{ 'text' }}`), each expression checked against the allowed context.
-    bool parse_scalar(const YamlNode& node, const std::string& raw_text, bool is_string, const Info& info, Scalar& out) {
+    bool parse_scalar(const YamlNode& node, const std::string& raw_text, bool is_string,
+                      const Info& info, Scalar& out) {
         out.type = Scalar::Type::string;
         out.text = raw_text;
         if (!is_string || raw_text.find(k_open) == std::string::npos) return true;
@@ -252,18 +279,25 @@ private:
                     }
                 }
                 if (end == std::string_view::npos)
-                    return fail(node.mark, "The expression is not closed. An unescaped ${{ sequence was found, but "
-                                           "the closing }} sequence was not found.");
-                const std::string_view inner = raw.substr(start + k_open.size(), end - 1 - start - k_open.size());
+                    return fail(
+                        node.mark,
+                        "The expression is not closed. An unescaped ${{ sequence was found, but "
+                        "the closing }} sequence was not found.");
+                const std::string_view inner =
+                    raw.substr(start + k_open.size(), end - 1 - start - k_open.size());
                 const std::string_view trimmed = trim(inner);
                 if (trimmed.empty()) return fail(node.mark, "An expression was expected");
                 bool is_directive = false;
-                if (auto bad = insert_directive(trimmed, is_directive)) return fail(node.mark, *bad);
+                if (auto bad = insert_directive(trimmed, is_directive))
+                    return fail(node.mark, *bad);
                 if (is_directive) {
                     if (start != 0 || i < raw.size())
-                        return fail(node.mark, "The directive 'insert' is not allowed in this context. Directives are "
-                                               "not supported for expressions that are embedded within a string. "
-                                               "Directives are only supported when the entire value is an expression.");
+                        return fail(
+                            node.mark,
+                            "The directive 'insert' is not allowed in this context. Directives are "
+                            "not supported for expressions that are embedded within a string. "
+                            "Directives are only supported when the entire value is an "
+                            "expression.");
                     out.type = Scalar::Type::insert;
                     out.text.clear();
                     return true;
@@ -293,14 +327,17 @@ private:
         out.type = Scalar::Type::expression;
         out.text = format_expression(segments);
         if (out.text.size() > expr_detail::k_max_expression_length)
-            return fail(node.mark, "Exceeded max expression length " + std::to_string(expr_detail::k_max_expression_length));
+            return fail(node.mark, "Exceeded max expression length " +
+                                       std::to_string(expr_detail::k_max_expression_length));
         return true;
     }
 
     template <typename Segments>
     static void append_text(Segments& segments, std::string_view text) {
-        if (!segments.empty() && !segments.back().expression) segments.back().text += text;
-        else segments.push_back({false, std::string(text)});
+        if (!segments.empty() && !segments.back().expression)
+            segments.back().text += text;
+        else
+            segments.push_back({false, std::string(text)});
     }
 
     // format('literal {0} text', expr0): the expression GitHub makes of a mixed string.
@@ -311,10 +348,14 @@ private:
         for (const auto& segment : segments) {
             if (!segment.expression) {
                 for (char c : segment.text) {
-                    if (c == '\'') format += "''";
-                    else if (c == '{') format += "{{";
-                    else if (c == '}') format += "}}";
-                    else format.push_back(c);
+                    if (c == '\'')
+                        format += "''";
+                    else if (c == '{')
+                        format += "{{";
+                    else if (c == '}')
+                        format += "}}";
+                    else
+                        format.push_back(c);
                 }
                 continue;
             }
@@ -326,7 +367,9 @@ private:
 
     bool read_scalar(const YamlNode& node, const Info& info) {
         Scalar scalar = literal_of(node);
-        if (scalar.type == Scalar::Type::string && !parse_scalar(node, node.text, true, info, scalar)) return false;
+        if (scalar.type == Scalar::Type::string &&
+            !parse_scalar(node, node.text, true, info, scalar))
+            return false;
         if (!validate(node.mark, scalar, info)) return false;
         return check_condition(node, scalar, info);
     }
@@ -335,10 +378,12 @@ private:
     // as its string form); an expression needs a context.
     bool validate(const SourceMark& mark, const Scalar& scalar, const Info& info) {
         if (scalar.type == Scalar::Type::expression) {
-            if (!has_context(info)) return fail(mark, "A template expression is not allowed in this context");
+            if (!has_context(info))
+                return fail(mark, "A template expression is not allowed in this context");
             return true;
         }
-        if (scalar.type == Scalar::Type::insert) return fail(mark, "Unexpected value '${{ insert }}'");
+        if (scalar.type == Scalar::Type::insert)
+            return fail(mark, "Unexpected value '${{ insert }}'");
         if (scalar_matches(info.definition, scalar)) return true;
         if (scalar.type != Scalar::Type::string) {
             Scalar as_string;
@@ -351,15 +396,19 @@ private:
 
     // GitHub's convertToIfCondition for the condition definitions.
     bool check_condition(const YamlNode& node, const Scalar& scalar, const Info& info) {
-        if (!std::ranges::any_of(m_options.condition_types,
-                                 [&](std::string_view type) { return type == info.definition->name; }))
+        if (!std::ranges::any_of(m_options.condition_types, [&](std::string_view type) {
+                return type == info.definition->name;
+            }))
             return true;
-        std::string condition = scalar.type == Scalar::Type::expression ? scalar.text : std::string(trim(display(scalar)));
+        std::string condition = scalar.type == Scalar::Type::expression
+                                    ? scalar.text
+                                    : std::string(trim(display(scalar)));
         if (condition.empty()) return true;
         // ensureStatusFunction: a condition that parses and calls no status function is
         // checked as `success() && (condition)`; one that does not parse reports its own error.
         const AllowedContext& context = allowed(info.context);
-        if (auto valid = validate_expression(condition, context); !valid) return fail(node.mark, valid.error().message);
+        if (auto valid = validate_expression(condition, context); !valid)
+            return fail(node.mark, valid.error().message);
         if (calls_status_function(condition, context)) return true;
         if (auto valid = validate_expression("success() && (" + condition + ")", context); !valid)
             return fail(node.mark, valid.error().message);
@@ -382,7 +431,8 @@ private:
         }
         auto mappings = of_kind(info.definition, Kind::mapping);
         if (mappings.empty()) return fail(node.mark, "A mapping was not expected");
-        if (mappings.size() > 1 || !mappings[0]->properties.empty() || mappings[0]->loose_key_type.empty())
+        if (mappings.size() > 1 || !mappings[0]->properties.empty() ||
+            mappings[0]->loose_key_type.empty())
             return read_known_mapping(node, info, std::move(mappings));
         return read_loose_mapping(node, info, *mappings[0]);
     }
@@ -394,7 +444,8 @@ private:
         YamlNode key_node;
         key_node.mark = entry.key_mark;
         if (!parse_scalar(key_node, entry.key, true, info, key)) return KeyResult::failed;
-        if (key.type != Scalar::Type::expression && key.type != Scalar::Type::insert) return KeyResult::literal;
+        if (key.type != Scalar::Type::expression && key.type != Scalar::Type::insert)
+            return KeyResult::literal;
         if (!has_context(info)) {
             fail(entry.key_mark, "A template expression is not allowed in this context");
             return KeyResult::failed;
@@ -402,25 +453,31 @@ private:
         return KeyResult::expression;
     }
 
-    bool check_duplicate(const YamlEntry& entry, const Scalar& key, std::unordered_set<std::string>& seen) {
+    bool check_duplicate(const YamlEntry& entry, const Scalar& key,
+                         std::unordered_set<std::string>& seen) {
         if (key.text.empty()) return true;
-        if (!seen.insert(fold_case(key.text)).second) return fail(entry.key_mark, in_quotes(key.text) + " is already defined");
+        if (!seen.insert(fold_case(key.text)).second)
+            return fail(entry.key_mark, in_quotes(key.text) + " is already defined");
         return true;
     }
 
     // GitHub's matchPropertyAndFilter: the property's type when some definition has it, and
     // the definitions without it dropped.
-    const schema::Property* match_property(std::vector<const Definition*>& mappings, std::string_view name) {
+    const schema::Property* match_property(std::vector<const Definition*>& mappings,
+                                           std::string_view name) {
         const schema::Property* found = nullptr;
         bool missing_somewhere = false;
         for (const auto* mapping : mappings) {
             const auto it = std::ranges::find(mapping->properties, name, &schema::Property::name);
-            if (it != mapping->properties.end()) found = &*it;
-            else missing_somewhere = true;
+            if (it != mapping->properties.end())
+                found = &*it;
+            else
+                missing_somewhere = true;
         }
         if (found != nullptr && missing_somewhere) {
             std::erase_if(mappings, [&](const Definition* mapping) {
-                return std::ranges::find(mapping->properties, name, &schema::Property::name) == mapping->properties.end();
+                return std::ranges::find(mapping->properties, name, &schema::Property::name) ==
+                       mapping->properties.end();
             });
         }
         return found;
@@ -430,7 +487,8 @@ private:
         return name == "background" || name == "wait" || name == "wait-all" || name == "cancel";
     }
 
-    bool read_known_mapping(const YamlNode& node, const Info& info, std::vector<const Definition*> mappings) {
+    bool read_known_mapping(const YamlNode& node, const Info& info,
+                            std::vector<const Definition*> mappings) {
         const std::string_view loose_key = mappings[0]->loose_key_type;
         const std::string_view loose_value = mappings[0]->loose_value_type;
         std::unordered_set<std::string> seen;
@@ -442,20 +500,25 @@ private:
             Info value_info{};
             if (kind == KeyResult::expression) {
                 has_expression_key = true;
-                if (!child(info, "any", value_info) || !read_value(entry.value, value_info)) return false;
+                if (!child(info, "any", value_info) || !read_value(entry.value, value_info))
+                    return false;
                 continue;
             }
             if (!check_duplicate(entry, key, seen)) return false;
             if (const auto* property = match_property(mappings, key.text)) {
                 if (!m_options.background_steps && is_background_property(key.text))
                     return fail(entry.key_mark, "Unexpected value " + in_quotes(key.text));
-                if (!child(info, property->type, value_info) || !read_value(entry.value, value_info)) return false;
+                if (!child(info, property->type, value_info) ||
+                    !read_value(entry.value, value_info))
+                    return false;
                 continue;
             }
             if (!loose_key.empty()) {
                 Info key_info{};
-                if (!child(info, loose_key, key_info) || !validate(entry.key_mark, key, key_info)) return false;
-                if (!child(info, loose_value, value_info) || !read_value(entry.value, value_info)) return false;
+                if (!child(info, loose_key, key_info) || !validate(entry.key_mark, key, key_info))
+                    return false;
+                if (!child(info, loose_value, value_info) || !read_value(entry.value, value_info))
+                    return false;
                 continue;
             }
             return fail(entry.key_mark, "Unexpected value " + in_quotes(key.text));
@@ -465,7 +528,8 @@ private:
             for (const auto& property : mappings[0]->properties) {
                 if (!property.required || is_optional(*mappings[0], property)) continue;
                 if (!seen.contains(fold_case(property.name)))
-                    return fail(node.mark, "Required property is missing: " + std::string(property.name));
+                    return fail(node.mark,
+                                "Required property is missing: " + std::string(property.name));
             }
         }
         return true;
@@ -473,8 +537,9 @@ private:
 
     bool is_optional(const Definition& mapping, const schema::Property& property) const {
         return std::ranges::any_of(m_options.optional_properties, [&](std::string_view entry) {
-            return entry.size() == mapping.name.size() + 1 + property.name.size() && entry.starts_with(mapping.name) &&
-                   entry[mapping.name.size()] == '/' && entry.ends_with(property.name);
+            return entry.size() == mapping.name.size() + 1 + property.name.size() &&
+                   entry.starts_with(mapping.name) && entry[mapping.name.size()] == '/' &&
+                   entry.ends_with(property.name);
         });
     }
 
@@ -486,17 +551,22 @@ private:
         std::vector<std::string_view> unique;
         for (const auto& [name, count] : hits) {
             if (count != 1) continue;
-            if (!m_options.background_steps && (name == "wait" || name == "wait-all" || name == "cancel")) continue;
+            if (!m_options.background_steps &&
+                (name == "wait" || name == "wait-all" || name == "cancel"))
+                continue;
             unique.push_back(name);
         }
         std::string list;
         for (auto name : unique) list += (list.empty() ? "" : ", ") + std::string(name);
-        return "There's not enough info to determine what you meant. Add one of these properties: " + list;
+        return "There's not enough info to determine what you meant. Add one of these "
+               "properties: " +
+               list;
     }
 
     bool read_loose_mapping(const YamlNode& node, const Info& info, const Definition& mapping) {
         Info key_info{}, value_info{};
-        if (!child(info, mapping.loose_key_type, key_info) || !child(info, mapping.loose_value_type, value_info))
+        if (!child(info, mapping.loose_key_type, key_info) ||
+            !child(info, mapping.loose_value_type, value_info))
             return false;
         std::unordered_set<std::string> seen;
         for (const auto& entry : node.entries) {
@@ -504,7 +574,8 @@ private:
             const KeyResult kind = read_key(entry, info, key);
             if (kind == KeyResult::failed) return false;
             if (kind == KeyResult::literal) {
-                if (!check_duplicate(entry, key, seen) || !validate(entry.key_mark, key, key_info)) return false;
+                if (!check_duplicate(entry, key, seen) || !validate(entry.key_mark, key, key_info))
+                    return false;
             }
             if (!read_value(entry.value, value_info)) return false;
         }
@@ -521,10 +592,11 @@ private:
 
 }  // namespace
 
-sandbox::Expected<void> read_template(const schema::Schema& schema, std::string_view type, const YamlNode& root,
-                                      const TemplateReadOptions& options) {
+sandbox::Expected<void> read_template(const schema::Schema& schema, std::string_view type,
+                                      const YamlNode& root, const TemplateReadOptions& options) {
     Reader reader(schema, options);
-    if (!reader.read_root(type, root)) return sandbox::fail(sandbox::ErrorKind::invalid_input, reader.error());
+    if (!reader.read_root(type, root))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, reader.error());
     return {};
 }
 

@@ -39,7 +39,8 @@ struct TemplateReadOptions {
 
 // Validates `root` against the definition `type` of `schema`. invalid_input with the first
 // error; the schema's own definitions are trusted (a missing one is a permanent error).
-sandbox::Expected<void> read_template(const schema::Schema& schema, std::string_view type, const YamlNode& root,
+sandbox::Expected<void> read_template(const schema::Schema& schema, std::string_view type,
+                                      const YamlNode& root,
                                       const TemplateReadOptions& options = {});
 
 // The `${{ }}` segments of a template string as GitHub splits them (a `}}` inside a 'string'

@@ -25,7 +25,16 @@
 
 namespace jobs::schema {
 
-enum class Kind : std::uint8_t { null, boolean, number, string, sequence, mapping, one_of, allowed_values };
+enum class Kind : std::uint8_t {
+    null,
+    boolean,
+    number,
+    string,
+    sequence,
+    mapping,
+    one_of,
+    allowed_values
+};
 
 struct Property {
     std::string_view name{};

@@ -7,12 +7,18 @@ namespace jobs {
 
 std::string_view to_string(Kind kind) {
     switch (kind) {
-        case Kind::null: return "Null";
-        case Kind::boolean: return "Boolean";
-        case Kind::number: return "Number";
-        case Kind::string: return "String";
-        case Kind::array: return "Array";
-        case Kind::object: return "Object";
+        case Kind::null:
+            return "Null";
+        case Kind::boolean:
+            return "Boolean";
+        case Kind::number:
+            return "Number";
+        case Kind::string:
+            return "String";
+        case Kind::array:
+            return "Array";
+        case Kind::object:
+            return "Object";
     }
     return "Null";
 }
@@ -37,7 +43,8 @@ std::ptrdiff_t Object::index_of(std::string_view key) const {
 void Object::rebuild_index() {
     m_index.clear();
     if (m_entries.size() <= k_index_threshold) return;
-    for (std::size_t i = 0; i < m_entries.size(); ++i) m_index.emplace(fold_case(m_entries[i].first), i);
+    for (std::size_t i = 0; i < m_entries.size(); ++i)
+        m_index.emplace(fold_case(m_entries[i].first), i);
 }
 
 const Value* Object::find(std::string_view key) const {
@@ -110,36 +117,52 @@ bool Value::same_container(const Value& other) const {
 
 bool Value::truthy() const {
     switch (kind()) {
-        case Kind::null: return false;
-        case Kind::boolean: return as_boolean();
-        case Kind::number: return as_number() != 0 && !std::isnan(as_number());
-        case Kind::string: return !as_string().empty();
+        case Kind::null:
+            return false;
+        case Kind::boolean:
+            return as_boolean();
+        case Kind::number:
+            return as_number() != 0 && !std::isnan(as_number());
+        case Kind::string:
+            return !as_string().empty();
         case Kind::array:
-        case Kind::object: return true;
+        case Kind::object:
+            return true;
     }
     return false;
 }
 
 double Value::to_number() const {
     switch (kind()) {
-        case Kind::null: return 0;
-        case Kind::boolean: return as_boolean() ? 1 : 0;
-        case Kind::number: return as_number();
-        case Kind::string: return parse_number(as_string());
+        case Kind::null:
+            return 0;
+        case Kind::boolean:
+            return as_boolean() ? 1 : 0;
+        case Kind::number:
+            return as_number();
+        case Kind::string:
+            return parse_number(as_string());
         case Kind::array:
-        case Kind::object: return std::numeric_limits<double>::quiet_NaN();
+        case Kind::object:
+            return std::numeric_limits<double>::quiet_NaN();
     }
     return 0;
 }
 
 std::string Value::to_display_string() const {
     switch (kind()) {
-        case Kind::null: return "";
-        case Kind::boolean: return as_boolean() ? "true" : "false";
-        case Kind::number: return format_number(as_number());
-        case Kind::string: return as_string();
-        case Kind::array: return "Array";
-        case Kind::object: return "Object";
+        case Kind::null:
+            return "";
+        case Kind::boolean:
+            return as_boolean() ? "true" : "false";
+        case Kind::number:
+            return format_number(as_number());
+        case Kind::string:
+            return as_string();
+        case Kind::array:
+            return "Array";
+        case Kind::object:
+            return "Object";
     }
     return "";
 }
@@ -147,10 +170,14 @@ std::string Value::to_display_string() const {
 bool deep_equal(const Value& left, const Value& right) {
     if (left.kind() != right.kind()) return false;
     switch (left.kind()) {
-        case Kind::null: return true;
-        case Kind::boolean: return left.as_boolean() == right.as_boolean();
-        case Kind::number: return left.as_number() == right.as_number();
-        case Kind::string: return left.as_string() == right.as_string();
+        case Kind::null:
+            return true;
+        case Kind::boolean:
+            return left.as_boolean() == right.as_boolean();
+        case Kind::number:
+            return left.as_number() == right.as_number();
+        case Kind::string:
+            return left.as_string() == right.as_string();
         case Kind::array: {
             const auto& a = left.as_array();
             const auto& b = right.as_array();

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -18,8 +19,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "sandbox/error.hpp"
 
@@ -88,8 +87,8 @@ public:
     Value(bool boolean) : m_data(boolean) {}
     Value(double number) : m_data(number) {}
     template <typename T>
-        requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    Value(T number) : m_data(static_cast<double>(number)) {}
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Value(T number)
+        : m_data(static_cast<double>(number)) {}
     Value(std::string string) : m_data(std::move(string)) {}
     Value(std::string_view string) : m_data(std::string(string)) {}
     Value(const char* string) : m_data(std::string(string)) {}
@@ -139,8 +138,12 @@ private:
         m_data;
 };
 
-inline std::size_t Object::size() const { return m_entries.size(); }
-inline bool Object::empty() const { return m_entries.empty(); }
+inline std::size_t Object::size() const {
+    return m_entries.size();
+}
+inline bool Object::empty() const {
+    return m_entries.empty();
+}
 
 // Number to string the way GitHub's expression engine does: at most 15 decimals, shortest
 // round-trip digits, integers without ".0", "-0" as "0", exponents for 1e21 and above and

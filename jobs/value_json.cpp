@@ -22,12 +22,14 @@ constexpr int k_max_json_depth = 512;
 sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth);
 
 std::unexpected<sandbox::Error> json_error(simdjson::error_code error) {
-    return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string("invalid JSON: ") + simdjson::error_message(error));
+    return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                         std::string("invalid JSON: ") + simdjson::error_message(error));
 }
 
 std::unexpected<sandbox::Error> too_deep() {
-    return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                         "invalid JSON: nested more than " + std::to_string(k_max_json_depth) + " deep");
+    return sandbox::fail(
+        sandbox::ErrorKind::invalid_input,
+        "invalid JSON: nested more than " + std::to_string(k_max_json_depth) + " deep");
 }
 
 sandbox::Expected<Value> from_array(simdjson::ondemand::array items, int depth) {
@@ -101,7 +103,9 @@ sandbox::Expected<Value> convert(Source& source, int depth) {
     return json_error(simdjson::INCORRECT_TYPE);
 }
 
-sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth) { return convert(value, depth); }
+sandbox::Expected<Value> from_value(simdjson::ondemand::value value, int depth) {
+    return convert(value, depth);
+}
 
 }  // namespace
 
@@ -123,28 +127,34 @@ sandbox::Expected<Value> parse_json(std::string_view text) {
 
 nlohmann::ordered_json to_ordered_json(const Value& value) {
     switch (value.kind()) {
-        case Kind::null: return nullptr;
-        case Kind::boolean: return value.as_boolean();
+        case Kind::null:
+            return nullptr;
+        case Kind::boolean:
+            return value.as_boolean();
         case Kind::number: {
             const double number = value.as_number();
             // Integral values print as integers ("1", not "1.0"); -0 prints as 0 like
             // JSON.stringify. 2^53 bounds the integers a double holds exactly.
-            if (std::isfinite(number) && std::trunc(number) == number && std::fabs(number) < 9007199254740992.0) {
+            if (std::isfinite(number) && std::trunc(number) == number &&
+                std::fabs(number) < 9007199254740992.0) {
                 return static_cast<std::int64_t>(number);
             }
             // Larger integers print as JavaScript does (shortest digits, zero padded:
             // 2^60 is 1152921504606847000), which 64-bit integers can carry up to 9.2e18.
-            if (std::isfinite(number) && std::trunc(number) == number && std::fabs(number) < 9.2e18) {
+            if (std::isfinite(number) && std::trunc(number) == number &&
+                std::fabs(number) < 9.2e18) {
                 const std::string digits = format_number(std::fabs(number));
                 std::int64_t magnitude = 0;
-                const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+                const auto [end, ec] =
+                    std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
                 if (ec == std::errc() && end == digits.data() + digits.size()) {
                     return number < 0 ? -magnitude : magnitude;
                 }
             }
             return number;  // NaN and the infinities dump as null
         }
-        case Kind::string: return value.as_string();
+        case Kind::string:
+            return value.as_string();
         case Kind::array: {
             auto array = nlohmann::ordered_json::array();
             for (const auto& item : value.as_array()) array.push_back(to_ordered_json(item));
@@ -162,13 +172,18 @@ nlohmann::ordered_json to_ordered_json(const Value& value) {
 Value from_ordered_json(const nlohmann::ordered_json& document) {
     switch (document.type()) {
         case nlohmann::ordered_json::value_t::null:
-        case nlohmann::ordered_json::value_t::discarded: return Value();
-        case nlohmann::ordered_json::value_t::boolean: return Value(document.get<bool>());
+        case nlohmann::ordered_json::value_t::discarded:
+            return Value();
+        case nlohmann::ordered_json::value_t::boolean:
+            return Value(document.get<bool>());
         case nlohmann::ordered_json::value_t::number_integer:
         case nlohmann::ordered_json::value_t::number_unsigned:
-        case nlohmann::ordered_json::value_t::number_float: return Value(document.get<double>());
-        case nlohmann::ordered_json::value_t::string: return Value(document.get<std::string>());
-        case nlohmann::ordered_json::value_t::binary: return Value();
+        case nlohmann::ordered_json::value_t::number_float:
+            return Value(document.get<double>());
+        case nlohmann::ordered_json::value_t::string:
+            return Value(document.get<std::string>());
+        case nlohmann::ordered_json::value_t::binary:
+            return Value();
         case nlohmann::ordered_json::value_t::array: {
             Array array;
             for (const auto& item : document) array.push_back(from_ordered_json(item));
@@ -176,7 +191,8 @@ Value from_ordered_json(const nlohmann::ordered_json& document) {
         }
         case nlohmann::ordered_json::value_t::object: {
             Object object;
-            for (const auto& [key, item] : document.items()) object.set(key, from_ordered_json(item));
+            for (const auto& [key, item] : document.items())
+                object.set(key, from_ordered_json(item));
             return Value(std::move(object));
         }
     }
@@ -185,7 +201,8 @@ Value from_ordered_json(const nlohmann::ordered_json& document) {
 
 std::string to_json(const Value& value, JsonStyle style) {
     const int indent = style == JsonStyle::pretty ? 2 : -1;
-    return to_ordered_json(value).dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    return to_ordered_json(value).dump(indent, ' ', false,
+                                       nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace jobs

@@ -46,8 +46,8 @@ double round_to_15_decimals(double number) {
 // ECMAScript Number::toString for a finite, non-zero number.
 std::string javascript_number(double number) {
     char buffer[64];
-    const auto [end, ec] =
-        std::to_chars(buffer, buffer + sizeof buffer, std::fabs(number), std::chars_format::scientific);
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, std::fabs(number),
+                                         std::chars_format::scientific);
     (void)ec;
     const std::string_view text(buffer, static_cast<std::size_t>(end - buffer));
     const auto e_pos = text.find('e');
@@ -95,11 +95,12 @@ std::size_t whitespace_length(std::string_view text) {
     if (text.empty()) return 0;
     const auto c = static_cast<unsigned char>(text[0]);
     if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
-    if (c != 0xC2 && c != 0xE1 && c != 0xE2 && c != 0xE3 && c != 0xEF) return 0;  // lead bytes below
+    if (c != 0xC2 && c != 0xE1 && c != 0xE2 && c != 0xE3 && c != 0xEF)
+        return 0;  // lead bytes below
     static constexpr std::string_view k_multibyte[] = {
-        "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005",
-        "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028", "\u2029", "\u202f",
-        "\u205f", "\u3000", "\ufeff"};
+        "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004",
+        "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028",
+        "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff"};
     for (auto space : k_multibyte) {
         if (text.starts_with(space)) return space.size();
     }
@@ -126,9 +127,12 @@ double parse_radix(std::string_view digits, int radix) {
     double value = 0;
     for (char c : digits) {
         int digit = -1;
-        if (c >= '0' && c <= '9') digit = c - '0';
-        else if (c >= 'a' && c <= 'z') digit = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'Z') digit = c - 'A' + 10;
+        if (c >= '0' && c <= '9')
+            digit = c - '0';
+        else if (c >= 'a' && c <= 'z')
+            digit = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'Z')
+            digit = c - 'A' + 10;
         if (digit < 0 || digit >= radix) return std::numeric_limits<double>::quiet_NaN();
         value = value * radix + digit;
     }
@@ -142,14 +146,16 @@ bool is_decimal_literal(std::string_view text) {
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++int_digits;
     if (i < text.size() && text[i] == '.') {
         ++i;
-        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++frac_digits;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+            ++i, ++frac_digits;
     }
     if (int_digits + frac_digits == 0) return false;
     if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
         ++i;
         if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
         std::size_t exp_digits = 0;
-        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++exp_digits;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+            ++i, ++exp_digits;
         if (exp_digits == 0) return false;
     }
     return i == text.size();
@@ -163,10 +169,17 @@ double parse_number(std::string_view text) {
     if (text.empty()) return 0;
     if (text.size() > 2 && text[0] == '0') {
         switch (text[1]) {
-            case 'x': case 'X': return parse_radix(text.substr(2), 16);
-            case 'o': case 'O': return parse_radix(text.substr(2), 8);
-            case 'b': case 'B': return parse_radix(text.substr(2), 2);
-            default: break;
+            case 'x':
+            case 'X':
+                return parse_radix(text.substr(2), 16);
+            case 'o':
+            case 'O':
+                return parse_radix(text.substr(2), 8);
+            case 'b':
+            case 'B':
+                return parse_radix(text.substr(2), 2);
+            default:
+                break;
         }
     }
     bool negative = false;
@@ -208,7 +221,11 @@ locale_t utf8_locale() {
 // Decodes one UTF-8 sequence; returns its length, or 0 when invalid (the byte passes through).
 std::size_t decode_utf8(std::string_view text, char32_t& code_point) {
     const auto b0 = static_cast<unsigned char>(text[0]);
-    std::size_t length = b0 < 0x80 ? 1 : (b0 >> 5) == 6 ? 2 : (b0 >> 4) == 14 ? 3 : (b0 >> 3) == 30 ? 4 : 0;
+    std::size_t length = b0 < 0x80         ? 1
+                         : (b0 >> 5) == 6  ? 2
+                         : (b0 >> 4) == 14 ? 3
+                         : (b0 >> 3) == 30 ? 4
+                                           : 0;
     if (length == 0 || length > text.size()) return 0;
     code_point = length == 1 ? b0 : b0 & (0x7F >> length);
     for (std::size_t i = 1; i < length; ++i) {

@@ -14,25 +14,32 @@ constexpr std::uint64_t k_max_called_workflow_bytes = 4 * 1024 * 1024;
 
 }  // namespace
 
-sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job) {
+sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository,
+                                                 const Job& job) {
     const std::string& uses = job.uses->value;
     if (!uses.starts_with("./"))
-        return sandbox::fail(sandbox::ErrorKind::unavailable,
-                             located(job.uses->mark, "the remote reusable workflow '" + uses +
-                                                         "' is not available: sandgate runs offline"));
+        return sandbox::fail(
+            sandbox::ErrorKind::unavailable,
+            located(job.uses->mark, "the remote reusable workflow '" + uses +
+                                        "' is not available: sandgate runs offline"));
     const std::filesystem::path path = repository / uses.substr(2);
     // The repository is the steps' (earlier jobs of the run may have written it): read through
     // its fd, a regular file beneath it reached without a link (sandbox/safe_access.hpp); a
     // FIFO or a link planted there is "not a regular file", never followed or waited on.
-    auto text = sandbox::read_file_beneath(repository, path, {k_max_called_workflow_bytes, std::nullopt, -1},
+    auto text = sandbox::read_file_beneath(repository, path,
+                                           {k_max_called_workflow_bytes, std::nullopt, -1},
                                            "the called workflow '" + uses + "'");
-    if (!text) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, text.error().message));
+    if (!text)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, text.error().message));
     auto workflow = parse_workflow(*text, path.string());
     if (!workflow) return workflow;
     workflow->file = uses.substr(2);
     if (workflow->on.find("workflow_call") == nullptr)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                             located(job.uses->mark, "the workflow '" + uses + "' is not callable: its 'on' lacks workflow_call"));
+        return sandbox::fail(
+            sandbox::ErrorKind::invalid_input,
+            located(job.uses->mark,
+                    "the workflow '" + uses + "' is not callable: its 'on' lacks workflow_call"));
     return workflow;
 }
 
@@ -45,7 +52,8 @@ Value job_result_entry(Outcome result, const NamedValues& outputs) {
     return Value(std::move(entry));
 }
 
-sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called, const EvalContext& context,
+sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
+                                                const EvalContext& context,
                                                 const Object& caller_secrets) {
     Object given;
     for (const auto& [name, node] : job.with) {
@@ -54,7 +62,9 @@ sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& 
         given.set(name, *value);
     }
     auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
-    if (!inputs) return sandbox::fail(sandbox::ErrorKind::invalid_input, located(job.uses->mark, inputs.error().message));
+    if (!inputs)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             located(job.uses->mark, inputs.error().message));
     CallArguments arguments{std::move(*inputs), {}};
     if (job.secrets_mode == SecretsMode::inherit) arguments.secrets = caller_secrets;
     for (const auto& [name, text] : job.secrets) {
@@ -64,14 +74,15 @@ sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& 
     }
     for (const auto& spec : called.on.call_secrets) {
         if (spec.required && !arguments.secrets.contains(spec.name))
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"));
+            return sandbox::fail(
+                sandbox::ErrorKind::invalid_input,
+                located(job.uses->mark, "the required secret '" + spec.name + "' was not passed"));
     }
     return arguments;
 }
 
-CallOutputs evaluate_call_outputs(const Workflow& called, const std::vector<JobReport>& jobs, const Object& inputs,
-                                  const EvalContext& context) {
+CallOutputs evaluate_call_outputs(const Workflow& called, const std::vector<JobReport>& jobs,
+                                  const Object& inputs, const EvalContext& context) {
     Object results;
     for (const auto& job : jobs) results.set(job.id, job_result_entry(job.conclusion, job.outputs));
     EvalContext outputs_context = context;

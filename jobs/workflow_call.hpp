@@ -23,7 +23,8 @@ namespace jobs {
 // The workflow a job calls (`uses: ./path.yml`), loaded relative to `repository` and
 // checked to be callable (on: workflow_call). A remote `uses:` is unavailable (sandgate
 // runs offline); a missing or uncallable file is invalid_input; both with file:line:col.
-sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository, const Job& job);
+sandbox::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository,
+                                                 const Job& job);
 
 // A job's result as expressions see it: {result, outputs} under needs.<id>, and under
 // jobs.<id> when a called workflow's outputs are evaluated.
@@ -39,7 +40,8 @@ struct CallArguments {
 // passes to `called`. Errors (invalid_input): an expression that fails, an input the
 // called workflow does not declare or a required one missing, a required secret not
 // passed; the last two name the `uses:` line.
-sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called, const EvalContext& context,
+sandbox::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
+                                                const EvalContext& context,
                                                 const Object& caller_secrets);
 
 struct CallOutputs {
@@ -50,7 +52,7 @@ struct CallOutputs {
 // `called`'s on.workflow_call.outputs, evaluated against `context` with jobs.<id> (from
 // `jobs`, the nested run's job reports) and the resolved `inputs`. An output that fails to
 // evaluate is left out and its error listed.
-CallOutputs evaluate_call_outputs(const Workflow& called, const std::vector<JobReport>& jobs, const Object& inputs,
-                                  const EvalContext& context);
+CallOutputs evaluate_call_outputs(const Workflow& called, const std::vector<JobReport>& jobs,
+                                  const Object& inputs, const EvalContext& context);
 
 }  // namespace jobs

@@ -15,20 +15,22 @@ constexpr std::string_view k_key = "::";
 constexpr std::string_view k_space = " \t\r\n\f\v";
 
 constexpr std::array<std::string_view, 15> k_registered = {
-    "add-mask", "group",      "endgroup",  "error",   "warning",
-    "notice",   "debug",      "save-state", "set-output", "set-env",
-    "add-path", "echo",       "stop-commands", "add-matcher", "remove-matcher"};
+    "add-mask", "group", "endgroup",      "error",       "warning",
+    "notice",   "debug", "save-state",    "set-output",  "set-env",
+    "add-path", "echo",  "stop-commands", "add-matcher", "remove-matcher"};
 
 constexpr std::string_view k_unsecure_message =
     "The `{}` command is disabled. Please upgrade to using Environment Files or opt into "
     "unsecure command execution by setting the `ACTIONS_ALLOW_UNSECURE_COMMANDS` environment "
     "variable to `true`. For more information see: "
-    "https://github.blog/changelog/2020-10-01-github-actions-deprecating-set-env-and-add-path-commands/";
+    "https://github.blog/changelog/"
+    "2020-10-01-github-actions-deprecating-set-env-and-add-path-commands/";
 
 constexpr std::string_view k_deprecated_message =
     "The `{}` command is deprecated and will be disabled soon. Please upgrade to using "
     "Environment Files. For more information see: "
-    "https://github.blog/changelog/2022-10-11-github-actions-deprecating-save-state-and-set-output-commands/";
+    "https://github.blog/changelog/"
+    "2022-10-11-github-actions-deprecating-save-state-and-set-output-commands/";
 
 std::string with_name(std::string_view pattern, std::string_view name) {
     std::string out(pattern);
@@ -42,11 +44,13 @@ std::string_view trim(std::string_view text) {
     return text.substr(first, text.find_last_not_of(k_space) - first + 1);
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                              [](char x, char y) { return lower(x) == lower(y); });
 }
 
 std::string lowercase(std::string_view text) {
@@ -55,7 +59,9 @@ std::string lowercase(std::string_view text) {
     return out;
 }
 
-std::string fold_owner(std::string_view owner) { return lowercase(owner); }
+std::string fold_owner(std::string_view owner) {
+    return lowercase(owner);
+}
 
 bool is_registered(std::string_view name) {
     return std::any_of(k_registered.begin(), k_registered.end(),
@@ -63,7 +69,8 @@ bool is_registered(std::string_view name) {
 }
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-    for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
+    for (auto pos = text.find(from); pos != std::string::npos;
+         pos = text.find(from, pos + to.size())) {
         text.replace(pos, from.size(), to);
     }
     return text;
@@ -97,9 +104,12 @@ std::optional<int> parse_int(const std::string* text) {
 
 std::string_view to_string(AnnotationLevel level) {
     switch (level) {
-        case AnnotationLevel::error: return "error";
-        case AnnotationLevel::warning: return "warning";
-        case AnnotationLevel::notice: return "notice";
+        case AnnotationLevel::error:
+            return "error";
+        case AnnotationLevel::warning:
+            return "warning";
+        case AnnotationLevel::notice:
+            return "notice";
     }
     return "error";
 }
@@ -198,7 +208,8 @@ std::optional<ParsedCommand> parse_legacy_command(std::string_view line) {
     if (space != std::string_view::npos && space > 0) {
         for (const auto property : split_nonempty(info.substr(space + 1), ';')) {
             const auto equals = property.find('=');
-            if (equals == std::string_view::npos || equals == 0 || equals + 1 == property.size()) continue;
+            if (equals == std::string_view::npos || equals == 0 || equals + 1 == property.size())
+                continue;
             set_named(command.properties, property.substr(0, equals),
                       unescape_legacy(property.substr(equals + 1)));
         }
@@ -207,11 +218,17 @@ std::optional<ParsedCommand> parse_legacy_command(std::string_view line) {
     return command;
 }
 
-bool parse_bool_true(std::string_view text) { return iequals(trim(text), "true"); }
+bool parse_bool_true(std::string_view text) {
+    return iequals(trim(text), "true");
+}
 
 CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
                                    UnsecureCommands unsecure, Echo echo)
-    : m_masker(masker), m_log(log), m_label(label), m_unsecure(unsecure), m_echo(echo),
+    : m_masker(masker),
+      m_log(log),
+      m_label(label),
+      m_unsecure(unsecure),
+      m_echo(echo),
       m_matchers(std::make_unique<MatcherSet>()) {}
 
 CommandProcessor::~CommandProcessor() = default;
@@ -221,7 +238,9 @@ void CommandProcessor::set_matchers(std::vector<ProblemMatcher>& job_matchers) {
     *m_matchers = MatcherSet(job_matchers);
 }
 
-void CommandProcessor::output(std::string_view line) { m_log.output(m_label, m_masker.mask(line)); }
+void CommandProcessor::output(std::string_view line) {
+    m_log.output(m_label, m_masker.mask(line));
+}
 
 void CommandProcessor::process_line(std::string_view line) {
     // ActionCommandManager: the `::` form first, then the legacy `##[` form; a line naming
@@ -263,34 +282,50 @@ void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
     const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
                            name == "warning" || name == "notice";
     if (m_echo == Echo::on && !omit_echo) output(raw);
-    if (name == "add-mask") add_mask(command);
-    else if (name == "group") start_group(command);
-    else if (name == "endgroup") end_group();
-    else if (name == "error") issue(command, AnnotationLevel::error);
-    else if (name == "warning") issue(command, AnnotationLevel::warning);
-    else if (name == "notice") issue(command, AnnotationLevel::notice);
-    else if (name == "debug") m_log.debug(m_label, m_masker.mask(command.data));
-    else if (name == "echo") set_echo(command, raw);
-    else if (name == "set-output" || name == "save-state") save_value(name, command, raw);
-    else if (name == "set-env") set_env(command, raw);
-    else if (name == "add-path") add_path(command, raw);
-    else if (name == "add-matcher") add_matcher(command, raw);
-    else if (name == "remove-matcher") remove_matcher(command, raw);
+    if (name == "add-mask")
+        add_mask(command);
+    else if (name == "group")
+        start_group(command);
+    else if (name == "endgroup")
+        end_group();
+    else if (name == "error")
+        issue(command, AnnotationLevel::error);
+    else if (name == "warning")
+        issue(command, AnnotationLevel::warning);
+    else if (name == "notice")
+        issue(command, AnnotationLevel::notice);
+    else if (name == "debug")
+        m_log.debug(m_label, m_masker.mask(command.data));
+    else if (name == "echo")
+        set_echo(command, raw);
+    else if (name == "set-output" || name == "save-state")
+        save_value(name, command, raw);
+    else if (name == "set-env")
+        set_env(command, raw);
+    else if (name == "add-path")
+        add_path(command, raw);
+    else if (name == "add-matcher")
+        add_matcher(command, raw);
+    else if (name == "remove-matcher")
+        remove_matcher(command, raw);
 }
 
 // stop-commands is always echoed; its token must not be a command itself.
 void CommandProcessor::stop_commands(const ParsedCommand& command, std::string_view raw) {
     output(raw);
-    if (command.data.empty() || is_registered(command.data) || iequals(command.data, "pause-logging")) {
+    if (command.data.empty() || is_registered(command.data) ||
+        iequals(command.data, "pause-logging")) {
         return fail(raw, "Invalid stop-commands token '" + command.data +
                              "': it must not be empty, 'pause-logging' or a workflow command.");
     }
     m_stop_token = command.data;
-    m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data + "::' is received"));
+    m_log.debug(m_label, m_masker.mask("Paused processing commands until '::" + command.data +
+                                       "::' is received"));
 }
 
 void CommandProcessor::add_mask(const ParsedCommand& command) {
-    if (trim(command.data).empty()) return warn("Can't add secret mask for empty string in ##[add-mask] command.");
+    if (trim(command.data).empty())
+        return warn("Can't add secret mask for empty string in ##[add-mask] command.");
     if (m_echo == Echo::on) output("::add-mask::***");
     m_masker.add_secret(command.data);
 }
@@ -314,15 +349,19 @@ void CommandProcessor::set_echo(const ParsedCommand& command, std::string_view r
     } else if (value == "off") {
         m_echo = Echo::off;
     } else {
-        fail(raw, "Invalid echo command value. Possible values can be: 'on', 'off'. Current "
-                  "value is: '" + command.data + "'.");
+        fail(raw,
+             "Invalid echo command value. Possible values can be: 'on', 'off'. Current "
+             "value is: '" +
+                 command.data + "'.");
     }
 }
 
 // set-output and save-state (`name`: the command, lower case): deprecated, still honoured.
-void CommandProcessor::save_value(const std::string& name, const ParsedCommand& command, std::string_view raw) {
+void CommandProcessor::save_value(const std::string& name, const ParsedCommand& command,
+                                  std::string_view raw) {
     const auto* key = command.property("name");
-    if (key == nullptr || key->empty()) return fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
+    if (key == nullptr || key->empty())
+        return fail(raw, "Required field 'name' is missing in ##[" + name + "] command.");
     warn(with_name(k_deprecated_message, name));
     set_named(name == "set-output" ? m_effects.outputs : m_effects.state, *key, command.data);
 }
@@ -343,7 +382,13 @@ void CommandProcessor::set_env(const ParsedCommand& command, std::string_view ra
     } else if (iequals(*key, "NODE_OPTIONS")) {
         add_annotation({AnnotationLevel::error,
                         "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
-                        {}, {}, {}, {}, {}, {}, {}});
+                        {},
+                        {},
+                        {},
+                        {},
+                        {},
+                        {},
+                        {}});
     } else {
         set_named(m_effects.env, *key, command.data);
     }
@@ -358,7 +403,8 @@ void CommandProcessor::add_path(const ParsedCommand& command, std::string_view r
 
 std::filesystem::path CommandProcessor::rooted(const std::string& file) const {
     std::filesystem::path path(file);
-    if (path.is_relative() && !m_workspace.empty()) path = std::filesystem::path(m_workspace) / path;
+    if (path.is_relative() && !m_workspace.empty())
+        path = std::filesystem::path(m_workspace) / path;
     return path;
 }
 
@@ -368,13 +414,16 @@ void CommandProcessor::add_matcher(const ParsedCommand& command, std::string_vie
     const auto file = rooted(command.data);
     auto matchers = load_problem_matchers(m_workspace, file);
     if (!matchers && !m_action_trees.empty()) {
-        if (auto from_tree = load_problem_matchers(m_action_trees, file)) matchers = std::move(from_tree);
+        if (auto from_tree = load_problem_matchers(m_action_trees, file))
+            matchers = std::move(from_tree);
     }
     if (!matchers) return fail(raw, matchers.error().message);
     for (const auto& matcher : *matchers) {
         m_matchers->add(matcher);
         if (m_job_matchers == nullptr) continue;
-        std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) { return fold_owner(m.owner) == fold_owner(matcher.owner); });
+        std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) {
+            return fold_owner(m.owner) == fold_owner(matcher.owner);
+        });
         m_job_matchers->insert(m_job_matchers->begin(), matcher);
         m_log.debug(m_label, "Added matcher '" + matcher.owner + "'");
     }
@@ -385,9 +434,12 @@ void CommandProcessor::remove_matcher(const ParsedCommand& command, std::string_
     const std::string* owner_property = command.property("owner");
     const std::string owner = owner_property ? *owner_property : std::string();
     if (!owner.empty() && !command.data.empty())
-        return warn("Either specify an owner name or a file path in ##[remove-matcher] command. Both values cannot be set.");
+        return warn(
+            "Either specify an owner name or a file path in ##[remove-matcher] command. Both "
+            "values cannot be set.");
     if (owner.empty() && command.data.empty())
-        return warn("Either an owner name or a file path must be specified in ##[remove-matcher] command.");
+        return warn(
+            "Either an owner name or a file path must be specified in ##[remove-matcher] command.");
     std::vector<std::string> owners;
     if (!owner.empty()) {
         owners.push_back(owner);
@@ -399,7 +451,9 @@ void CommandProcessor::remove_matcher(const ParsedCommand& command, std::string_
     for (const auto& name : owners) {
         m_matchers->remove(name);
         if (m_job_matchers != nullptr)
-            std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) { return fold_owner(m.owner) == fold_owner(name); });
+            std::erase_if(*m_job_matchers, [&](const ProblemMatcher& m) {
+                return fold_owner(m.owner) == fold_owner(name);
+            });
         m_log.debug(m_label, "Removed matcher '" + name + "'");
     }
 }
@@ -466,11 +520,19 @@ void CommandProcessor::warn(std::string message) {
 void CommandProcessor::fail(std::string_view raw, std::string message) {
     add_annotation({AnnotationLevel::error,
                     "Unable to process command '" + std::string(raw) + "' successfully.",
-                    {}, {}, {}, {}, {}, {}, {}});
+                    {},
+                    {},
+                    {},
+                    {},
+                    {},
+                    {},
+                    {}});
     add_annotation({AnnotationLevel::error, message, {}, {}, {}, {}, {}, {}, {}});
     m_effects.failures.push_back(m_masker.mask(message));
 }
 
-void CommandProcessor::finish() { end_group(); }
+void CommandProcessor::finish() {
+    end_group();
+}
 
 }  // namespace jobs

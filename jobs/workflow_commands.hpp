@@ -79,9 +79,9 @@ enum class DebugLog { hidden, shown };
 // What the commands of one step did. Values are raw (unmasked): the caller masks what it
 // shows. Annotations are masked when recorded.
 struct CommandEffects {
-    NamedValues outputs;      // set-output
-    NamedValues state;        // save-state
-    NamedValues env;          // set-env
+    NamedValues outputs;            // set-output
+    NamedValues state;              // save-state
+    NamedValues env;                // set-env
     std::vector<std::string> path;  // add-path, in order
     std::vector<Annotation> annotations;
     std::vector<std::string> failures;  // commands that fail the step (runner: CommandResult)

@@ -1,10 +1,10 @@
 #include "jobs/workflow_events.hpp"
 
-#include "jobs/merge_queue.hpp"
-
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "jobs/merge_queue.hpp"
 
 namespace jobs {
 namespace {
@@ -23,7 +23,8 @@ std::string expand_class(std::string_view body) {
     std::string out;
     for (std::size_t i = 0; i < body.size(); ++i) {
         if (i + 2 < body.size() && body[i + 1] == '-') {
-            for (int c = static_cast<unsigned char>(body[i]); c <= static_cast<unsigned char>(body[i + 2]); ++c)
+            for (int c = static_cast<unsigned char>(body[i]);
+                 c <= static_cast<unsigned char>(body[i + 2]); ++c)
                 out.push_back(static_cast<char>(c));
             i += 2;
         } else {
@@ -48,7 +49,8 @@ std::vector<PatternToken> tokenize(std::string_view pattern) {
                    (tokens.back().kind == PatternToken::Kind::literal ||
                     tokens.back().kind == PatternToken::Kind::klass) &&
                    tokens.back().count == PatternToken::Count::one) {
-            tokens.back().count = c == '?' ? PatternToken::Count::optional : PatternToken::Count::one_or_more;
+            tokens.back().count =
+                c == '?' ? PatternToken::Count::optional : PatternToken::Count::one_or_more;
             continue;
         } else if (c == '[' && pattern.find(']', i + 1) != std::string_view::npos) {
             const std::size_t close = pattern.find(']', i + 1);
@@ -78,22 +80,27 @@ bool match_from(const std::vector<PatternToken>& tokens, std::size_t t, std::str
     const PatternToken& token = tokens[t];
     if (token.kind == PatternToken::Kind::star || token.kind == PatternToken::Kind::globstar) {
         // `**/` also matches no directory at all: `**/*-post.md` matches my-post.md.
-        const bool slash_next = t + 1 < tokens.size() && tokens[t + 1].kind == PatternToken::Kind::literal &&
-                                tokens[t + 1].literal == '/' && tokens[t + 1].count == PatternToken::Count::one;
-        if (token.kind == PatternToken::Kind::globstar && slash_next && match_from(tokens, t + 2, text))
+        const bool slash_next =
+            t + 1 < tokens.size() && tokens[t + 1].kind == PatternToken::Kind::literal &&
+            tokens[t + 1].literal == '/' && tokens[t + 1].count == PatternToken::Count::one;
+        if (token.kind == PatternToken::Kind::globstar && slash_next &&
+            match_from(tokens, t + 2, text))
             return true;
         for (std::size_t i = 0; i <= text.size(); ++i) {
             if (match_from(tokens, t + 1, text.substr(i))) return true;
-            if (i < text.size() && text[i] == '/' && token.kind == PatternToken::Kind::star) return false;
+            if (i < text.size() && text[i] == '/' && token.kind == PatternToken::Kind::star)
+                return false;
         }
         return false;
     }
     switch (token.count) {
         case PatternToken::Count::one:
-            return !text.empty() && admits_byte(token, text[0]) && match_from(tokens, t + 1, text.substr(1));
+            return !text.empty() && admits_byte(token, text[0]) &&
+                   match_from(tokens, t + 1, text.substr(1));
         case PatternToken::Count::optional:
             return match_from(tokens, t + 1, text) ||
-                   (!text.empty() && admits_byte(token, text[0]) && match_from(tokens, t + 1, text.substr(1)));
+                   (!text.empty() && admits_byte(token, text[0]) &&
+                    match_from(tokens, t + 1, text.substr(1)));
         case PatternToken::Count::one_or_more:
             for (std::size_t n = 0; n < text.size() && admits_byte(token, text[n]); ++n)
                 if (match_from(tokens, t + 1, text.substr(n + 1))) return true;
@@ -194,8 +201,11 @@ bool event_matches(const Workflow& workflow, std::string_view event_name, const 
     if (!filters.is_mapping()) return true;
     if (const YamlNode* types = filters.find("types")) {
         if (const Value* action = payload.get("action"); action && action->is_string()) {
-            const bool listed = types->is_scalar() ? types->text == action->as_string()
-                                                   : std::ranges::any_of(types->items, [&](const YamlNode& t) { return t.text == action->as_string(); });
+            const bool listed = types->is_scalar()
+                                    ? types->text == action->as_string()
+                                    : std::ranges::any_of(types->items, [&](const YamlNode& t) {
+                                          return t.text == action->as_string();
+                                      });
             if (!listed) return false;
         }
     }
@@ -204,9 +214,11 @@ bool event_matches(const Workflow& workflow, std::string_view event_name, const 
     const bool tag_filter = filters.find("tags") || filters.find("tags-ignore");
     // A trigger that filters only tags does not run for a branch, and the other way round.
     if (ref.starts_with("refs/tags/"))  // paths filters are not evaluated for tag pushes
-        return (tag_filter || !branch_filter) && filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
+        return (tag_filter || !branch_filter) &&
+               filter_admits(filters, "tags", "tags-ignore", ref.substr(10));
     if (ref.starts_with("refs/heads/") &&
-        !((branch_filter || !tag_filter) && filter_admits(filters, "branches", "branches-ignore", ref.substr(11))))
+        !((branch_filter || !tag_filter) &&
+          filter_admits(filters, "branches", "branches-ignore", ref.substr(11))))
         return false;
     return changed == nullptr || paths_filter_admits(filters, changed->paths);
 }

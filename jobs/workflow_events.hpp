@@ -2,12 +2,13 @@
 // Which workflows an event triggers: the event must be under the workflow's `on:`, and the
 // trigger's filters must admit the payload. Patterns follow GitHub's filter pattern cheat
 // sheet: `*` within a path component, `**` across components, `?` zero or one and `+` one or
-// more of the preceding character or [class], a backslash escapes; `branches`/`tags` list what runs,
-// in order, a `!pattern` excluding what an earlier one admitted; `branches-ignore`/`tags-ignore`
-// list what does not run. `paths` lists, in the same ordered way, the changed files that make
-// the workflow run (at least one must be admitted); `paths-ignore` skips the workflow only when
-// every changed file matches it. The changed files come from the caller (jobs/changed_paths.hpp
-// computes them with libgit2); GitHub looks at the first 300 files of the diff only.
+// more of the preceding character or [class], a backslash escapes; `branches`/`tags` list what
+// runs, in order, a `!pattern` excluding what an earlier one admitted;
+// `branches-ignore`/`tags-ignore` list what does not run. `paths` lists, in the same ordered way,
+// the changed files that make the workflow run (at least one must be admitted); `paths-ignore`
+// skips the workflow only when every changed file matches it. The changed files come from the
+// caller (jobs/changed_paths.hpp computes them with libgit2); GitHub looks at the first 300 files
+// of the diff only.
 //
 // Pure functions of the parsed workflow, the payload and the changed files: no I/O, never throws.
 

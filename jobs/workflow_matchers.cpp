@@ -21,16 +21,18 @@ constexpr std::uint32_t k_depth_limit = 100'000;
 
 class CompiledRegex {
 public:
-    static sandbox::Expected<std::shared_ptr<const CompiledRegex>> compile(const std::string& pattern) {
+    static sandbox::Expected<std::shared_ptr<const CompiledRegex>> compile(
+        const std::string& pattern) {
         int code = 0;
         PCRE2_SIZE offset = 0;
-        pcre2_code* compiled = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), 0,
-                                             &code, &offset, nullptr);
+        pcre2_code* compiled = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
+                                             pattern.size(), 0, &code, &offset, nullptr);
         if (compiled == nullptr) {
             PCRE2_UCHAR message[256];
             pcre2_get_error_message(code, message, sizeof message);
             return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 "invalid regexp '" + pattern + "' at offset " + std::to_string(offset) + ": " +
+                                 "invalid regexp '" + pattern + "' at offset " +
+                                     std::to_string(offset) + ": " +
                                      reinterpret_cast<const char*>(message));
         }
         auto regex = std::shared_ptr<CompiledRegex>(new CompiledRegex(compiled));
@@ -57,15 +59,17 @@ public:
         std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(
             pcre2_match_data_create_from_pattern(m_code, nullptr), &pcre2_match_data_free);
         if (!data) return Outcome::no_match;
-        const int rc = pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0,
-                                   data.get(), m_context);
-        if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT)
+        const int rc = pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                                   subject.size(), 0, 0, data.get(), m_context);
+        if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+            rc == PCRE2_ERROR_HEAPLIMIT)
             return Outcome::limit;
         if (rc < 0) return Outcome::no_match;
         const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
         const int count = group_count();
         groups.assign(static_cast<std::size_t>(count), std::string());
-        for (int i = 0; i < count && i < static_cast<int>(pcre2_get_ovector_count(data.get())); ++i) {
+        for (int i = 0; i < count && i < static_cast<int>(pcre2_get_ovector_count(data.get()));
+             ++i) {
             const PCRE2_SIZE begin = ovector[2 * i], end = ovector[2 * i + 1];
             if (begin == PCRE2_UNSET || end < begin) continue;
             groups[static_cast<std::size_t>(i)] = std::string(subject.substr(begin, end - begin));
@@ -74,7 +78,8 @@ public:
     }
 
 private:
-    explicit CompiledRegex(pcre2_code* code) : m_code(code), m_context(pcre2_match_context_create(nullptr)) {
+    explicit CompiledRegex(pcre2_code* code)
+        : m_code(code), m_context(pcre2_match_context_create(nullptr)) {
         if (m_context != nullptr) {
             pcre2_set_match_limit(m_context, k_match_limit);
             pcre2_set_depth_limit(m_context, k_depth_limit);
@@ -86,7 +91,9 @@ private:
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) { return equals_ignore_case(a, b); }
+bool iequals(std::string_view a, std::string_view b) {
+    return equals_ignore_case(a, b);
+}
 
 sandbox::Expected<std::optional<int>> group_index(const Value& pattern, std::string_view name) {
     const Value* value = pattern.get(name);
@@ -102,18 +109,27 @@ sandbox::Expected<std::optional<int>> group_index(const Value& pattern, std::str
 std::optional<std::string> track(std::string_view name, const std::optional<int>& value, int groups,
                                  std::set<std::string>& seen) {
     if (!value) return std::nullopt;
-    if (!seen.insert(std::string(name)).second) return "The property '" + std::string(name) + "' is set twice";
+    if (!seen.insert(std::string(name)).second)
+        return "The property '" + std::string(name) + "' is set twice";
     if (*value < 0 || *value >= groups)
-        return "The property '" + std::string(name) + "' is set to " + std::to_string(*value) + " which is out of range";
+        return "The property '" + std::string(name) + "' is set to " + std::to_string(*value) +
+               " which is out of range";
     return std::nullopt;
 }
 
-sandbox::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bool last, std::set<std::string>& seen) {
-    if (!item.is_object()) return sandbox::fail(sandbox::ErrorKind::invalid_input, "a pattern must be an object");
+sandbox::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bool last,
+                                                std::set<std::string>& seen) {
+    if (!item.is_object())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, "a pattern must be an object");
     MatcherPattern pattern;
-    if (const Value* regexp = item.get("regexp"); regexp && regexp->is_string()) pattern.regexp = regexp->as_string();
-    if (const Value* loop = item.get("loop"); loop && loop->is_boolean()) pattern.loop = loop->as_boolean();
-    struct Field { std::string_view name; std::optional<int>* slot; };
+    if (const Value* regexp = item.get("regexp"); regexp && regexp->is_string())
+        pattern.regexp = regexp->as_string();
+    if (const Value* loop = item.get("loop"); loop && loop->is_boolean())
+        pattern.loop = loop->as_boolean();
+    struct Field {
+        std::string_view name;
+        std::optional<int>* slot;
+    };
     const Field fields[] = {{"file", &pattern.file},         {"line", &pattern.line},
                             {"column", &pattern.column},     {"severity", &pattern.severity},
                             {"code", &pattern.code},         {"message", &pattern.message},
@@ -124,9 +140,11 @@ sandbox::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, b
         *field.slot = *index;
     }
     if (pattern.loop && (first || !last))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "Only the last pattern in a multiline matcher may set 'loop'");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "Only the last pattern in a multiline matcher may set 'loop'");
     if (pattern.loop && !pattern.message)
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "The loop pattern must set 'message'");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "The loop pattern must set 'message'");
     auto regex = CompiledRegex::compile(pattern.regexp);
     if (!regex) return std::unexpected(regex.error());
     pattern.regex = *regex;
@@ -139,34 +157,45 @@ sandbox::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, b
 }
 
 sandbox::Expected<ProblemMatcher> parse_matcher(const Value& item) {
-    if (!item.is_object()) return sandbox::fail(sandbox::ErrorKind::invalid_input, "a matcher must be an object");
+    if (!item.is_object())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, "a matcher must be an object");
     ProblemMatcher matcher;
-    if (const Value* owner = item.get("owner"); owner && owner->is_string()) matcher.owner = owner->as_string();
-    if (matcher.owner.empty()) return sandbox::fail(sandbox::ErrorKind::invalid_input, "Owner must not be empty");
-    if (const Value* severity = item.get("severity"); severity && severity->is_string()) matcher.severity = severity->as_string();
-    if (!matcher.severity.empty() && !iequals(matcher.severity, "error") && !iequals(matcher.severity, "warning"))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "Matcher '" + matcher.owner +
-                                                                    "' contains unexpected default severity '" +
-                                                                    matcher.severity + "'");
+    if (const Value* owner = item.get("owner"); owner && owner->is_string())
+        matcher.owner = owner->as_string();
+    if (matcher.owner.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input, "Owner must not be empty");
+    if (const Value* severity = item.get("severity"); severity && severity->is_string())
+        matcher.severity = severity->as_string();
+    if (!matcher.severity.empty() && !iequals(matcher.severity, "error") &&
+        !iequals(matcher.severity, "warning"))
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "Matcher '" + matcher.owner +
+                                 "' contains unexpected default severity '" + matcher.severity +
+                                 "'");
     const Value* patterns = item.get("pattern");
     if (patterns == nullptr || !patterns->is_array() || patterns->as_array().empty())
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "Matcher '" + matcher.owner + "' does not contain any patterns");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "Matcher '" + matcher.owner + "' does not contain any patterns");
     std::set<std::string> seen;
     const auto& list = patterns->as_array();
     for (std::size_t i = 0; i < list.size(); ++i) {
         auto pattern = parse_pattern(list[i], i == 0, i + 1 == list.size(), seen);
         if (!pattern)
             return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 "matcher '" + matcher.owner + "', pattern " + std::to_string(i) + ": " + pattern.error().message);
+                                 "matcher '" + matcher.owner + "', pattern " + std::to_string(i) +
+                                     ": " + pattern.error().message);
         matcher.patterns.push_back(std::move(*pattern));
     }
     if (!seen.contains("message"))
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "At least one pattern must set 'message'");
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "At least one pattern must set 'message'");
     return matcher;
 }
 
-std::optional<std::string> group_value(const std::vector<std::string>& groups, const std::optional<int>& index) {
-    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= groups.size()) return std::nullopt;
+std::optional<std::string> group_value(const std::vector<std::string>& groups,
+                                       const std::optional<int>& index) {
+    if (!index || *index < 0 || static_cast<std::size_t>(*index) >= groups.size())
+        return std::nullopt;
     return groups[static_cast<std::size_t>(*index)];
 }
 
@@ -174,7 +203,8 @@ std::optional<std::string> group_value(const std::vector<std::string>& groups, c
 MatcherHit combine(const std::optional<MatcherHit>& running, const MatcherPattern& pattern,
                    const std::vector<std::string>& groups, std::string_view default_severity) {
     MatcherHit hit;
-    auto pick = [&](std::optional<std::string> MatcherHit::*field, const std::optional<int>& index) {
+    auto pick = [&](std::optional<std::string> MatcherHit::*field,
+                    const std::optional<int>& index) {
         hit.*field = running && (*running).*field ? (*running).*field : group_value(groups, index);
     };
     pick(&MatcherHit::file, pattern.file);
@@ -184,12 +214,14 @@ MatcherHit combine(const std::optional<MatcherHit>& running, const MatcherPatter
     pick(&MatcherHit::code, pattern.code);
     pick(&MatcherHit::message, pattern.message);
     pick(&MatcherHit::from_path, pattern.from_path);
-    if ((!hit.severity || hit.severity->empty()) && !default_severity.empty()) hit.severity = std::string(default_severity);
+    if ((!hit.severity || hit.severity->empty()) && !default_severity.empty())
+        hit.severity = std::string(default_severity);
     return hit;
 }
 
 bool blank(const std::optional<std::string>& text) {
-    return !text || std::ranges::all_of(*text, [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); });
+    return !text ||
+           std::ranges::all_of(*text, [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); });
 }
 
 // int.TryParse with NumberStyles.None: digits only.
@@ -197,7 +229,8 @@ std::optional<int> parse_digits(const std::string& text) {
     int value = 0;
     const auto* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (text.empty() || ec != std::errc() || ptr != end || text[0] == '-' || text[0] == '+') return std::nullopt;
+    if (text.empty() || ec != std::errc() || ptr != end || text[0] == '-' || text[0] == '+')
+        return std::nullopt;
     return value;
 }
 
@@ -209,7 +242,8 @@ std::string trimmed(std::string_view text) {
 
 // The runner's file rooting: fromPath's directory, then the workspace; kept when it exists
 // under the workspace.
-std::optional<std::string> repository_file(const MatcherHit& hit, const std::filesystem::path& workspace,
+std::optional<std::string> repository_file(const MatcherHit& hit,
+                                           const std::filesystem::path& workspace,
                                            std::string& why) {
     std::filesystem::path file(*hit.file);
     if (!blank(hit.from_path) && !file.is_absolute()) {
@@ -219,7 +253,8 @@ std::optional<std::string> repository_file(const MatcherHit& hit, const std::fil
     if (!file.is_absolute()) file = workspace / file;
     file = file.lexically_normal();
     // Under the workspace first (lexically): nothing outside it is ever looked at.
-    const auto relative = workspace.empty() ? std::nullopt : sandbox::relative_beneath(workspace, file);
+    const auto relative =
+        workspace.empty() ? std::nullopt : sandbox::relative_beneath(workspace, file);
     if (!relative) {
         why = "Dropping file value '" + file.string() + "'. Path is not under the workflow repo.";
         return std::nullopt;
@@ -234,9 +269,11 @@ std::optional<std::string> repository_file(const MatcherHit& hit, const std::fil
 
 }  // namespace
 
-sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::string_view json, std::string_view source) {
+sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::string_view json,
+                                                                      std::string_view source) {
     auto located = [&](const std::string& message) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, std::string(source) + ": " + message);
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             std::string(source) + ": " + message);
     };
     auto document = parse_json(json);
     if (!document) return located(document.error().message);
@@ -248,39 +285,45 @@ sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::strin
     for (const auto& item : list->as_array()) {
         auto matcher = parse_matcher(item);
         if (!matcher) return located(matcher.error().message);
-        const bool duplicate = std::ranges::any_of(out, [&](const ProblemMatcher& m) { return iequals(m.owner, matcher->owner); });
+        const bool duplicate = std::ranges::any_of(
+            out, [&](const ProblemMatcher& m) { return iequals(m.owner, matcher->owner); });
         if (duplicate) return located("Duplicate owner name '" + matcher->owner + "'");
         out.push_back(std::move(*matcher));
     }
     return out;
 }
 
-sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& workspace,
-                                                                     const std::filesystem::path& file) {
+sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(
+    const std::filesystem::path& workspace, const std::filesystem::path& file) {
     // One message for every way the file cannot be had (outside the workspace, a link, a FIFO,
     // missing, too large): the answer never tells whether some host path exists.
     const auto unreadable = [&] {
         return sandbox::fail(sandbox::ErrorKind::invalid_input, file.string() + ": cannot be read");
     };
     if (workspace.empty()) return unreadable();
-    auto text = sandbox::read_file_beneath(workspace, file, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
+    auto text = sandbox::read_file_beneath(
+        workspace, file, {k_max_matcher_file_bytes, std::nullopt, -1}, "matcher file");
     if (!text) return unreadable();
     return parse_problem_matchers(*text, file.string());
 }
 
 MatcherSet::MatcherSet(const std::vector<ProblemMatcher>& matchers) {
     for (const auto& matcher : matchers) {
-        m_active.push_back(Active{matcher, std::vector<std::optional<MatcherHit>>(matcher.patterns.size() - 1)});
+        m_active.push_back(
+            Active{matcher, std::vector<std::optional<MatcherHit>>(matcher.patterns.size() - 1)});
     }
 }
 
 void MatcherSet::add(const ProblemMatcher& matcher) {
     remove(matcher.owner);
-    m_active.insert(m_active.begin(), Active{matcher, std::vector<std::optional<MatcherHit>>(matcher.patterns.size() - 1)});
+    m_active.insert(
+        m_active.begin(),
+        Active{matcher, std::vector<std::optional<MatcherHit>>(matcher.patterns.size() - 1)});
 }
 
 void MatcherSet::remove(std::string_view owner) {
-    std::erase_if(m_active, [&](const Active& active) { return iequals(active.matcher.owner, owner); });
+    std::erase_if(m_active,
+                  [&](const Active& active) { return iequals(active.matcher.owner, owner); });
 }
 
 // IssueMatcher.Match: the patterns in reverse, so one line cannot advance a match twice.
@@ -311,15 +354,17 @@ MatcherSet::Result MatcherSet::match_one(Active& active, std::string_view line, 
     return Result::no_match;
 }
 
-std::optional<MatcherHit> MatcherSet::match(std::string_view line, std::vector<std::string>& warnings) {
+std::optional<MatcherHit> MatcherSet::match(std::string_view line,
+                                            std::vector<std::string>& warnings) {
     if (m_active.empty()) return std::nullopt;
     const std::string stripped = strip_color_codes(line);
     for (std::size_t i = 0; i < m_active.size();) {
         MatcherHit hit;
         const Result result = match_one(m_active[i], stripped, hit);
         if (result == Result::limit) {
-            warnings.push_back("Removing issue matcher '" + m_active[i].matcher.owner +
-                               "'. Matcher failed: the regular expression exceeded its match limit.");
+            warnings.push_back(
+                "Removing issue matcher '" + m_active[i].matcher.owner +
+                "'. Matcher failed: the regular expression exceeded its match limit.");
             m_active.erase(m_active.begin() + static_cast<std::ptrdiff_t>(i));
             continue;
         }
@@ -334,7 +379,8 @@ std::optional<MatcherHit> MatcherSet::match(std::string_view line, std::vector<s
     return std::nullopt;
 }
 
-std::optional<Annotation> hit_annotation(const MatcherHit& hit, const std::filesystem::path& workspace, std::string& why) {
+std::optional<Annotation> hit_annotation(const MatcherHit& hit,
+                                         const std::filesystem::path& workspace, std::string& why) {
     if (blank(hit.message)) {
         why = "Skipping logging an issue for the matched line because the message is empty.";
         return std::nullopt;
@@ -345,7 +391,8 @@ std::optional<Annotation> hit_annotation(const MatcherHit& hit, const std::files
     } else if (iequals(*hit.severity, "warning")) {
         annotation.level = AnnotationLevel::warning;
     } else {
-        why = "Skipped logging an issue for the matched line because the severity '" + *hit.severity + "' is not supported.";
+        why = "Skipped logging an issue for the matched line because the severity '" +
+              *hit.severity + "' is not supported.";
         return std::nullopt;
     }
     annotation.message = *hit.message;

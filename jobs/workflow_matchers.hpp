@@ -59,8 +59,8 @@ inline constexpr std::size_t k_max_matcher_file_bytes = 1024 * 1024;
 // way, sandbox/safe_access.hpp). Every way it cannot be had is the one invalid_input
 // "FILE: cannot be read", so the answer never tells whether a host path exists; a file that
 // was read and does not parse is the parser's error.
-sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(const std::filesystem::path& workspace,
-                                                                     const std::filesystem::path& file);
+sandbox::Expected<std::vector<ProblemMatcher>> load_problem_matchers(
+    const std::filesystem::path& workspace, const std::filesystem::path& file);
 
 // What one match captured (IssueMatch): values as matched, unset when no group gave them.
 struct MatcherHit {
@@ -95,8 +95,8 @@ private:
 
 // The annotation a hit becomes (OutputManager.ConvertToIssue), or nullopt when it is dropped
 // (`why` then says why, for the debug log). `workspace` roots relative files.
-std::optional<Annotation> hit_annotation(const MatcherHit& hit, const std::filesystem::path& workspace,
-                                         std::string& why);
+std::optional<Annotation> hit_annotation(const MatcherHit& hit,
+                                         const std::filesystem::path& workspace, std::string& why);
 
 // ANSI SGR colour sequences (ESC [ digits/semicolons m) removed.
 std::string strip_color_codes(std::string_view line);

@@ -15,12 +15,16 @@ namespace {
 
 using detail::ParseContext;
 
-std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string q(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
 
 // The conditions GitHub's converters parse (convertToIfCondition).
 constexpr std::string_view k_conditions[] = {"job-if", "step-if", "snapshot-if"};
 
-const schema::Schema& workflow_grammar() { return schema::workflow_schema(); }
+const schema::Schema& workflow_grammar() {
+    return schema::workflow_schema();
+}
 
 // The events GitHub knows and how each is configured: the schema's on-mapping-strict.
 const schema::Property* find_event(std::string_view event) {
@@ -42,26 +46,30 @@ bool fail_with(ParseContext& ctx, const sandbox::Expected<void>& read) {
 // cross-check test holds each one to its on-mapping-strict key.
 // workflow_dispatch ignores keys it does not know, as GitHub does (languageservices'
 // on-workflow_dispatch-unknown-keys-ignored).
-bool check_event_config(ParseContext& ctx, const YamlEntry& entry, const TemplateReadOptions& options) {
+bool check_event_config(ParseContext& ctx, const YamlEntry& entry,
+                        const TemplateReadOptions& options) {
     const schema::Property* event = find_event(entry.key);
     if (event == nullptr) return ctx.fail(entry.key_mark, "Unexpected value " + q(entry.key));
     if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
         const YamlNode* inputs = entry.value.find("inputs");
         if (inputs == nullptr) return true;
-        return fail_with(ctx, read_template(workflow_grammar(), "workflow-dispatch-inputs", *inputs, options));
+        return fail_with(
+            ctx, read_template(workflow_grammar(), "workflow-dispatch-inputs", *inputs, options));
     }
     return fail_with(ctx, read_template(workflow_grammar(), event->type, entry.value, options));
 }
 
 bool check_on(ParseContext& ctx, const YamlNode& on, const TemplateReadOptions& options) {
     if (on.is_scalar()) {
-        if (find_event(on.text) == nullptr) return ctx.fail(on.mark, "Unexpected value " + q(on.text));
+        if (find_event(on.text) == nullptr)
+            return ctx.fail(on.mark, "Unexpected value " + q(on.text));
         return true;
     }
     if (on.is_sequence()) {
         for (const auto& item : on.items) {
             if (!item.is_scalar() || find_event(item.text) == nullptr)
-                return ctx.fail(item.mark, "Unexpected value " + q(item.is_scalar() ? item.text : ""));
+                return ctx.fail(item.mark,
+                                "Unexpected value " + q(item.is_scalar() ? item.text : ""));
         }
         return true;
     }
@@ -73,7 +81,8 @@ bool check_on(ParseContext& ctx, const YamlNode& on, const TemplateReadOptions& 
     return true;
 }
 
-std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std::string_view what, bool dispatch) {
+std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std::string_view what,
+                                    bool dispatch) {
     std::vector<InputSpec> out;
     if (node.is_null() || !node.is_mapping()) return out;
     for (const auto& entry : node.entries) {
@@ -116,12 +125,14 @@ void parse_call(ParseContext& ctx, const YamlNode& node, Triggers& on) {
         for (const auto& entry : outputs->entries) {
             const auto* value = entry.value.find("value");
             if (value == nullptr) continue;
-            on.call_outputs.push_back(OutputSpec{entry.key, Text{value->text, value->mark}, entry.key_mark});
+            on.call_outputs.push_back(
+                OutputSpec{entry.key, Text{value->text, value->mark}, entry.key_mark});
         }
     }
 }
 
-void add_event(Triggers& on, const std::string& event, const SourceMark& mark, const YamlNode* config) {
+void add_event(Triggers& on, const std::string& event, const SourceMark& mark,
+               const YamlNode* config) {
     EventTrigger trigger;
     trigger.event = event;
     trigger.mark = mark;
@@ -143,7 +154,8 @@ Triggers parse_on(ParseContext& ctx, const YamlNode& node) {
             if (entry.key == "workflow_call") parse_call(ctx, entry.value, on);
             if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
                 if (const auto* inputs = entry.value.find("inputs"))
-                    on.dispatch_inputs = parse_inputs(ctx, *inputs, "on.workflow_dispatch.inputs", true);
+                    on.dispatch_inputs =
+                        parse_inputs(ctx, *inputs, "on.workflow_dispatch.inputs", true);
             }
         }
     }
@@ -154,16 +166,20 @@ Triggers parse_on(ParseContext& ctx, const YamlNode& node) {
 // ent/NAME or enterprise/NAME.
 bool check_runs_on(ParseContext& ctx, const YamlNode& runs_on) {
     const YamlNode* group = runs_on.is_mapping() ? runs_on.find("group") : nullptr;
-    if (group == nullptr || !group->is_scalar() || detail::contains_expression(group->text)) return true;
+    if (group == nullptr || !group->is_scalar() || detail::contains_expression(group->text))
+        return true;
     const std::string& name = group->text;
     const auto slash = name.find('/');
     if (slash == std::string::npos) return true;
     const std::string prefix = name.substr(0, slash);
-    const bool known = prefix == "org" || prefix == "organization" || prefix == "ent" || prefix == "enterprise";
+    const bool known =
+        prefix == "org" || prefix == "organization" || prefix == "ent" || prefix == "enterprise";
     if (name.find('/', slash + 1) != std::string::npos || !known)
         return ctx.fail(group->mark, "Invalid runs-on group name " + q(name) +
-                                         ". Please use 'organization/' or 'enterprise/' prefix to target a single runner group.");
-    if (slash + 1 == name.size()) return ctx.fail(group->mark, "Invalid runs-on group name " + q(name) + ".");
+                                         ". Please use 'organization/' or 'enterprise/' prefix to "
+                                         "target a single runner group.");
+    if (slash + 1 == name.size())
+        return ctx.fail(group->mark, "Invalid runs-on group name " + q(name) + ".");
     return true;
 }
 
@@ -187,9 +203,11 @@ bool check_services(ParseContext& ctx, const YamlNode& services) {
 
 void parse_job_call(ParseContext& ctx, const YamlNode& node, Job& job, const std::string& where) {
     job.uses = ctx.text(*node.find("uses"), where + ".uses");
-    if (job.uses && !job.uses->value.starts_with("./") && job.uses->value.find('@') == std::string::npos)
-        return (void)ctx.fail(job.uses->mark, "Expected format {owner}/{repo}/{path}@{ref} or ./{path}. Actual " +
-                                                  q(job.uses->value));
+    if (job.uses && !job.uses->value.starts_with("./") &&
+        job.uses->value.find('@') == std::string::npos)
+        return (void)ctx.fail(job.uses->mark,
+                              "Expected format {owner}/{repo}/{path}@{ref} or ./{path}. Actual " +
+                                  q(job.uses->value));
     if (const auto* with = node.find("with"); with && with->is_mapping()) {
         for (const auto& entry : with->entries) job.with.emplace_back(entry.key, entry.value);
     }
@@ -212,7 +230,8 @@ void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std
         if (!check_container(ctx, *container)) return;
         job.container = *container;
     }
-    if (const auto* services = node.find("services"); services && !check_services(ctx, *services)) return;
+    if (const auto* services = node.find("services"); services && !check_services(ctx, *services))
+        return;
     if (const auto* steps = node.find("steps")) job.steps = ctx.steps(*steps, where, false);
     if (const auto* env = node.find("env")) job.env = ctx.env(*env, where + ".env");
     if (const auto* d = node.find("defaults")) job.defaults = ctx.defaults(*d, where + ".defaults");
@@ -225,17 +244,21 @@ void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std
 
 std::optional<Job> parse_job(ParseContext& ctx, const YamlEntry& entry) {
     const std::string where = "job '" + entry.key + "'";
-    if (auto refused = detail::IdScope().add(entry.key)) return ctx.fail(entry.key_mark, *refused), std::nullopt;
+    if (auto refused = detail::IdScope().add(entry.key))
+        return ctx.fail(entry.key_mark, *refused), std::nullopt;
     if (!ctx.require_mapping(entry.value, where)) return std::nullopt;
     Job job;
     job.id = entry.key;
     job.mark = entry.key_mark;
     const YamlNode& node = entry.value;
-    if (node.find("uses") != nullptr) parse_job_call(ctx, node, job, where);
-    else parse_job_body(ctx, node, job, where);
+    if (node.find("uses") != nullptr)
+        parse_job_call(ctx, node, job, where);
+    else
+        parse_job_body(ctx, node, job, where);
     if (const auto* name = node.find("name")) job.name = ctx.text(*name, where + ".name");
     if (const auto* cond = node.find("if")) job.condition = ctx.text(*cond, where + ".if");
-    if (const auto* needs = node.find("needs")) job.needs = ctx.string_list(*needs, where + ".needs");
+    if (const auto* needs = node.find("needs"))
+        job.needs = ctx.string_list(*needs, where + ".needs");
     if (const auto* s = node.find("strategy")) job.strategy = ctx.strategy(*s, where);
     if (!ctx.ok()) return std::nullopt;
     return job;
@@ -251,12 +274,14 @@ void check_needs(ParseContext& ctx, Workflow& workflow, const YamlNode& jobs_nod
         return needs != nullptr ? needs->mark : job.mark;
     };
     if (std::ranges::none_of(workflow.jobs, [](const Job& job) { return job.needs.empty(); }))
-        return (void)ctx.fail(jobs_node.mark, "The workflow must contain at least one job with no dependencies.");
+        return (void)ctx.fail(jobs_node.mark,
+                              "The workflow must contain at least one job with no dependencies.");
     for (auto& job : workflow.jobs) {
         for (auto& need : job.needs) {
             const auto found = by_id.find(fold_case(need));
             if (found == by_id.end())
-                return (void)ctx.fail(mark_of(job), "Job " + q(job.id) + " depends on unknown job " + q(need) + ".");
+                return (void)ctx.fail(
+                    mark_of(job), "Job " + q(job.id) + " depends on unknown job " + q(need) + ".");
             need = found->second->id;  // the spelling of the job's own id, for the runner
         }
     }
@@ -282,8 +307,9 @@ void check_needs(ParseContext& ctx, Workflow& workflow, const YamlNode& jobs_nod
         if (waiting[job.id] == 0) continue;
         for (const auto& need : job.needs) {
             if (waiting[need] != 0)
-                return (void)ctx.fail(mark_of(job), "Job " + q(job.id) + " depends on job " + q(need) +
-                                                        " which creates a cycle in the dependency graph.");
+                return (void)ctx.fail(mark_of(job),
+                                      "Job " + q(job.id) + " depends on job " + q(need) +
+                                          " which creates a cycle in the dependency graph.");
         }
     }
 }
@@ -306,12 +332,17 @@ std::string Step::display_name() const {
     std::string listed;
     for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target.value;
     switch (kind) {
-        case StepKind::wait: return "Wait for " + listed;
-        case StepKind::wait_all: return "Wait for all background steps";
-        case StepKind::cancel: return "Cancel " + listed;
-        case StepKind::parallel: return "Parallel steps";
+        case StepKind::wait:
+            return "Wait for " + listed;
+        case StepKind::wait_all:
+            return "Wait for all background steps";
+        case StepKind::cancel:
+            return "Cancel " + listed;
+        case StepKind::parallel:
+            return "Parallel steps";
         case StepKind::run:
-        case StepKind::uses: break;
+        case StepKind::uses:
+            break;
     }
     return uses ? "Run " + uses->value : "step " + std::to_string(index + 1);
 }
@@ -330,19 +361,24 @@ std::string Workflow::display_name() const {
 
 bool is_valid_identifier(std::string_view id) {
     if (id.empty()) return false;
-    auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    auto alpha = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    };
     if (!alpha(id[0])) return false;
-    return std::ranges::all_of(id, [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '-'; });
+    return std::ranges::all_of(
+        id, [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || c == '-'; });
 }
 
-sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file, Dialect dialect) {
+sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
+                                           Dialect dialect) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
     // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
     static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
     TemplateReadOptions options;
     options.condition_types = k_conditions;
-    options.background_steps = true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
+    options.background_steps =
+        true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
     if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
         return std::unexpected(read.error());
@@ -359,7 +395,8 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
     if (const auto* env = root->find("env")) workflow.env = ctx.env(*env, "env");
     if (const auto* d = root->find("defaults")) workflow.defaults = ctx.defaults(*d, "defaults");
     const YamlNode* jobs_node = root->find("jobs");
-    if (!ctx.ok() || jobs_node == nullptr || !ctx.require_mapping(*jobs_node, "'jobs'")) return failed();
+    if (!ctx.ok() || jobs_node == nullptr || !ctx.require_mapping(*jobs_node, "'jobs'"))
+        return failed();
     if (jobs_node->entries.empty()) return ctx.fail(jobs_node->mark, "'jobs' is empty"), failed();
     for (const auto& entry : jobs_node->entries) {
         auto job = parse_job(ctx, entry);
@@ -373,7 +410,9 @@ sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_vi
 
 sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return sandbox::fail(sandbox::ErrorKind::invalid_input, one_line(path.string()) + ": cannot read the file");
+    if (!in)
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             one_line(path.string()) + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
     return parse_workflow(buffer.str(), path.string(), dialect);
@@ -388,7 +427,8 @@ std::vector<std::string> topological_order(const Workflow& workflow) {
         progress = false;
         for (std::size_t i = 0; i < workflow.jobs.size(); ++i) {
             if (placed[i]) continue;
-            if (std::ranges::all_of(workflow.jobs[i].needs, [&](const std::string& id) { return done[id]; })) {
+            if (std::ranges::all_of(workflow.jobs[i].needs,
+                                    [&](const std::string& id) { return done[id]; })) {
                 order.push_back(workflow.jobs[i].id);
                 done[workflow.jobs[i].id] = true;
                 placed[i] = true;

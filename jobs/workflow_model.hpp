@@ -98,8 +98,8 @@ struct Step {
     std::optional<Text> uses;
     std::optional<Text> shell;
     std::optional<Text> working_directory;
-    YamlNode env;   // mapping, expression string, or null
-    TextMap with;   // stringified as GitHub does (true -> "true")
+    YamlNode env;  // mapping, expression string, or null
+    TextMap with;  // stringified as GitHub does (true -> "true")
     // A `with` holding `${{ insert }}` or expression keys (or itself an expression) is kept
     // whole and evaluated when the step runs; `with` is then empty.
     std::optional<YamlNode> with_template;
@@ -111,9 +111,9 @@ struct Step {
     // wait: the ids waited for; cancel: the one id, as written (the parser checked that each
     // names a background step before this one in the job).
     std::vector<Text> targets;
-    bool wait_all = true;               // `wait-all: false` waits for nothing
-    std::vector<Step> parallel;         // parallel: its steps (run or uses, background)
-    std::optional<std::size_t> block;   // a step of a parallel block: the block's index
+    bool wait_all = true;              // `wait-all: false` waits for nothing
+    std::vector<Step> parallel;        // parallel: its steps (run or uses, background)
+    std::optional<std::size_t> block;  // a step of a parallel block: the block's index
     SourceMark mark;
 
     // The name shown in logs: `name`, else "Run <first line of run>" or "Run <uses>", or
@@ -138,8 +138,8 @@ struct Job {
     SourceMark mark;
     std::optional<Text> name;
     std::vector<std::string> needs;
-    std::optional<Text> condition;  // `if`
-    YamlNode runs_on;               // string, sequence, {group, labels} mapping or expression
+    std::optional<Text> condition;      // `if`
+    YamlNode runs_on;                   // string, sequence, {group, labels} mapping or expression
     std::optional<YamlNode> container;  // `container:` (an image, a mapping or an expression)
     YamlNode env;
     RunDefaults defaults;
@@ -184,7 +184,8 @@ enum class Dialect { github, act };
 sandbox::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
                                            Dialect dialect = Dialect::github);
 // Reads and parses a workflow file; the path as given names it.
-sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dialect dialect = Dialect::github);
+sandbox::Expected<Workflow> load_workflow(const std::filesystem::path& path,
+                                          Dialect dialect = Dialect::github);
 
 // Job ids in an order where every job comes after the jobs it needs (file order otherwise).
 // The model is acyclic once validated, so this never fails on a parsed Workflow.

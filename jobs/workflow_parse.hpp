@@ -58,7 +58,8 @@ private:
     std::optional<Step> step(const YamlNode& node, std::size_t index, std::string_view where,
                              bool composite, IdScope& ids);
     // wait / wait-all / cancel / parallel; false when `node` is none of them.
-    bool control_step(const YamlNode& node, Step& step, const std::string& what, bool composite, IdScope& ids);
+    bool control_step(const YamlNode& node, Step& step, const std::string& what, bool composite,
+                      IdScope& ids);
     // Every wait and cancel target names a background step that comes before it in the job.
     bool check_background_targets(const std::vector<Step>& steps);
     bool check_uses(const Text& uses);

@@ -29,16 +29,27 @@ bool uses_status_function(std::string_view condition) {
 }
 
 Annotation notice(std::string message) {
-    return Annotation{AnnotationLevel::notice, std::move(message), std::nullopt, std::nullopt,
-                      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    return Annotation{AnnotationLevel::notice,
+                      std::move(message),
+                      std::nullopt,
+                      std::nullopt,
+                      std::nullopt,
+                      std::nullopt,
+                      std::nullopt,
+                      std::nullopt,
+                      std::nullopt};
 }
 
 class WorkflowRun {
 public:
     WorkflowRun(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
                 const Object& inputs, const Object& secrets, int depth)
-        : m_settings(settings), m_services(services), m_workflow(workflow), m_inputs(inputs),
-          m_secrets(secrets), m_depth(depth) {}
+        : m_settings(settings),
+          m_services(services),
+          m_workflow(workflow),
+          m_inputs(inputs),
+          m_secrets(secrets),
+          m_depth(depth) {}
 
     WorkflowReport run() {
         WorkflowReport report;
@@ -55,8 +66,10 @@ public:
             auto it = m_reports.find(job.id);
             if (it == m_reports.end()) continue;
             for (auto& leg : it->second) {
-                if (leg.conclusion == Outcome::failure) report.conclusion = Outcome::failure;
-                else if (leg.conclusion == Outcome::cancelled && report.conclusion == Outcome::success)
+                if (leg.conclusion == Outcome::failure)
+                    report.conclusion = Outcome::failure;
+                else if (leg.conclusion == Outcome::cancelled &&
+                         report.conclusion == Outcome::success)
                     report.conclusion = Outcome::cancelled;
                 report.jobs.push_back(std::move(leg));
             }
@@ -96,7 +109,8 @@ private:
     Object wait_needs(const Job& job, RunStatus& status) {
         std::unique_lock lock(m_mutex);
         m_done.wait(lock, [&] {
-            return std::ranges::all_of(job.needs, [&](const std::string& id) { return m_outcomes.contains(id); });
+            return std::ranges::all_of(
+                job.needs, [&](const std::string& id) { return m_outcomes.contains(id); });
         });
         Object needs;
         for (const auto& id : job.needs) {
@@ -125,16 +139,19 @@ private:
             pending.pop_back();
             if (std::ranges::find(out, id) != out.end()) continue;
             out.push_back(id);
-            if (const Job* need = m_workflow.find_job(id)) pending.insert(pending.end(), need->needs.begin(), need->needs.end());
+            if (const Job* need = m_workflow.find_job(id))
+                pending.insert(pending.end(), need->needs.begin(), need->needs.end());
         }
         return out;
     }
 
     EvalContext job_context(const Job& job, const Object& needs, RunStatus status) const {
-        return job_eval_context(JobScope{m_settings, m_workflow, job, needs, m_inputs, m_secrets}, status);
+        return job_eval_context(JobScope{m_settings, m_workflow, job, needs, m_inputs, m_secrets},
+                                status);
     }
 
-    JobReport job_report(const Job& job, Outcome outcome, std::string message, AnnotationLevel level) {
+    JobReport job_report(const Job& job, Outcome outcome, std::string message,
+                         AnnotationLevel level) {
         JobReport report;
         report.id = job.id;
         report.name = job.name ? job.name->value : job.id;
@@ -154,25 +171,35 @@ private:
             status = RunStatus::cancelled;
         const EvalContext context = job_context(job, needs, status);
         const std::string condition = job.condition ? job.condition->value : "success()";
-        if (status == RunStatus::skipped && !(job.condition && uses_status_function(job.condition->value))) {
+        if (status == RunStatus::skipped &&
+            !(job.condition && uses_status_function(job.condition->value))) {
             m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped,
                                   "job " + job.id + " (a job it needs was skipped)");
-            return finish(job, {}, {job_report(job, Outcome::skipped,
-                                               "skipped: a job it needs (directly or through another) was skipped",
-                                               AnnotationLevel::notice)});
+            return finish(
+                job, {},
+                {job_report(job, Outcome::skipped,
+                            "skipped: a job it needs (directly or through another) was skipped",
+                            AnnotationLevel::notice)});
         }
-        auto run_it = condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
+        auto run_it =
+            condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
         if (!run_it) {
-            return finish(job, {Outcome::failure, {}}, {job_report(job, Outcome::failure, run_it.error().message, AnnotationLevel::error)});
+            return finish(job, {Outcome::failure, {}},
+                          {job_report(job, Outcome::failure, run_it.error().message,
+                                      AnnotationLevel::error)});
         }
         if (!*run_it && run_cancelled()) {
             // actions/runner concludes the jobs a cancelled run never started as cancelled.
             return finish(job, {Outcome::cancelled, {}},
-                          {job_report(job, Outcome::cancelled, "cancelled: the run was cancelled", AnnotationLevel::notice)});
+                          {job_report(job, Outcome::cancelled, "cancelled: the run was cancelled",
+                                      AnnotationLevel::notice)});
         }
         if (!*run_it) {
-            m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped, "job " + job.id + " (if: " + condition + ")");
-            return finish(job, {}, {job_report(job, Outcome::skipped, "skipped: if: " + condition, AnnotationLevel::notice)});
+            m_services.log.status(StepLabel{job.id, ""}, StatusKind::skipped,
+                                  "job " + job.id + " (if: " + condition + ")");
+            return finish(job, {},
+                          {job_report(job, Outcome::skipped, "skipped: if: " + condition,
+                                      AnnotationLevel::notice)});
         }
         run_legs(job, needs, context);
     }
@@ -192,23 +219,30 @@ private:
         input.cancel = cancel;
         if (job.calls_workflow()) return call_workflow(job, input, context);
         auto placement = place_leg(job, context, m_settings);
-        if (!placement) return leg_error(job, input, Outcome::failure, placement.error().message, AnnotationLevel::error);
+        if (!placement)
+            return leg_error(job, input, Outcome::failure, placement.error().message,
+                             AnnotationLevel::error);
         input.runs_on = placement->runs_on;
         if (placement->refusal) {
-            return leg_error(job, input, Outcome::skipped, "skipped: " + *placement->refusal, AnnotationLevel::notice);
+            return leg_error(job, input, Outcome::skipped, "skipped: " + *placement->refusal,
+                             AnnotationLevel::notice);
         }
         auto workspace = m_services.workspace.workspace_for(input.name);
-        if (!workspace) return leg_error(job, input, Outcome::failure, workspace.error().message, AnnotationLevel::error);
+        if (!workspace)
+            return leg_error(job, input, Outcome::failure, workspace.error().message,
+                             AnnotationLevel::error);
         input.workspace = *workspace;
-        if (job.steps.empty()) return leg_error(job, input, Outcome::failure, "the job has no steps", AnnotationLevel::error);
+        if (job.steps.empty())
+            return leg_error(job, input, Outcome::failure, "the job has no steps",
+                             AnnotationLevel::error);
         m_services.legs.acquire();
         JobReport report = run_job_leg(m_settings, m_services, input);
         m_services.legs.release();
         return report;
     }
 
-    JobReport leg_error(const Job& job, const LegInput& input, Outcome outcome, const std::string& message,
-                        AnnotationLevel level) {
+    JobReport leg_error(const Job& job, const LegInput& input, Outcome outcome,
+                        const std::string& message, AnnotationLevel level) {
         JobReport report = job_report(job, outcome, message, level);
         report.name = m_services.masker.mask(input.name);
         report.matrix = input.matrix;
@@ -217,40 +251,54 @@ private:
 
     JobReport call_workflow(const Job& job, const LegInput& input, const EvalContext& context) {
         if (m_depth + 1 > k_max_workflow_depth)
-            return leg_error(job, input, Outcome::failure, "reusable workflows nest deeper than 4 levels", AnnotationLevel::error);
+            return leg_error(job, input, Outcome::failure,
+                             "reusable workflows nest deeper than 4 levels",
+                             AnnotationLevel::error);
         auto called = load_called_workflow(m_settings.repository, job);
-        if (!called) return leg_error(job, input, Outcome::failure, called.error().message, AnnotationLevel::error);
+        if (!called)
+            return leg_error(job, input, Outcome::failure, called.error().message,
+                             AnnotationLevel::error);
         auto arguments = call_arguments(job, *called, context, m_secrets);
-        if (!arguments) return leg_error(job, input, Outcome::failure, arguments.error().message, AnnotationLevel::error);
+        if (!arguments)
+            return leg_error(job, input, Outcome::failure, arguments.error().message,
+                             AnnotationLevel::error);
         const auto started = std::chrono::steady_clock::now();
-        m_services.log.status(StepLabel{input.name, ""}, StatusKind::start, "call " + job.uses->value);
-        WorkflowReport nested = run_workflow(m_settings, m_services, *called, arguments->inputs, arguments->secrets, m_depth + 1);
+        m_services.log.status(StepLabel{input.name, ""}, StatusKind::start,
+                              "call " + job.uses->value);
+        WorkflowReport nested = run_workflow(m_settings, m_services, *called, arguments->inputs,
+                                             arguments->secrets, m_depth + 1);
         JobReport report;
         report.id = job.id;
         report.name = m_services.masker.mask(input.name);
         report.matrix = input.matrix;
         report.workflow_call = job.uses->value;
         report.outcome = report.conclusion = nested.conclusion;
-        CallOutputs outputs = evaluate_call_outputs(*called, nested.jobs, arguments->inputs, context);
+        CallOutputs outputs =
+            evaluate_call_outputs(*called, nested.jobs, arguments->inputs, context);
         report.outputs = std::move(outputs.values);
-        for (const auto& error : outputs.errors) report.annotations.push_back(notice(m_services.masker.mask(error)));
+        for (const auto& error : outputs.errors)
+            report.annotations.push_back(notice(m_services.masker.mask(error)));
         report.jobs = std::move(nested.jobs);
-        report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+        report.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started);
         return report;
     }
 
     // The tokens a job's legs run under.
     struct LegTokens {
-        const sandbox::CancelToken* fail_fast = nullptr;  // fired by the first failed leg; never the run's own token
-        const sandbox::CancelToken* cancel = nullptr;     // what the legs' steps watch
+        const sandbox::CancelToken* fail_fast =
+            nullptr;  // fired by the first failed leg; never the run's own token
+        const sandbox::CancelToken* cancel = nullptr;  // what the legs' steps watch
     };
 
     // fail-fast: the first failed leg cancels the legs still running (their process trees
     // are stopped through the sandbox) and the ones not started yet. Without an eventfd (fd
     // limit) there is no token: only the legs not started yet are cancelled. The token is
     // linked to the whole run's, so that either stops the leg's steps.
-    static std::optional<sandbox::CancelToken> make_fail_fast_token(const sandbox::CancelToken* run_token) {
-        auto made = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token) : sandbox::CancelToken::create();
+    static std::optional<sandbox::CancelToken> make_fail_fast_token(
+        const sandbox::CancelToken* run_token) {
+        auto made = run_token != nullptr ? sandbox::CancelToken::create_linked(*run_token)
+                                         : sandbox::CancelToken::create();
         if (!made) return std::nullopt;
         return std::move(*made);
     }
@@ -258,8 +306,9 @@ private:
     void run_legs(const Job& job, const Object& needs, const EvalContext& context) {
         auto plan = plan_legs(job, context, m_settings);
         if (!plan) {
-            return finish(job, {Outcome::failure, {}},
-                          {job_report(job, Outcome::failure, plan.error().message, AnnotationLevel::error)});
+            return finish(
+                job, {Outcome::failure, {}},
+                {job_report(job, Outcome::failure, plan.error().message, AnnotationLevel::error)});
         }
         // A job that starts once the run is cancelled (its if called always() or cancelled())
         // runs without the run's token, as such steps do.
@@ -291,8 +340,10 @@ private:
                     if (next >= legs.size()) return;
                     index = next++;
                     if (failed && plan.fail_fast) {
-                        reports[index] = job_report(job, Outcome::cancelled, "cancelled: another leg of the matrix failed (fail-fast)",
-                                                    AnnotationLevel::notice);
+                        reports[index] =
+                            job_report(job, Outcome::cancelled,
+                                       "cancelled: another leg of the matrix failed (fail-fast)",
+                                       AnnotationLevel::notice);
                         reports[index].matrix = legs[index].matrix;
                         continue;
                     }
@@ -306,7 +357,8 @@ private:
                 reports[index] = std::move(report);
             }
         };
-        const std::size_t workers = std::min(legs.size(), plan.max_parallel == 0 ? legs.size() : plan.max_parallel);
+        const std::size_t workers =
+            std::min(legs.size(), plan.max_parallel == 0 ? legs.size() : plan.max_parallel);
         std::vector<std::thread> threads;
         for (std::size_t i = 1; i < workers; ++i) threads.emplace_back(worker);
         worker();
@@ -325,7 +377,8 @@ private:
             any_failure = any_failure || report.conclusion == Outcome::failure;
             any_cancelled = any_cancelled || report.conclusion == Outcome::cancelled;
             for (const auto& [name, value] : report.outputs) {
-                if (!value.empty() || find_named(outcome.outputs, name) == nullptr) set_named(outcome.outputs, name, value);
+                if (!value.empty() || find_named(outcome.outputs, name) == nullptr)
+                    set_named(outcome.outputs, name, value);
             }
         }
         outcome.result = any_failure     ? Outcome::failure
@@ -335,7 +388,9 @@ private:
         return outcome;
     }
 
-    bool run_cancelled() const { return m_services.cancel != nullptr && m_services.cancel->cancelled(); }
+    bool run_cancelled() const {
+        return m_services.cancel != nullptr && m_services.cancel->cancelled();
+    }
 
     const RunSettings& m_settings;
     const RunServices& m_services;
@@ -351,8 +406,9 @@ private:
 
 }  // namespace
 
-WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
-                            const Object& inputs, const Object& secrets, int depth) {
+WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services,
+                            const Workflow& workflow, const Object& inputs, const Object& secrets,
+                            int depth) {
     WorkflowRun run(settings, services, workflow, inputs, secrets, depth);
     return run.run();
 }

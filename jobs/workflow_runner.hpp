@@ -23,7 +23,8 @@ inline constexpr int k_max_workflow_depth = 4;
 
 // Runs one workflow. `inputs` and `secrets` are what its jobs see (for workflow_dispatch:
 // the resolved inputs; for a call: the caller's). `depth` is 0 for a top-level workflow.
-WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services, const Workflow& workflow,
-                            const Object& inputs, const Object& secrets, int depth = 0);
+WorkflowReport run_workflow(const RunSettings& settings, const RunServices& services,
+                            const Workflow& workflow, const Object& inputs, const Object& secrets,
+                            int depth = 0);
 
 }  // namespace jobs

@@ -12,7 +12,9 @@
 
 namespace jobs::detail {
 
-bool contains_expression(std::string_view text) { return text.find("${{") != std::string_view::npos; }
+bool contains_expression(std::string_view text) {
+    return text.find("${{") != std::string_view::npos;
+}
 
 namespace {
 
@@ -24,17 +26,22 @@ bool is_expression_string(const YamlNode& node) {
            contains_expression(node.text);
 }
 
-std::string q(std::string_view what) { return "'" + std::string(what) + "'"; }
+std::string q(std::string_view what) {
+    return "'" + std::string(what) + "'";
+}
 
 }  // namespace
 
 std::optional<std::string> IdScope::add(std::string_view id) {
     if (id.empty() || !is_valid_identifier(id) || id.size() >= k_max_id_length) {
         return "The identifier " + q(id) +
-               " is invalid. IDs may only contain alphanumeric characters, '_', and '-'. IDs must start with a "
-               "letter or '_' and must be less than " + std::to_string(k_max_id_length) + " characters.";
+               " is invalid. IDs may only contain alphanumeric characters, '_', and '-'. IDs must "
+               "start with a "
+               "letter or '_' and must be less than " +
+               std::to_string(k_max_id_length) + " characters.";
     }
-    if (id.starts_with("__")) return "The identifier " + q(id) + " is invalid. IDs starting with '__' are reserved.";
+    if (id.starts_with("__"))
+        return "The identifier " + q(id) + " is invalid. IDs starting with '__' are reserved.";
     if (!m_folded.insert(fold_case(id)).second)
         return "The identifier " + q(id) + " may not be used more than once within the same scope.";
     return std::nullopt;
@@ -81,13 +88,15 @@ bool ParseContext::fail_located(std::string_view message) {
 
 bool ParseContext::require_mapping(const YamlNode& node, std::string_view what) {
     if (node.is_mapping()) return true;
-    return fail(node.mark, std::string(what) + " must be a mapping, not a " + std::string(node.type_name()));
+    return fail(node.mark,
+                std::string(what) + " must be a mapping, not a " + std::string(node.type_name()));
 }
 
 std::optional<Text> ParseContext::text(const YamlNode& node, std::string_view what) {
     if (node.is_null()) return Text{"", node.mark};
     if (!node.is_scalar()) {
-        fail(node.mark, std::string(what) + " must be a string, not a " + std::string(node.type_name()));
+        fail(node.mark,
+             std::string(what) + " must be a string, not a " + std::string(node.type_name()));
         return std::nullopt;
     }
     return Text{node.text, node.mark};
@@ -118,7 +127,8 @@ std::vector<std::string> ParseContext::string_list(const YamlNode& node, std::st
     }
     for (const auto& item : node.items) {
         if (!item.is_scalar()) {
-            fail(item.mark, std::string(what) + " must hold strings, not a " + std::string(item.type_name()));
+            fail(item.mark,
+                 std::string(what) + " must hold strings, not a " + std::string(item.type_name()));
             return out;
         }
         out.push_back(item.text);
@@ -126,7 +136,8 @@ std::vector<std::string> ParseContext::string_list(const YamlNode& node, std::st
     return out;
 }
 
-std::optional<YamlNode> ParseContext::bool_or_expression(const YamlNode& node, std::string_view what) {
+std::optional<YamlNode> ParseContext::bool_or_expression(const YamlNode& node,
+                                                         std::string_view what) {
     if (node.scalar_type() == YamlNode::ScalarType::boolean && node.is_scalar()) return node;
     if (is_expression_string(node)) return node;
     fail(node.mark, std::string(what) + " must be a boolean or an expression, not " +
@@ -134,7 +145,8 @@ std::optional<YamlNode> ParseContext::bool_or_expression(const YamlNode& node, s
     return std::nullopt;
 }
 
-std::optional<YamlNode> ParseContext::number_or_expression(const YamlNode& node, std::string_view what) {
+std::optional<YamlNode> ParseContext::number_or_expression(const YamlNode& node,
+                                                           std::string_view what) {
     if (node.is_scalar() && node.scalar_type() == YamlNode::ScalarType::number) return node;
     if (is_expression_string(node)) return node;
     fail(node.mark, std::string(what) + " must be a number or an expression, not " +
@@ -165,7 +177,8 @@ RunDefaults ParseContext::defaults(const YamlNode& node, std::string_view what) 
 // refuse at resolution, not here).
 bool ParseContext::check_uses(const Text& uses) {
     const std::string& value = uses.value;
-    if (value.starts_with("docker://") || value.starts_with("./") || value.starts_with(".\\")) return true;
+    if (value.starts_with("docker://") || value.starts_with("./") || value.starts_with(".\\"))
+        return true;
     const auto at = value.find('@');
     const bool one_at = at != std::string::npos && value.find('@', at + 1) == std::string::npos;
     std::vector<std::string_view> segments;
@@ -174,7 +187,8 @@ bool ParseContext::check_uses(const Text& uses) {
         std::size_t start = 0;
         while (start <= path.size()) {
             const auto end = path.find_first_of("/\\", start);
-            const auto segment = path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+            const auto segment = path.substr(
+                start, end == std::string_view::npos ? std::string_view::npos : end - start);
             if (!segment.empty()) segments.push_back(segment);
             if (end == std::string_view::npos) break;
             start = end + 1;
@@ -185,8 +199,8 @@ bool ParseContext::check_uses(const Text& uses) {
     return true;
 }
 
-std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, std::string_view where,
-                                       bool composite, IdScope& ids) {
+std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
+                                       std::string_view where, bool composite, IdScope& ids) {
     const std::string what = std::string(where) + " step " + std::to_string(index + 1);
     if (!require_mapping(node, what)) return std::nullopt;
     Step step;
@@ -196,11 +210,14 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
     const YamlNode* uses = node.find("uses");
     if (run == nullptr && uses == nullptr) {
         if (!control_step(node, step, what, composite, ids))
-            return fail(node.mark, "Expected one of uses, run, wait, wait-all, or cancel to be defined"), std::nullopt;
+            return fail(node.mark,
+                        "Expected one of uses, run, wait, wait-all, or cancel to be defined"),
+                   std::nullopt;
         if (!ok()) return std::nullopt;
     } else if (run != nullptr) {
         step.run = text(*run, what + ".run");
-        if (const auto* shell = node.find("shell")) step.shell = text(*shell, what + ".shell");
+        if (const auto* shell = node.find("shell"))
+            step.shell = text(*shell, what + ".shell");
         else if (composite)
             return fail(node.mark, "Required property is missing: shell"), std::nullopt;
         if (const auto* dir = node.find("working-directory"))
@@ -210,8 +227,10 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
         step.uses = text(*uses, what + ".uses");
         if (step.uses && !check_uses(*step.uses)) return std::nullopt;
         if (const auto* with = node.find("with")) {
-            if (has_expression_key(*with) || is_expression_string(*with)) step.with_template = *with;
-            else step.with = text_map(*with, what + ".with");
+            if (has_expression_key(*with) || is_expression_string(*with))
+                step.with_template = *with;
+            else
+                step.with = text_map(*with, what + ".with");
         }
     }
     if (const auto* id = node.find("id"); id != nullptr && !id->is_null()) {
@@ -229,19 +248,25 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index, 
     if (const auto* timeout = node.find("timeout-minutes"))
         step.timeout_minutes = number_or_expression(*timeout, what + ".timeout-minutes");
     if (const auto* background = node.find("background"))
-        step.background = background->scalar_type() == YamlNode::ScalarType::boolean && background->as_bool();
+        step.background =
+            background->scalar_type() == YamlNode::ScalarType::boolean && background->as_bool();
     if (!ok()) return std::nullopt;
     return step;
 }
 
-bool ParseContext::control_step(const YamlNode& node, Step& step, const std::string& what, bool composite,
-                                IdScope& ids) {
+bool ParseContext::control_step(const YamlNode& node, Step& step, const std::string& what,
+                                bool composite, IdScope& ids) {
     const YamlNode* wait = node.find("wait");
     const YamlNode* wait_all = node.find("wait-all");
     const YamlNode* cancel = node.find("cancel");
     const YamlNode* parallel = node.find("parallel");
-    if (wait == nullptr && wait_all == nullptr && cancel == nullptr && parallel == nullptr) return false;
-    if (composite) return fail(node.mark, "background steps (wait, wait-all, cancel, parallel) are for jobs, not composite actions"), true;
+    if (wait == nullptr && wait_all == nullptr && cancel == nullptr && parallel == nullptr)
+        return false;
+    if (composite)
+        return fail(node.mark,
+                    "background steps (wait, wait-all, cancel, parallel) are for jobs, not "
+                    "composite actions"),
+               true;
     if (wait != nullptr) {
         step.kind = StepKind::wait;
         if (wait->is_sequence()) {
@@ -254,15 +279,19 @@ bool ParseContext::control_step(const YamlNode& node, Step& step, const std::str
         step.targets.push_back(Text{cancel->text, cancel->mark});
     } else if (wait_all != nullptr) {
         step.kind = StepKind::wait_all;
-        step.wait_all = !(wait_all->scalar_type() == YamlNode::ScalarType::boolean && !wait_all->as_bool());
+        step.wait_all =
+            !(wait_all->scalar_type() == YamlNode::ScalarType::boolean && !wait_all->as_bool());
     } else {
         step.kind = StepKind::parallel;
-        if (!parallel->is_sequence()) return fail(parallel->mark, what + ".parallel must be a sequence of steps"), true;
+        if (!parallel->is_sequence())
+            return fail(parallel->mark, what + ".parallel must be a sequence of steps"), true;
         for (std::size_t i = 0; i < parallel->items.size(); ++i) {
             auto inner = this->step(parallel->items[i], i, what + " parallel", composite, ids);
             if (!inner) return true;
             if (inner->kind != StepKind::run && inner->kind != StepKind::uses)
-                return fail(parallel->items[i].mark, "a parallel block holds run and uses steps only"), true;
+                return fail(parallel->items[i].mark,
+                            "a parallel block holds run and uses steps only"),
+                       true;
             inner->background = true;
             inner->block = step.index;
             step.parallel.push_back(std::move(*inner));
@@ -286,8 +315,9 @@ bool ParseContext::check_background_targets(const std::vector<Step>& steps) {
                 return fail(target.mark, std::string(key) + ": " + q(target.value) +
                                              " is not the id of a step before this one");
             if (!found->second)
-                return fail(target.mark, std::string(key) + ": " + q(target.value) +
-                                             " is not a background step (it has no background: true)");
+                return fail(target.mark,
+                            std::string(key) + ": " + q(target.value) +
+                                " is not a background step (it has no background: true)");
         }
         note(step);
         for (const auto& inner : step.parallel) note(inner);
@@ -295,11 +325,13 @@ bool ParseContext::check_background_targets(const std::vector<Step>& steps) {
     return true;
 }
 
-std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where, bool composite) {
+std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where,
+                                      bool composite) {
     std::vector<Step> out;
     if (node.is_null()) return out;
     if (!node.is_sequence()) {
-        fail(node.mark, std::string(where) + ": 'steps' must be a sequence, not a " + std::string(node.type_name()));
+        fail(node.mark, std::string(where) + ": 'steps' must be a sequence, not a " +
+                            std::string(node.type_name()));
         return out;
     }
     IdScope ids;
@@ -330,15 +362,18 @@ bool ParseContext::check_matrix(const YamlNode& matrix) {
             if (entry.key == "include") has_include = has_include || !value.items.empty();
             for (const auto& item : value.items) {
                 if (item.is_mapping() && item.entries.empty())
-                    return fail(item.mark, "Matrix " + entry.key + " mapping does not contain any values");
+                    return fail(item.mark,
+                                "Matrix " + entry.key + " mapping does not contain any values");
             }
             continue;
         }
         has_vector = true;
         if (value.is_sequence() && value.items.empty())
-            return fail(value.mark, "Matrix vector " + q(entry.key) + " does not contain any values");
+            return fail(value.mark,
+                        "Matrix vector " + q(entry.key) + " does not contain any values");
     }
-    if (!has_vector && !has_include) return fail(matrix.mark, "Matrix must define at least one vector");
+    if (!has_vector && !has_include)
+        return fail(matrix.mark, "Matrix must define at least one vector");
     if (holds_expression(matrix)) return true;
     auto expanded = expand_matrix(yaml_to_value(matrix));
     if (!expanded) return fail(matrix.mark, expanded.error().message);
@@ -358,8 +393,10 @@ std::optional<Strategy> ParseContext::strategy(const YamlNode& node, std::string
         if (!check_matrix(*matrix)) return std::nullopt;
         out.matrix = *matrix;
     }
-    if (const auto* ff = node.find("fail-fast")) out.fail_fast = bool_or_expression(*ff, what + ".fail-fast");
-    if (const auto* mp = node.find("max-parallel")) out.max_parallel = number_or_expression(*mp, what + ".max-parallel");
+    if (const auto* ff = node.find("fail-fast"))
+        out.fail_fast = bool_or_expression(*ff, what + ".fail-fast");
+    if (const auto* mp = node.find("max-parallel"))
+        out.max_parallel = number_or_expression(*mp, what + ".max-parallel");
     if (!ok()) return std::nullopt;
     return out;
 }

@@ -13,7 +13,9 @@ namespace jobs {
 namespace yaml_detail {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 bool all_of(std::string_view text, bool (*predicate)(char)) {
     for (char c : text) {
@@ -39,16 +41,21 @@ double decimal_value(std::string_view text) {
             const bool exponent_negative = !digits.empty() && digits[0] == '-';
             if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
             long parsed = 0;
-            const auto [p, err] = std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
+            const auto [p, err] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
             (void)p;
-            exponent = err == std::errc::result_out_of_range ? std::numeric_limits<long>::max() / 2 : parsed;
+            exponent = err == std::errc::result_out_of_range ? std::numeric_limits<long>::max() / 2
+                                                             : parsed;
             if (exponent_negative) exponent = -exponent;
         }
         const auto dot = mantissa.find('.');
         const std::string_view integer = mantissa.substr(0, dot);
         const auto first = integer.find_first_not_of('0');
-        const long magnitude = first == std::string_view::npos ? -1 : static_cast<long>(integer.size() - first);
-        value = (magnitude > 0 && exponent > -magnitude) || exponent > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+        const long magnitude =
+            first == std::string_view::npos ? -1 : static_cast<long>(integer.size() - first);
+        value = (magnitude > 0 && exponent > -magnitude) || exponent > 0
+                    ? std::numeric_limits<double>::infinity()
+                    : 0.0;
     } else if (ec != std::errc() || end != text.data() + text.size()) {
         value = 0;
     }
@@ -68,17 +75,27 @@ bool radix_int32(std::string_view digits, int radix, double& value) {
     return true;
 }
 
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_hex(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
-bool is_octal(char c) { return c >= '0' && c <= '7'; }
+bool is_octal(char c) {
+    return c >= '0' && c <= '7';
+}
 
 }  // namespace
 
-bool is_null_text(std::string_view t) { return t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL"; }
+bool is_null_text(std::string_view t) {
+    return t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL";
+}
 
-bool is_true_text(std::string_view t) { return t == "true" || t == "True" || t == "TRUE"; }
+bool is_true_text(std::string_view t) {
+    return t == "true" || t == "True" || t == "TRUE";
+}
 
-bool is_false_text(std::string_view t) { return t == "false" || t == "False" || t == "FALSE"; }
+bool is_false_text(std::string_view t) {
+    return t == "false" || t == "False" || t == "FALSE";
+}
 
 // C#'s MatchFloat.
 bool match_float(std::string_view s, double& value) {
@@ -159,14 +176,16 @@ std::string one_line(std::string_view text) {
 
 std::string to_string(const SourceMark& mark) {
     if (mark.line == 0) return one_line(mark.file);
-    return one_line(mark.file) + ":" + std::to_string(mark.line) + ":" + std::to_string(mark.column);
+    return one_line(mark.file) + ":" + std::to_string(mark.line) + ":" +
+           std::to_string(mark.column);
 }
 
 std::string located(const SourceMark& mark, std::string_view message) {
     return to_string(mark) + ": " + one_line(message);
 }
 
-YamlNode::ScalarType resolve_plain_scalar(std::string_view text, double* value, bool* out_of_range) {
+YamlNode::ScalarType resolve_plain_scalar(std::string_view text, double* value,
+                                          bool* out_of_range) {
     using namespace yaml_detail;
     if (is_null_text(text)) return YamlNode::ScalarType::null;
     if (is_true_text(text) || is_false_text(text)) return YamlNode::ScalarType::boolean;

@@ -4,8 +4,6 @@
 
 #include <yaml.h>
 
-#include "jobs/yaml_scalar.hpp"
-
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +14,8 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "jobs/yaml_scalar.hpp"
 
 namespace jobs {
 namespace {
@@ -30,7 +30,9 @@ constexpr std::string_view k_tag_float = "tag:yaml.org,2002:float";
 constexpr std::string_view k_tag_bool = "tag:yaml.org,2002:bool";
 constexpr std::string_view k_tag_null = "tag:yaml.org,2002:null";
 
-std::string in_quotes(std::string_view text) { return "'" + one_line(text) + "'"; }
+std::string in_quotes(std::string_view text) {
+    return "'" + one_line(text) + "'";
+}
 
 }  // namespace
 
@@ -47,7 +49,9 @@ YamlNode::ScalarType YamlNode::scalar_type() const {
     return resolve_plain_scalar(text);
 }
 
-bool YamlNode::as_bool() const { return is_true_text(text); }
+bool YamlNode::as_bool() const {
+    return is_true_text(text);
+}
 
 double YamlNode::as_number() const {
     double value = 0;
@@ -57,16 +61,24 @@ double YamlNode::as_number() const {
 
 std::string_view YamlNode::type_name() const {
     switch (kind) {
-        case Kind::mapping: return "mapping";
-        case Kind::sequence: return "sequence";
-        case Kind::null: return "null";
-        case Kind::scalar: break;
+        case Kind::mapping:
+            return "mapping";
+        case Kind::sequence:
+            return "sequence";
+        case Kind::null:
+            return "null";
+        case Kind::scalar:
+            break;
     }
     switch (scalar_type()) {
-        case ScalarType::boolean: return "boolean";
-        case ScalarType::number: return "number";
-        case ScalarType::null: return "null";
-        case ScalarType::string: break;
+        case ScalarType::boolean:
+            return "boolean";
+        case ScalarType::number:
+            return "number";
+        case ScalarType::null:
+            return "null";
+        case ScalarType::string:
+            break;
     }
     return "string";
 }
@@ -93,7 +105,8 @@ struct Event {
 };
 
 std::string_view view(const yaml_char_t* text) {
-    return text == nullptr ? std::string_view() : std::string_view(reinterpret_cast<const char*>(text));
+    return text == nullptr ? std::string_view()
+                           : std::string_view(reinterpret_cast<const char*>(text));
 }
 
 // An anchored node, kept for its aliases with what replaying it costs.
@@ -121,17 +134,21 @@ public:
 
     sandbox::Expected<YamlNode> run(std::string_view text) {
         Parser parser;
-        yaml_parser_set_input_string(&parser.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+        yaml_parser_set_input_string(
+            &parser.parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
         Event event;
         int documents = 0;
         for (;;) {
             event.reset();
-            if (yaml_parser_parse(&parser.parser, &event.event) == 0) return syntax_error(parser.parser);
+            if (yaml_parser_parse(&parser.parser, &event.event) == 0)
+                return syntax_error(parser.parser);
             event.held = true;
             const yaml_event_t& e = event.event;
-            if (++m_events > k_yaml_max_events) return error(mark(e.start_mark), "Maximum YAML nodes exceeded");
+            if (++m_events > k_yaml_max_events)
+                return error(mark(e.start_mark), "Maximum YAML nodes exceeded");
             switch (e.type) {
-                case YAML_STREAM_END_EVENT: return finish();
+                case YAML_STREAM_END_EVENT:
+                    return finish();
                 case YAML_DOCUMENT_START_EVENT:
                     if (++documents > 1)
                         return error(mark(e.start_mark), "a workflow file holds one YAML document");
@@ -143,23 +160,27 @@ public:
                     if (!alias(e)) return failed();
                     break;
                 case YAML_SEQUENCE_START_EVENT:
-                    if (!open(e, YamlNode::Kind::sequence, view(e.data.sequence_start.anchor))) return failed();
+                    if (!open(e, YamlNode::Kind::sequence, view(e.data.sequence_start.anchor)))
+                        return failed();
                     break;
                 case YAML_MAPPING_START_EVENT:
-                    if (!open(e, YamlNode::Kind::mapping, view(e.data.mapping_start.anchor))) return failed();
+                    if (!open(e, YamlNode::Kind::mapping, view(e.data.mapping_start.anchor)))
+                        return failed();
                     break;
                 case YAML_SEQUENCE_END_EVENT:
                 case YAML_MAPPING_END_EVENT:
                     if (!close()) return failed();
                     break;
-                default: break;
+                default:
+                    break;
             }
         }
     }
 
 private:
     SourceMark mark(const yaml_mark_t& m) const {
-        return SourceMark{std::string(m_file), static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1};
+        return SourceMark{std::string(m_file), static_cast<int>(m.line) + 1,
+                          static_cast<int>(m.column) + 1};
     }
 
     std::unexpected<sandbox::Error> error(const SourceMark& where, std::string_view message) const {
@@ -169,7 +190,9 @@ private:
         m_error = located(where, message);
         return false;
     }
-    std::unexpected<sandbox::Error> failed() const { return fail(ErrorKind::invalid_input, m_error); }
+    std::unexpected<sandbox::Error> failed() const {
+        return fail(ErrorKind::invalid_input, m_error);
+    }
 
     std::unexpected<sandbox::Error> syntax_error(const yaml_parser_t& parser) const {
         std::string message = parser.problem != nullptr ? parser.problem : "invalid YAML";
@@ -196,12 +219,18 @@ private:
     // YamlDotNet's name of a scalar style (GitHub's messages name it).
     static std::string_view style_name(yaml_scalar_style_t style) {
         switch (style) {
-            case YAML_SINGLE_QUOTED_SCALAR_STYLE: return "SingleQuoted";
-            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return "DoubleQuoted";
-            case YAML_LITERAL_SCALAR_STYLE: return "Literal";
-            case YAML_FOLDED_SCALAR_STYLE: return "Folded";
-            case YAML_PLAIN_SCALAR_STYLE: return "Plain";
-            default: return "Any";
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE:
+                return "SingleQuoted";
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
+                return "DoubleQuoted";
+            case YAML_LITERAL_SCALAR_STYLE:
+                return "Literal";
+            case YAML_FOLDED_SCALAR_STYLE:
+                return "Folded";
+            case YAML_PLAIN_SCALAR_STYLE:
+                return "Plain";
+            default:
+                return "Any";
         }
     }
 
@@ -218,36 +247,43 @@ private:
             if (tag == k_tag_str || tag == "!") {
                 node.plain = false;  // `!` is YAML's non-specific tag: a string
             } else if (!node.plain) {
-                return set_error(node.mark, "The scalar style '" + std::string(style_name(s.style)) + "' on line " +
-                                                std::to_string(node.mark.line) + " and column " +
-                                                std::to_string(node.mark.column) + " is not valid with the tag '" +
-                                                std::string(tag) + "'");
+                return set_error(
+                    node.mark, "The scalar style '" + std::string(style_name(s.style)) +
+                                   "' on line " + std::to_string(node.mark.line) + " and column " +
+                                   std::to_string(node.mark.column) +
+                                   " is not valid with the tag '" + std::string(tag) + "'");
             } else {
-                if (tag != k_tag_int && tag != k_tag_float && tag != k_tag_bool && tag != k_tag_null)
+                if (tag != k_tag_int && tag != k_tag_float && tag != k_tag_bool &&
+                    tag != k_tag_null)
                     return set_error(node.mark, "Unexpected tag '" + std::string(tag) + "'");
                 double number = 0;
                 bool range_error = false;
-                const bool valid = (tag == k_tag_int && match_integer(node.text, number, range_error)) ||
-                                   (tag == k_tag_float && match_float(node.text, number)) ||
-                                   (tag == k_tag_bool && (is_true_text(node.text) || is_false_text(node.text))) ||
-                                   (tag == k_tag_null && is_null_text(node.text));
+                const bool valid =
+                    (tag == k_tag_int && match_integer(node.text, number, range_error)) ||
+                    (tag == k_tag_float && match_float(node.text, number)) ||
+                    (tag == k_tag_bool && (is_true_text(node.text) || is_false_text(node.text))) ||
+                    (tag == k_tag_null && is_null_text(node.text));
                 if (!valid) return invalid_for_tag(node, tag);
             }
         }
         if (node.plain) {
             bool out_of_range = false;
-            if (resolve_plain_scalar(node.text, nullptr, &out_of_range) == YamlNode::ScalarType::number && out_of_range)
+            if (resolve_plain_scalar(node.text, nullptr, &out_of_range) ==
+                    YamlNode::ScalarType::number &&
+                out_of_range)
                 return invalid_for_tag(node, k_tag_int);
-            // The text stays until the node is placed: a key keeps it (`null: x` is the key "null").
+            // The text stays until the node is placed: a key keeps it (`null: x` is the key
+            // "null").
             if (is_null_text(node.text)) node.kind = YamlNode::Kind::null;
         }
         return count_bytes(node.text.size(), node.mark);
     }
 
     bool invalid_for_tag(const YamlNode& node, std::string_view tag) {
-        return set_error(node.mark, "The value " + in_quotes(node.text) + " on line " + std::to_string(node.mark.line) +
-                                        " and column " + std::to_string(node.mark.column) + " is invalid for the type '" +
-                                        std::string(tag) + "'");
+        return set_error(node.mark, "The value " + in_quotes(node.text) + " on line " +
+                                        std::to_string(node.mark.line) + " and column " +
+                                        std::to_string(node.mark.column) +
+                                        " is invalid for the type '" + std::string(tag) + "'");
     }
 
     bool scalar(const yaml_event_t& e) {
@@ -265,7 +301,8 @@ private:
         if (found == m_anchors.end()) {
             for (const auto& frame : m_stack) {
                 if (frame.anchor == name)
-                    return set_error(where, "The alias '*" + one_line(name) + "' refers to the node that holds it");
+                    return set_error(where, "The alias '*" + one_line(name) +
+                                                "' refers to the node that holds it");
             }
             return set_error(where, "Unknown anchor '" + one_line(name) + "'");
         }
@@ -273,7 +310,8 @@ private:
         m_events += found->second.events - 1;
         if (m_events > k_yaml_max_events) return set_error(where, "Maximum YAML nodes exceeded");
         if (!count_bytes(found->second.bytes, where)) return false;
-        if (m_stack.size() + depth_of(found->second.node) > static_cast<std::size_t>(k_yaml_max_depth))
+        if (m_stack.size() + depth_of(found->second.node) >
+            static_cast<std::size_t>(k_yaml_max_depth))
             return set_error(where, "Maximum object depth exceeded");
         return deliver(found->second.node);
     }
@@ -288,7 +326,8 @@ private:
             if (!current->is_mapping() && !current->is_sequence()) continue;
             deepest = std::max(deepest, depth + 1);
             for (const auto& item : current->items) pending.emplace_back(&item, depth + 1);
-            for (const auto& entry : current->entries) pending.emplace_back(&entry.value, depth + 1);
+            for (const auto& entry : current->entries)
+                pending.emplace_back(&entry.value, depth + 1);
         }
         return deepest;
     }
@@ -311,8 +350,8 @@ private:
         Frame frame = std::move(m_stack.back());
         m_stack.pop_back();
         if (!frame.anchor.empty()) {
-            m_anchors[frame.anchor] =
-                Anchored{frame.node, m_events + 1 - frame.events_at_start, m_bytes - frame.bytes_at_start};
+            m_anchors[frame.anchor] = Anchored{frame.node, m_events + 1 - frame.events_at_start,
+                                               m_bytes - frame.bytes_at_start};
         }
         return deliver(std::move(frame.node));
     }
@@ -337,8 +376,10 @@ private:
         Frame* top = m_stack.empty() ? nullptr : &m_stack.back();
         const bool is_key = top != nullptr && top->node.is_mapping() && !top->have_key;
         if (is_key) {
-            if (node.is_mapping() || node.is_sequence()) return set_error(node.mark, "A mapping key must be a string");
-            if (is_duplicate(*top, node.text)) return set_error(node.mark, in_quotes(node.text) + " is already defined");
+            if (node.is_mapping() || node.is_sequence())
+                return set_error(node.mark, "A mapping key must be a string");
+            if (is_duplicate(*top, node.text))
+                return set_error(node.mark, in_quotes(node.text) + " is already defined");
             top->have_key = true;
             top->key = std::move(node.text);
             top->key_mark = std::move(node.mark);
@@ -352,7 +393,8 @@ private:
             top->node.items.push_back(std::move(node));
         } else {
             top->have_key = false;
-            top->node.entries.push_back(YamlEntry{std::move(top->key), std::move(top->key_mark), std::move(node)});
+            top->node.entries.push_back(
+                YamlEntry{std::move(top->key), std::move(top->key_mark), std::move(node)});
         }
         return true;
     }

@@ -20,9 +20,10 @@ ExprExpected<void> evaluate_entry(const YamlEntry& entry, const EvalContext& con
             auto value = evaluate_yaml(entry.value, context);
             if (!value) return std::unexpected(value.error());
             if (!value->is_object())
-                return std::unexpected(ExprError{ExprError::Phase::evaluation,
-                                                 located(entry.key_mark, "${{ insert }} needs a mapping, not " +
-                                                                             std::string(to_string(value->kind())))});
+                return std::unexpected(
+                    ExprError{ExprError::Phase::evaluation,
+                              located(entry.key_mark, "${{ insert }} needs a mapping, not " +
+                                                          std::string(to_string(value->kind())))});
             for (const auto& [key, item] : value->as_object()) out.set(key, item);
             return {};
         }
@@ -41,7 +42,8 @@ ExprExpected<void> evaluate_entry(const YamlEntry& entry, const EvalContext& con
 
 Value yaml_to_value(const YamlNode& node) {
     switch (node.kind) {
-        case YamlNode::Kind::null: return Value();
+        case YamlNode::Kind::null:
+            return Value();
         case YamlNode::Kind::sequence: {
             Array array;
             for (const auto& item : node.items) array.push_back(yaml_to_value(item));
@@ -49,16 +51,22 @@ Value yaml_to_value(const YamlNode& node) {
         }
         case YamlNode::Kind::mapping: {
             Object object;
-            for (const auto& entry : node.entries) object.set(entry.key, yaml_to_value(entry.value));
+            for (const auto& entry : node.entries)
+                object.set(entry.key, yaml_to_value(entry.value));
             return Value(std::move(object));
         }
-        case YamlNode::Kind::scalar: break;
+        case YamlNode::Kind::scalar:
+            break;
     }
     switch (node.scalar_type()) {
-        case YamlNode::ScalarType::null: return Value();
-        case YamlNode::ScalarType::boolean: return Value(node.as_bool());
-        case YamlNode::ScalarType::number: return Value(node.as_number());
-        case YamlNode::ScalarType::string: break;
+        case YamlNode::ScalarType::null:
+            return Value();
+        case YamlNode::ScalarType::boolean:
+            return Value(node.as_bool());
+        case YamlNode::ScalarType::number:
+            return Value(node.as_number());
+        case YamlNode::ScalarType::string:
+            break;
     }
     return Value(node.text);
 }
@@ -76,11 +84,13 @@ ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& conte
     if (node.is_mapping()) {
         Object object;
         for (const auto& entry : node.entries) {
-            if (auto added = evaluate_entry(entry, context, object); !added) return std::unexpected(added.error());
+            if (auto added = evaluate_entry(entry, context, object); !added)
+                return std::unexpected(added.error());
         }
         return Value(std::move(object));
     }
-    if (node.is_scalar() && node.scalar_type() == YamlNode::ScalarType::string && has_expression(node.text))
+    if (node.is_scalar() && node.scalar_type() == YamlNode::ScalarType::string &&
+        has_expression(node.text))
         return interpolate_value_at(node.text, node.mark, context);
     return yaml_to_value(node);
 }

@@ -1,15 +1,12 @@
 #include "sandbox/broker.hpp"
 
-#include "sandbox/safe_access.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <charconv>
@@ -21,6 +18,7 @@
 
 #include "sandbox/cancel.hpp"
 #include "sandbox/payload_status.hpp"
+#include "sandbox/safe_access.hpp"
 #include "sandbox/unix_socket.hpp"
 
 namespace sandbox {
@@ -62,9 +60,11 @@ bool trusted_client(const PeerCredentials& peer) {
 bool trusted_broker(const PeerCredentials& peer, const std::filesystem::path& socket) {
     if (peer.uid == ::geteuid()) return true;
     if (::geteuid() != 0) return false;
-    struct stat dir {}, parent {};
-    return ::lstat(socket.parent_path().c_str(), &dir) == 0 && S_ISDIR(dir.st_mode) && dir.st_uid == peer.uid &&
-           (dir.st_mode & 077) == 0 && ::lstat(socket.parent_path().parent_path().c_str(), &parent) == 0 &&
+    struct stat dir {
+    }, parent{};
+    return ::lstat(socket.parent_path().c_str(), &dir) == 0 && S_ISDIR(dir.st_mode) &&
+           dir.st_uid == peer.uid && (dir.st_mode & 077) == 0 &&
+           ::lstat(socket.parent_path().parent_path().c_str(), &parent) == 0 &&
            S_ISDIR(parent.st_mode) && parent.st_uid == 0 && (parent.st_mode & 022) == 0;
 }
 
@@ -91,11 +91,13 @@ Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
                                             const std::string& cwd) {
     if (cwd.empty() || cwd == ".") return base;
     const auto relative = relative_beneath(base, base / cwd);
-    if (!relative) return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
+    if (!relative)
+        return fail(ErrorKind::invalid_input, "cwd '" + cwd + "' is outside the sandbox root");
     if (*relative == ".") return base;
     auto root = SafeDir::open_trusted(base, "the sandbox root");
     if (!root) return std::unexpected(root.error());
-    if (auto dir = root->open_dir(*relative, "cwd '" + cwd + "'"); !dir) return std::unexpected(dir.error());
+    if (auto dir = root->open_dir(*relative, "cwd '" + cwd + "'"); !dir)
+        return std::unexpected(dir.error());
     return (base / *relative).lexically_normal();
 }
 
@@ -181,7 +183,8 @@ public:
                 spdlog::warn("broker {}: not under a pid namespace's init; a reaper per step",
                              config.identity);
             else if (auto ok = make_caller_subreaper(); !ok)
-                spdlog::warn("broker {}: {}; a reaper per step", config.identity, ok.error().message);
+                spdlog::warn("broker {}: {}; a reaper per step", config.identity,
+                             ok.error().message);
             else
                 m_reaper = Reaper::caller;
         }
@@ -249,11 +252,15 @@ private:
         auto frame = read_frame(connection.get(), k_max_request_frame, deadline);
         if (!frame) return send_refusal(connection.get(), Refusal::invalid, frame.error().message);
         auto request = parse_request(*frame);
-        if (!request) return send_refusal(connection.get(), Refusal::invalid, request.error().message);
+        if (!request)
+            return send_refusal(connection.get(), Refusal::invalid, request.error().message);
         switch (request->op) {
-            case BrokerOp::ping: return reply_status(connection.get());
-            case BrokerOp::shutdown: return shutdown(connection.get(), request->exec.identity);
-            case BrokerOp::exec: return exec(std::move(connection), std::move(request->exec));
+            case BrokerOp::ping:
+                return reply_status(connection.get());
+            case BrokerOp::shutdown:
+                return shutdown(connection.get(), request->exec.identity);
+            case BrokerOp::exec:
+                return exec(std::move(connection), std::move(request->exec));
         }
     }
 
@@ -340,7 +347,7 @@ private:
     const BrokerConfig& m_config;
     std::filesystem::path m_root;  // the root, canonical (symlinks resolved) at start-up
     Reaper m_reaper = Reaper::per_run;
-    std::atomic<bool> m_busy{false};  // a step is running (on one of the two threads)
+    std::atomic<bool> m_busy{false};        // a step is running (on one of the two threads)
     std::optional<CancelToken> m_shutdown;  // fired by a shutdown; watched by steps and loops
 };
 
@@ -385,8 +392,7 @@ Expected<void> serve_broker(const BrokerConfig& config) {
     return server.serve();
 }
 
-Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
-                                  const BrokerRequest& request,
+Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait,
                                   PeerCredentials* peer, const CancelToken* cancel) {
     auto connection = connect_unix(socket);
@@ -399,7 +405,8 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
     if (auto ok = write_frame(connection->get(), encode_request(request)); !ok)
         return std::unexpected(ok.error());
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (wait) deadline = std::chrono::steady_clock::now() + *wait;
+    if (wait)
+        deadline = std::chrono::steady_clock::now() + *wait;
     else if (request.op != BrokerOp::exec)
         deadline = std::chrono::steady_clock::now() + k_request_read_timeout;
     else if (request.exec.timeout)

@@ -58,13 +58,12 @@ struct BrokerConfig {
 Expected<void> serve_broker(const BrokerConfig& config);
 
 // Client side. Each call is one connection. The peer must run as our uid (root: or own the socket's
-// 0700 dir in a dir of root's: the sandbox identity), its credentials in *peer when asked. `wait` bounds the wait for the reply (nullopt:
-// the request's timeout plus a margin; no bound for an exec without a timeout). `cancel`
-// (not owned; may be null): when it fires before the reply starts, the connection's sending
-// side is shut down, which cancels the step, and the call still waits (for the kill grace
-// plus a margin) for the broker's answer, a result with RunErrorKind::cancelled.
-Expected<BrokerReply> broker_call(const std::filesystem::path& socket,
-                                  const BrokerRequest& request,
+// 0700 dir in a dir of root's: the sandbox identity), its credentials in *peer when asked. `wait`
+// bounds the wait for the reply (nullopt: the request's timeout plus a margin; no bound for an exec
+// without a timeout). `cancel` (not owned; may be null): when it fires before the reply starts, the
+// connection's sending side is shut down, which cancels the step, and the call still waits (for the
+// kill grace plus a margin) for the broker's answer, a result with RunErrorKind::cancelled.
+Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait = std::nullopt,
                                   PeerCredentials* peer = nullptr,
                                   const CancelToken* cancel = nullptr);

@@ -1,9 +1,9 @@
 #include "sandbox/broker_protocol.hpp"
 
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include <array>
+#include <nlohmann/json.hpp>
 
 namespace sandbox {
 namespace {
@@ -116,8 +116,8 @@ Json encode_stream(const StreamResult& stream) {
 Expected<StreamResult> parse_stream(object obj) {
     StreamResult stream;
     std::string_view head, tail;
-    if (obj["head_b64"].get(head) || obj["tail_b64"].get(tail) ||
-        obj["bytes"].get(stream.bytes) || obj["truncated"].get(stream.truncated))
+    if (obj["head_b64"].get(head) || obj["tail_b64"].get(tail) || obj["bytes"].get(stream.bytes) ||
+        obj["truncated"].get(stream.truncated))
         return fail(ErrorKind::permanent, "broker reply: malformed stream");
     auto decoded_head = base64_decode(head);
     auto decoded_tail = base64_decode(tail);
@@ -157,9 +157,9 @@ Expected<RunResult> parse_run_result(object obj) {
     if (!out_stream || !err_stream) return fail(ErrorKind::permanent, "broker reply: bad stream");
     result.out = std::move(*out_stream);
     result.err = std::move(*err_stream);
-    result.tree_kill = enum_from(tree_kill, std::array{TreeKill::cgroup, TreeKill::subreaper,
-                                                       TreeKill::pidns})
-                           .value_or(TreeKill::subreaper);
+    result.tree_kill =
+        enum_from(tree_kill, std::array{TreeKill::cgroup, TreeKill::subreaper, TreeKill::pidns})
+            .value_or(TreeKill::subreaper);
     result.sandbox_json = std::string(posture);
     result.sandbox = nullptr;  // the posture is the text above: never the default "off"
     object error;
@@ -168,12 +168,11 @@ Expected<RunResult> parse_run_result(object obj) {
         if (error["kind"].get(kind) || error["message"].get(message))
             return fail(ErrorKind::permanent, "broker reply: malformed error");
         result.error = RunError{};
-        result.error->kind = enum_from(kind, std::array{RunErrorKind::timeout,
-                                                        RunErrorKind::spawn_failed,
-                                                        RunErrorKind::invalid_request,
-                                                        RunErrorKind::sandbox_unavailable,
-                                                        RunErrorKind::cancelled})
-                                 .value_or(RunErrorKind::spawn_failed);
+        result.error->kind =
+            enum_from(kind, std::array{RunErrorKind::timeout, RunErrorKind::spawn_failed,
+                                       RunErrorKind::invalid_request,
+                                       RunErrorKind::sandbox_unavailable, RunErrorKind::cancelled})
+                .value_or(RunErrorKind::spawn_failed);
         result.error->message = std::string(message);
         std::int64_t errno_value = 0;
         if (error["errno"].get(errno_value) == simdjson::SUCCESS)
@@ -200,26 +199,34 @@ Expected<BrokerStatus> parse_status(object obj) {
 
 std::string_view to_string(Refusal refusal) {
     switch (refusal) {
-        case Refusal::busy: return "busy";
-        case Refusal::identity: return "identity";
-        case Refusal::expired: return "expired";
-        case Refusal::not_ready: return "not_ready";
-        case Refusal::invalid: return "invalid";
-        case Refusal::unavailable: return "unavailable";
+        case Refusal::busy:
+            return "busy";
+        case Refusal::identity:
+            return "identity";
+        case Refusal::expired:
+            return "expired";
+        case Refusal::not_ready:
+            return "not_ready";
+        case Refusal::invalid:
+            return "invalid";
+        case Refusal::unavailable:
+            return "unavailable";
     }
     return "invalid";
 }
 
 std::string encode_request(const BrokerRequest& request) {
     Json json;
-    json["op"] = request.op == BrokerOp::exec ? "exec"
+    json["op"] = request.op == BrokerOp::exec   ? "exec"
                  : request.op == BrokerOp::ping ? "ping"
                                                 : "shutdown";
     const auto& exec = request.exec;
     json["identity"] = exec.identity;
     if (request.op != BrokerOp::exec) return json.dump();
-    if (exec.shell) json["shell"] = *exec.shell;
-    else json["argv"] = exec.argv;
+    if (exec.shell)
+        json["shell"] = *exec.shell;
+    else
+        json["argv"] = exec.argv;
     Json env = Json::object();
     for (const auto& [name, value] : exec.env) env[name] = value;
     json["env"] = std::move(env);
@@ -240,10 +247,14 @@ Expected<BrokerRequest> parse_request(std::string_view json) {
     BrokerRequest request;
     std::string_view op;
     if (obj["op"].get(op) != simdjson::SUCCESS) return bad("op", "is missing");
-    if (op == "exec") request.op = BrokerOp::exec;
-    else if (op == "ping") request.op = BrokerOp::ping;
-    else if (op == "shutdown") request.op = BrokerOp::shutdown;
-    else return bad("op", "is not one of exec, ping, shutdown");
+    if (op == "exec")
+        request.op = BrokerOp::exec;
+    else if (op == "ping")
+        request.op = BrokerOp::ping;
+    else if (op == "shutdown")
+        request.op = BrokerOp::shutdown;
+    else
+        return bad("op", "is not one of exec, ping, shutdown");
     auto identity = optional_string(obj, "identity");
     if (!identity) return std::unexpected(identity.error());
     request.exec.identity = identity->value_or("");

@@ -14,10 +14,9 @@
 // stdin_text is never echoed in a reply or a message. kill_grace_ms: SIGTERM to SIGKILL when
 // the step is stopped (timeout, cancel); absent: sandbox::k_default_kill_grace.
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,7 +57,7 @@ struct BrokerStatus {
     std::string identity;
     bool busy = false;
     std::int64_t expires_at_ms = 0;
-    std::int64_t pid = 0;  // the broker's pid in its own namespace
+    std::int64_t pid = 0;       // the broker's pid in its own namespace
     std::string pid_namespace;  // readlink /proc/self/ns/pid
     // Who reaps a step's orphans: "broker" (it is their subreaper) or "per_step" (a reaper
     // process per step); empty from a broker that does not say.
@@ -79,8 +78,8 @@ std::string encode_request(const BrokerRequest& request);
 // stdin_text over the limit, ...).
 Expected<BrokerRequest> parse_request(std::string_view json);
 
-// The exec fields (argv|shell, env, cwd, timeout_ms, kill_grace_ms, output_limit, stdin_text) of a JSON
-// object, ignoring any others (identity is left empty): for APIs that carry them.
+// The exec fields (argv|shell, env, cwd, timeout_ms, kill_grace_ms, output_limit, stdin_text) of a
+// JSON object, ignoring any others (identity is left empty): for APIs that carry them.
 Expected<ExecRequest> parse_exec_object(std::string_view json);
 
 std::string encode_reply(const BrokerReply& reply);

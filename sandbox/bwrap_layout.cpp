@@ -2,16 +2,15 @@
 // layout as options.
 #include "sandbox/bwrap_layout.hpp"
 
-#include "sandbox/offline.hpp"
-#include "sandbox/tool_cache.hpp"
-
 #include <stdlib.h>
 #include <sys/stat.h>
-
-#include <cerrno>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+
+#include "sandbox/offline.hpp"
+#include "sandbox/tool_cache.hpp"
 
 namespace sandbox {
 namespace {
@@ -19,8 +18,8 @@ namespace {
 // Policy binds: a host path at another path inside. System directories are never a
 // destination (a bind there would replace what the wrap keeps read-only).
 Expected<void> add_binds(const std::vector<Bind>& binds, std::vector<MountEntry>& entries) {
-    static const char* const k_system[] = {"/usr", "/etc", "/proc", "/dev", "/sys", "/bin",
-                                           "/sbin", "/lib", "/lib64", "/tmp"};
+    static const char* const k_system[] = {"/usr", "/etc",  "/proc", "/dev",   "/sys",
+                                           "/bin", "/sbin", "/lib",  "/lib64", "/tmp"};
     for (const auto& bind : binds) {
         auto source = checked_bind_path(bind.source, "bind source", MustExist::yes);
         if (!source) return std::unexpected(source.error());
@@ -61,7 +60,8 @@ Expected<Scratch> make_scratch(const Policy& policy) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-        return fail(ErrorKind::unavailable, errno_message("creating the run's scratch in " + pattern));
+        return fail(ErrorKind::unavailable,
+                    errno_message("creating the run's scratch in " + pattern));
     auto checked = checked_bind_path(pattern, "scratch", MustExist::yes);
     if (!checked) {
         ::rmdir(pattern.c_str());
@@ -96,7 +96,8 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
     // The cache's allowlisted directories (offline.hpp), each read-only at its own path; never
     // the directory itself, whose other files (credentials.toml in a ~/.cargo) stay unseen.
     if (policy.toolchain_cache) {
-        auto checked = checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
+        auto checked =
+            checked_bind_path(*policy.toolchain_cache, "--toolchain-cache", MustExist::yes);
         if (!checked) return std::unexpected(checked.error());
         for (const auto& dir : toolchain_cache_binds(*checked)) {
             auto sub = checked_bind_path(dir, "--toolchain-cache", MustExist::yes);
@@ -113,8 +114,8 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
     // The agent's own files: masked wherever a bind would otherwise show them.
     for (const auto& path : agent_private_paths(entries)) {
         std::error_code ec;
-        const auto kind = std::filesystem::is_directory(path, ec) ? MountKind::hide_dir
-                                                                  : MountKind::hide_file;
+        const auto kind =
+            std::filesystem::is_directory(path, ec) ? MountKind::hide_dir : MountKind::hide_file;
         entries.push_back({kind, path, {}, {}, 1});
     }
     for (const auto& path : policy.hide) {
@@ -134,10 +135,12 @@ Expected<std::string> portal_directory() {
     if (::mkdir(k_portal, 0755) != 0 && errno != EEXIST)
         return fail(ErrorKind::unavailable, errno_message(std::string("creating ") + k_portal));
     struct stat st {};
-    if (::lstat(k_portal, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+    if (::lstat(k_portal, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+        (st.st_mode & 022) != 0)
         return fail(ErrorKind::unavailable,
-                    std::string(k_portal) + " is not root's own directory (mode 0755): remove it; "
-                    "sandgate mounts its runs' paths over it");
+                    std::string(k_portal) +
+                        " is not root's own directory (mode 0755): remove it; "
+                        "sandgate mounts its runs' paths over it");
     return std::string(k_portal);
 }
 
@@ -152,7 +155,8 @@ Expected<void> give_trees(const BwrapStartTrees& trees) {
         if (!dir) {
             // A file bound writable: its own owner changes (it cannot be a link: checked).
             if (::chown(path.c_str(), trees.owner.uid, trees.owner.gid) != 0)
-                return fail(ErrorKind::unavailable, errno_message("giving " + path.string() + " to the sandbox"));
+                return fail(ErrorKind::unavailable,
+                            errno_message("giving " + path.string() + " to the sandbox"));
             continue;
         }
         if (auto ok = dir->chown_tree(trees.owner, skip); !ok) return ok;
@@ -166,25 +170,39 @@ void mount_options(const std::vector<MountEntry>& entries, std::vector<std::stri
     for (const auto& entry : entries) {
         const std::string dest = entry.dest.string();
         switch (entry.kind) {
-            case MountKind::ro_bind: args.insert(args.end(), {"--ro-bind", entry.source.string(), dest}); break;
+            case MountKind::ro_bind:
+                args.insert(args.end(), {"--ro-bind", entry.source.string(), dest});
+                break;
             case MountKind::ro_bind_try:
                 args.insert(args.end(), {"--ro-bind-try", entry.source.string(), dest});
                 break;
-            case MountKind::bind: args.insert(args.end(), {"--bind", entry.source.string(), dest}); break;
+            case MountKind::bind:
+                args.insert(args.end(), {"--bind", entry.source.string(), dest});
+                break;
             case MountKind::hide_dir:
                 args.insert(args.end(), {"--perms", "0555", "--tmpfs", dest, "--remount-ro", dest});
                 break;
-            case MountKind::hide_file: args.insert(args.end(), {"--ro-bind", "/dev/null", dest}); break;
-            case MountKind::symlink: args.insert(args.end(), {"--symlink", entry.source.string(), dest}); break;
-            case MountKind::proc: args.insert(args.end(), {"--proc", dest}); break;
+            case MountKind::hide_file:
+                args.insert(args.end(), {"--ro-bind", "/dev/null", dest});
+                break;
+            case MountKind::symlink:
+                args.insert(args.end(), {"--symlink", entry.source.string(), dest});
+                break;
+            case MountKind::proc:
+                args.insert(args.end(), {"--proc", dest});
+                break;
             // The payload owns bwrap's /dev tmpfs, which has no size: read-only (its device
             // nodes are binds of their own and stay writable; /dev/shm is a tmpfs of its own).
-            case MountKind::dev: args.insert(args.end(), {"--dev", dest, "--remount-ro", dest}); break;
+            case MountKind::dev:
+                args.insert(args.end(), {"--dev", dest, "--remount-ro", dest});
+                break;
             case MountKind::tmpfs:
                 args.insert(args.end(), {"--perms", "01777", "--size", std::to_string(entry.size),
                                          "--tmpfs", dest});
                 break;
-            case MountKind::private_dir: args.insert(args.end(), {"--perms", "0700", "--dir", dest}); break;
+            case MountKind::private_dir:
+                args.insert(args.end(), {"--perms", "0700", "--dir", dest});
+                break;
             case MountKind::data:
             case MountKind::host_file:
             case MountKind::private_file:
@@ -193,7 +211,8 @@ void mount_options(const std::vector<MountEntry>& entries, std::vector<std::stri
                 const char* mode = entry.kind == MountKind::private_file ? "0644"
                                    : entry.kind == MountKind::program    ? "0555"
                                                                          : "0444";
-                args.insert(args.end(), {"--perms", mode, "--file", std::to_string(entry.fd), dest});
+                args.insert(args.end(),
+                            {"--perms", mode, "--file", std::to_string(entry.fd), dest});
                 break;
             }
         }

@@ -42,8 +42,8 @@ public:
 };
 
 // The policy's own binds and masks (working directory, scratch, --read-only, --writable,
-// binds, the toolchain cache, the tool cache, the agent's private files, --hide), appended to `entries`.
-// invalid_input names the flag of a path that is refused.
+// binds, the toolchain cache, the tool cache, the agent's private files, --hide), appended to
+// `entries`. invalid_input names the flag of a path that is refused.
 Expected<void> add_policy_mounts(const RunRequest& request, const std::filesystem::path& cwd,
                                  const Scratch& scratch, std::vector<MountEntry>& entries);
 

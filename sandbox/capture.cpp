@@ -50,8 +50,8 @@ const char* MarkerCounter::find(const char* data, std::size_t size) const {
         from = hit + 1;
         if (++misses >= 16 && static_cast<std::size_t>(from - data) < misses * 64) {
             const char* rest = from - m_anchor;
-            return static_cast<const char*>(::memmem(rest, static_cast<std::size_t>(data + size - rest),
-                                                     m_marker.data(), length));
+            return static_cast<const char*>(::memmem(
+                rest, static_cast<std::size_t>(data + size - rest), m_marker.data(), length));
         }
     }
     return nullptr;
@@ -151,8 +151,8 @@ StreamResult StreamCapture::result() const {
     StreamResult result;
     if (m_head) result.head.assign(m_head.get(), m_head_size);
     result.bytes = m_bytes;
-    const std::size_t keep = static_cast<std::size_t>(
-        std::min<std::uint64_t>(m_after_head, k_tail_bytes));
+    const std::size_t keep =
+        static_cast<std::size_t>(std::min<std::uint64_t>(m_after_head, k_tail_bytes));
     if (keep == 0) {
         // nothing after the head
     } else if (keep <= m_ring_pos) {

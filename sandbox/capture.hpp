@@ -10,9 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "sandbox/run.hpp"
@@ -33,9 +33,9 @@ private:
     const char* find(const char* data, std::size_t size) const;
 
     std::string m_marker;
-    std::size_t m_anchor = 0;   // the marker's byte least likely in output (find() seeks it)
-    std::string m_carry;        // the stream's last marker.size()-1 bytes
-    std::string m_joined;       // scratch: the carry and the next chunk's first bytes
+    std::size_t m_anchor = 0;     // the marker's byte least likely in output (find() seeks it)
+    std::string m_carry;          // the stream's last marker.size()-1 bytes
+    std::string m_joined;         // scratch: the carry and the next chunk's first bytes
     bool m_line_counted = false;  // the current (unterminated) line already counted
     std::uint64_t m_count = 0;
 };

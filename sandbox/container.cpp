@@ -65,10 +65,12 @@ namespace {
 
 // The run's scratch on the host: --scratch DIR (kept), else a per-run root that `resources`
 // removes after the run.
-Expected<std::filesystem::path> container_scratch(const Policy& policy, ContainerResources& resources) {
+Expected<std::filesystem::path> container_scratch(const Policy& policy,
+                                                  ContainerResources& resources) {
     if (policy.scratch) {
         std::error_code ec;
-        std::filesystem::create_directories(*policy.scratch, ec);  // trusted path: --scratch, the caller's
+        std::filesystem::create_directories(*policy.scratch,
+                                            ec);  // trusted path: --scratch, the caller's
         return checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
     }
     auto made = owned_scratch_root();
@@ -100,17 +102,31 @@ Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>
 std::vector<std::string> run_options(const std::filesystem::path& runtime, const Policy& policy,
                                      const std::string& name, std::uint64_t tmp_size) {
     std::vector<std::string> argv = {
-        runtime.string(), "run", "--rm", "-i", "--read-only", "--network",
-        policy.network == NetworkMode::host ? "host" : "none", "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges", "--name", name, "--pids-limit",
-        std::to_string(policy.pids.value_or(4096)), "--tmpfs",
+        runtime.string(),
+        "run",
+        "--rm",
+        "-i",
+        "--read-only",
+        "--network",
+        policy.network == NetworkMode::host ? "host" : "none",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--name",
+        name,
+        "--pids-limit",
+        std::to_string(policy.pids.value_or(4096)),
+        "--tmpfs",
         "/tmp:rw,nosuid,nodev,size=" + std::to_string(tmp_size) + ",mode=1777"};
-    if (policy.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(*policy.memory_bytes)});
+    if (policy.memory_bytes)
+        argv.insert(argv.end(), {"--memory", std::to_string(*policy.memory_bytes)});
     return argv;
 }
 
-nlohmann::ordered_json describe_container(const std::filesystem::path& runtime, const Policy& policy,
-                                          const std::string& name, OfflineEnv offline,
+nlohmann::ordered_json describe_container(const std::filesystem::path& runtime,
+                                          const Policy& policy, const std::string& name,
+                                          OfflineEnv offline,
                                           const std::filesystem::path& scratch_root) {
     nlohmann::ordered_json doc;
     doc["mode"] = "container";
@@ -140,8 +156,9 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     auto runtime = find_container_runtime(policy);
     if (!runtime) return std::unexpected(runtime.error());
     std::error_code ec;
-    auto cwd = checked_bind_path(request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd,
-                                 "--cwd", MustExist::yes);
+    auto cwd =
+        checked_bind_path(request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd,
+                          "--cwd", MustExist::yes);
     if (!cwd) return std::unexpected(cwd.error());
     auto limits = plan_limits(Policy{});  // only the values: the runtime enforces them
     if (!limits) return std::unexpected(limits.error());
@@ -154,14 +171,17 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     if (!fresh) return std::unexpected(fresh.error());
     const OfflineEnv offline = offline_enabled(policy) ? OfflineEnv::on : OfflineEnv::off;
     if (*fresh) {
-        if (auto ok = seed_toolchain_home(**fresh, layout, offline, policy.toolchain_cache, std::nullopt); !ok)
+        if (auto ok =
+                seed_toolchain_home(**fresh, layout, offline, policy.toolchain_cache, std::nullopt);
+            !ok)
             return std::unexpected(ok.error());
     }
 
     const std::string name = unique_name();
     WrapPlan plan;
     plan.env = wrapped_environment(request.env, layout, offline, policy.toolchain_cache);
-    plan.argv = run_options(*runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
+    plan.argv =
+        run_options(*runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
     volume(plan.argv, *cwd, "rw");
     volume(plan.argv, *scratch_root, "rw");
     if (auto ok = add_policy_volumes(policy, plan.argv); !ok) return std::unexpected(ok.error());

@@ -1,7 +1,5 @@
 #include "sandbox/doctor.hpp"
 
-#include "sandbox/identity.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -12,6 +10,7 @@
 #include <csignal>
 
 #include "sandbox/fd.hpp"
+#include "sandbox/identity.hpp"
 #include "sandbox/limits.hpp"
 #include "sandbox/probe.hpp"
 
@@ -71,7 +70,8 @@ DoctorCheck check_bwrap() {
     auto bwrap = find_bwrap();
     if (!bwrap) return {"bwrap", false, bwrap.error().message};
     auto version = first_line_of({bwrap->string(), "--version"});
-    if (!version) return {"bwrap", false, bwrap->string() + " does not run (`bwrap --version` failed)"};
+    if (!version)
+        return {"bwrap", false, bwrap->string() + " does not run (`bwrap --version` failed)"};
     return {"bwrap", true, *version + " at " + bwrap->string()};
 }
 
@@ -85,7 +85,8 @@ DoctorCheck check_sysctl(const char* name, const char* path, const char* bad_val
 
 DoctorCheck check_cgroup2() {
     auto mount = cgroup2_mount();
-    if (!mount) return {"cgroup2", false, "no cgroup2 hierarchy mounted (tree kill by pid namespace)"};
+    if (!mount)
+        return {"cgroup2", false, "no cgroup2 hierarchy mounted (tree kill by pid namespace)"};
     const bool writable = ::access(mount->c_str(), W_OK) == 0;
     auto controllers = read_small_file(*mount / "cgroup.controllers");
     return {"cgroup2", writable,
@@ -120,11 +121,10 @@ std::vector<DoctorCheck> container_checks() {
         auto version = first_line_of({found->string(), "--version"});
         // A client without a working engine is no runtime: `info` must answer.
         const bool engine = version && first_line_of({found->string(), "info"}).has_value();
-        checks.push_back({name, engine,
-                          (version ? *version : std::string("does not run")) + " at " +
-                              found->string() + (engine ? "" : " (no working engine: `" +
-                                                                   std::string(name) +
-                                                                   " info` fails)")});
+        checks.push_back(
+            {name, engine,
+             (version ? *version : std::string("does not run")) + " at " + found->string() +
+                 (engine ? "" : " (no working engine: `" + std::string(name) + " info` fails)")});
     }
     return checks;
 }
@@ -141,19 +141,21 @@ DoctorCheck check_host_identity(const std::optional<Owner>& identity) {
                     " (unprivileged, no supplementary groups; --sandbox-user to choose), which is "
                     "given the trees it may write"};
     return {"host_identity", true,
-            "the sandbox runs as this user (uid " + std::to_string(::geteuid()) + "): sandgate is not root"};
+            "the sandbox runs as this user (uid " + std::to_string(::geteuid()) +
+                "): sandgate is not root"};
 }
 
 DoctorReport run_doctor(const std::optional<Owner>& identity) {
     DoctorReport report;
     report.checks.push_back(check_bwrap());
     report.checks.push_back(check_host_identity(identity));
-    report.checks.push_back({"openat2", openat2_available(),
-                             openat2_available()
-                                 ? "step-written files are reached beneath directory fds (RESOLVE_BENEATH, "
-                                   "no symlinks, no magic links, no mount crossing)"
-                                 : "this kernel has no openat2 (Linux 5.6+): sandgate refuses to read "
-                                   "or write step-written files (file commands, hashFiles, matchers)"});
+    report.checks.push_back(
+        {"openat2", openat2_available(),
+         openat2_available()
+             ? "step-written files are reached beneath directory fds (RESOLVE_BENEATH, "
+               "no symlinks, no magic links, no mount crossing)"
+             : "this kernel has no openat2 (Linux 5.6+): sandgate refuses to read "
+               "or write step-written files (file commands, hashFiles, matchers)"});
     auto userns = check_user_namespaces();
     report.checks.push_back({"user_namespaces", userns.has_value(),
                              userns ? "user, mount, pid, net, ipc and uts namespaces can be created"
@@ -163,17 +165,20 @@ DoctorReport run_doctor(const std::optional<Owner>& identity) {
         "/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
         "unprivileged bwrap is blocked unless an AppArmor profile allows it; set "
         "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` or add a profile for bwrap"));
-    report.checks.push_back(check_sysctl("max_user_namespaces", "/proc/sys/user/max_user_namespaces",
-                                         "0", "user namespaces are disabled; raise "
-                                              "user.max_user_namespaces"));
+    report.checks.push_back(check_sysctl("max_user_namespaces",
+                                         "/proc/sys/user/max_user_namespaces", "0",
+                                         "user namespaces are disabled; raise "
+                                         "user.max_user_namespaces"));
     auto seccomp = check_seccomp();
     report.checks.push_back({"seccomp", seccomp.has_value(),
                              seccomp ? "filters can be loaded (" +
                                            read_small_file("/proc/sys/kernel/seccomp/actions_avail")
-                                               .value_or("actions unknown") + ")"
+                                               .value_or("actions unknown") +
+                                           ")"
                                      : seccomp.error().message});
     report.checks.push_back(check_cgroup2());
-    report.checks.push_back(check_limit("memory_limit", "memory", "RLIMIT_AS (when --memory is given)"));
+    report.checks.push_back(
+        check_limit("memory_limit", "memory", "RLIMIT_AS (when --memory is given)"));
     report.checks.push_back(check_limit("pids_limit", "pids", "RLIMIT_NPROC"));
     const auto runtimes = container_checks();
     report.checks.insert(report.checks.end(), runtimes.begin(), runtimes.end());

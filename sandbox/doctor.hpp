@@ -4,12 +4,11 @@
 // runtimes are asked for their versions).
 
 #include <filesystem>
-#include <optional>
-#include <string_view>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "sandbox/error.hpp"
 #include "sandbox/safe_access.hpp"
@@ -17,14 +16,14 @@
 namespace sandbox {
 
 struct DoctorCheck {
-    std::string name;    // "bwrap", "user_namespaces", ...
+    std::string name;  // "bwrap", "user_namespaces", ...
     bool ok = false;
     std::string detail;  // the version, the value, or what is wrong and what to do
 };
 
 struct DoctorReport {
     std::vector<DoctorCheck> checks;
-    std::string strongest;       // "bwrap", "container" or "off"
+    std::string strongest;           // "bwrap", "container" or "off"
     bool default_available = false;  // --sandbox bwrap --network none can be had
 
     nlohmann::ordered_json to_json() const;

@@ -31,8 +31,10 @@ std::vector<std::string> words_of(std::string_view line) {
             continue;
         }
         if (quote) {
-            if (c == quote) quote = 0;
-            else word.push_back(c);
+            if (c == quote)
+                quote = 0;
+            else
+                word.push_back(c);
         } else if (c == '\'' || c == '"') {
             quote = c;
         } else if (c == ' ' || c == '\t') {
@@ -108,7 +110,8 @@ std::vector<PackageAsk> package_asks(std::string_view text, std::string_view fil
                 std::string name = word.substr(0, word.find('='));
                 name = name.substr(0, name.find('/'));
                 if (name.empty()) continue;
-                const bool seen = std::any_of(asks.begin(), asks.end(), [&](const auto& ask) { return ask.package == name; });
+                const bool seen = std::any_of(asks.begin(), asks.end(),
+                                              [&](const auto& ask) { return ask.package == name; });
                 if (!seen) asks.push_back({name, where, false});
             }
             i = at;
@@ -137,7 +140,8 @@ std::optional<std::vector<std::string>> installed_packages() {
         if (!line.starts_with("ii ")) continue;
         std::string name(line.substr(line.rfind(' ') + 1));
         // multiarch names carry their architecture (libc6:amd64): both spellings count
-        if (const auto colon = name.find(':'); colon != std::string::npos) names.push_back(name.substr(0, colon));
+        if (const auto colon = name.find(':'); colon != std::string::npos)
+            names.push_back(name.substr(0, colon));
         names.push_back(std::move(name));
     }
     std::sort(names.begin(), names.end());
@@ -148,11 +152,13 @@ std::optional<std::vector<std::string>> installed_packages() {
 Expected<PackagesReport> workflow_packages(const std::filesystem::path& repository) {
     auto root = SafeDir::open_trusted(repository, repository.string());
     if (!root) return std::unexpected(root.error());
-    auto workflows = root->open_dir(".github/workflows", (repository / ".github/workflows").string());
+    auto workflows =
+        root->open_dir(".github/workflows", (repository / ".github/workflows").string());
     if (!workflows) return std::unexpected(workflows.error());
     std::vector<std::string> files;
     auto walked = workflows->walk([&](const WalkEntry& entry) {
-        if (entry.kind == EntryKind::regular && (entry.relative.ends_with(".yml") || entry.relative.ends_with(".yaml")) &&
+        if (entry.kind == EntryKind::regular &&
+            (entry.relative.ends_with(".yml") || entry.relative.ends_with(".yaml")) &&
             entry.relative.find('/') == std::string::npos)
             files.push_back(entry.relative);
         return WalkStep::skip;
@@ -167,15 +173,17 @@ Expected<PackagesReport> workflow_packages(const std::filesystem::path& reposito
         auto text = workflows->read_file(file, limits, label);
         if (!text) return std::unexpected(text.error());
         for (auto& ask : package_asks(*text, label, report.unresolved)) {
-            const bool seen = std::any_of(report.asks.begin(), report.asks.end(),
-                                          [&](const auto& other) { return other.package == ask.package; });
+            const bool seen =
+                std::any_of(report.asks.begin(), report.asks.end(),
+                            [&](const auto& other) { return other.package == ask.package; });
             if (!seen) report.asks.push_back(std::move(ask));
         }
     }
     const auto installed = installed_packages();
     report.dpkg = installed.has_value();
     for (auto& ask : report.asks)
-        ask.installed = installed && std::binary_search(installed->begin(), installed->end(), ask.package);
+        ask.installed =
+            installed && std::binary_search(installed->begin(), installed->end(), ask.package);
     return report;
 }
 
@@ -188,7 +196,8 @@ nlohmann::ordered_json PackagesReport::to_json() const {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     nlohmann::ordered_json missing = nlohmann::ordered_json::array();
     for (const auto& ask : asks) {
-        list.push_back({{"package", ask.package}, {"where", ask.where}, {"installed", ask.installed}});
+        list.push_back(
+            {{"package", ask.package}, {"where", ask.where}, {"installed", ask.installed}});
         if (!ask.installed) missing.push_back(ask.package);
     }
     doc["packages"] = std::move(list);
@@ -207,12 +216,16 @@ std::string PackagesReport::to_text() const {
         text += (ask.installed ? "ok       " : "MISSING  ") + name + " " + ask.where + "\n";
         if (!ask.installed) missing += " " + ask.package;
     }
-    for (const auto& word : unresolved) text += "?        " + word + " (an expression or a variable: not looked up)\n";
+    for (const auto& word : unresolved)
+        text += "?        " + word + " (an expression or a variable: not looked up)\n";
     if (asks.empty()) text += "the workflows ask apt to install nothing\n";
     if (!dpkg) text += "this machine has no dpkg database: every package counts as missing\n";
     if (!missing.empty())
-        text += "missing on this machine; a step cannot install them, the machine's administrator adds them:\n"
-                "  sudo apt-get install" + missing + "\n";
+        text +=
+            "missing on this machine; a step cannot install them, the machine's administrator adds "
+            "them:\n"
+            "  sudo apt-get install" +
+            missing + "\n";
     else if (!asks.empty())
         text += "every package the workflows ask for is installed\n";
     return text;

@@ -25,8 +25,8 @@ namespace sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t k_record_slack = 1024;        // records kept beyond max_connections
-constexpr std::uint64_t k_pump_budget = 4 << 20;    // bytes per connection per wake-up
+constexpr std::size_t k_record_slack = 1024;      // records kept beyond max_connections
+constexpr std::uint64_t k_pump_budget = 4 << 20;  // bytes per connection per wake-up
 constexpr std::size_t k_max_log_line = 1000;
 constexpr int k_max_accepts_per_wake = 64;
 
@@ -49,19 +49,30 @@ struct Connection {
     bool done = false;
 };
 
-std::string seconds(std::chrono::milliseconds ms) { return std::to_string(ms.count() / 1000) + "s"; }
+std::string seconds(std::chrono::milliseconds ms) {
+    return std::to_string(ms.count() / 1000) + "s";
+}
 
 std::string_view status_text(int status) {
     switch (status) {
-        case 400: return "Bad Request";
-        case 403: return "Forbidden";
-        case 405: return "Method Not Allowed";
-        case 408: return "Request Timeout";
-        case 431: return "Request Header Fields Too Large";
-        case 502: return "Bad Gateway";
-        case 503: return "Service Unavailable";
-        case 504: return "Gateway Timeout";
-        default: return "Error";
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 405:
+            return "Method Not Allowed";
+        case 408:
+            return "Request Timeout";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        default:
+            return "Error";
     }
 }
 
@@ -76,14 +87,18 @@ socklen_t length_of(const sockaddr_storage& address) {
 }
 
 void set_port(sockaddr_storage& address, std::uint16_t port) {
-    if (address.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(address).sin_port = htons(port);
-    else reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(port);
+    if (address.ss_family == AF_INET)
+        reinterpret_cast<sockaddr_in&>(address).sin_port = htons(port);
+    else
+        reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(port);
 }
 
 class Proxy final : public EgressProxy {
 public:
     Proxy(EgressSettings settings, Fd forwarder, Fd stop, std::unique_ptr<EgressResolver> resolver)
-        : m_settings(std::move(settings)), m_forwarder(std::move(forwarder)), m_stop(std::move(stop)),
+        : m_settings(std::move(settings)),
+          m_forwarder(std::move(forwarder)),
+          m_stop(std::move(stop)),
           m_resolver(std::move(resolver)) {}
     ~Proxy() override { (void)finish(); }
 
@@ -125,7 +140,8 @@ private:
 
 void Proxy::loop() {
     std::vector<pollfd> fds;
-    std::vector<std::pair<Connection*, bool>> owners;  // per fds entry past the first three: (connection, is step)
+    std::vector<std::pair<Connection*, bool>>
+        owners;  // per fds entry past the first three: (connection, is step)
     for (;;) {
         fds.clear();
         owners.clear();
@@ -210,7 +226,8 @@ void Proxy::accept_handed_over() {
 }
 
 void Proxy::admit(Fd step) {
-    if (m_report.connections.size() + m_connections.size() >= limits().max_connections + k_record_slack) {
+    if (m_report.connections.size() + m_connections.size() >=
+        limits().max_connections + k_record_slack) {
         ++m_report.unrecorded;  // closed unanswered: the evidence stays bounded
         return;
     }
@@ -237,15 +254,22 @@ void Proxy::service(Connection& c, short step_events, short destination_events) 
                 int error = 0;
                 socklen_t size = sizeof error;
                 ::getsockopt(c.destination.get(), SOL_SOCKET, SO_ERROR, &error, &size);
-                if (error == 0) connected(c);
+                if (error == 0)
+                    connected(c);
                 else {
-                    c.record.reason = errno_message("cannot connect to " + address_text(reinterpret_cast<sockaddr*>(&c.addresses[c.next_address - 1])), error);
+                    c.record.reason = errno_message(
+                        "cannot connect to " + address_text(reinterpret_cast<sockaddr*>(
+                                                   &c.addresses[c.next_address - 1])),
+                        error);
                     connect_next(c);
                 }
             }
             break;
-        case Phase::relaying: relay(c); break;
-        case Phase::resolving: break;
+        case Phase::relaying:
+            relay(c);
+            break;
+        case Phase::resolving:
+            break;
     }
 }
 
@@ -254,13 +278,15 @@ void Proxy::read_head(Connection& c) {
     const std::size_t room = limits().max_head_bytes - c.head.size();
     const ssize_t n = ::recv(c.step.get(), buffer, std::min(room + 1, sizeof buffer), MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (n <= 0) return refuse(c, 400, EgressVerdict::refused, "closed before a complete request head");
+    if (n <= 0)
+        return refuse(c, 400, EgressVerdict::refused, "closed before a complete request head");
     c.head.append(buffer, static_cast<std::size_t>(n));
     const std::size_t end = request_head_end(c.head);
     if (end == std::string::npos) {
         if (c.head.size() >= limits().max_head_bytes)
-            refuse(c, 431, EgressVerdict::refused,
-                   "request head larger than " + std::to_string(limits().max_head_bytes) + " bytes");
+            refuse(
+                c, 431, EgressVerdict::refused,
+                "request head larger than " + std::to_string(limits().max_head_bytes) + " bytes");
         return;
     }
     c.leftover = c.head.substr(end);
@@ -272,17 +298,21 @@ void Proxy::decide(Connection& c) {
     auto parsed = parse_request_head(c.head);
     c.head.clear();
     c.head.shrink_to_fit();
-    if (!parsed) return refuse(c, parsed.error().status, EgressVerdict::refused, parsed.error().reason);
+    if (!parsed)
+        return refuse(c, parsed.error().status, EgressVerdict::refused, parsed.error().reason);
     c.request = std::move(*parsed);
     c.record.host = c.request.host;
     c.record.port = c.request.port;
     if (m_bytes_exhausted)
-        return refuse(c, 403, EgressVerdict::refused, "byte limit reached (" + std::to_string(limits().max_bytes) + " per run)");
-    if (++m_decided > limits().max_connections)
         return refuse(c, 403, EgressVerdict::refused,
-                      "connection limit reached (" + std::to_string(limits().max_connections) + " per run)");
+                      "byte limit reached (" + std::to_string(limits().max_bytes) + " per run)");
+    if (++m_decided > limits().max_connections)
+        return refuse(
+            c, 403, EgressVerdict::refused,
+            "connection limit reached (" + std::to_string(limits().max_connections) + " per run)");
     if (is_ip_literal(c.request.host))
-        return refuse(c, 403, EgressVerdict::refused, "an IP literal; only names on the allowlist are served");
+        return refuse(c, 403, EgressVerdict::refused,
+                      "an IP literal; only names on the allowlist are served");
     if (!egress_allowed(m_settings.rules, c.request.host, c.request.port))
         return refuse(c, 403, EgressVerdict::refused, "not on the allowlist");
     c.phase = Phase::resolving;
@@ -294,13 +324,15 @@ void Proxy::resolved(ResolverAnswer answer) {
     const auto found = m_connections.find(answer.id);
     if (found == m_connections.end() || found->second->done) return;
     Connection& c = *found->second;
-    if (answer.addresses.empty()) return refuse(c, 502, EgressVerdict::failed, "cannot resolve: " + answer.error);
+    if (answer.addresses.empty())
+        return refuse(c, 502, EgressVerdict::failed, "cannot resolve: " + answer.error);
     for (auto& address : answer.addresses) {
         const auto* raw = reinterpret_cast<const sockaddr*>(&address);
         const auto special = special_address(raw);
         if (!special) continue;
-        const bool listed = std::any_of(m_settings.ranges.begin(), m_settings.ranges.end(),
-                                        [&](const EgressRange& range) { return range_contains(range, raw); });
+        const bool listed =
+            std::any_of(m_settings.ranges.begin(), m_settings.ranges.end(),
+                        [&](const EgressRange& range) { return range_contains(range, raw); });
         if (!listed)
             return refuse(c, 403, EgressVerdict::refused,
                           "resolves to " + std::string(*special) + " address " + address_text(raw));
@@ -315,7 +347,8 @@ void Proxy::connect_next(Connection& c) {
     while (c.next_address < c.addresses.size()) {
         const auto& address = c.addresses[c.next_address++];
         const auto* raw = reinterpret_cast<const sockaddr*>(&address);
-        c.destination = Fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        c.destination =
+            Fd(::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!c.destination) {
             c.record.reason = errno_message("socket");
             continue;
@@ -327,7 +360,8 @@ void Proxy::connect_next(Connection& c) {
         }
         c.record.reason = errno_message("cannot connect to " + address_text(raw));
     }
-    refuse(c, 502, EgressVerdict::failed, c.record.reason.empty() ? "cannot connect" : c.record.reason);
+    refuse(c, 502, EgressVerdict::failed,
+           c.record.reason.empty() ? "cannot connect" : c.record.reason);
 }
 
 void Proxy::connected(Connection& c) {
@@ -336,9 +370,12 @@ void Proxy::connected(Connection& c) {
     c.relay.emplace(std::move(*made));
     c.record.verdict = EgressVerdict::allowed;
     c.record.reason.clear();
-    c.record.address = address_text(reinterpret_cast<const sockaddr*>(&c.addresses[c.next_address - 1]));
-    if (c.request.method == ProxyMethod::connect) c.relay->queue_in("HTTP/1.1 200 Connection established\r\n\r\n");
-    else c.relay->queue_out(std::move(c.request.upstream_head));
+    c.record.address =
+        address_text(reinterpret_cast<const sockaddr*>(&c.addresses[c.next_address - 1]));
+    if (c.request.method == ProxyMethod::connect)
+        c.relay->queue_in("HTTP/1.1 200 Connection established\r\n\r\n");
+    else
+        c.relay->queue_out(std::move(c.request.upstream_head));
     c.relay->queue_out(std::move(c.leftover));
     c.phase = Phase::relaying;
     c.deadline = Clock::now() + limits().idle_timeout;
@@ -356,7 +393,8 @@ void Proxy::relay(Connection& c) {
     if (state == PumpState::failed) return end(c, "ended: " + error);
     if (m_bytes > limits().max_bytes && !m_bytes_exhausted) {
         m_bytes_exhausted = true;
-        const std::string reason = "byte limit reached (" + std::to_string(limits().max_bytes) + " per run)";
+        const std::string reason =
+            "byte limit reached (" + std::to_string(limits().max_bytes) + " per run)";
         for (auto& [id, other] : m_connections)
             if (!other->done && other->phase == Phase::relaying) {
                 end(*other, reason);
@@ -368,11 +406,14 @@ void Proxy::relay(Connection& c) {
 void Proxy::expire(Connection& c) {
     switch (c.phase) {
         case Phase::head:
-            return refuse(c, 408, EgressVerdict::refused, "no complete request head within " + seconds(limits().head_timeout));
+            return refuse(c, 408, EgressVerdict::refused,
+                          "no complete request head within " + seconds(limits().head_timeout));
         case Phase::resolving:
         case Phase::connecting:
-            return refuse(c, 504, EgressVerdict::failed, "not connected within " + seconds(limits().connect_timeout));
-        case Phase::relaying: return end(c, "idle timeout (" + seconds(limits().idle_timeout) + ")");
+            return refuse(c, 504, EgressVerdict::failed,
+                          "not connected within " + seconds(limits().connect_timeout));
+        case Phase::relaying:
+            return end(c, "idle timeout (" + seconds(limits().idle_timeout) + ")");
     }
 }
 
@@ -380,13 +421,16 @@ void Proxy::refuse(Connection& c, int status, EgressVerdict verdict, std::string
     c.record.verdict = verdict;
     c.record.reason = std::move(reason);
     const std::string target = target_of(c.record);
-    const std::string body = "sandgate: egress " + std::string(to_string(verdict)) + ": " +
-                             (target.empty() ? c.record.reason : target + " (" + c.record.reason + ")") + "\n";
-    const std::string response = "HTTP/1.1 " + std::to_string(status) + " " + std::string(status_text(status)) +
-                                 "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
-                                 "\r\nConnection: close\r\n\r\n" + body;
+    const std::string body =
+        "sandgate: egress " + std::string(to_string(verdict)) + ": " +
+        (target.empty() ? c.record.reason : target + " (" + c.record.reason + ")") + "\n";
+    const std::string response =
+        "HTTP/1.1 " + std::to_string(status) + " " + std::string(status_text(status)) +
+        "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\nConnection: close\r\n\r\n" + body;
     (void)::send(c.step.get(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    c.record.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.started);
+    c.record.duration =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.started);
     m_report.connections.push_back(c.record);
     log_line(c.record, to_string(verdict));
     c.done = true;
@@ -396,7 +440,8 @@ void Proxy::end(Connection& c, std::string reason) {
     c.record.reason = std::move(reason);
     c.record.bytes_out = c.relay->bytes_out();
     c.record.bytes_in = c.relay->bytes_in();
-    c.record.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.started);
+    c.record.duration =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.started);
     m_report.connections.push_back(c.record);
     c.done = true;
 }
@@ -421,8 +466,10 @@ EgressReport Proxy::finish() {
     if (m_thread.joinable()) m_thread.join();
     for (auto& [id, c] : m_connections) {
         if (c->done) continue;
-        if (c->phase == Phase::relaying) end(*c, "run ended");
-        else refuse(*c, 503, EgressVerdict::refused, "run ended before the connection was made");
+        if (c->phase == Phase::relaying)
+            end(*c, "run ended");
+        else
+            refuse(*c, 503, EgressVerdict::refused, "run ended before the connection was made");
     }
     m_connections.clear();
     m_resolver.reset();
@@ -448,9 +495,9 @@ Expected<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressSettings setting
 std::vector<std::pair<std::string, std::string>> egress_proxy_environment() {
     const std::string url(k_egress_proxy_url);
     std::vector<std::pair<std::string, std::string>> env;
-    for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
-                             "npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY", "CARGO_HTTP_PROXY",
-                             "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY"})
+    for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                             "all_proxy", "npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY",
+                             "CARGO_HTTP_PROXY", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY"})
         env.emplace_back(name, url);
     // Only the wrap's own loopback bypasses the proxy (a step's test server); no remote name.
     env.emplace_back("NO_PROXY", "localhost,127.0.0.1,::1");

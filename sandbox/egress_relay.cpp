@@ -13,13 +13,16 @@ namespace {
 constexpr int k_pipe_bytes = 256 * 1024;
 constexpr std::size_t k_buffer_bytes = 64 * 1024;
 
-bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
+bool would_block(int error) {
+    return error == EAGAIN || error == EWOULDBLOCK || error == EINTR;
+}
 
 }  // namespace
 
 Expected<EgressRelay> EgressRelay::make() {
     EgressRelay relay;
-    relay.m_out.count_pending = true;  // a forwarded head goes to the destination; CONNECT's 200 is ours
+    relay.m_out.count_pending =
+        true;  // a forwarded head goes to the destination; CONNECT's 200 is ours
     for (Way* way : {&relay.m_out, &relay.m_in}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -35,7 +38,8 @@ Expected<EgressRelay> EgressRelay::make() {
 
 EgressRelay::Step EgressRelay::flush(Way& way, int sink, std::string& error) {
     if (!way.pending.empty()) {
-        const ssize_t n = ::send(sink, way.pending.data(), way.pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t n =
+            ::send(sink, way.pending.data(), way.pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (would_block(errno)) return Step::blocked;
             error = errno_message("send");
@@ -48,10 +52,12 @@ EgressRelay::Step EgressRelay::flush(Way& way, int sink, std::string& error) {
     if (way.held == 0) return Step::blocked;
     ssize_t n;
     if (way.buffer) {
-        n = ::send(sink, way.buffer.get() + way.buffer_start, way.held, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = ::send(sink, way.buffer.get() + way.buffer_start, way.held,
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) way.buffer_start += static_cast<std::size_t>(n);
     } else {
-        n = ::splice(way.pipe_read.get(), nullptr, sink, nullptr, way.held, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        n = ::splice(way.pipe_read.get(), nullptr, sink, nullptr, way.held,
+                     SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     }
     if (n < 0) {
         if (would_block(errno)) return Step::blocked;

@@ -47,7 +47,7 @@ private:
         Fd pipe_read;
         Fd pipe_write;
         std::size_t capacity = 0;
-        std::size_t held = 0;  // bytes in the pipe (or the buffer)
+        std::size_t held = 0;            // bytes in the pipe (or the buffer)
         std::unique_ptr<char[]> buffer;  // the fallback when splice is refused
         std::size_t buffer_start = 0;
         std::string pending;

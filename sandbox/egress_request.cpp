@@ -34,8 +34,9 @@ bool iequals(std::string_view a, std::string_view b) {
 
 // The headers a forwarded request loses: the proxy's own and the hop-by-hop ones.
 bool dropped_header(std::string_view name) {
-    for (std::string_view dropped : {"host", "connection", "proxy-connection", "proxy-authorization",
-                                     "proxy-authenticate", "keep-alive", "te", "trailer", "upgrade"})
+    for (std::string_view dropped :
+         {"host", "connection", "proxy-connection", "proxy-authorization", "proxy-authenticate",
+          "keep-alive", "te", "trailer", "upgrade"})
         if (iequals(name, dropped)) return true;
     return false;
 }
@@ -46,21 +47,25 @@ struct Authority {
 };
 
 // host[:port] or [v6][:port]; `default_port` 0: the port is required.
-std::expected<Authority, HeadRefusal> parse_authority(std::string_view text, std::uint16_t default_port) {
+std::expected<Authority, HeadRefusal> parse_authority(std::string_view text,
+                                                      std::uint16_t default_port) {
     Authority out;
     std::string_view host = text;
     std::string_view port;
     if (text.starts_with('[')) {
         const auto close = text.find(']');
-        if (close == std::string_view::npos) return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
+        if (close == std::string_view::npos)
+            return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
         host = text.substr(1, close - 1);
         const std::string_view rest = text.substr(close + 1);
         if (!rest.empty()) {
-            if (rest.front() != ':') return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
+            if (rest.front() != ':')
+                return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
             port = rest.substr(1);
             if (port.empty()) return refuse("empty port");
         }
-        if (!is_ip_literal(host)) return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
+        if (!is_ip_literal(host))
+            return refuse("malformed host '" + printable(text.substr(0, 80)) + "'");
         out.host = std::string(host);
     } else {
         const auto colon = text.rfind(':');
@@ -134,10 +139,12 @@ Result parse_request_head(std::string_view head) {
         authority_text = rest.substr(0, path_at);
         path = path_at == std::string_view::npos ? std::string_view("/") : rest.substr(path_at);
         if (path.front() == '#') return refuse("malformed URL");
-        if (authority_text.find('@') != std::string_view::npos) return refuse("credentials in the URL");
+        if (authority_text.find('@') != std::string_view::npos)
+            return refuse("credentials in the URL");
     }
     if (authority_text.empty()) return refuse("no host");
-    auto authority = parse_authority(authority_text, request.method == ProxyMethod::connect ? 0 : 80);
+    auto authority =
+        parse_authority(authority_text, request.method == ProxyMethod::connect ? 0 : 80);
     if (!authority) return std::unexpected(authority.error());
     request.host = std::move(authority->host);
     request.port = authority->port;

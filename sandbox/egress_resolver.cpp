@@ -30,7 +30,8 @@ Expected<std::thread> start_quiet_thread(std::function<void()> body) {
 Expected<std::unique_ptr<EgressResolver>> EgressResolver::start() {
     std::unique_ptr<EgressResolver> resolver(new EgressResolver());
     resolver->m_ready = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!resolver->m_ready) return fail(ErrorKind::unavailable, errno_message("eventfd for the egress resolver"));
+    if (!resolver->m_ready)
+        return fail(ErrorKind::unavailable, errno_message("eventfd for the egress resolver"));
     auto thread = start_quiet_thread([raw = resolver.get()] { raw->work(); });
     if (!thread) return std::unexpected(thread.error());
     resolver->m_thread = std::move(*thread);

@@ -11,7 +11,9 @@
 namespace sandbox {
 namespace {
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 bool label_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -21,7 +23,8 @@ std::optional<std::uint16_t> parse_port(std::string_view text) {
     unsigned value = 0;
     const auto* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (text.empty() || ec != std::errc() || ptr != end || value == 0 || value > 65535) return std::nullopt;
+    if (text.empty() || ec != std::errc() || ptr != end || value == 0 || value > 65535)
+        return std::nullopt;
     return static_cast<std::uint16_t>(value);
 }
 
@@ -42,17 +45,20 @@ bool in4(std::uint32_t address, std::uint32_t network, unsigned prefix) {
     return (address & mask) == (network & mask);
 }
 
-std::uint32_t v4(unsigned a, unsigned b, unsigned c, unsigned d) { return a << 24 | b << 16 | c << 8 | d; }
+std::uint32_t v4(unsigned a, unsigned b, unsigned c, unsigned d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
 
 std::optional<std::string_view> special_ipv4(std::uint32_t a) {
     if (in4(a, v4(127, 0, 0, 0), 8)) return "loopback";
     if (in4(a, v4(169, 254, 0, 0), 16)) return "link-local";
-    if (in4(a, v4(10, 0, 0, 0), 8) || in4(a, v4(172, 16, 0, 0), 12) || in4(a, v4(192, 168, 0, 0), 16) ||
-        in4(a, v4(100, 64, 0, 0), 10))
+    if (in4(a, v4(10, 0, 0, 0), 8) || in4(a, v4(172, 16, 0, 0), 12) ||
+        in4(a, v4(192, 168, 0, 0), 16) || in4(a, v4(100, 64, 0, 0), 10))
         return "private";
     if (in4(a, 0, 8) || in4(a, v4(224, 0, 0, 0), 4) || in4(a, v4(240, 0, 0, 0), 4) ||
-        in4(a, v4(192, 0, 0, 0), 24) || in4(a, v4(192, 0, 2, 0), 24) || in4(a, v4(198, 18, 0, 0), 15) ||
-        in4(a, v4(198, 51, 100, 0), 24) || in4(a, v4(203, 0, 113, 0), 24))
+        in4(a, v4(192, 0, 0, 0), 24) || in4(a, v4(192, 0, 2, 0), 24) ||
+        in4(a, v4(198, 18, 0, 0), 15) || in4(a, v4(198, 51, 100, 0), 24) ||
+        in4(a, v4(203, 0, 113, 0), 24))
         return "reserved";
     return std::nullopt;
 }
@@ -106,7 +112,8 @@ std::optional<std::string> normal_host_name(std::string_view host) {
 }
 
 bool is_ip_literal(std::string_view host) {
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
     if (host.empty() || host.size() > 64) return false;
     const std::string text(host);
     in_addr a4{};
@@ -116,8 +123,8 @@ bool is_ip_literal(std::string_view host) {
 
 Expected<EgressRule> parse_egress_rule(std::string_view text) {
     auto bad = [&](std::string_view why) {
-        return fail(ErrorKind::invalid_input,
-                    "--allow-egress '" + printable(text) + "': " + std::string(why) + " (expected HOST[:PORT])");
+        return fail(ErrorKind::invalid_input, "--allow-egress '" + printable(text) + "': " +
+                                                  std::string(why) + " (expected HOST[:PORT])");
     };
     std::string_view host = text;
     EgressRule rule;
@@ -132,10 +139,12 @@ Expected<EgressRule> parse_egress_rule(std::string_view text) {
     if (host.empty()) return bad("empty host");
     const bool wildcard = host.starts_with("*.");
     if (wildcard) host.remove_prefix(2);
-    if (host.find('*') != std::string_view::npos) return bad("'*' only as the whole first label ('*.example.org')");
+    if (host.find('*') != std::string_view::npos)
+        return bad("'*' only as the whole first label ('*.example.org')");
     auto name = normal_host_name(host);
     if (!name) return bad("not a host name");
-    if (is_ip_literal(*name)) return bad("an IP address; name the host (the proxy refuses IP literals)");
+    if (is_ip_literal(*name))
+        return bad("an IP address; name the host (the proxy refuses IP literals)");
     if (wildcard && name->find('.') == std::string::npos)
         return bad("a wildcard needs a domain of two labels at least ('*.example.org')");
     rule.host = wildcard ? "*." + *name : *name;
@@ -144,8 +153,9 @@ Expected<EgressRule> parse_egress_rule(std::string_view text) {
 
 Expected<EgressRange> parse_egress_range(std::string_view text) {
     auto bad = [&](std::string_view why) {
-        return fail(ErrorKind::invalid_input, "--allow-egress-range '" + printable(text) + "': " +
-                                                  std::string(why) + " (expected ADDRESS[/PREFIX])");
+        return fail(ErrorKind::invalid_input, "--allow-egress-range '" + printable(text) +
+                                                  "': " + std::string(why) +
+                                                  " (expected ADDRESS[/PREFIX])");
     };
     EgressRange range;
     range.text = std::string(text);
@@ -164,7 +174,8 @@ Expected<EgressRange> parse_egress_range(std::string_view text) {
         const std::string_view prefix = text.substr(slash + 1);
         unsigned value = 0;
         auto [ptr, ec] = std::from_chars(prefix.data(), prefix.data() + prefix.size(), value);
-        if (prefix.empty() || ec != std::errc() || ptr != prefix.data() + prefix.size() || value > bits)
+        if (prefix.empty() || ec != std::errc() || ptr != prefix.data() + prefix.size() ||
+            value > bits)
             return bad("prefix must be 0-" + std::to_string(bits));
         range.prefix = value;
     }
@@ -172,7 +183,8 @@ Expected<EgressRange> parse_egress_range(std::string_view text) {
     return range;
 }
 
-bool egress_allowed(const std::vector<EgressRule>& rules, std::string_view host, std::uint16_t port) {
+bool egress_allowed(const std::vector<EgressRule>& rules, std::string_view host,
+                    std::uint16_t port) {
     for (const auto& rule : rules) {
         if (rule.port != port) continue;
         std::string_view pattern = rule.host;
@@ -195,9 +207,10 @@ std::optional<std::string_view> special_address(const sockaddr* address) {
     if (IN6_IS_ADDR_UNSPECIFIED(&a6)) return "reserved";
     if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";
     if ((b[0] & 0xfe) == 0xfc) return "unique-local";
-    if (b[0] == 0xff) return "reserved";                                        // multicast
-    if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "reserved";               // site-local
-    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) return "reserved";  // documentation
+    if (b[0] == 0xff) return "reserved";                           // multicast
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "reserved";  // site-local
+    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
+        return "reserved";  // documentation
     // NAT64 (64:ff9b::/96) carries an IPv4 address that may be a private one.
     static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b};
     if (std::memcmp(b, nat64, 12) == 0) {
@@ -217,26 +230,33 @@ bool range_contains(const EgressRange& range, const sockaddr* address) {
         return in4(*a4, ntohl(network), range.prefix);
     }
     if (address->sa_family != AF_INET6) return false;
-    return prefix_matches(reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr.s6_addr, range.bytes,
-                          range.prefix);
+    return prefix_matches(reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr.s6_addr,
+                          range.bytes, range.prefix);
 }
 
 std::string address_text(const sockaddr* address) {
     char text[INET6_ADDRSTRLEN] = {};
     if (address->sa_family == AF_INET)
-        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text, sizeof text);
+        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text,
+                    sizeof text);
     else if (address->sa_family == AF_INET6)
-        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text, sizeof text);
+        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text,
+                    sizeof text);
     return text;
 }
 
-std::string describe(const EgressRule& rule) { return rule.host + ":" + std::to_string(rule.port); }
+std::string describe(const EgressRule& rule) {
+    return rule.host + ":" + std::to_string(rule.port);
+}
 
 std::string_view to_string(EgressVerdict verdict) {
     switch (verdict) {
-        case EgressVerdict::allowed: return "allowed";
-        case EgressVerdict::refused: return "refused";
-        case EgressVerdict::failed: return "failed";
+        case EgressVerdict::allowed:
+            return "allowed";
+        case EgressVerdict::refused:
+            return "refused";
+        case EgressVerdict::failed:
+            return "failed";
     }
     return "refused";
 }

@@ -43,8 +43,9 @@ struct EgressLimits {
     std::uint64_t max_connections = 65536;  // accepted per run; later ones are refused
     std::uint64_t max_concurrent = 256;     // open at once; more are refused (503)
     std::uint64_t max_bytes = 64ULL << 30;  // both ways together, per run; then all are closed
-    std::chrono::milliseconds idle_timeout{300'000};  // no byte either way: the connection is closed
-    std::chrono::milliseconds head_timeout{30'000};   // to send the request head
+    std::chrono::milliseconds idle_timeout{
+        300'000};                                    // no byte either way: the connection is closed
+    std::chrono::milliseconds head_timeout{30'000};  // to send the request head
     std::chrono::milliseconds connect_timeout{30'000};
     std::size_t max_head_bytes = 32 * 1024;
 };
@@ -56,10 +57,12 @@ struct EgressConnection {
     std::string host;  // as requested (normalised); empty when the request named none
     std::uint16_t port = 0;
     EgressVerdict verdict = EgressVerdict::refused;
-    std::string reason;   // why refused or failed; how an allowed one ended ("closed", "idle timeout")
+    std::string
+        reason;  // why refused or failed; how an allowed one ended ("closed", "idle timeout")
     std::string address;  // the address connected to, when one was
-    std::uint64_t bytes_out = 0;  // step -> destination (a forwarded request's rewritten head included)
-    std::uint64_t bytes_in = 0;   // destination -> step (not the proxy's own answers)
+    std::uint64_t bytes_out =
+        0;  // step -> destination (a forwarded request's rewritten head included)
+    std::uint64_t bytes_in = 0;  // destination -> step (not the proxy's own answers)
     std::chrono::milliseconds duration{0};
 };
 
@@ -86,7 +89,8 @@ std::optional<std::string> normal_host_name(std::string_view host);
 bool is_ip_literal(std::string_view host);
 
 // Whether some rule allows `host` (normalised) on `port`.
-bool egress_allowed(const std::vector<EgressRule>& rules, std::string_view host, std::uint16_t port);
+bool egress_allowed(const std::vector<EgressRule>& rules, std::string_view host,
+                    std::uint16_t port);
 
 // Why an address is not an ordinary public one: "loopback", "link-local", "private",
 // "unique-local", "reserved" (unspecified, multicast, broadcast, documentation...); nullopt

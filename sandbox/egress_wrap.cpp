@@ -9,18 +9,22 @@ extern const unsigned char k_egress_forwarder_program[];
 extern const std::size_t k_egress_forwarder_program_size;
 
 std::string_view egress_forwarder_program() {
-    return {reinterpret_cast<const char*>(k_egress_forwarder_program), k_egress_forwarder_program_size};
+    return {reinterpret_cast<const char*>(k_egress_forwarder_program),
+            k_egress_forwarder_program_size};
 }
 
 Expected<EgressWrap> start_egress(const Policy& policy) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
-        return fail(ErrorKind::unavailable, errno_message("--network allowlist: socketpair for the egress proxy"));
+        return fail(ErrorKind::unavailable,
+                    errno_message("--network allowlist: socketpair for the egress proxy"));
     EgressWrap wrap;
     wrap.wrap_end = Fd(fds[0]);
     Fd ours(fds[1]);
-    auto proxy = EgressProxy::start({policy.egress, policy.egress_ranges, policy.egress_limits}, std::move(ours));
-    if (!proxy) return fail(ErrorKind::unavailable, "--network allowlist: " + proxy.error().message);
+    auto proxy = EgressProxy::start({policy.egress, policy.egress_ranges, policy.egress_limits},
+                                    std::move(ours));
+    if (!proxy)
+        return fail(ErrorKind::unavailable, "--network allowlist: " + proxy.error().message);
     wrap.proxy = std::move(*proxy);
     return wrap;
 }

@@ -15,8 +15,8 @@ namespace {
 
 // Locale, terminal and time zone: what a build needs to behave as on a developer's machine.
 constexpr std::array<std::string_view, 10> k_allowed = {
-    "PATH", "LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR", "SOURCE_DATE_EPOCH",
-    "TERMINFO", "LOCPATH",
+    "PATH",      "LANG",     "LANGUAGE",          "TERM",     "TZ",
+    "COLORTERM", "NO_COLOR", "SOURCE_DATE_EPOCH", "TERMINFO", "LOCPATH",
 };
 
 bool allowed(std::string_view name) {
@@ -25,7 +25,8 @@ bool allowed(std::string_view name) {
 }
 
 void set_var(Environment& env, std::string_view name, std::string_view value) {
-    auto it = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+    auto it =
+        std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
     if (it != env.end()) {
         it->second = value;
     } else {

@@ -7,11 +7,16 @@ namespace sandbox {
 
 std::string_view to_string(ErrorKind kind) {
     switch (kind) {
-        case ErrorKind::invalid_input: return "invalid_input";
-        case ErrorKind::timeout: return "timeout";
-        case ErrorKind::unavailable: return "unavailable";
-        case ErrorKind::transient: return "transient";
-        case ErrorKind::permanent: return "permanent";
+        case ErrorKind::invalid_input:
+            return "invalid_input";
+        case ErrorKind::timeout:
+            return "timeout";
+        case ErrorKind::unavailable:
+            return "unavailable";
+        case ErrorKind::transient:
+            return "transient";
+        case ErrorKind::permanent:
+            return "permanent";
     }
     return "permanent";
 }
@@ -23,6 +28,8 @@ std::string errno_message(std::string_view what, int saved_errno) {
     return message;
 }
 
-std::string errno_message(std::string_view what) { return errno_message(what, errno); }
+std::string errno_message(std::string_view what) {
+    return errno_message(what, errno);
+}
 
 }  // namespace sandbox

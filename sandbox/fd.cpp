@@ -15,8 +15,8 @@ void close_all(std::vector<Fd>& fds) {
         std::size_t last = first;
         while (last + 1 < numbers.size() && numbers[last + 1] == numbers[last] + 1) ++last;
         // Every number in [numbers[first], numbers[last]] is ours: the run has no gap.
-        if (last == first ||
-            ::close_range(static_cast<unsigned>(numbers[first]), static_cast<unsigned>(numbers[last]), 0) != 0) {
+        if (last == first || ::close_range(static_cast<unsigned>(numbers[first]),
+                                           static_cast<unsigned>(numbers[last]), 0) != 0) {
             for (std::size_t i = first; i <= last; ++i) ::close(numbers[i]);
         }
         first = last + 1;

@@ -36,7 +36,8 @@ Expected<Owner> parse_host_identity(std::string_view text, std::string_view flag
         owner.gid = *gid;
     }
     if (owner.uid == 0 || owner.gid == 0)
-        return fail(ErrorKind::invalid_input, prefix + "the sandbox's host identity must not be root");
+        return fail(ErrorKind::invalid_input,
+                    prefix + "the sandbox's host identity must not be root");
     return owner;
 }
 

@@ -19,16 +19,21 @@ nlohmann::ordered_json convert(simdjson::dom::element element) {
             auto out = nlohmann::ordered_json::object();
             simdjson::dom::object fields;
             if (element.get(fields) != simdjson::SUCCESS) return out;
-            for (auto [key, value] : fields)
-                out[std::string(key)] = convert(value);
+            for (auto [key, value] : fields) out[std::string(key)] = convert(value);
             return out;
         }
-        case Type::INT64: return element.get_int64().value_unsafe();
-        case Type::UINT64: return element.get_uint64().value_unsafe();
-        case Type::DOUBLE: return element.get_double().value_unsafe();
-        case Type::STRING: return std::string(element.get_string().value_unsafe());
-        case Type::BOOL: return element.get_bool().value_unsafe();
-        case Type::NULL_VALUE: return nullptr;
+        case Type::INT64:
+            return element.get_int64().value_unsafe();
+        case Type::UINT64:
+            return element.get_uint64().value_unsafe();
+        case Type::DOUBLE:
+            return element.get_double().value_unsafe();
+        case Type::STRING:
+            return std::string(element.get_string().value_unsafe());
+        case Type::BOOL:
+            return element.get_bool().value_unsafe();
+        case Type::NULL_VALUE:
+            return nullptr;
     }
     return nullptr;
 }

@@ -3,7 +3,6 @@
 // parsing it with simdjson (the project's one JSON parser). Key order is kept.
 
 #include <nlohmann/json.hpp>
-
 #include <string_view>
 
 #include "sandbox/error.hpp"

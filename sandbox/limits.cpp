@@ -1,5 +1,6 @@
 #include "sandbox/limits.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <fcntl.h>
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/probe.hpp"
@@ -44,7 +43,9 @@ std::optional<std::string> own_cgroup(std::string_view controller) {
     return std::nullopt;
 }
 
-bool writable_dir(const std::filesystem::path& dir) { return ::access(dir.c_str(), W_OK) == 0; }
+bool writable_dir(const std::filesystem::path& dir) {
+    return ::access(dir.c_str(), W_OK) == 0;
+}
 
 // Whether the run's own cgroup2 leaf (created by sandbox::run under Cgroup::base()) will have
 // `controller`: it must be enabled in the base's subtree_control.
@@ -101,10 +102,14 @@ void kill_members(const std::filesystem::path& dir) {
 
 std::string_view to_string(LimitMechanism mechanism) {
     switch (mechanism) {
-        case LimitMechanism::none: return "none";
-        case LimitMechanism::cgroup2: return "cgroup2";
-        case LimitMechanism::cgroup1: return "cgroup1";
-        case LimitMechanism::rlimit: return "rlimit";
+        case LimitMechanism::none:
+            return "none";
+        case LimitMechanism::cgroup2:
+            return "cgroup2";
+        case LimitMechanism::cgroup1:
+            return "cgroup1";
+        case LimitMechanism::rlimit:
+            return "rlimit";
     }
     return "none";
 }
@@ -131,13 +136,15 @@ Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     if (policy.memory_bytes && *policy.memory_bytes < k_min_memory)
         return fail(ErrorKind::invalid_input, "--memory: at least 64M is needed to start the wrap");
     if (policy.pids && *policy.pids < 2)
-        return fail(ErrorKind::invalid_input, "--pids: at least 2 (the wrap's own init and the command)");
+        return fail(ErrorKind::invalid_input,
+                    "--pids: at least 2 (the wrap's own init and the command)");
     const bool leaf = cgroup == CgroupUse::automatic;
     // A v1 per-run cgroup's name, made only when one is (getpid is a system call).
     std::string name;
     const auto v1_name = [&name]() -> const std::string& {
         if (name.empty())
-            name = "sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter.fetch_add(1));
+            name = "sandgate-" + std::to_string(::getpid()) + "-" +
+                   std::to_string(g_counter.fetch_add(1));
         return name;
     };
     // Memory: only when asked.
@@ -150,7 +157,8 @@ Expected<LimitPlan> plan_limits(const Policy& policy, CgroupUse cgroup) {
     } else if (auto parent = cgroup1_parent("memory")) {
         plan.memory = policy.memory_bytes;
         plan.memory_by = LimitMechanism::cgroup1;
-        add_limit_file(plan, *parent / v1_name(), "memory.limit_in_bytes", std::to_string(*plan.memory));
+        add_limit_file(plan, *parent / v1_name(), "memory.limit_in_bytes",
+                       std::to_string(*plan.memory));
     } else {
         plan.memory = policy.memory_bytes;
         plan.memory_by = LimitMechanism::rlimit;
@@ -198,10 +206,12 @@ Expected<std::unique_ptr<LimitResources>> apply_limits(const LimitPlan& plan) {
             std::ofstream out(dir / file);
             out << value;
             out.flush();
-            if (!out) return cleanup_on_error("cannot set " + (dir / file).string() + " to " + value);
+            if (!out)
+                return cleanup_on_error("cannot set " + (dir / file).string() + " to " + value);
         }
         Fd fd(::open((dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-        if (!fd) return cleanup_on_error(errno_message("opening " + (dir / "cgroup.procs").string()));
+        if (!fd)
+            return cleanup_on_error(errno_message("opening " + (dir / "cgroup.procs").string()));
         procs.push_back(std::move(fd));
     }
     return std::make_unique<LimitResources>(std::move(made), std::move(procs));

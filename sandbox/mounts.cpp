@@ -17,8 +17,9 @@ namespace {
 // what makes bwrap slow); directories are bound. Nothing that commonly holds a secret (shadow,
 // gitconfig, npmrc, pip.conf, ssh, sudoers, machine-id).
 constexpr const char* k_etc_files[] = {
-    "ld.so.cache", "ld.so.conf", "localtime", "timezone", "os-release", "debian_version",
-    "protocols", "services", "networks", "gai.conf", "host.conf", "locale.alias", "mime.types",
+    "ld.so.cache",    "ld.so.conf",   "localtime",  "timezone", "os-release",
+    "debian_version", "protocols",    "services",   "networks", "gai.conf",
+    "host.conf",      "locale.alias", "mime.types",
 };
 // alternatives: cc, c++, java, python...; ssl: certificates; java: its conf symlinks point here.
 constexpr const char* k_etc_dirs[] = {"alternatives", "ssl", "java-17-openjdk", "java-21-openjdk"};
@@ -55,7 +56,9 @@ bool plain(std::string_view text) {
 std::size_t depth(const std::filesystem::path& path) {
     const std::string_view text = path.native();
     if (plain(text))
-        return text.size() == 1 ? 1 : static_cast<std::size_t>(std::count(text.begin(), text.end(), '/')) + 1;
+        return text.size() == 1
+                   ? 1
+                   : static_cast<std::size_t>(std::count(text.begin(), text.end(), '/')) + 1;
     return static_cast<std::size_t>(std::distance(path.begin(), path.end()));
 }
 
@@ -104,8 +107,9 @@ Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& p
     if (path.empty()) return fail(ErrorKind::invalid_input, std::string(what) + ": empty path");
     std::error_code ec;
     std::filesystem::path absolute = std::filesystem::absolute(path, ec);
-    if (ec) return fail(ErrorKind::invalid_input, std::string(what) + " " + path.string() +
-                                                      ": " + ec.message());
+    if (ec)
+        return fail(ErrorKind::invalid_input,
+                    std::string(what) + " " + path.string() + ": " + ec.message());
     absolute = strip_trailing(absolute.lexically_normal());
     // Walk every prefix with lstat: a symlink anywhere would let whoever planted it choose
     // what gets mounted (bwrap resolves the destination inside the new root).
@@ -115,9 +119,8 @@ Expected<std::filesystem::path> checked_bind_path(const std::filesystem::path& p
         struct stat st {};
         if (::lstat(prefix.c_str(), &st) != 0) {
             if (must_exist == MustExist::yes)
-                return fail(ErrorKind::invalid_input, std::string(what) + " " +
-                                                          absolute.string() + ": " +
-                                                          errno_message(prefix.string()));
+                return fail(ErrorKind::invalid_input, std::string(what) + " " + absolute.string() +
+                                                          ": " + errno_message(prefix.string()));
             return absolute;
         }
         if (S_ISLNK(st.st_mode)) {
@@ -155,7 +158,8 @@ void add_system_tree(std::vector<MountEntry>& entries) {
         char target[PATH_MAX];
         const ssize_t length = ::readlink(top.c_str(), target, sizeof target);
         if (length > 0 && static_cast<std::size_t>(length) < sizeof target) {
-            add(entries, MountKind::symlink, top, std::string(target, static_cast<std::size_t>(length)), 0);
+            add(entries, MountKind::symlink, top,
+                std::string(target, static_cast<std::size_t>(length)), 0);
         } else if (length < 0 && errno == EINVAL && std::filesystem::is_directory(top, ec)) {
             add(entries, MountKind::ro_bind, top, top, 0);
         }
@@ -172,7 +176,8 @@ void add_proc_protection(std::vector<MountEntry>& entries) {
     }
     for (const char* name : k_proc_masked) {
         std::string path = std::string("/proc/") + name;
-        if (::access(path.c_str(), F_OK) == 0) add(entries, MountKind::hide_file, std::move(path), {}, 1);
+        if (::access(path.c_str(), F_OK) == 0)
+            add(entries, MountKind::hide_file, std::move(path), {}, 1);
     }
 }
 
@@ -208,15 +213,19 @@ void add_generated_etc(std::vector<MountEntry>& entries, unsigned uid, unsigned 
     const std::string gid_text = std::to_string(gid);
     // The login shell of a CI user: bash where there is one (bash sets $SHELL from it).
     const std::string login_shell = ::access("/bin/bash", F_OK) == 0 ? "/bin/bash" : "/bin/sh";
-    entries.push_back(data_entry("/etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                                "sandgate:x:" + uid_text + ":" + gid_text +
-                                                    ":sandgate:" + home.string() + ":" + login_shell + "\n"
-                                                "nobody:x:65534:65534:nobody:/nonexistent:"
-                                                "/usr/sbin/nologin\n"));
-    entries.push_back(data_entry("/etc/group", "root:x:0:\nsandgate:x:" + gid_text +
-                                                   ":\nnogroup:x:65534:\n"));
-    entries.push_back(data_entry("/etc/hosts", "127.0.0.1\tlocalhost sandgate\n"
-                                               "::1\tlocalhost ip6-localhost ip6-loopback\n"));
+    entries.push_back(data_entry("/etc/passwd",
+                                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                 "sandgate:x:" +
+                                     uid_text + ":" + gid_text + ":sandgate:" + home.string() +
+                                     ":" + login_shell +
+                                     "\n"
+                                     "nobody:x:65534:65534:nobody:/nonexistent:"
+                                     "/usr/sbin/nologin\n"));
+    entries.push_back(
+        data_entry("/etc/group", "root:x:0:\nsandgate:x:" + gid_text + ":\nnogroup:x:65534:\n"));
+    entries.push_back(data_entry("/etc/hosts",
+                                 "127.0.0.1\tlocalhost sandgate\n"
+                                 "::1\tlocalhost ip6-localhost ip6-loopback\n"));
     entries.push_back(data_entry("/etc/hostname", "sandgate\n"));
     entries.push_back(data_entry("/etc/nsswitch.conf",
                                  "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
@@ -234,7 +243,8 @@ std::vector<MountEntry> system_mounts(WithResolv with_resolv) {
     return entries;
 }
 
-std::vector<MountEntry> system_files(unsigned uid, unsigned gid, const std::filesystem::path& home) {
+std::vector<MountEntry> system_files(unsigned uid, unsigned gid,
+                                     const std::filesystem::path& home) {
     std::vector<MountEntry> entries;
     entries.reserve(24);
     add_host_etc_files(entries);
@@ -243,12 +253,13 @@ std::vector<MountEntry> system_files(unsigned uid, unsigned gid, const std::file
 }
 
 Expected<void> refuse_host_roots(const std::filesystem::path& path, std::string_view what) {
-    static constexpr std::string_view k_host_roots[] = {"/tmp", "/var/tmp", "/run", "/var/run",
-                                                         "/dev/shm", "/proc", "/sys", "/dev",
-                                                         "/etc", "/boot"};
+    static constexpr std::string_view k_host_roots[] = {"/tmp",     "/var/tmp", "/run", "/var/run",
+                                                        "/dev/shm", "/proc",    "/sys", "/dev",
+                                                        "/etc",     "/boot"};
     const auto refuse = [&](std::string_view root) {
         return fail(ErrorKind::invalid_input,
-                    std::string(what) + " " + path.string() + ": would expose " + std::string(root) +
+                    std::string(what) + " " + path.string() + ": would expose " +
+                        std::string(root) +
                         " to the sandbox (the host's /tmp, /run, HOME and system trees are never "
                         "bound); use a project directory");
     };

@@ -15,19 +15,19 @@
 namespace sandbox {
 
 enum class MountKind {
-    ro_bind,    // source bound read-only at dest
+    ro_bind,  // source bound read-only at dest
     // source bound read-only at dest when it exists: bwrap looks (`--ro-bind-try`), which
     // spares the plan a stat for system paths that may be missing on a given host
     ro_bind_try,
-    bind,       // source bound read-write at dest
-    hide_dir,   // an empty read-only tmpfs over dest
-    hide_file,  // /dev/null bound read-only over dest
-    symlink,    // dest is a symlink to source (a relative or absolute target)
-    data,       // dest is a read-only file holding `content`, copied into the root (no mount)
-    host_file,  // dest is a read-only copy of the host's regular file `source` (no mount)
-    proc,       // a new procfs for the new pid namespace
-    dev,        // a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
-    tmpfs,      // a private tmpfs of `size` bytes, mode 1777
+    bind,          // source bound read-write at dest
+    hide_dir,      // an empty read-only tmpfs over dest
+    hide_file,     // /dev/null bound read-only over dest
+    symlink,       // dest is a symlink to source (a relative or absolute target)
+    data,          // dest is a read-only file holding `content`, copied into the root (no mount)
+    host_file,     // dest is a read-only copy of the host's regular file `source` (no mount)
+    proc,          // a new procfs for the new pid namespace
+    dev,           // a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
+    tmpfs,         // a private tmpfs of `size` bytes, mode 1777
     private_dir,   // dest is a new directory, mode 0700, owned by the sandbox uid (no mount)
     private_file,  // dest is a new file holding `content`, mode 0644, the sandbox uid's
     program,       // dest is a read-only executable holding `content`, mode 0555 (no mount)
@@ -37,10 +37,10 @@ struct MountEntry {
     MountKind kind = MountKind::ro_bind;
     std::filesystem::path dest;
     std::filesystem::path source;
-    std::string content;  // data, private_file and program only
-    int priority = 0;     // same depth: lower first (a later mount covers an earlier one)
+    std::string content;     // data, private_file and program only
+    int priority = 0;        // same depth: lower first (a later mount covers an earlier one)
     std::uint64_t size = 0;  // tmpfs only
-    int fd = -1;  // data, host_file, private_file: the fd bwrap copies the contents from
+    int fd = -1;             // data, host_file, private_file: the fd bwrap copies the contents from
 };
 
 // Makes `path` absolute (against the current directory) and lexically normal, then refuses it

@@ -18,15 +18,16 @@ namespace sandbox {
 namespace {
 
 // The scheduler queues a new thread on its creator's CPU, where it waits until the creator
-// blocks (~0.25 ms of parsing and planning here) while the other core idles; a thread allowed only the
-// other CPUs starts there at once (~60 us). Best effort: on one CPU it stays where it is.
+// blocks (~0.25 ms of parsing and planning here) while the other core idles; a thread allowed only
+// the other CPUs starts there at once (~60 us). Best effort: on one CPU it stays where it is.
 void move_off_this_cpu(std::thread& thread) {
     cpu_set_t others;
     if (::sched_getaffinity(0, sizeof others, &others) != 0) return;
     const int here = ::sched_getcpu();
     if (here < 0) return;
     CPU_CLR(here, &others);
-    if (CPU_COUNT(&others) > 0) ::pthread_setaffinity_np(thread.native_handle(), sizeof others, &others);
+    if (CPU_COUNT(&others) > 0)
+        ::pthread_setaffinity_np(thread.native_handle(), sizeof others, &others);
 }
 
 // Whether this thread may make a network namespace: CAP_SYS_ADMIN in its effective set, in

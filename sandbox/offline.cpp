@@ -44,7 +44,8 @@ ScratchLayout scratch_layout(const std::filesystem::path& root) {
     return ScratchLayout{root, root / "home", root / "tmp"};
 }
 
-Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout, const std::optional<Owner>& owner) {
+Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout,
+                                                const std::optional<Owner>& owner) {
     auto root = SafeDir::make_trusted(layout.root, {0700, owner}, "the scratch");
     if (!root) return std::unexpected(root.error());
     if (owner && ::fchown(root->fd(), owner->uid, owner->gid) != 0)
@@ -74,7 +75,8 @@ std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::
     std::error_code ec;
     const auto add = [&](const char* below) {
         const auto dir = cache / below;
-        if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) out.push_back(dir);
+        if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec)))
+            out.push_back(dir);
     };
     for (const auto& copy : k_copies) add(copy.from);
     add("pnpm/store");
@@ -84,9 +86,12 @@ std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::
 
 bool offline_enabled(const Policy& policy) {
     switch (policy.offline) {
-        case Offline::on: return true;
-        case Offline::off: return false;
-        case Offline::automatic: return policy.network == NetworkMode::none && policy.egress.empty();
+        case Offline::on:
+            return true;
+        case Offline::off:
+            return false;
+        case Offline::automatic:
+            return policy.network == NetworkMode::none && policy.egress.empty();
     }
     return true;
 }
@@ -143,7 +148,8 @@ Environment wrapped_environment(const Environment& base, const ScratchLayout& sc
     return env;
 }
 
-Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch, OfflineEnv offline,
+Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch,
+                                   OfflineEnv offline,
                                    const std::optional<std::filesystem::path>& cache,
                                    const std::optional<Owner>& owner) {
     if (cache) {
@@ -169,7 +175,8 @@ Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scr
             if (auto dir = home.make_dirs(parent, {0755, owner}, parent); !dir)
                 return std::unexpected(dir.error());
         }
-        if (auto made = home.create_file_once(*relative, file.content, {0644, owner}, *relative); !made)
+        if (auto made = home.create_file_once(*relative, file.content, {0644, owner}, *relative);
+            !made)
             return std::unexpected(made.error());
     }
     return {};
@@ -182,12 +189,23 @@ std::string xml_escaped(std::string_view text) {
     std::string out;
     for (const char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default: out.push_back(c);
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            default:
+                out.push_back(c);
         }
     }
     return out;
@@ -212,7 +230,8 @@ std::vector<ScratchFile> offline_config_files(const ScratchLayout& scratch,
         sources += "<add key=\"sandgate-cache\" value=\"" + xml_escaped(feed) + "\" />";
     files.push_back({scratch.home / ".nuget/NuGet/NuGet.Config",
                      "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<configuration>\n"
-                     "  <packageSources>" + sources + "</packageSources>\n</configuration>\n"});
+                     "  <packageSources>" +
+                         sources + "</packageSources>\n</configuration>\n"});
     return files;
 }
 

@@ -43,7 +43,8 @@ ScratchLayout scratch_layout(const std::filesystem::path& root);
 // fresh scratch, to be seeded), nullopt when it existed: a scratch is seeded once, before its
 // first run, never again through paths a step of that run could have replaced. An existing
 // home or tmp that is not a real directory (a step left a link) is an error.
-Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout, const std::optional<Owner>& owner);
+Expected<std::optional<SafeDir>> create_scratch(const ScratchLayout& layout,
+                                                const std::optional<Owner>& owner);
 
 // The allowlisted directories of `cache` that exist, as the wrap binds them (read-only).
 std::vector<std::filesystem::path> toolchain_cache_binds(const std::filesystem::path& cache);
@@ -69,7 +70,8 @@ void trust_git_directories(Environment& env);
 // Seeds the fresh `home` (create_scratch's) of `scratch` from `cache` (the allowlist above)
 // and writes the offline configuration files (maven settings.xml, gradle init script,
 // NuGet.Config) when `offline` is on, all through the home's fd, as new files given to `owner`.
-Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch, OfflineEnv offline,
+Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scratch,
+                                   OfflineEnv offline,
                                    const std::optional<std::filesystem::path>& cache,
                                    const std::optional<Owner>& owner);
 

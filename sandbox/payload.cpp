@@ -3,10 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
-
-#include <algorithm>
 
 namespace sandbox {
 
@@ -29,9 +28,11 @@ bool covered(const std::vector<MountEntry>& ordered, const std::filesystem::path
 
 // An entry the wrap makes at exactly `path` itself (no host file behind it): a program copied
 // in, or a symlink (its target is then what counts).
-const MountEntry* made_at(const std::vector<MountEntry>& ordered, const std::filesystem::path& path) {
+const MountEntry* made_at(const std::vector<MountEntry>& ordered,
+                          const std::filesystem::path& path) {
     for (const auto& entry : ordered) {
-        if (entry.dest == path && (entry.kind == MountKind::program || entry.kind == MountKind::symlink))
+        if (entry.dest == path &&
+            (entry.kind == MountKind::program || entry.kind == MountKind::symlink))
             return &entry;
     }
     return nullptr;
@@ -44,8 +45,10 @@ int resolve_payload(const std::string& name, const Environment& env,
     auto verdict = [&](std::filesystem::path candidate) {
         if (const MountEntry* made = made_at(ordered, candidate)) {
             if (made->kind == MountKind::program) return 0;
-            candidate = made->source.is_absolute() ? made->source : candidate.parent_path() / made->source;
-            if (const MountEntry* next = made_at(ordered, candidate)) return next->kind == MountKind::program ? 0 : 127;
+            candidate =
+                made->source.is_absolute() ? made->source : candidate.parent_path() / made->source;
+            if (const MountEntry* next = made_at(ordered, candidate))
+                return next->kind == MountKind::program ? 0 : 127;
         }
         if (!covered(ordered, candidate)) return 127;
         // Most PATH entries do not hold the name: one stat (which follows links, so it also
@@ -54,7 +57,8 @@ int resolve_payload(const std::string& name, const Environment& env,
         if (::stat(candidate.c_str(), &st) != 0) return 127;
         // The real path decides visibility: a symlink may lead out of every mount.
         char real[PATH_MAX];
-        if (::realpath(candidate.c_str(), real) == nullptr || !visible_inside(ordered, real)) return 127;
+        if (::realpath(candidate.c_str(), real) == nullptr || !visible_inside(ordered, real))
+            return 127;
         if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
         return 0;
     };

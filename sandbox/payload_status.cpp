@@ -20,7 +20,8 @@ std::optional<int> reported_signal(std::string_view report) {
     const std::string_view digits = report.substr(k_word.size(), report.size() - k_word.size() - 1);
     int signal = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), signal);
-    if (ec != std::errc() || end != digits.data() + digits.size() || signal < 1 || signal > 64) return std::nullopt;
+    if (ec != std::errc() || end != digits.data() + digits.size() || signal < 1 || signal > 64)
+        return std::nullopt;
     return signal;
 }
 

@@ -7,14 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
-#include <vector>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "sandbox/fd.hpp"
 
@@ -36,7 +36,9 @@ int unshare_probe(void*) {
     // (copying the host's mount table to tear it down again is the expensive part) and no
     // network namespace; bwrap still fails closed if one of those were refused.
     if (::unshare(CLONE_NEWUSER) != 0) return errno == EPERM || errno == EACCES ? 1 : 2;
-    return ::unshare(CLONE_NEWUTS | CLONE_NEWPID) == 0 ? 0 : (errno == EPERM || errno == EACCES ? 1 : 2);
+    return ::unshare(CLONE_NEWUTS | CLONE_NEWPID) == 0
+               ? 0
+               : (errno == EPERM || errno == EACCES ? 1 : 2);
 }
 
 // Asks for the namespaces in a throwaway child rather than in this process: unshare
@@ -46,25 +48,28 @@ int unshare_probe(void*) {
 Expected<void> probe_namespaces() {
     constexpr std::size_t k_stack = 64 * 1024;
     auto stack = std::make_unique<char[]>(k_stack);
-    const pid_t pid = ::clone(unshare_probe, stack.get() + k_stack,
-                              CLONE_VM | CLONE_VFORK | SIGCHLD, nullptr);
+    const pid_t pid =
+        ::clone(unshare_probe, stack.get() + k_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, nullptr);
     if (pid < 0) return fail(ErrorKind::unavailable, errno_message("clone for the userns probe"));
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-    std::string message = "user namespaces are refused on this machine, so bwrap cannot build "
-                          "the sandbox";
+    std::string message =
+        "user namespaces are refused on this machine, so bwrap cannot build "
+        "the sandbox";
     if (read_small_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
-        message += " (kernel.apparmor_restrict_unprivileged_userns=1: allow bwrap with an "
-                   "AppArmor profile, or set `sysctl kernel.apparmor_restrict_unprivileged_userns=0`)";
+        message +=
+            " (kernel.apparmor_restrict_unprivileged_userns=1: allow bwrap with an "
+            "AppArmor profile, or set `sysctl kernel.apparmor_restrict_unprivileged_userns=0`)";
     else if (read_small_file("/proc/sys/kernel/unprivileged_userns_clone") == "0")
         message += " (kernel.unprivileged_userns_clone=0: set it to 1)";
     else if (read_small_file("/proc/sys/user/max_user_namespaces") == "0")
         message += " (user.max_user_namespaces=0: raise it)";
     else
-        message += " (a container or seccomp profile may forbid unshare; run on a host or a "
-                   "privileged runner, or see `sandgate doctor`)";
+        message +=
+            " (a container or seccomp profile may forbid unshare; run on a host or a "
+            "privileged runner, or see `sandgate doctor`)";
     message += "; or pass --sandbox off explicitly to run unwrapped";
     return fail(ErrorKind::unavailable, std::move(message));
 }
@@ -106,7 +111,8 @@ std::optional<std::filesystem::path> find_on_path(std::string_view name,
         if (is_executable_file(std::filesystem::path(name))) return std::filesystem::path(name);
         return std::nullopt;
     }
-    std::vector<std::string_view> tried;  // a directory listed twice (PATH often has some) is looked in once
+    std::vector<std::string_view>
+        tried;  // a directory listed twice (PATH often has some) is looked in once
     std::size_t start = 0;
     while (start <= path_list.size()) {
         std::size_t end = path_list.find(':', start);

@@ -170,8 +170,7 @@ void reaper_main(pid_t caller, int status_fd, int error_fd, void (*start_command
     ::sigemptyset(&wanted);
     // SIGINT and SIGHUP (a terminal's, sent to the caller's whole group) stay blocked and
     // unwanted: the caller decides (sandgate exec cancels the run and stops the tree itself).
-    for (int sig : {SIGCHLD, k_reaper_terminate, k_reaper_kill, SIGTERM})
-        ::sigaddset(&wanted, sig);
+    for (int sig : {SIGCHLD, k_reaper_terminate, k_reaper_kill, SIGTERM}) ::sigaddset(&wanted, sig);
 
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
         report_child_failure(error_fd, stage_subreaper, errno);

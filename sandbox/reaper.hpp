@@ -30,9 +30,20 @@ struct ChildFailure {
     int errno_value = 0;
 };
 
-enum ChildStage : int { stage_cgroup = 1, stage_setsid, stage_fds, stage_chdir, stage_exec,
-                        stage_subreaper, stage_fork, stage_rlimit, stage_netns, stage_portal,
-                        stage_identity, stage_keyring };
+enum ChildStage : int {
+    stage_cgroup = 1,
+    stage_setsid,
+    stage_fds,
+    stage_chdir,
+    stage_exec,
+    stage_subreaper,
+    stage_fork,
+    stage_rlimit,
+    stage_netns,
+    stage_portal,
+    stage_identity,
+    stage_keyring
+};
 
 // Writes `failure` to fd (async-signal-safe).
 void report_child_failure(int fd, int stage, int errno_value);

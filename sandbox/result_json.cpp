@@ -53,7 +53,8 @@ nlohmann::ordered_json egress_json(const EgressReport& report) {
         one["port"] = c.port;
         one["verdict"] = to_string(c.verdict);
         one["reason"] = valid_utf8(c.reason);
-        one["address"] = c.address.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.address);
+        one["address"] =
+            c.address.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.address);
         one["bytes_out"] = c.bytes_out;
         one["bytes_in"] = c.bytes_in;
         one["duration_ms"] = c.duration.count();

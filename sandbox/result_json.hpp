@@ -2,10 +2,9 @@
 // The `sandgate exec --json` document for a RunResult, and the UTF-8 repair it relies on.
 // Other commands (workflow steps, the broker) embed the same object.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
@@ -13,7 +12,8 @@
 namespace sandbox {
 
 // {"exit_code", "signal", "timed_out", "duration_ms", "stdout": {"text", "tail", "bytes",
-//  "truncated"}, "stderr": {...}, "skip_markers", "tree_kill", "sandbox": {...}, "egress", "error"}.
+//  "truncated"}, "stderr": {...}, "skip_markers", "tree_kill", "sandbox": {...}, "egress",
+//  "error"}.
 // "egress" only under --network allowlist: {"connections": [{"host", "port", "verdict"
 // (allowed, refused, failed), "reason", "address", "bytes_out", "bytes_in", "duration_ms"}],
 // "unrecorded"}.

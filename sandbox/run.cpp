@@ -32,7 +32,9 @@ RunResult refused(RunErrorKind kind, std::string message) {
     return result;
 }
 
-bool has_nul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+bool has_nul(std::string_view text) {
+    return text.find('\0') != std::string_view::npos;
+}
 
 std::optional<std::string> invalid_reason(const RunRequest& request) {
     if (request.argv.empty() || request.argv.front().empty()) return "empty argv: nothing to run";
@@ -78,7 +80,9 @@ Expected<Pipe> make_pipe() {
     return Pipe{Fd(fds[0]), Fd(fds[1])};
 }
 
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 // The three pipes of a run: the child's ends go to the spawn, the parent's to the session.
 struct RunPipes {
@@ -92,7 +96,8 @@ struct RunPipes {
 // back (one fcntl instead of a get and a set; O_NONBLOCK lives in each end's own file).
 Expected<Pipe> output_pipe() {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return fail(ErrorKind::permanent, errno_message("pipe2"));
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+        return fail(ErrorKind::permanent, errno_message("pipe2"));
     Pipe pipe{Fd(fds[0]), Fd(fds[1])};
     if (::fcntl(pipe.write.get(), F_SETFL, 0) != 0)
         return fail(ErrorKind::permanent, errno_message("fcntl(F_SETFL) on an output pipe"));
@@ -190,8 +195,8 @@ void classify_end(const RunRequest& request, WrapPlan* plan, const RunSession& s
     if (session.cancelled()) {
         result.error = RunError{RunErrorKind::cancelled, "cancelled", 0};
     } else if (result.timed_out) {
-        result.error = RunError{RunErrorKind::timeout,
-                                "timed out after " + describe(*request.timeout), 0};
+        result.error =
+            RunError{RunErrorKind::timeout, "timed out after " + describe(*request.timeout), 0};
         if (plan) run_on_timeout(*plan);
     }
 }
@@ -228,8 +233,10 @@ std::expected<Child, SpawnError> spawn_completing(const SpawnSpec& spec, const R
     }
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     auto spawned = spawn(spec);
-    if (helper) helper->join();
-    else completed = complete_plan(request, plan);
+    if (helper)
+        helper->join();
+    else
+        completed = complete_plan(request, plan);
     return spawned;
 }
 
@@ -238,7 +245,7 @@ std::expected<Child, SpawnError> spawn_completing(const SpawnSpec& spec, const R
 // having been given nothing, before the replacement is started and gets the options. On a
 // refusal the waiting wrapper is killed and reaped (~Child).
 std::expected<Child, RunError> start_child(const RunRequest& request, WrapPlan* plan,
-                                            const RunPipes& pipes, const RunTree& tree) {
+                                           const RunPipes& pipes, const RunTree& tree) {
     const SpawnSpec spec = spawn_spec(request, plan, pipes, tree);
     if (!plan || !plan->pending) {
         auto spawned = spawn(spec);
@@ -279,9 +286,10 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
     }
     close_all(handed_over);
     // The wrapper's pid 1 is watched through its status channel, unless we adopt it anyway.
-    const int wrap_status = plan && plan->status && !tree.adopts_orphans() ? plan->status.get() : -1;
-    RunSession session(request, child, tree, std::move(pipes.out.read),
-                       std::move(pipes.err.read), std::move(pipes.stdin_parent), wrap_status);
+    const int wrap_status =
+        plan && plan->status && !tree.adopts_orphans() ? plan->status.get() : -1;
+    RunSession session(request, child, tree, std::move(pipes.out.read), std::move(pipes.err.read),
+                       std::move(pipes.stdin_parent), wrap_status);
     session.loop(result);
     if (plan && plan->egress) result.egress = plan->egress->finish();  // the tree is gone
     if (plan) apply_payload_status(plan->payload_status, result);
@@ -292,7 +300,8 @@ void watch(const RunRequest& request, WrapPlan* plan, Child child, RunPipes pipe
 
 RunResult run(const RunRequest& request) {
     const auto start = Clock::now();
-    if (auto reason = invalid_reason(request)) return refused(RunErrorKind::invalid_request, *reason);
+    if (auto reason = invalid_reason(request))
+        return refused(RunErrorKind::invalid_request, *reason);
     if (request.cancel != nullptr && request.cancel->cancelled())
         return refused(RunErrorKind::cancelled, "cancelled before it started");
     auto plan = plan_for(request);
@@ -313,8 +322,10 @@ RunResult run(const RunRequest& request) {
     RunResult result;
     if (wrap) result.sandbox = std::move(wrap->description);
     result.tree_kill = tree.kind();
-    if (!child) result.error = std::move(child.error());
-    else watch(request, wrap, std::move(*child), std::move(*pipes), tree, result);
+    if (!child)
+        result.error = std::move(child.error());
+    else
+        watch(request, wrap, std::move(*child), std::move(*pipes), tree, result);
     result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     return result;
 }
@@ -322,10 +333,13 @@ RunResult run(const RunRequest& request) {
 int RunResult::exit_status() const {
     if (error) {
         switch (error->kind) {
-            case RunErrorKind::timeout: return 124;
-            case RunErrorKind::cancelled: return k_cancelled_exit_status;
+            case RunErrorKind::timeout:
+                return 124;
+            case RunErrorKind::cancelled:
+                return k_cancelled_exit_status;
             case RunErrorKind::invalid_request:
-            case RunErrorKind::sandbox_unavailable: return 125;
+            case RunErrorKind::sandbox_unavailable:
+                return 125;
             case RunErrorKind::spawn_failed:
                 if (error->errno_value == ENOENT || error->errno_value == ENOTDIR) return 127;
                 if (error->errno_value != 0) return 126;

@@ -9,13 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/cancel.hpp"
 #include "sandbox/egress_rule.hpp"
@@ -82,7 +81,7 @@ struct Policy {
     // bwrap arm: the hosted tool cache (tool_cache.hpp), bound read-only at
     // /opt/hostedtoolcache, RUNNER_TOOL_CACHE and AGENT_TOOLSDIRECTORY pointing there.
     std::optional<std::filesystem::path> tool_cache;
-    std::optional<std::uint64_t> memory_bytes;             // unset: the wrap's default
+    std::optional<std::uint64_t> memory_bytes;  // unset: the wrap's default
     std::optional<std::uint64_t> pids;
     std::optional<std::uint64_t> tmp_size_bytes;
     // `--network allowlist` (with network none): the hosts the run's filtering proxy lets the
@@ -154,7 +153,7 @@ struct RunResult {
     std::chrono::milliseconds duration{0};
     StreamResult out;
     StreamResult err;
-    std::uint64_t skip_markers = 0;  // lines containing SKIP-UNDER-WRAP, both streams
+    std::uint64_t skip_markers = 0;            // lines containing SKIP-UNDER-WRAP, both streams
     TreeKill tree_kill = TreeKill::subreaper;  // the mechanism that was used
     // The posture: {"mode": "off"} or the wrap's description, for a run made in this process.
     // to_json embeds it as it is (no JSON parser involved, which keeps simdjson out of the

@@ -42,7 +42,8 @@ int wait_ready(pollfd* fds, int count, std::optional<Clock::duration> wait) {
     timespec wait_spec{};
     if (wait) {
         const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*wait).count();
-        wait_spec = {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+        wait_spec = {static_cast<time_t>(ns / 1'000'000'000),
+                     static_cast<long>(ns % 1'000'000'000)};
     }
     return ::ppoll(fds, static_cast<nfds_t>(count), wait ? &wait_spec : nullptr, nullptr);
 }
@@ -88,7 +89,8 @@ void RunSession::end_stream(Fd& fd) {
 
 void RunSession::feed_stdin() {
     const std::string& text = *m_request.stdin_text;
-    const ssize_t n = write_no_sigpipe(m_in.get(), text.data() + m_in_done, text.size() - m_in_done);
+    const ssize_t n =
+        write_no_sigpipe(m_in.get(), text.data() + m_in_done, text.size() - m_in_done);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n < 0) {  // EPIPE: the child closed its stdin; the rest is not wanted
         m_in.reset();
@@ -143,8 +145,8 @@ bool RunSession::awaiting_exit_only() const {
 
 void RunSession::on_clock(Clock::time_point now) {
     if (m_exited_at) {
-        if (!m_dead_at && ((m_tree.dead() && wrap_init_gone()) ||
-                           now >= *m_exited_at + k_cgroup_empty_deadline))
+        if (!m_dead_at &&
+            ((m_tree.dead() && wrap_init_gone()) || now >= *m_exited_at + k_cgroup_empty_deadline))
             m_dead_at = now;
         if (!m_dead_at && !m_adopted) m_adopted = m_tree.adopted_pidfd();
         if (!m_dead_at && now >= m_recheck_at) {
@@ -183,7 +185,8 @@ std::optional<Clock::duration> RunSession::poll_timeout(Clock::time_point now) c
         consider(*m_dead_at + k_drain_deadline);
     }
     if (!next) return std::nullopt;
-    return std::clamp<Clock::duration>(*next - now, Clock::duration::zero(), std::chrono::seconds(60));
+    return std::clamp<Clock::duration>(*next - now, Clock::duration::zero(),
+                                       std::chrono::seconds(60));
 }
 
 bool RunSession::finished(Clock::time_point now) const {
@@ -193,10 +196,22 @@ bool RunSession::finished(Clock::time_point now) const {
 
 int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
     int count = 0;
-    if (with_output && m_out) { at.out = count; fds[count++] = {m_out.get(), POLLIN, 0}; }
-    if (with_output && m_err) { at.err = count; fds[count++] = {m_err.get(), POLLIN, 0}; }
-    if (m_in) { at.in = count; fds[count++] = {m_in.get(), POLLOUT, 0}; }
-    if (!m_exited_at) { at.child = count; fds[count++] = {m_child.wait_fd(), POLLIN, 0}; }
+    if (with_output && m_out) {
+        at.out = count;
+        fds[count++] = {m_out.get(), POLLIN, 0};
+    }
+    if (with_output && m_err) {
+        at.err = count;
+        fds[count++] = {m_err.get(), POLLIN, 0};
+    }
+    if (m_in) {
+        at.in = count;
+        fds[count++] = {m_in.get(), POLLOUT, 0};
+    }
+    if (!m_exited_at) {
+        at.child = count;
+        fds[count++] = {m_child.wait_fd(), POLLIN, 0};
+    }
     if (!m_exited_at && !m_timed_out && !m_cancelled && m_request.cancel != nullptr) {
         at.cancel = count;
         fds[count++] = {m_request.cancel->fd(), POLLIN, 0};
@@ -215,7 +230,6 @@ int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
     if (m_exited_at && !m_dead_at && m_wrap_init) fds[count++] = {m_wrap_init.get(), POLLIN, 0};
     return count;
 }
-
 
 void RunSession::loop(RunResult& result) {
     for (;;) {

@@ -30,9 +30,15 @@ public:
     // polled, never read (diagnose_wrap_failure reads it after the run).
     RunSession(const RunRequest& request, Child& child, const RunTree& tree, Fd out, Fd err, Fd in,
                int wrap_status = -1)
-        : m_request(request), m_child(child), m_tree(tree), m_out(std::move(out)),
-          m_err(std::move(err)), m_in(std::move(in)), m_wrap_status(wrap_status),
-          m_out_capture(request.output_limit), m_err_capture(request.output_limit) {
+        : m_request(request),
+          m_child(child),
+          m_tree(tree),
+          m_out(std::move(out)),
+          m_err(std::move(err)),
+          m_in(std::move(in)),
+          m_wrap_status(wrap_status),
+          m_out_capture(request.output_limit),
+          m_err_capture(request.output_limit) {
         const auto now = Clock::now();
         if (request.timeout) m_deadline = now + *request.timeout;
         if (!request.stdin_text || request.stdin_text->empty()) m_in.reset();

@@ -113,7 +113,8 @@ RunTree choose_tree(const RunRequest& request, const WrapPlan* plan) {
     // in it and waiting for the namespace's teardown before rmdir cost ~0.35 ms per run.
     const bool pidns = plan != nullptr && plan->tree_kill == TreeKill::pidns;
     if (request.cgroup == CgroupUse::automatic && (!pidns || !plan->cgroup2_limits.empty())) {
-        if (auto cgroup = Cgroup::create()) return RunTree(TreeKill::cgroup, std::move(*cgroup), holder);
+        if (auto cgroup = Cgroup::create())
+            return RunTree(TreeKill::cgroup, std::move(*cgroup), holder);
     }
     if (pidns) return RunTree(TreeKill::pidns, {}, holder);
     return RunTree(TreeKill::subreaper, {}, holder);
@@ -128,12 +129,12 @@ Expected<void> write_leaf_limits(const RunTree& tree, const WrapPlan& plan) {
                     "the pids/memory limits need the run's own cgroup, and none could be created");
     for (const auto& [file, value] : plan.cgroup2_limits) {
         Fd fd(::openat(tree.cgroup()->dir_fd(), file.c_str(), O_WRONLY | O_CLOEXEC));
-        const bool written =
-            fd && ::write(fd.get(), value.data(), value.size()) == static_cast<ssize_t>(value.size());
+        const bool written = fd && ::write(fd.get(), value.data(), value.size()) ==
+                                       static_cast<ssize_t>(value.size());
         if (!written && file != "memory.swap.max")
-            return fail(ErrorKind::unavailable, errno_message("cannot set " +
-                                                              (tree.cgroup()->path() / file).string() +
-                                                              " to " + value));
+            return fail(ErrorKind::unavailable,
+                        errno_message("cannot set " + (tree.cgroup()->path() / file).string() +
+                                      " to " + value));
     }
     return {};
 }

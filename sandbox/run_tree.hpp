@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "sandbox/cgroup.hpp"
-#include "sandbox/fd.hpp"
 #include "sandbox/error.hpp"
+#include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap.hpp"

@@ -7,7 +7,6 @@
 //   cannot make device nodes on the host (no CAP_MKNOD outside its user namespace), so the
 //   open itself has no side effect to fear.
 #include "sandbox/safe_access.hpp"
-#include "sandbox/safe_read.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,6 +20,8 @@
 #include <atomic>
 #include <cerrno>
 #include <vector>
+
+#include "sandbox/safe_read.hpp"
 
 namespace sandbox {
 namespace {
@@ -38,17 +39,22 @@ std::unexpected<Error> unavailable_openat2() {
 // The message for a failed resolution or open of `label`; never names anything outside.
 std::unexpected<Error> open_error(const std::string& label, int error, std::string_view want) {
     switch (error) {
-        case ENOENT: return fail(ErrorKind::invalid_input, label + " does not exist");
+        case ENOENT:
+            return fail(ErrorKind::invalid_input, label + " does not exist");
         case ELOOP:
         case EXDEV:
         case ENOTDIR:
         case ENXIO:
         case ENODEV:
         case EOPNOTSUPP:
-        case EISDIR: return fail(ErrorKind::invalid_input, label + " is not " + std::string(want));
-        case EEXIST: return fail(ErrorKind::invalid_input, label + " exists already");
-        case ENOSYS: return unavailable_openat2();
-        default: return fail(ErrorKind::permanent, errno_message(label, error));
+        case EISDIR:
+            return fail(ErrorKind::invalid_input, label + " is not " + std::string(want));
+        case EEXIST:
+            return fail(ErrorKind::invalid_input, label + " exists already");
+        case ENOSYS:
+            return unavailable_openat2();
+        default:
+            return fail(ErrorKind::permanent, errno_message(label, error));
     }
 }
 
@@ -113,11 +119,16 @@ EntryKind kind_of(mode_t mode) {
 
 EntryKind kind_of(int dirfd, const char* name, unsigned char type) {
     switch (type) {
-        case DT_REG: return EntryKind::regular;
-        case DT_DIR: return EntryKind::directory;
-        case DT_LNK: return EntryKind::symlink;
-        case DT_UNKNOWN: break;
-        default: return EntryKind::other;
+        case DT_REG:
+            return EntryKind::regular;
+        case DT_DIR:
+            return EntryKind::directory;
+        case DT_LNK:
+            return EntryKind::symlink;
+        case DT_UNKNOWN:
+            break;
+        default:
+            return EntryKind::other;
     }
     struct stat st {};
     if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return EntryKind::other;
@@ -128,7 +139,8 @@ EntryKind kind_of(int dirfd, const char* name, unsigned char type) {
 // reading from its start. false from `each` stops the listing.
 template <typename Each>
 Expected<void> list(int fd, const std::string& label, Each&& each) {
-    if (::lseek(fd, 0, SEEK_SET) < 0) return fail(ErrorKind::permanent, errno_message("listing " + label));
+    if (::lseek(fd, 0, SEEK_SET) < 0)
+        return fail(ErrorKind::permanent, errno_message("listing " + label));
     alignas(dirent64) std::array<char, 32 * 1024> buffer;
     for (;;) {
         const ssize_t got = ::getdents64(fd, buffer.data(), buffer.size());
@@ -174,7 +186,8 @@ Expected<std::optional<std::string>> sweep(int dir, const std::string& label) {
         const EntryKind kind = kind_of(dir, name, type);
         if (kind != EntryKind::directory) {
             if (::unlinkat(dir, name, 0) != 0 && errno != ENOENT)
-                failure = Error{ErrorKind::permanent, errno_message("removing " + label + "/" + name)};
+                failure =
+                    Error{ErrorKind::permanent, errno_message("removing " + label + "/" + name)};
             return !failure;
         }
         if (::unlinkat(dir, name, AT_REMOVEDIR) == 0 || errno == ENOENT) return true;
@@ -290,7 +303,8 @@ Expected<void> remove_tree(const std::filesystem::path& path) {
     return remove_entry(fd.get(), base, path.string());
 }
 
-std::optional<std::string> relative_beneath(const std::filesystem::path& root, const std::filesystem::path& path) {
+std::optional<std::string> relative_beneath(const std::filesystem::path& root,
+                                            const std::filesystem::path& path) {
     const auto relative = path.lexically_normal().lexically_relative(root.lexically_normal());
     if (relative.empty() || *relative.begin() == "..") return std::nullopt;
     return relative.generic_string();
@@ -312,10 +326,12 @@ Expected<std::string> read_all(const Fd& fd, const ReadLimits& limits, const std
     }
 }
 
-Expected<std::string> read_file_beneath(const std::filesystem::path& root, const std::filesystem::path& path,
-                                        const ReadLimits& limits, const std::string& label) {
+Expected<std::string> read_file_beneath(const std::filesystem::path& root,
+                                        const std::filesystem::path& path, const ReadLimits& limits,
+                                        const std::string& label) {
     const auto relative = relative_beneath(root, path);
-    if (!relative || *relative == ".") return fail(ErrorKind::invalid_input, label + " is not beneath " + root.string());
+    if (!relative || *relative == ".")
+        return fail(ErrorKind::invalid_input, label + " is not beneath " + root.string());
     auto dir = SafeDir::open_trusted(root, root.string());
     if (!dir) return std::unexpected(dir.error());
     return dir->read_file(*relative, limits, label);
@@ -328,12 +344,14 @@ Expected<SafeDir> SafeDir::open_trusted(const std::filesystem::path& path, std::
     return SafeDir(std::move(fd), path, std::move(label));
 }
 
-Expected<SafeDir> SafeDir::make_trusted(const std::filesystem::path& path, const CreateOptions& options,
-                                        std::string label) {
+Expected<SafeDir> SafeDir::make_trusted(const std::filesystem::path& path,
+                                        const CreateOptions& options, std::string label) {
     if (::mkdir(path.c_str(), options.mode) == 0) {
         auto dir = open_trusted(path, std::move(label));
-        if (dir && options.owner && ::fchown(dir->fd(), options.owner->uid, options.owner->gid) != 0)
-            return fail(ErrorKind::permanent, errno_message("giving " + dir->label() + " to the sandbox"));
+        if (dir && options.owner &&
+            ::fchown(dir->fd(), options.owner->uid, options.owner->gid) != 0)
+            return fail(ErrorKind::permanent,
+                        errno_message("giving " + dir->label() + " to the sandbox"));
         return dir;
     }
     if (errno != EEXIST) return fail(ErrorKind::permanent, errno_message("creating " + label));
@@ -360,8 +378,10 @@ Expected<SafeDir> SafeDir::make_dirs(std::string_view relative, const CreateOpti
             if (::mkdirat(current.get(), part.c_str(), options.mode) != 0 && errno != EEXIST)
                 return fail(ErrorKind::permanent, errno_message("creating " + label));
             next.reset(open_beneath(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY));
-            if (next && options.owner && ::fchown(next.get(), options.owner->uid, options.owner->gid) != 0)
-                return fail(ErrorKind::permanent, errno_message("giving " + label + " to the sandbox"));
+            if (next && options.owner &&
+                ::fchown(next.get(), options.owner->uid, options.owner->gid) != 0)
+                return fail(ErrorKind::permanent,
+                            errno_message("giving " + label + " to the sandbox"));
         }
         if (!next) return open_error(label, errno, "a directory");
         current = std::move(next);
@@ -369,12 +389,14 @@ Expected<SafeDir> SafeDir::make_dirs(std::string_view relative, const CreateOpti
     return SafeDir(std::move(current), m_path / joined(*parts, parts->size()), std::move(label));
 }
 
-Expected<Fd> SafeDir::open_file(std::string_view relative, const std::string& label, struct stat* stat) const {
+Expected<Fd> SafeDir::open_file(std::string_view relative, const std::string& label,
+                                struct stat* stat) const {
     return open_regular(relative, label, stat, nullptr);
 }
 
-Expected<std::optional<Fd>> SafeDir::open_file_if_present(std::string_view relative, const std::string& label,
-                                                         struct stat* stat) const {
+Expected<std::optional<Fd>> SafeDir::open_file_if_present(std::string_view relative,
+                                                          const std::string& label,
+                                                          struct stat* stat) const {
     bool missing = false;
     auto fd = open_regular(relative, label, stat, &missing);
     if (!fd && missing) return std::optional<Fd>();
@@ -382,18 +404,22 @@ Expected<std::optional<Fd>> SafeDir::open_file_if_present(std::string_view relat
     return std::optional<Fd>(std::move(*fd));
 }
 
-Expected<Fd> SafeDir::open_regular(std::string_view relative, const std::string& label, struct stat* stat,
-                                   bool* missing) const {
+Expected<Fd> SafeDir::open_regular(std::string_view relative, const std::string& label,
+                                   struct stat* stat, bool* missing) const {
     const auto parts = components(relative);
-    if (!parts || parts->empty()) return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
-    Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    if (!parts || parts->empty())
+        return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
+    Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(),
+                       O_RDONLY | O_NONBLOCK | O_NOCTTY));
     if (!fd) {
         if (missing != nullptr) *missing = errno == ENOENT;
         return open_error(label, errno, "a regular file");
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(ErrorKind::permanent, errno_message("reading " + label));
-    if (!S_ISREG(st.st_mode)) return fail(ErrorKind::invalid_input, label + " is not a regular file");
+    if (::fstat(fd.get(), &st) != 0)
+        return fail(ErrorKind::permanent, errno_message("reading " + label));
+    if (!S_ISREG(st.st_mode))
+        return fail(ErrorKind::invalid_input, label + " is not a regular file");
     // Reads block again (a regular file ignores O_NONBLOCK, but a caller may hand the fd on).
     ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
     if (stat != nullptr) *stat = st;
@@ -433,16 +459,19 @@ Expected<void> SafeDir::create_file(std::string_view relative, std::string_view 
 }
 
 Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_view content,
-                                         const CreateOptions& options, const std::string& label) const {
+                                         const CreateOptions& options,
+                                         const std::string& label) const {
     const auto parts = components(relative);
-    if (!parts || parts->empty()) return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
-    Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(), O_WRONLY | O_CREAT | O_EXCL,
-                       options.mode));
+    if (!parts || parts->empty())
+        return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
+    Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL, options.mode));
     if (!fd && errno == EEXIST) return false;
     if (!fd) return open_error(label, errno, "a new file");
     if (options.owner && ::fchown(fd.get(), options.owner->uid, options.owner->gid) != 0)
         return fail(ErrorKind::permanent, errno_message("giving " + label + " to the sandbox"));
-    if (auto written = write_all(fd, content, label); !written) return std::unexpected(written.error());
+    if (auto written = write_all(fd, content, label); !written)
+        return std::unexpected(written.error());
     return true;
 }
 
@@ -451,8 +480,8 @@ Expected<void> SafeDir::replace_file(std::string_view name, std::string_view con
     if (name.empty() || name.find('/') != std::string_view::npos || name == "." || name == "..")
         return fail(ErrorKind::invalid_input, label + " is not a name in " + m_label);
     static std::atomic<unsigned> counter{0};
-    const std::string temp = "." + std::string(name) + ".sandgate-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(counter.fetch_add(1));
+    const std::string temp = "." + std::string(name) + ".sandgate-" + std::to_string(::getpid()) +
+                             "-" + std::to_string(counter.fetch_add(1));
     if (auto made = create_file(temp, content, options, label); !made) return made;
     if (::renameat(m_fd.get(), temp.c_str(), m_fd.get(), std::string(name).c_str()) != 0) {
         const int saved = errno;
@@ -464,10 +493,12 @@ Expected<void> SafeDir::replace_file(std::string_view name, std::string_view con
 
 Expected<void> SafeDir::remove(std::string_view relative, const std::string& label) const {
     auto parts = components(relative);
-    if (!parts || parts->empty()) return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
+    if (!parts || parts->empty())
+        return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
     const std::string name = parts->back();
     if (parts->size() == 1) return remove_entry(m_fd.get(), name, label);
-    Fd parent(open_beneath(m_fd.get(), joined(*parts, parts->size() - 1).c_str(), O_RDONLY | O_DIRECTORY));
+    Fd parent(open_beneath(m_fd.get(), joined(*parts, parts->size() - 1).c_str(),
+                           O_RDONLY | O_DIRECTORY));
     if (!parent) {
         if (errno == ENOENT) return {};
         return open_error(label, errno, "beneath " + m_label);
@@ -501,7 +532,8 @@ Expected<void> SafeDir::walk(const std::function<WalkStep(const WalkEntry&)>& vi
                 stop = expired_error(limits, m_label).error();
                 return false;
             }
-            WalkEntry entry{dir.empty() ? std::string(name) : dir + "/" + name, kind_of(fd.get(), name, type)};
+            WalkEntry entry{dir.empty() ? std::string(name) : dir + "/" + name,
+                            kind_of(fd.get(), name, type)};
             const WalkStep step = visit(entry);
             if (entry.kind == EntryKind::directory && step == WalkStep::descend)
                 pending.push_back(std::move(entry.relative));
@@ -533,8 +565,10 @@ Expected<void> SafeDir::chown_tree(const Owner& owner, const std::vector<std::st
             struct stat entry {};
             if (::fstatat(fd.get(), name, &entry, AT_SYMLINK_NOFOLLOW) != 0) return true;
             if ((entry.st_uid != owner.uid || entry.st_gid != owner.gid) &&
-                ::fchownat(fd.get(), name, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
-                failure = Error{ErrorKind::permanent, errno_message("giving " + m_label + " to the sandbox")};
+                ::fchownat(fd.get(), name, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0 &&
+                errno != ENOENT) {
+                failure = Error{ErrorKind::permanent,
+                                errno_message("giving " + m_label + " to the sandbox")};
                 return false;
             }
             if (S_ISDIR(entry.st_mode)) pending.push_back(relative);
@@ -585,7 +619,8 @@ Expected<void> copy_link(const SafeDir& from, const SafeDir& to, const std::stri
     const std::string link(buffer.data(), static_cast<std::size_t>(n));
     if (::symlinkat(link.c_str(), target->fd(), name.c_str()) != 0)
         return fail(ErrorKind::permanent, errno_message("copying the link " + relative));
-    if (owner && ::fchownat(target->fd(), name.c_str(), owner->uid, owner->gid, AT_SYMLINK_NOFOLLOW) != 0)
+    if (owner &&
+        ::fchownat(target->fd(), name.c_str(), owner->uid, owner->gid, AT_SYMLINK_NOFOLLOW) != 0)
         return fail(ErrorKind::permanent, errno_message("giving " + relative + " to the sandbox"));
     return {};
 }
@@ -596,7 +631,8 @@ Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::opti
                          const std::vector<std::string>& skip) {
     std::optional<Error> failure;
     auto walked = from.walk([&](const WalkEntry& entry) {
-        if (failure || std::find(skip.begin(), skip.end(), entry.relative) != skip.end()) return WalkStep::skip;
+        if (failure || std::find(skip.begin(), skip.end(), entry.relative) != skip.end())
+            return WalkStep::skip;
         Expected<void> done;
         switch (entry.kind) {
             case EntryKind::directory: {
@@ -604,9 +640,14 @@ Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::opti
                 if (!made) done = std::unexpected(made.error());
                 break;
             }
-            case EntryKind::regular: done = copy_file(from, to, entry.relative, owner); break;
-            case EntryKind::symlink: done = copy_link(from, to, entry.relative, owner); break;
-            case EntryKind::other: break;
+            case EntryKind::regular:
+                done = copy_file(from, to, entry.relative, owner);
+                break;
+            case EntryKind::symlink:
+                done = copy_link(from, to, entry.relative, owner);
+                break;
+            case EntryKind::other:
+                break;
         }
         if (!done) failure = done.error();
         return failure ? WalkStep::skip : WalkStep::descend;

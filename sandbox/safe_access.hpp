@@ -98,8 +98,8 @@ public:
     // directory, not a symlink (O_NOFOLLOW | O_DIRECTORY); `label` names it in errors.
     static Expected<SafeDir> open_trusted(const std::filesystem::path& path, std::string label);
     // The same, created (mode, owner) when missing; its parent must exist.
-    static Expected<SafeDir> make_trusted(const std::filesystem::path& path, const CreateOptions& options,
-                                          std::string label);
+    static Expected<SafeDir> make_trusted(const std::filesystem::path& path,
+                                          const CreateOptions& options, std::string label);
 
     // A directory beneath (`relative` may have several components; none may be a symlink).
     Expected<SafeDir> open_dir(std::string_view relative, std::string label) const;
@@ -113,7 +113,8 @@ public:
     Expected<Fd> open_file(std::string_view relative, const std::string& label,
                            struct stat* stat = nullptr) const;
     // As open_file, nullopt when nothing is there.
-    Expected<std::optional<Fd>> open_file_if_present(std::string_view relative, const std::string& label,
+    Expected<std::optional<Fd>> open_file_if_present(std::string_view relative,
+                                                     const std::string& label,
                                                      struct stat* stat = nullptr) const;
     // The whole content of a regular file beneath, within `limits`.
     Expected<std::string> read_file(std::string_view relative, const ReadLimits& limits,
@@ -163,8 +164,8 @@ public:
     explicit operator bool() const { return m_fd.valid(); }
 
 private:
-    Expected<Fd> open_regular(std::string_view relative, const std::string& label, struct stat* stat,
-                              bool* missing) const;
+    Expected<Fd> open_regular(std::string_view relative, const std::string& label,
+                              struct stat* stat, bool* missing) const;
     SafeDir(Fd fd, std::filesystem::path path, std::string label)
         : m_fd(std::move(fd)), m_path(std::move(path)), m_label(std::move(label)) {}
     Fd m_fd;
@@ -186,7 +187,8 @@ Expected<void> copy_tree(const SafeDir& from, const SafeDir& to, const std::opti
 Expected<void> remove_tree(const std::filesystem::path& path);
 
 // `path` relative to `root` when it lies beneath it lexically (no ".." left); nullopt otherwise.
-std::optional<std::string> relative_beneath(const std::filesystem::path& root, const std::filesystem::path& path);
+std::optional<std::string> relative_beneath(const std::filesystem::path& root,
+                                            const std::filesystem::path& path);
 
 // Reads all of `fd` (a regular file) within `limits`; `label` names it in errors.
 Expected<std::string> read_all(const Fd& fd, const ReadLimits& limits, const std::string& label);

@@ -14,7 +14,8 @@ namespace sandbox {
 // may have written), through a SafeDir of `root` (open_trusted: `root` itself is the trusted
 // side's path): a regular file reached without a link, within `limits`. invalid_input
 // "<label> is not beneath <root>" for a path outside it; otherwise read_file's errors.
-Expected<std::string> read_file_beneath(const std::filesystem::path& root, const std::filesystem::path& path,
-                                        const ReadLimits& limits, const std::string& label);
+Expected<std::string> read_file_beneath(const std::filesystem::path& root,
+                                        const std::filesystem::path& path, const ReadLimits& limits,
+                                        const std::string& label);
 
 }  // namespace sandbox

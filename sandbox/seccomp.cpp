@@ -8,7 +8,8 @@ namespace sandbox {
 Expected<Fd> seccomp_filter_fd() {
     // The program is the same for every run and every process: compiled at build time.
     const std::string_view program = generated_seccomp_program();
-    if (program.empty()) return fail(ErrorKind::unavailable, "the build carries no seccomp program");
+    if (program.empty())
+        return fail(ErrorKind::unavailable, "the build carries no seccomp program");
     return content_fd("sandgate-seccomp", program);
 }
 

@@ -7,12 +7,13 @@
 // perf_event_open, userfaultfd, the mount family (mount, umount2, pivot_root, move_mount,
 // open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr), setns, unshare with any
 // namespace flag but CLONE_NEWUSER (a user namespace alone is the sandbox's sudo:
-// seccomp_policy.cpp), clone with any namespace flag, CLONE_NEWUSER included, clock setting (settimeofday, clock_settime, clock_adjtime, adjtimex), module
-// loading, kexec, reboot, swapon/off, acct, quotactl, open_by_handle_at, iopl/ioperm,
-// lookup_dcookie, ioctl TIOCSTI/TIOCLINUX (compared on the low 32 bits, so high bits set by the
-// caller do not slip through). clone3 gets ENOSYS (its flags live in memory a filter cannot
-// read; libcs fall back to clone, whose flags are checked). io_uring gets ENOSYS (callers fall
-// back to ordinary syscalls). Foreign architectures (x86 and x32 on x86_64) carry the same rules.
+// seccomp_policy.cpp), clone with any namespace flag, CLONE_NEWUSER included, clock setting
+// (settimeofday, clock_settime, clock_adjtime, adjtimex), module loading, kexec, reboot,
+// swapon/off, acct, quotactl, open_by_handle_at, iopl/ioperm, lookup_dcookie, ioctl
+// TIOCSTI/TIOCLINUX (compared on the low 32 bits, so high bits set by the caller do not slip
+// through). clone3 gets ENOSYS (its flags live in memory a filter cannot read; libcs fall back to
+// clone, whose flags are checked). io_uring gets ENOSYS (callers fall back to ordinary syscalls).
+// Foreign architectures (x86 and x32 on x86_64) carry the same rules.
 
 #include "sandbox/error.hpp"
 #include "sandbox/fd.hpp"

@@ -17,17 +17,56 @@ namespace sandbox {
 namespace {
 
 constexpr const char* k_denied[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "keyctl", "add_key", "request_key",
-    "bpf", "perf_event_open", "userfaultfd", "mount", "umount", "umount2", "pivot_root",
-    "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-    "setns", "settimeofday", "stime", "clock_settime", "clock_settime64", "clock_adjtime",
-    "clock_adjtime64", "adjtimex", "init_module", "finit_module", "delete_module",
-    "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "quotactl",
-    "quotactl_fd", "open_by_handle_at", "iopl", "ioperm", "lookup_dcookie", "nfsservctl",
-    "vhangup", "syslog",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "setns",
+    "settimeofday",
+    "stime",
+    "clock_settime",
+    "clock_settime64",
+    "clock_adjtime",
+    "clock_adjtime64",
+    "adjtimex",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "open_by_handle_at",
+    "iopl",
+    "ioperm",
+    "lookup_dcookie",
+    "nfsservctl",
+    "vhangup",
+    "syslog",
 };
-constexpr unsigned long k_refused_namespaces[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID,
-                                                   CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME};
+constexpr unsigned long k_refused_namespaces[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
+                                                  CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
+                                                  CLONE_NEWTIME};
 constexpr const char* k_enosys[] = {"clone3", "io_uring_setup", "io_uring_enter",
                                     "io_uring_register"};
 
@@ -44,7 +83,8 @@ Expected<void> add_rule(scmp_filter_ctx ctx, std::uint32_t action, const char* n
                                           args.empty() ? nullptr : args.data());
     // -EEXIST/-EACCES: a pseudo-syscall that cannot be filtered on one of the arches.
     if (rc != 0 && rc != -EEXIST && rc != -EACCES && rc != -EOPNOTSUPP)
-        return fail(ErrorKind::unavailable, errno_message(std::string("seccomp rule ") + name, -rc));
+        return fail(ErrorKind::unavailable,
+                    errno_message(std::string("seccomp rule ") + name, -rc));
     return {};
 }
 
@@ -68,8 +108,8 @@ Expected<std::string> compile_seccomp_program() {
             return std::unexpected(ok.error());
     }
     // The ioctl request is an unsigned int in the kernel: compare the low 32 bits only.
-    for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI),
-                                        static_cast<unsigned long>(TIOCLINUX)}) {
+    for (const unsigned long request :
+         {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
         if (auto ok = add_rule(ctx.get(), eperm, "ioctl",
                                {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, request)});
             !ok)
@@ -86,17 +126,20 @@ Expected<std::string> compile_seccomp_program() {
     // clone3, whose flags a filter cannot read, fails with ENOSYS (callers fall back to clone).
     for (const unsigned long flag : seccomp_refused_namespaces()) {
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
-        if (auto ok = add_rule(ctx.get(), eperm, "unshare", {cmp}); !ok) return std::unexpected(ok.error());
+        if (auto ok = add_rule(ctx.get(), eperm, "unshare", {cmp}); !ok)
+            return std::unexpected(ok.error());
     }
     // clone's low byte is the exit signal: CLONE_NEWTIME (0x80) is not a clone() flag.
     for (const unsigned long flag : seccomp_refused_namespaces()) {
         if (flag == CLONE_NEWTIME) continue;
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
-        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok) return std::unexpected(ok.error());
+        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok)
+            return std::unexpected(ok.error());
     }
     {
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER};
-        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok) return std::unexpected(ok.error());
+        if (auto ok = add_rule(ctx.get(), eperm, "clone", {cmp}); !ok)
+            return std::unexpected(ok.error());
     }
     // Export through a memfd: seccomp_export_bpf writes the sock_filter array.
     Fd scratch(::memfd_create("sandgate-seccomp-build", MFD_CLOEXEC));
@@ -110,8 +153,14 @@ Expected<std::string> compile_seccomp_program() {
     return program;
 }
 
-std::span<const char* const> seccomp_eperm_syscalls() { return k_denied; }
-std::span<const unsigned long> seccomp_refused_namespaces() { return k_refused_namespaces; }
-std::span<const char* const> seccomp_enosys_syscalls() { return k_enosys; }
+std::span<const char* const> seccomp_eperm_syscalls() {
+    return k_denied;
+}
+std::span<const unsigned long> seccomp_refused_namespaces() {
+    return k_refused_namespaces;
+}
+std::span<const char* const> seccomp_enosys_syscalls() {
+    return k_enosys;
+}
 
 }  // namespace sandbox

@@ -73,7 +73,9 @@ fi
 exit 0
 )sh";
 
-bool executable(const char* path) { return ::access(path, X_OK) == 0; }
+bool executable(const char* path) {
+    return ::access(path, X_OK) == 0;
+}
 
 }  // namespace
 
@@ -81,7 +83,9 @@ std::string_view sudo_program() {
     return {reinterpret_cast<const char*>(k_sudo_program), k_sudo_program_size};
 }
 
-std::string_view apt_script() { return k_apt_script; }
+std::string_view apt_script() {
+    return k_apt_script;
+}
 
 std::vector<MountEntry> shim_programs() {
     const std::string dir(k_shim_dir);
@@ -104,7 +108,8 @@ std::vector<MountEntry> shim_mounts() {
     entries.push_back({MountKind::symlink, dir + "/apt", "apt-get", {}, 1});
     for (const char* bin : {"/usr/bin", "/usr/local/bin"}) {
         const std::string python3 = std::string(bin) + "/python3";
-        if (!executable(python3.c_str()) || executable((std::string(bin) + "/python").c_str())) continue;
+        if (!executable(python3.c_str()) || executable((std::string(bin) + "/python").c_str()))
+            continue;
         entries.push_back({MountKind::symlink, dir + "/python", python3, {}, 1});
         break;
     }
@@ -114,8 +119,8 @@ std::vector<MountEntry> shim_mounts() {
 }
 
 void prepend_shim_path(Environment& env) {
-    static constexpr std::string_view k_system[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-                                                    "/usr/bin", "/sbin", "/bin"};
+    static constexpr std::string_view k_system[] = {
+        "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
     for (auto& [key, value] : env) {
         if (key != "PATH") continue;
         // Before the first system directory: the machine's apt-get loses, what the job put in

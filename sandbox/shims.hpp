@@ -34,9 +34,9 @@ std::string_view apt_script();
 // The files bwrap copies in: sudo and apt-get (program entries, with their contents).
 std::vector<MountEntry> shim_programs();
 
-// The rest of the shims' layout: apt (a symlink to apt-get), python (a symlink, when the machine has python3 in /usr/bin
-// or /usr/local/bin and no python there), and dpkg's database (/var/lib/dpkg, read-only, when
-// the machine has one).
+// The rest of the shims' layout: apt (a symlink to apt-get), python (a symlink, when the machine
+// has python3 in /usr/bin or /usr/local/bin and no python there), and dpkg's database
+// (/var/lib/dpkg, read-only, when the machine has one).
 std::vector<MountEntry> shim_mounts();
 
 // Puts k_shim_dir on env's PATH just before its first system directory (/usr/local/sbin,

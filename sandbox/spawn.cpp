@@ -1,17 +1,17 @@
 #include "sandbox/spawn.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
+#include <linux/keyctl.h>
 #include <linux/sched.h>
+#include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/keyctl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,8 +31,8 @@ namespace sandbox {
 // child is still in the caller's namespace, then attached in its own (move_mount): a bind by
 // path from the caller's fds would be refused there (EINVAL, another namespace's mount), and
 // nothing is resolved by path.
-bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const std::vector<std::string>& targets,
-                  const std::vector<bool>& directories) {
+bool enter_portal(const char* portal_dir, const std::vector<int>& sources,
+                  const std::vector<std::string>& targets, const std::vector<bool>& directories) {
     constexpr std::size_t k_max = 64;
     const std::size_t count = targets.size();
     int trees[k_max];
@@ -41,13 +41,15 @@ bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const
         return false;
     }
     for (std::size_t i = 0; i < count; ++i) {
-        trees[i] = static_cast<int>(::syscall(SYS_open_tree, sources[i], "",
-                                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+        trees[i] = static_cast<int>(
+            ::syscall(SYS_open_tree, sources[i], "",
+                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
         if (trees[i] < 0) return false;
     }
     if (::unshare(CLONE_NEWNS) != 0) return false;
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
-    if (::mount("tmpfs", portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0)
+    if (::mount("tmpfs", portal_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "mode=0755,size=64k") != 0)
         return false;
     for (std::size_t i = 0; i < count; ++i) {
         const char* target = targets[i].c_str();
@@ -58,7 +60,8 @@ bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const
             if (fd < 0) return false;
             ::close(fd);
         }
-        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0) return false;
+        if (::syscall(SYS_move_mount, trees[i], "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+            return false;
         ::close(trees[i]);
     }
     return true;
@@ -86,8 +89,8 @@ struct ExecPlan {
     std::vector<char*> argv;
     std::vector<char*> envp;
     const char* cwd = nullptr;
-    std::vector<int> sources;  // become fds 0, 1, 2, 3, ...
-    int cgroup_procs_fd = -1;  // set only when clone3 could not place the child itself
+    std::vector<int> sources;     // become fds 0, 1, 2, 3, ...
+    int cgroup_procs_fd = -1;     // set only when clone3 could not place the child itself
     std::vector<int> join_procs;  // further (v1) cgroup.procs files to write "0" to
     std::vector<std::pair<int, rlimit>> rlimits;
     int netns_fd = -1;
@@ -186,8 +189,8 @@ void cloexec_from(int first) {
         child_fail(plan, stage_netns, errno);
     if (::setsid() < 0) child_fail(plan, stage_setsid, errno);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the caller's thread (or the reaper) died
-    if (plan.portal_dir != nullptr &&
-        !enter_portal(plan.portal_dir, plan.portal_sources, plan.portal_targets, plan.portal_directories))
+    if (plan.portal_dir != nullptr && !enter_portal(plan.portal_dir, plan.portal_sources,
+                                                    plan.portal_targets, plan.portal_directories))
         child_fail(plan, stage_portal, errno);
 
     // Copy every source above the targets first, so that dup2 cannot clobber one with another
@@ -220,8 +223,8 @@ void cloexec_from(int first) {
     // Joining a new anonymous keyring fails only for memory or quota, or with EPERM from a
     // seccomp filter: inside a sandbox (sandgate's own wrap: the dogfood run) that refuses
     // keyctl, which has put us in a fresh keyring already. ENOSYS: no keyrings at all.
-    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS &&
-        errno != EPERM)
+    if (plan.fresh_keyring && ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 &&
+        errno != ENOSYS && errno != EPERM)
         child_fail(plan, stage_keyring, errno);
     for (const auto& [resource, value] : plan.rlimits)
         if (::setrlimit(static_cast<__rlimit_resource_t>(resource), &value) != 0)
@@ -246,19 +249,30 @@ std::string failure_message(const std::string& program, const std::filesystem::p
                             const ChildFailure& failure) {
     const char* error = std::strerror(failure.errno_value);
     switch (failure.stage) {
-        case stage_cgroup: return std::string("cannot join the run's cgroup: ") + error;
-        case stage_setsid: return std::string("setsid failed: ") + error;
-        case stage_fds: return std::string("cannot set up the child's descriptors: ") + error;
+        case stage_cgroup:
+            return std::string("cannot join the run's cgroup: ") + error;
+        case stage_setsid:
+            return std::string("setsid failed: ") + error;
+        case stage_fds:
+            return std::string("cannot set up the child's descriptors: ") + error;
         case stage_chdir:
             return "cannot change directory to '" + cwd.string() + "': " + error;
-        case stage_subreaper: return std::string("cannot become a subreaper: ") + error;
-        case stage_fork: return std::string("fork failed: ") + error;
-        case stage_rlimit: return std::string("cannot set the run's resource limits: ") + error;
-        case stage_netns: return std::string("cannot join the run's network namespace: ") + error;
-        case stage_portal: return std::string("cannot bind the run's paths for the sandbox's identity: ") + error;
-        case stage_identity: return std::string("cannot drop to the sandbox's host identity: ") + error;
-        case stage_keyring: return std::string("cannot join a fresh session keyring: ") + error;
-        default: return "cannot execute '" + program + "': " + error;
+        case stage_subreaper:
+            return std::string("cannot become a subreaper: ") + error;
+        case stage_fork:
+            return std::string("fork failed: ") + error;
+        case stage_rlimit:
+            return std::string("cannot set the run's resource limits: ") + error;
+        case stage_netns:
+            return std::string("cannot join the run's network namespace: ") + error;
+        case stage_portal:
+            return std::string("cannot bind the run's paths for the sandbox's identity: ") + error;
+        case stage_identity:
+            return std::string("cannot drop to the sandbox's host identity: ") + error;
+        case stage_keyring:
+            return std::string("cannot join a fresh session keyring: ") + error;
+        default:
+            return "cannot execute '" + program + "': " + error;
     }
 }
 
@@ -304,7 +318,9 @@ pid_t fork_child(int cgroup_fd, ExecPlan& plan, Fd& pidfd, Fd& procs) {
     return pid;
 }
 
-int vfork_entry(void* plan) { exec_child(plan); }
+int vfork_entry(void* plan) {
+    exec_child(plan);
+}
 
 #if defined(__x86_64__)
 // clone3(args) with CLONE_VM: the child starts on args->stack and runs fn(arg), then exits
@@ -395,14 +411,20 @@ pid_t vfork_child(ExecPlan& plan, int cgroup_fd, Fd& pidfd) {
 }  // namespace
 
 Child::Child(pid_t pid, Fd pidfd, Fd status_fd, Supervision supervision)
-    : m_pid(pid), m_pidfd(std::move(pidfd)), m_status_fd(std::move(status_fd)),
+    : m_pid(pid),
+      m_pidfd(std::move(pidfd)),
+      m_status_fd(std::move(status_fd)),
       m_supervision(supervision) {}
 
 Child::Child(Child&& other) noexcept
-    : m_pid(std::exchange(other.m_pid, -1)), m_pidfd(std::move(other.m_pidfd)),
-      m_status_fd(std::move(other.m_status_fd)), m_supervision(other.m_supervision),
-      m_reaped(std::exchange(other.m_reaped, true)), m_error_fd(std::move(other.m_error_fd)),
-      m_program(std::move(other.m_program)), m_cwd(std::move(other.m_cwd)) {}
+    : m_pid(std::exchange(other.m_pid, -1)),
+      m_pidfd(std::move(other.m_pidfd)),
+      m_status_fd(std::move(other.m_status_fd)),
+      m_supervision(other.m_supervision),
+      m_reaped(std::exchange(other.m_reaped, true)),
+      m_error_fd(std::move(other.m_error_fd)),
+      m_program(std::move(other.m_program)),
+      m_cwd(std::move(other.m_cwd)) {}
 
 void Child::check_exec_at_reap(Fd error_fd, const SpawnSpec& spec) {
     m_error_fd = std::move(error_fd);
@@ -516,6 +538,8 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec) {
     return child;
 }
 
-Fd open_pidfd(pid_t pid) { return Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
+Fd open_pidfd(pid_t pid) {
+    return Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+}
 
 }  // namespace sandbox

@@ -133,8 +133,8 @@ private:
     Fd m_status_fd;  // subreaper: the reaper writes the command's wait status here
     Supervision m_supervision;
     bool m_reaped = false;
-    Fd m_error_fd;               // ExecCheck::at_reap only
-    std::string m_program;       // for its messages
+    Fd m_error_fd;          // ExecCheck::at_reap only
+    std::string m_program;  // for its messages
     std::filesystem::path m_cwd;
 };
 

@@ -14,8 +14,8 @@ namespace sandbox {
 // Enters a mount namespace of this task's own (slave: nothing propagates back) with a small
 // tmpfs over `portal_dir`, and attaches sources[i] (an O_PATH fd of the caller's; a directory
 // when directories[i]) at targets[i] (portal_dir/<i>). Run as root, before drop_identity.
-bool enter_portal(const char* portal_dir, const std::vector<int>& sources, const std::vector<std::string>& targets,
-                  const std::vector<bool>& directories);
+bool enter_portal(const char* portal_dir, const std::vector<int>& sources,
+                  const std::vector<std::string>& targets, const std::vector<bool>& directories);
 
 // Drops this task (only: raw system calls, not glibc's all-threads wrappers) to `owner`, with
 // no supplementary groups.

@@ -28,7 +28,7 @@ enum class Renewal {
 };
 
 class TokenProvider {
-  public:
+public:
     virtual ~TokenProvider() = default;
     // The token to send now (one line, never empty), or why none can be had.
     virtual Expected<std::string> token() = 0;
@@ -39,11 +39,11 @@ class TokenProvider {
 
 // A token that never changes.
 class FixedToken final : public TokenProvider {
-  public:
+public:
     explicit FixedToken(std::string token) : m_token(std::move(token)) {}
     Expected<std::string> token() override { return m_token; }
 
-  private:
+private:
     std::string m_token;
 };
 

@@ -21,7 +21,8 @@ namespace {
 const CreateOptions k_dir_mode{0755, std::nullopt};
 
 // The first file named `name` on `path_list` that is an executable regular file.
-std::optional<std::filesystem::path> find_on_path(const std::string& path_list, std::string_view name) {
+std::optional<std::filesystem::path> find_on_path(const std::string& path_list,
+                                                  std::string_view name) {
     std::size_t start = 0;
     while (start <= path_list.size()) {
         std::size_t end = path_list.find(':', start);
@@ -31,14 +32,16 @@ std::optional<std::filesystem::path> find_on_path(const std::string& path_list, 
         if (dir.empty() || dir.front() != '/') continue;  // never the working directory
         const std::filesystem::path candidate = std::filesystem::path(dir) / name;
         struct stat st {};
-        if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+        if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            ::access(candidate.c_str(), X_OK) == 0)
             return candidate;
     }
     return std::nullopt;
 }
 
 // What `argv` prints on stdout and stderr, run unwrapped with only PATH set, within seconds.
-std::optional<std::string> output_of(const std::vector<std::string>& argv, const std::string& path_list) {
+std::optional<std::string> output_of(const std::vector<std::string>& argv,
+                                     const std::string& path_list) {
     RunRequest request;
     request.argv = argv;
     request.env = {{"PATH", path_list}, {"LC_ALL", "C"}};
@@ -57,7 +60,9 @@ std::string version_after(const std::string& text, std::string_view marker) {
     if (at == std::string::npos) return {};
     at += marker.size();
     std::size_t end = at;
-    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
+    while (end < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
+        ++end;
     std::string version = text.substr(at, end - at);
     while (!version.empty() && version.back() == '.') version.pop_back();
     if (version.empty() || !std::isdigit(static_cast<unsigned char>(version.front()))) return {};
@@ -82,8 +87,9 @@ std::string java_version(const std::string& text) {
 }
 
 // The real path of `program`, when it lies in /usr (which the wrap shows); else a note.
-std::optional<std::filesystem::path> visible_real_path(const std::filesystem::path& program, std::string_view tool,
-                                                      std::vector<std::string>& notes) {
+std::optional<std::filesystem::path> visible_real_path(const std::filesystem::path& program,
+                                                       std::string_view tool,
+                                                       std::vector<std::string>& notes) {
     std::error_code ec;
     const auto real = std::filesystem::canonical(program, ec);
     if (ec) {
@@ -98,7 +104,8 @@ std::optional<std::filesystem::path> visible_real_path(const std::filesystem::pa
     return real;
 }
 
-void add_python(const std::string& path_list, std::vector<MachineTool>& tools, std::vector<std::string>& notes) {
+void add_python(const std::string& path_list, std::vector<MachineTool>& tools,
+                std::vector<std::string>& notes) {
     const auto python = find_on_path(path_list, "python3");
     if (!python) return;
     const auto real = visible_real_path(*python, "Python", notes);
@@ -110,14 +117,16 @@ void add_python(const std::string& path_list, std::vector<MachineTool>& tools, s
         return;
     }
     MachineTool tool{"Python", version, {}, {{"python", *real}, {"python3", *real}}};
-    if (const auto pip = find_on_path(path_list, "pip3"); pip && visible_real_path(*pip, "pip", notes)) {
+    if (const auto pip = find_on_path(path_list, "pip3");
+        pip && visible_real_path(*pip, "pip", notes)) {
         tool.bins.emplace_back("pip", *pip);
         tool.bins.emplace_back("pip3", *pip);
     }
     tools.push_back(std::move(tool));
 }
 
-void add_node(const std::string& path_list, std::vector<MachineTool>& tools, std::vector<std::string>& notes) {
+void add_node(const std::string& path_list, std::vector<MachineTool>& tools,
+              std::vector<std::string>& notes) {
     const auto node = find_on_path(path_list, "node");
     if (!node) return;
     const auto real = visible_real_path(*node, "node", notes);
@@ -133,7 +142,8 @@ void add_node(const std::string& path_list, std::vector<MachineTool>& tools, std
         // Beside the node that was found, as a package puts them.
         const auto beside = node->parent_path() / name;
         std::error_code ec;
-        if (std::filesystem::exists(beside, ec) && visible_real_path(beside, name, notes)) tool.bins.emplace_back(name, beside);
+        if (std::filesystem::exists(beside, ec) && visible_real_path(beside, name, notes))
+            tool.bins.emplace_back(name, beside);
     }
     tools.push_back(std::move(tool));
 }
@@ -148,24 +158,30 @@ void add_rooted(const std::string& path_list, const char* program, const char* t
     if (!real) return;
     const auto root = real->parent_path().parent_path();
     if (real->parent_path().filename() != "bin") {
-        notes.push_back(std::string(tool_name) + ": " + real->string() + " is not in a toolchain's bin/: left out");
+        notes.push_back(std::string(tool_name) + ": " + real->string() +
+                        " is not in a toolchain's bin/: left out");
         return;
     }
     std::vector<std::string> argv = {found->string()};
     argv.insert(argv.end(), version_argv.begin(), version_argv.end());
     const auto output = output_of(argv, path_list);
     std::string version;
-    if (output) version = std::string_view(program) == "go" ? version_after(*output, "go version go") : java_version(*output);
+    if (output)
+        version = std::string_view(program) == "go" ? version_after(*output, "go version go")
+                                                    : java_version(*output);
     if (version.empty()) {
-        notes.push_back(std::string(tool_name) + ": `" + found->string() + "` did not name its version");
+        notes.push_back(std::string(tool_name) + ": `" + found->string() +
+                        "` did not name its version");
         return;
     }
     tools.push_back({tool_name, version, root, {}});
 }
 
-Expected<void> make_link(const SafeDir& dir, const std::filesystem::path& target, const std::string& name) {
+Expected<void> make_link(const SafeDir& dir, const std::filesystem::path& target,
+                         const std::string& name) {
     if (::symlinkat(target.c_str(), dir.fd(), name.c_str()) != 0)
-        return fail(ErrorKind::unavailable, errno_message("linking " + (dir.path() / name).string()));
+        return fail(ErrorKind::unavailable,
+                    errno_message("linking " + (dir.path() / name).string()));
     return {};
 }
 
@@ -176,7 +192,8 @@ std::filesystem::path link_target(const std::filesystem::path& path) {
 }
 
 // One tool into the cache: <version>/<arch> made afresh, then <arch>.complete.
-Expected<ToolEntry> add_tool(const SafeDir& root, const MachineTool& tool, const std::string& arch, bool& kept) {
+Expected<ToolEntry> add_tool(const SafeDir& root, const MachineTool& tool, const std::string& arch,
+                             bool& kept) {
     const std::string version_dir = tool.tool + "/" + tool.version;
     auto dir = root.make_dirs(version_dir, k_dir_mode, version_dir);
     if (!dir) return std::unexpected(dir.error());
@@ -185,23 +202,28 @@ Expected<ToolEntry> add_tool(const SafeDir& root, const MachineTool& tool, const
     const std::string marker = arch + ".complete";
     if (::fstatat(dir->fd(), marker.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         kept = true;
-        entry.target = tool.root.empty() ? link_target(dir->path() / arch / "bin" / tool.bins.front().first)
-                                         : link_target(dir->path() / arch);
+        entry.target = tool.root.empty()
+                           ? link_target(dir->path() / arch / "bin" / tool.bins.front().first)
+                           : link_target(dir->path() / arch);
         return entry;
     }
-    if (auto removed = dir->remove(arch, version_dir + "/" + arch); !removed) return std::unexpected(removed.error());
+    if (auto removed = dir->remove(arch, version_dir + "/" + arch); !removed)
+        return std::unexpected(removed.error());
     if (!tool.root.empty()) {
-        if (auto linked = make_link(*dir, tool.root, arch); !linked) return std::unexpected(linked.error());
+        if (auto linked = make_link(*dir, tool.root, arch); !linked)
+            return std::unexpected(linked.error());
         entry.target = tool.root;
     } else {
         auto bin = dir->make_dirs(arch + "/bin", k_dir_mode, version_dir + "/" + arch + "/bin");
         if (!bin) return std::unexpected(bin.error());
         for (const auto& [name, target] : tool.bins) {
-            if (auto linked = make_link(*bin, target, name); !linked) return std::unexpected(linked.error());
+            if (auto linked = make_link(*bin, target, name); !linked)
+                return std::unexpected(linked.error());
         }
         entry.target = tool.bins.front().second;
     }
-    if (auto made = dir->create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker); !made)
+    if (auto made = dir->create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker);
+        !made)
         return std::unexpected(made.error());
     return entry;
 }
@@ -218,7 +240,8 @@ std::string tool_cache_arch() {
     return machine;
 }
 
-std::vector<MachineTool> find_machine_tools(const std::string& path_list, std::vector<std::string>& notes) {
+std::vector<MachineTool> find_machine_tools(const std::string& path_list,
+                                            std::vector<std::string>& notes) {
     std::vector<MachineTool> tools;
     add_python(path_list, tools, notes);
     add_node(path_list, tools, notes);
@@ -227,7 +250,8 @@ std::vector<MachineTool> find_machine_tools(const std::string& path_list, std::v
     return tools;
 }
 
-Expected<ToolCacheAdd> add_machine_tools(const std::filesystem::path& cache, const std::vector<MachineTool>& tools) {
+Expected<ToolCacheAdd> add_machine_tools(const std::filesystem::path& cache,
+                                         const std::vector<MachineTool>& tools) {
     auto root = SafeDir::make_trusted(cache, k_dir_mode, "the tool cache");
     if (!root) return std::unexpected(root.error());
     const std::string arch = tool_cache_arch();
@@ -253,17 +277,22 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
     std::vector<std::string> markers;
     auto walked = root->walk([&](const WalkEntry& found) {
         const auto depth = std::count(found.relative.begin(), found.relative.end(), '/');
-        if (depth < 2) return found.kind == EntryKind::directory ? WalkStep::descend : WalkStep::skip;
+        if (depth < 2)
+            return found.kind == EntryKind::directory ? WalkStep::descend : WalkStep::skip;
         if (depth > 2) return WalkStep::skip;
         if (found.relative.ends_with(".complete")) {
             markers.push_back(found.relative.substr(0, found.relative.size() - 9));
             return WalkStep::skip;
         }
-        if (found.kind != EntryKind::directory && found.kind != EntryKind::symlink) return WalkStep::skip;
+        if (found.kind != EntryKind::directory && found.kind != EntryKind::symlink)
+            return WalkStep::skip;
         const auto first = found.relative.find('/');
         const auto second = found.relative.find('/', first + 1);
-        ToolEntry entry{found.relative.substr(0, first), found.relative.substr(first + 1, second - first - 1),
-                        found.relative.substr(second + 1), false, {}};
+        ToolEntry entry{found.relative.substr(0, first),
+                        found.relative.substr(first + 1, second - first - 1),
+                        found.relative.substr(second + 1),
+                        false,
+                        {}};
         const auto path = root->path() / found.relative;
         if (found.kind == EntryKind::symlink) {
             entry.target = link_target(path);
@@ -288,9 +317,12 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
 
 void point_at_tool_cache(Environment& env) {
     for (const char* name : {"RUNNER_TOOL_CACHE", "AGENT_TOOLSDIRECTORY"}) {
-        auto it = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
-        if (it != env.end()) it->second = std::string(k_tool_cache_mount);
-        else env.emplace_back(name, std::string(k_tool_cache_mount));
+        auto it =
+            std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+        if (it != env.end())
+            it->second = std::string(k_tool_cache_mount);
+        else
+            env.emplace_back(name, std::string(k_tool_cache_mount));
     }
 }
 

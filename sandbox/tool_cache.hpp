@@ -43,14 +43,15 @@ struct MachineTool {
 // The toolchains found on `path_list` (a PATH value): python3, node, go, java, each asked
 // for its version (bounded: a few seconds each, unwrapped: the machine's own binaries).
 // `notes` receives one line per toolchain left out and why.
-std::vector<MachineTool> find_machine_tools(const std::string& path_list, std::vector<std::string>& notes);
+std::vector<MachineTool> find_machine_tools(const std::string& path_list,
+                                            std::vector<std::string>& notes);
 
 // One <Tool>/<version>/<arch> of a cache.
 struct ToolEntry {
     std::string tool;
     std::string version;
     std::string arch;
-    bool complete = false;        // the .complete marker is there
+    bool complete = false;         // the .complete marker is there
     std::filesystem::path target;  // where <arch> (go, java) or its bin/<first> leads; may be empty
 };
 
@@ -62,7 +63,8 @@ struct ToolCacheAdd {
     std::vector<ToolEntry> added;
     std::vector<ToolEntry> kept;
 };
-Expected<ToolCacheAdd> add_machine_tools(const std::filesystem::path& cache, const std::vector<MachineTool>& tools);
+Expected<ToolCacheAdd> add_machine_tools(const std::filesystem::path& cache,
+                                         const std::vector<MachineTool>& tools);
 
 // What the cache at `cache` holds, sorted. A cache that does not exist holds nothing.
 Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& cache);

@@ -17,9 +17,9 @@ Expected<sockaddr_un> address_of(const std::filesystem::path& path) {
     address.sun_family = AF_UNIX;
     const std::string text = path.string();
     if (text.empty() || text.size() >= sizeof(address.sun_path))
-        return fail(ErrorKind::invalid_input,
-                    "socket path is empty or longer than " +
-                        std::to_string(sizeof(address.sun_path) - 1) + " bytes: " + text);
+        return fail(ErrorKind::invalid_input, "socket path is empty or longer than " +
+                                                  std::to_string(sizeof(address.sun_path) - 1) +
+                                                  " bytes: " + text);
     std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
     return address;
 }
@@ -114,8 +114,9 @@ Expected<PeerCredentials> peer_credentials(int fd) {
 Expected<void> write_frame(int fd, std::string_view body) {
     if (body.size() > 0xffffffffU) return fail(ErrorKind::invalid_input, "frame too large");
     const auto size = static_cast<std::uint32_t>(body.size());
-    const std::array<char, 4> header = {static_cast<char>(size >> 24), static_cast<char>(size >> 16),
-                                        static_cast<char>(size >> 8), static_cast<char>(size)};
+    const std::array<char, 4> header = {static_cast<char>(size >> 24),
+                                        static_cast<char>(size >> 16), static_cast<char>(size >> 8),
+                                        static_cast<char>(size)};
     std::string frame(header.begin(), header.end());
     frame.append(body);
     std::size_t done = 0;

@@ -12,7 +12,9 @@ std::atomic<WarningSink> g_sink{nullptr};
 
 }  // namespace
 
-void set_warning_sink(WarningSink sink) { g_sink.store(sink); }
+void set_warning_sink(WarningSink sink) {
+    g_sink.store(sink);
+}
 
 void warn(std::string_view message) {
     if (const WarningSink sink = g_sink.load()) return sink(message);

@@ -16,13 +16,15 @@ namespace {
 Expected<void> refuse_egress(const Policy& policy) {
     if (policy.egress.empty()) return {};
     if (policy.network == NetworkMode::host)
-        return fail(ErrorKind::invalid_input, "--allow-egress " + describe(policy.egress.front()) +
-                                                  ": --network host reaches everything; use --network allowlist");
+        return fail(ErrorKind::invalid_input,
+                    "--allow-egress " + describe(policy.egress.front()) +
+                        ": --network host reaches everything; use --network allowlist");
     if (policy.mode != SandboxMode::container) return {};
-    return fail(ErrorKind::unavailable,
-                "--allow-egress " + describe(policy.egress.front()) +
-                    ": the container arm cannot filter egress yet (it runs with --network none or host); "
-                    "use --sandbox bwrap for --network allowlist");
+    return fail(
+        ErrorKind::unavailable,
+        "--allow-egress " + describe(policy.egress.front()) +
+            ": the container arm cannot filter egress yet (it runs with --network none or host); "
+            "use --sandbox bwrap for --network allowlist");
 }
 
 }  // namespace
@@ -49,9 +51,12 @@ Expected<WrapPlan> plan_wrap(const RunRequest& request, PlanTiming timing) {
         if (auto ok = refuse_egress(request.policy); !ok) return std::unexpected(ok.error());
     }
     switch (request.policy.mode) {
-        case SandboxMode::bwrap: return plan_bwrap(request, timing);
-        case SandboxMode::container: return plan_container(request);
-        case SandboxMode::off: break;
+        case SandboxMode::bwrap:
+            return plan_bwrap(request, timing);
+        case SandboxMode::container:
+            return plan_container(request);
+        case SandboxMode::off:
+            break;
     }
     return fail(ErrorKind::invalid_input, "plan_wrap called for --sandbox off");
 }

@@ -6,12 +6,11 @@
 
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox/egress_proxy.hpp"
 #include "sandbox/fd.hpp"
@@ -65,7 +64,8 @@ struct WrapPlan {
     // A network namespace the wrapper starts in (joined between fork and exec), already set
     // up for the policy; invalid when the wrapper makes its own.
     Fd netns;
-    nlohmann::ordered_json description;  // the posture: RunResult::sandbox (posture_text renders it)
+    nlohmann::ordered_json
+        description;  // the posture: RunResult::sandbox (posture_text renders it)
     // Run (unsandboxed, bounded) after a timeout besides killing the tree, e.g. `podman rm -f`.
     std::vector<std::string> on_timeout_argv;
     std::unique_ptr<WrapResources> resources;  // released after the run

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 #include "sandbox/bwrap_layout.hpp"
@@ -89,7 +88,9 @@ nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
     doc["bwrap"] = bwrap.string();
-    doc["network"] = policy.network == NetworkMode::host ? "host" : policy.egress.empty() ? "none" : "allowlist";
+    doc["network"] = policy.network == NetworkMode::host ? "host"
+                     : policy.egress.empty()             ? "none"
+                                                         : "allowlist";
     if (!policy.egress.empty()) doc["egress"] = describe_egress(policy);
     doc["uid"] = k_sandbox_uid;
     if (identity) doc["host_uid"] = to_string(*identity);
@@ -111,10 +112,10 @@ struct BwrapStart {
     Scratch scratch;
     bool offline = false;
     std::vector<MountEntry> files;
-    int status_fd = -1;  // the number of bwrap's status pipe
-    std::filesystem::path cwd;             // checked
-    std::vector<MountEntry> policy_mounts;  // add_policy_mounts, sources through the portal
-    std::optional<Owner> identity;          // the sandbox's host identity when not ours
+    int status_fd = -1;                           // the number of bwrap's status pipe
+    std::filesystem::path cwd;                    // checked
+    std::vector<MountEntry> policy_mounts;        // add_policy_mounts, sources through the portal
+    std::optional<Owner> identity;                // the sandbox's host identity when not ours
     std::vector<std::filesystem::path> writable;  // the trees `identity` is given before the run
     int payload_status_fd = -1;  // the number of the payload reporter's pipe (payload_status.hpp)
     int egress_fd = -1;          // --network allowlist: the forwarder's end of the proxy's pair
@@ -125,11 +126,18 @@ struct BwrapStart {
 std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch, bool offline) {
     const ScratchLayout dirs = scratch_layout(scratch.root);
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
-    files.push_back({MountKind::program, std::string(k_status_init_path), {}, std::string(status_init_program()), 1});
+    files.push_back({MountKind::program,
+                     std::string(k_status_init_path),
+                     {},
+                     std::string(status_init_program()),
+                     1});
     for (auto& shim : shim_programs()) files.push_back(std::move(shim));
     if (!policy.egress.empty())
-        files.push_back({MountKind::program, std::string(k_egress_forwarder_path), {},
-                         std::string(egress_forwarder_program()), 1});
+        files.push_back({MountKind::program,
+                         std::string(k_egress_forwarder_path),
+                         {},
+                         std::string(egress_forwarder_program()),
+                         1});
     if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
@@ -158,8 +166,8 @@ Expected<std::vector<Fd>> open_wrap_files(std::vector<MountEntry>& files) {
 // The working directory the payload starts in, checked (it is bound at its own path).
 Expected<std::filesystem::path> checked_cwd(const RunRequest& request) {
     std::error_code ec;
-    const std::filesystem::path cwd_in = request.cwd.empty() ? std::filesystem::current_path(ec)
-                                                             : request.cwd;
+    const std::filesystem::path cwd_in =
+        request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd;
     if (auto ok = refuse_private_scratch(cwd_in, "--cwd"); !ok) return std::unexpected(ok.error());
     return checked_bind_path(cwd_in, "--cwd", MustExist::yes);
 }
@@ -188,7 +196,8 @@ Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resou
         return std::unexpected(ok.error());
     // The scratch is made for the identity already (create_scratch, its seeding, its payload).
     for (const auto& entry : start.policy_mounts)
-        if (entry.kind == MountKind::bind && entry.source != start.scratch.root) start.writable.push_back(entry.source);
+        if (entry.kind == MountKind::bind && entry.source != start.scratch.root)
+            start.writable.push_back(entry.source);
     return start;
 }
 
@@ -216,11 +225,13 @@ Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
     if (!start.identity) return {};
     plan.identity = start.identity;
     const auto bound = [](const MountEntry& entry) {
-        return entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind || entry.kind == MountKind::ro_bind_try;
+        return entry.kind == MountKind::bind || entry.kind == MountKind::ro_bind ||
+               entry.kind == MountKind::ro_bind_try;
     };
-    const bool all_reachable = std::all_of(start.policy_mounts.begin(), start.policy_mounts.end(), [&](const MountEntry& entry) {
-        return !bound(entry) || reachable_by(entry.source, *start.identity);
-    });
+    const bool all_reachable = std::all_of(
+        start.policy_mounts.begin(), start.policy_mounts.end(), [&](const MountEntry& entry) {
+            return !bound(entry) || reachable_by(entry.source, *start.identity);
+        });
     if (all_reachable) return {};
     auto dir = portal_directory();
     if (!dir) return std::unexpected(dir.error());
@@ -233,11 +244,13 @@ Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
         Fd fd(::open(entry.source.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
         if (!fd) {
             if (entry.kind == MountKind::ro_bind_try && errno == ENOENT) continue;
-            return fail(ErrorKind::invalid_input, errno_message("bind source " + entry.source.string()));
+            return fail(ErrorKind::invalid_input,
+                        errno_message("bind source " + entry.source.string()));
         }
         struct stat st {};
         if (::fstat(fd.get(), &st) != 0)
-            return fail(ErrorKind::unavailable, errno_message("bind source " + entry.source.string()));
+            return fail(ErrorKind::unavailable,
+                        errno_message("bind source " + entry.source.string()));
         entry.source = plan.portal_dir + "/" + std::to_string(plan.portal_fds.size());
         plan.portal_fds.push_back(std::move(fd));
         plan.portal_directories.push_back(S_ISDIR(st.st_mode));
@@ -260,10 +273,13 @@ Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResou
 // runs under its reporter (payload_status.hpp). The one option outside the stream is the one
 // that makes a stream cut short fail (see plan_bwrap in the header). Under --network allowlist
 // the egress forwarder comes first (egress_wrap.hpp) and execs the reporter.
-std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap, const std::vector<std::string>& payload,
-                                    int payload_status_fd, int egress_fd) {
-    std::vector<std::string> argv = {bwrap.string(), "--hostname", "sandgate", "--args", std::to_string(k_options_fd), "--"};
-    if (egress_fd >= 0) argv.insert(argv.end(), {std::string(k_egress_forwarder_path), std::to_string(egress_fd)});
+std::vector<std::string> bwrap_argv(const std::filesystem::path& bwrap,
+                                    const std::vector<std::string>& payload, int payload_status_fd,
+                                    int egress_fd) {
+    std::vector<std::string> argv = {
+        bwrap.string(), "--hostname", "sandgate", "--args", std::to_string(k_options_fd), "--"};
+    if (egress_fd >= 0)
+        argv.insert(argv.end(), {std::string(k_egress_forwarder_path), std::to_string(egress_fd)});
     argv.insert(argv.end(), {std::string(k_status_init_path), std::to_string(payload_status_fd)});
     argv.insert(argv.end(), payload.begin(), payload.end());
     return argv;
@@ -306,7 +322,9 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
         auto fresh = create_scratch(dirs, start.identity);
         if (!fresh) return std::unexpected(fresh.error());
         if (*fresh) {
-            if (auto ok = seed_toolchain_home(**fresh, dirs, offline, policy.toolchain_cache, start.identity); !ok)
+            if (auto ok = seed_toolchain_home(**fresh, dirs, offline, policy.toolchain_cache,
+                                              start.identity);
+                !ok)
                 return std::unexpected(ok.error());
         }
     }
@@ -360,13 +378,13 @@ std::string options_text(const Policy& policy, const BwrapLayout& layout, int st
                          const Fd& netns) {
     std::vector<std::string> args;
     mount_options(layout.entries, args);
-    args.insert(args.end(), {"--remount-ro", "/", "--unshare-user", "--unshare-ipc", "--unshare-pid",
-                             "--unshare-cgroup-try"});
+    args.insert(args.end(), {"--remount-ro", "/", "--unshare-user", "--unshare-ipc",
+                             "--unshare-pid", "--unshare-cgroup-try"});
     if (policy.network != NetworkMode::host && !netns) args.push_back("--unshare-net");
-    args.insert(args.end(), {"--uid", std::to_string(k_sandbox_uid), "--gid",
-                             std::to_string(k_sandbox_gid), "--die-with-parent", "--new-session",
-                             "--cap-drop", "ALL", "--seccomp", std::to_string(k_seccomp_fd), "--chdir",
-                             layout.cwd.string(), "--clearenv"});
+    args.insert(args.end(),
+                {"--uid", std::to_string(k_sandbox_uid), "--gid", std::to_string(k_sandbox_gid),
+                 "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--seccomp",
+                 std::to_string(k_seccomp_fd), "--chdir", layout.cwd.string(), "--clearenv"});
     for (const auto& [name, value] : layout.env) args.insert(args.end(), {"--setenv", name, value});
     args.insert(args.end(), {"--json-status-fd", std::to_string(status_fd), "--unshare-uts"});
     std::string packed;
@@ -386,10 +404,11 @@ public:
         auto layout = plan_layout(request, m_start, std::move(m_start.files));
         if (!layout) return std::unexpected(layout.error());
         m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
-        const int verdict = resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
+        const int verdict =
+            resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
         if (verdict != 0)
-            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]), m_start.payload_status_fd,
-                                   m_start.egress_fd);
+            plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]),
+                                   m_start.payload_status_fd, m_start.egress_fd);
         plan.description = describe(m_start.bwrap, request.policy, m_start.scratch, m_start.offline,
                                     m_start.limits, m_start.identity);
         return {};
@@ -462,7 +481,8 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
     if (netns != nullptr) plan.netns = netns->take();
-    auto completion = std::make_unique<BwrapCompletion>(std::move(*start), std::move(channel->our_end), timing);
+    auto completion =
+        std::make_unique<BwrapCompletion>(std::move(*start), std::move(channel->our_end), timing);
     if (timing == PlanTiming::pending) {
         plan.pending = std::move(completion);
         return plan;

@@ -19,7 +19,6 @@ namespace {
 constexpr std::size_t k_max_entries = 48;
 constexpr std::size_t k_max_bytes = 8u << 20;
 
-
 // A new open file description of the memfd (its own offset), read-only. Through /proc: where
 // that is not mounted the caller falls back to a fresh memfd.
 Fd reopen(const Fd& memfd) {
@@ -43,7 +42,8 @@ ContentCache& content_cache() {
 Expected<Fd> sealed_memfd(std::string_view name, std::string_view content) {
     auto fd = content_memfd(name, content);
     if (!fd) return fd;
-    if (::fcntl(fd->get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+    if (::fcntl(fd->get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+        0)
         return fail(ErrorKind::unavailable, errno_message("sealing a memfd"));
     return fd;
 }
@@ -65,7 +65,8 @@ Expected<Fd> content_memfd(std::string_view name, std::string_view content) {
     Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
     // The file offset stays at 0, where bwrap starts reading.
-    if (auto written = write_contents(fd, content); !written) return std::unexpected(written.error());
+    if (auto written = write_contents(fd, content); !written)
+        return std::unexpected(written.error());
     return fd;
 }
 
@@ -108,8 +109,8 @@ Expected<Fd> open_host_file(const std::filesystem::path& path, std::uintmax_t ma
     if (!S_ISREG(st.st_mode))
         return fail(ErrorKind::invalid_input, path.string() + " is not a regular file");
     if (static_cast<std::uintmax_t>(st.st_size) > max_size)
-        return fail(ErrorKind::invalid_input, path.string() + " is larger than " +
-                                                  std::to_string(max_size) + " bytes");
+        return fail(ErrorKind::invalid_input,
+                    path.string() + " is larger than " + std::to_string(max_size) + " bytes");
     return fd;
 }
 

@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libsimdjson-dev libgit2-dev libspdlog-dev catch2 libyaml-cpp-dev
   libcli11-dev libssl-dev libseccomp-dev libsqlite3-dev nlohmann-json3-dev libmicrohttpd-dev
   libpcre2-dev nettle-dev libyaml-dev libpq-dev postgresql-15 libarchive-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
   bubblewrap python3 python3-jsonschema iproute2 procps firejail
   libnss-wrapper openssl curl
 )

@@ -23,33 +23,43 @@ struct CorpusAction {
 
 inline const std::vector<CorpusAction>& corpus_actions() {
     static const std::vector<CorpusAction> table{
-        {"actions", "setup-python", "v7", "91b337006d77bc934620a651e697d85c92c5b201", "5fda3b95a4ea91299a34e894583c3862153e4b97"},
-        {"actions", "setup-node", "v7", "f6050b705c1c25263fa5cebebe944f2c0cc4eced", "820762786026740c76f36085b0efc47a31fe5020"},
-        {"actions", "setup-go", "v7", "97f708e2e5dbe58e666cda77ee3c826ed303ba23", "b7ad1dad31e06c5925ef5d2fc7ad053ef454303e"},
-        {"actions", "cache", "v5", "e41b6c426fb0813458289a32d082cfde1dae0640", "27d5ce7f107fe9357f9df03efb73ab90386fccae"},
-        {"dtolnay", "rust-toolchain", "v1", "42bd78258edd451ea3bb64172d301c67497f7e6d", "e97e2d8cc328f1b50210efc529dca0028893a2d9"},
+        {"actions", "setup-python", "v7", "91b337006d77bc934620a651e697d85c92c5b201",
+         "5fda3b95a4ea91299a34e894583c3862153e4b97"},
+        {"actions", "setup-node", "v7", "f6050b705c1c25263fa5cebebe944f2c0cc4eced",
+         "820762786026740c76f36085b0efc47a31fe5020"},
+        {"actions", "setup-go", "v7", "97f708e2e5dbe58e666cda77ee3c826ed303ba23",
+         "b7ad1dad31e06c5925ef5d2fc7ad053ef454303e"},
+        {"actions", "cache", "v5", "e41b6c426fb0813458289a32d082cfde1dae0640",
+         "27d5ce7f107fe9357f9df03efb73ab90386fccae"},
+        {"dtolnay", "rust-toolchain", "v1", "42bd78258edd451ea3bb64172d301c67497f7e6d",
+         "e97e2d8cc328f1b50210efc529dca0028893a2d9"},
     };
     return table;
 }
 
-inline std::filesystem::path corpus_dir() { return std::filesystem::path(SANDGATE_SHARED_DIR) / "corpora/actions"; }
+inline std::filesystem::path corpus_dir() {
+    return std::filesystem::path(SANDGATE_SHARED_DIR) / "corpora/actions";
+}
 
 // SOURCE/OWNER/REPO.git for every corpus action (or only `only`), cloned from the bundles.
-inline std::filesystem::path make_mirror_source(const std::filesystem::path& dir, const std::string& only = "") {
+inline std::filesystem::path make_mirror_source(const std::filesystem::path& dir,
+                                                const std::string& only = "") {
     const auto source = dir / "source";
     for (const auto& action : corpus_actions()) {
         if (!only.empty() && action.repo != only) continue;
         const auto target = source / action.owner / (action.repo + ".git");
         std::filesystem::create_directories(target.parent_path());
-        sh("git clone -q --bare " + (corpus_dir() / (action.owner + "_" + action.repo + ".bundle")).string() + " " +
+        sh("git clone -q --bare " +
+           (corpus_dir() / (action.owner + "_" + action.repo + ".bundle")).string() + " " +
            target.string());
     }
     return source;
 }
 
 // A bare mirror SOURCE/OWNER/REPO.git holding `files` at one commit tagged `tag`; its SHA.
-inline std::string make_action_repo(const std::filesystem::path& source, const std::string& owner, const std::string& repo,
-                                    const std::string& tag, const std::map<std::string, std::string>& files) {
+inline std::string make_action_repo(const std::filesystem::path& source, const std::string& owner,
+                                    const std::string& repo, const std::string& tag,
+                                    const std::map<std::string, std::string>& files) {
     const auto work = source.parent_path() / ("work-" + owner + "-" + repo);
     const auto sha = make_repo(work, files);
     sh("git -C " + work.string() + " tag " + tag);
@@ -76,12 +86,15 @@ inline void write_tarball(const std::filesystem::path& path, const std::vector<T
         archive_entry_set_pathname(entry, item.name.c_str());
         archive_entry_set_filetype(entry, item.type);
         archive_entry_set_perm(entry, item.type == AE_IFDIR ? 0755 : 0644);
-        if (item.hardlink) archive_entry_set_hardlink(entry, item.content.c_str());
-        else if (item.type == AE_IFLNK) archive_entry_set_symlink(entry, item.content.c_str());
+        if (item.hardlink)
+            archive_entry_set_hardlink(entry, item.content.c_str());
+        else if (item.type == AE_IFLNK)
+            archive_entry_set_symlink(entry, item.content.c_str());
         const bool data = item.type == AE_IFREG && !item.hardlink;
         archive_entry_set_size(entry, data ? static_cast<la_int64_t>(item.content.size()) : 0);
         REQUIRE(archive_write_header(writer, entry) == ARCHIVE_OK);
-        if (data && !item.content.empty()) archive_write_data(writer, item.content.data(), item.content.size());
+        if (data && !item.content.empty())
+            archive_write_data(writer, item.content.data(), item.content.size());
         archive_entry_free(entry);
     }
     archive_write_close(writer);

@@ -4,13 +4,12 @@
 // read directly. The job command is a script that waits for a release file (JobCommand::script)
 // or the agent's default, the real `sandgate gate` (JobCommand::gate).
 
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -67,7 +66,8 @@ inline Process spawn(std::vector<std::string> argv, const std::filesystem::path&
     process.pid = ::fork();
     if (process.pid == 0) {
         ::setenv("MARKS", marks.c_str(), 1);
-        for (auto [path, target] : {std::pair{&out, STDOUT_FILENO}, std::pair{&err, STDERR_FILENO}}) {
+        for (auto [path, target] :
+             {std::pair{&out, STDOUT_FILENO}, std::pair{&err, STDERR_FILENO}}) {
             if (path->empty()) continue;
             const int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
             if (fd < 0 || ::dup2(fd, target) < 0) ::_exit(127);  // dup2's copy drops O_CLOEXEC
@@ -89,7 +89,9 @@ inline void wait_path(const std::filesystem::path& path) {
 // The jobs' posture (and their persistent sandbox's). Inside the dogfood wrap a nested bwrap
 // cannot run (the wrap passes --disable-userns and its pid namespace cannot mount a new /proc),
 // so there the broker runs unwrapped inside the outer wrap.
-inline std::string job_sandbox() { return tests::under_wrap() ? "off" : "bwrap"; }
+inline std::string job_sandbox() {
+    return tests::under_wrap() ? "off" : "bwrap";
+}
 
 struct Agent {
     std::filesystem::path dir = tests::make_temp_dir("agent");
@@ -106,12 +108,13 @@ struct Agent {
             script.replace(at, 6, marks.string());
         tests::write_file(dir / "job.sh", script);
         std::filesystem::permissions(dir / "job.sh", std::filesystem::perms::owner_all);
-        tests::write_file(config, "agent:\n  id: test-agent\n  state_dir: " + (dir / "state").string() +
-                                      "\n  max_jobs: 2\n  lease_seconds: 30\n" + extra + "job:\n" +
-                                      (command == JobCommand::script
-                                           ? "  command: [" + (dir / "job.sh").string() + "]\n"
-                                           : std::string()) +
-                                      "  sandbox: " + job_sandbox() + "\n");
+        tests::write_file(
+            config,
+            "agent:\n  id: test-agent\n  state_dir: " + (dir / "state").string() +
+                "\n  max_jobs: 2\n  lease_seconds: 30\n" + extra + "job:\n" +
+                (command == JobCommand::script ? "  command: [" + (dir / "job.sh").string() + "]\n"
+                                               : std::string()) +
+                "  sandbox: " + job_sandbox() + "\n");
     }
     // The daemon; its log (stdout: spdlog's default sink) goes to `log` when given.
     Process start(const std::filesystem::path& log = {}) {

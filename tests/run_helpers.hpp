@@ -2,9 +2,9 @@
 // Helpers shared by the tests that drive the sandgate binary: run it in a directory and
 // capture what it printed; `sandgate run` in the suite's posture; read a run's JSON report.
 
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -24,8 +24,10 @@ struct Ran {
 inline std::string shell_quote(const std::string& text) {
     std::string out = "'";
     for (char c : text) {
-        if (c == '\'') out += "'\\''";
-        else out += c;
+        if (c == '\'')
+            out += "'\\''";
+        else
+            out += c;
     }
     return out + "'";
 }

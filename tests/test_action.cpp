@@ -1,7 +1,6 @@
 // action.yml's scripts (scripts/action/setup.sh and run.sh), run as the composite action runs
 // them: inputs as SANDGATE_INPUT_* variables, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY files.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "sandbox/run.hpp"
@@ -34,8 +33,10 @@ struct Action {
 TEST_CASE("the action refuses bad inputs by name, before anything runs") {
     const std::pair<sandbox::Environment, std::string> cases[] = {
         {{}, "input 'run'"},
-        {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_NETWORK", "everywhere"}}, "input 'network'"},
-        {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_OUTPUT_LIMIT", "lots"}}, "input 'output-limit'"},
+        {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_NETWORK", "everywhere"}},
+         "input 'network'"},
+        {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_OUTPUT_LIMIT", "lots"}},
+         "input 'output-limit'"},
         {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_TIMEOUT", "soon"}}, "input 'timeout'"},
         {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_SHELL", "fish"}}, "input 'shell'"},
         {{{"SANDGATE_INPUT_RUN", "true"}, {"SANDGATE_INPUT_WORKING_DIRECTORY", "/nonexistent"}},
@@ -85,5 +86,6 @@ TEST_CASE("setup fails clearly where user namespaces are restricted and sudo can
     INFO(result.out.head << result.err.head);
     // This kernel has no such sysctl, so `sudo -n sysctl -w` fails whether or not sudo exists.
     CHECK(result.exit_status() == 1);
-    CHECK(result.out.head.find("kernel.apparmor_restrict_unprivileged_userns=1") != std::string::npos);
+    CHECK(result.out.head.find("kernel.apparmor_restrict_unprivileged_userns=1") !=
+          std::string::npos);
 }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
@@ -26,7 +26,8 @@ jobs::ActionResolver resolver(const fs::path& dir, const std::string& source,
     jobs::ResolveOptions options;
     options.refresh = refresh;
     options.fill_command = "sandgate actions pull -C /src/repo";
-    return jobs::ActionResolver(jobs::ActionStore({dir / "archives", dir / "work"}), source_of(source), options);
+    return jobs::ActionResolver(jobs::ActionStore({dir / "archives", dir / "work"}),
+                                source_of(source), options);
 }
 
 bool writable_bits(const fs::path& path) {
@@ -38,7 +39,8 @@ bool writable_bits(const fs::path& path) {
 std::size_t count_entries(const fs::path& dir) {
     std::error_code ec;
     std::size_t n = 0;
-    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
+        ++n;
     return n;
 }
 
@@ -56,8 +58,9 @@ TEST_CASE("action references are parsed strictly") {
     auto branch = jobs::parse_action_ref("owner/repo@releases/v1");
     REQUIRE(branch.has_value());
     CHECK(branch->ref == "releases/v1");
-    for (const char* bad : {"actions/cache", "actions@v1", "../x/y@v1", "a/b/../c@v1", "a/b//c@v1", "a/b@", "a/b@-x",
-                            "a/b@v 1", "a/b@x..y", "a b/c@v1", "a/./c@v1", "/abs/x@v1"}) {
+    for (const char* bad :
+         {"actions/cache", "actions@v1", "../x/y@v1", "a/b/../c@v1", "a/b//c@v1", "a/b@", "a/b@-x",
+          "a/b@v 1", "a/b@x..y", "a b/c@v1", "a/./c@v1", "/abs/x@v1"}) {
         INFO(bad);
         CHECK_FALSE(jobs::parse_action_ref(bad).has_value());
     }
@@ -69,7 +72,9 @@ TEST_CASE("action references are parsed strictly") {
     CHECK_FALSE(jobs::is_builtin_action("actions/checkout-extra@v1"));
 }
 
-TEST_CASE("a file:// mirror source resolves the real actions' tags to their commits, in the runner's archive layout") {
+TEST_CASE(
+    "a file:// mirror source resolves the real actions' tags to their commits, in the runner's "
+    "archive layout") {
     const auto dir = tests::make_temp_dir("actions");
     const auto source = tests::make_mirror_source(dir);
     auto actions = resolver(dir, "file://" + source.string());
@@ -79,9 +84,11 @@ TEST_CASE("a file:// mirror source resolves the real actions' tags to their comm
         const auto entry = actions.get(uses);
         REQUIRE(entry.error.empty());
         CHECK(entry.sha == action.bundle_sha);
-        const auto archive = dir / "archives" / (action.owner + "_" + action.repo) / (action.bundle_sha + ".tar.gz");
+        const auto archive =
+            dir / "archives" / (action.owner + "_" + action.repo) / (action.bundle_sha + ".tar.gz");
         CHECK(fs::is_regular_file(archive));
-        CHECK(entry.tree == dir / "work/trees" / (action.owner + "_" + action.repo) / action.bundle_sha);
+        CHECK(entry.tree ==
+              dir / "work/trees" / (action.owner + "_" + action.repo) / action.bundle_sha);
         CHECK(fs::is_regular_file(entry.directory / "action.yml"));
         CHECK_FALSE(writable_bits(entry.directory));
         CHECK_FALSE(writable_bits(entry.directory / "action.yml"));
@@ -89,7 +96,8 @@ TEST_CASE("a file:// mirror source resolves the real actions' tags to their comm
         const auto check = dir / ("check-" + action.repo);
         fs::create_directories(check);
         tests::sh("tar -C " + check.string() + " -xzf " + archive.string());
-        CHECK(fs::is_directory(check / (action.owner + "-" + action.repo + "-" + action.bundle_sha.substr(0, 7))));
+        CHECK(fs::is_directory(
+            check / (action.owner + "-" + action.repo + "-" + action.bundle_sha.substr(0, 7))));
         CHECK(count_entries(check) == 1);
     }
     const jobs::ActionStore store({dir / "archives", dir / "work"});
@@ -99,8 +107,10 @@ TEST_CASE("a file:// mirror source resolves the real actions' tags to their comm
     ref->ref = "v7";
     CHECK(store.pinned(*ref) == tests::corpus_actions().front().bundle_sha);
     // A full SHA and a branch resolve too; a ref the repository lacks is an error naming it.
-    CHECK(actions.get("actions/setup-python@main").sha == tests::corpus_actions().front().bundle_sha);
-    CHECK(actions.get("actions/setup-python@" + tests::corpus_actions().front().bundle_sha).error.empty());
+    CHECK(actions.get("actions/setup-python@main").sha ==
+          tests::corpus_actions().front().bundle_sha);
+    CHECK(actions.get("actions/setup-python@" + tests::corpus_actions().front().bundle_sha)
+              .error.empty());
     // OWNER/REPO/PATH: the action in a directory of the same tree.
     const auto restore = actions.get("actions/cache/restore@v5");
     REQUIRE(restore.error.empty());
@@ -111,7 +121,8 @@ TEST_CASE("a file:// mirror source resolves the real actions' tags to their comm
     CHECK(missing.error.find("has no tag, branch or commit 'v99'") != std::string::npos);
 }
 
-TEST_CASE("pinned refs resolve from the store alone, without the source, until a pull refreshes them") {
+TEST_CASE(
+    "pinned refs resolve from the store alone, without the source, until a pull refreshes them") {
     const auto dir = tests::make_temp_dir("actions");
     const auto source = tests::make_mirror_source(dir, "setup-python");
     {
@@ -129,22 +140,29 @@ TEST_CASE("pinned refs resolve from the store alone, without the source, until a
     CHECK(offline.lock().size() == 1);
 }
 
-TEST_CASE("the official runner's pre-filled archive cache serves SHA-pinned actions with no source") {
+TEST_CASE(
+    "the official runner's pre-filled archive cache serves SHA-pinned actions with no source") {
     const auto dir = tests::make_temp_dir("actions");
-    jobs::ActionResolver actions(jobs::ActionStore({tests::corpus_dir() / "archive-cache", dir / "work"}), source_of("none"),
-                                 jobs::ResolveOptions{});
+    jobs::ActionResolver actions(
+        jobs::ActionStore({tests::corpus_dir() / "archive-cache", dir / "work"}), source_of("none"),
+        jobs::ResolveOptions{});
     for (const auto& action : tests::corpus_actions()) {
-        const auto entry = actions.get(action.owner + "/" + action.repo + "@" + action.upstream_sha);
+        const auto entry =
+            actions.get(action.owner + "/" + action.repo + "@" + action.upstream_sha);
         INFO(entry.uses << ": " << entry.error);
         REQUIRE(entry.error.empty());
         auto manifest = jobs::load_action(entry.tree, entry.directory);
         REQUIRE(manifest.has_value());
-        CHECK(manifest->kind == (action.repo == "rust-toolchain" ? jobs::ActionKind::composite : jobs::ActionKind::node));
+        CHECK(manifest->kind == (action.repo == "rust-toolchain" ? jobs::ActionKind::composite
+                                                                 : jobs::ActionKind::node));
     }
-    CHECK(fs::is_directory(dir / "work/trees/actions_setup-python/5fda3b95a4ea91299a34e894583c3862153e4b97/dist"));
+    CHECK(fs::is_directory(
+        dir / "work/trees/actions_setup-python/5fda3b95a4ea91299a34e894583c3862153e4b97/dist"));
 }
 
-TEST_CASE("a cache miss with no source reachable fails closed with one line naming the action and the pull command") {
+TEST_CASE(
+    "a cache miss with no source reachable fails closed with one line naming the action and the "
+    "pull command") {
     const auto dir = tests::make_temp_dir("actions");
     for (const std::string& source : {std::string("none"), (dir / "no-such-source").string()}) {
         auto actions = resolver(dir, source);
@@ -158,11 +176,14 @@ TEST_CASE("a cache miss with no source reachable fails closed with one line nami
     CHECK_FALSE(fs::exists(dir / "work/trees"));
 }
 
-TEST_CASE("archives whose entries escape their tree, or that exceed the caps, are refused and leave nothing") {
+TEST_CASE(
+    "archives whose entries escape their tree, or that exceed the caps, are refused and leave "
+    "nothing") {
     const auto dir = tests::make_temp_dir("actions");
     using tests::TarEntry;
     const TarEntry top{"a-b-1234567/", AE_IFDIR, ""};
-    const TarEntry manifest{"a-b-1234567/action.yml", AE_IFREG, "runs: {using: node20, main: x.js}\n"};
+    const TarEntry manifest{"a-b-1234567/action.yml", AE_IFREG,
+                            "runs: {using: node20, main: x.js}\n"};
     struct Case {
         const char* what;
         std::vector<TarEntry> entries;
@@ -174,8 +195,12 @@ TEST_CASE("archives whose entries escape their tree, or that exceed the caps, ar
         {"two tops", {top, manifest, {"other/x", AE_IFREG, "x"}}, "more than one top directory"},
         {"link out", {top, {"a-b-1234567/l", AE_IFLNK, "/etc"}}, "link out of its tree"},
         {"link up", {top, {"a-b-1234567/d/l", AE_IFLNK, "../../x"}}, "link out of its tree"},
-        {"through a link", {top, {"a-b-1234567/l", AE_IFLNK, "."}, {"a-b-1234567/l/../../x", AE_IFREG, "x"}}, "outside its tree"},
-        {"hard link", {top, manifest, {"a-b-1234567/h", AE_IFREG, "/etc/passwd", true}}, "hard link"},
+        {"through a link",
+         {top, {"a-b-1234567/l", AE_IFLNK, "."}, {"a-b-1234567/l/../../x", AE_IFREG, "x"}},
+         "outside its tree"},
+        {"hard link",
+         {top, manifest, {"a-b-1234567/h", AE_IFREG, "/etc/passwd", true}},
+         "hard link"},
         {"fifo", {top, {"a-b-1234567/p", AE_IFIFO, ""}}, "neither a file"},
         {"char device", {top, {"a-b-1234567/c", AE_IFCHR, ""}}, "neither a file"},
         {"too big", {top, {"a-b-1234567/big", AE_IFREG, std::string(5000, 'x')}}, "larger than"},
@@ -194,26 +219,33 @@ TEST_CASE("archives whose entries escape their tree, or that exceed the caps, ar
     }
     CHECK_FALSE(fs::exists("/etc/evil"));
     // A bomb stops at the total cap however small its archive is.
-    tests::write_tarball(dir / "bomb.tar.gz", {top, {"a-b-1234567/1", AE_IFREG, std::string(3000, 'x')},
-                                               {"a-b-1234567/2", AE_IFREG, std::string(3000, 'y')}});
-    auto bomb = jobs::unpack_action_archive(dir / "bomb.tar.gz", dir / "out-bomb", jobs::ArchiveLimits{5000, 4096, 100});
+    tests::write_tarball(dir / "bomb.tar.gz",
+                         {top,
+                          {"a-b-1234567/1", AE_IFREG, std::string(3000, 'x')},
+                          {"a-b-1234567/2", AE_IFREG, std::string(3000, 'y')}});
+    auto bomb = jobs::unpack_action_archive(dir / "bomb.tar.gz", dir / "out-bomb",
+                                            jobs::ArchiveLimits{5000, 4096, 100});
     REQUIRE_FALSE(bomb.has_value());
     CHECK(bomb.error().message.find("unpacks to more than 5000 bytes") != std::string::npos);
     // Links inside the tree and plain content unpack.
-    tests::write_tarball(dir / "good.tar.gz", {top, manifest, {"a-b-1234567/d/", AE_IFDIR, ""},
+    tests::write_tarball(dir / "good.tar.gz", {top,
+                                               manifest,
+                                               {"a-b-1234567/d/", AE_IFDIR, ""},
                                                {"a-b-1234567/d/l", AE_IFLNK, "../action.yml"}});
     REQUIRE(jobs::unpack_action_archive(dir / "good.tar.gz", dir / "out-good", limits).has_value());
     CHECK(tests::read_file(dir / "out-good/d/l").find("node20") != std::string::npos);
 }
 
-TEST_CASE("the store refuses a bad archive, ignores a crashed unpack's leftovers, lists and prunes") {
+TEST_CASE(
+    "the store refuses a bad archive, ignores a crashed unpack's leftovers, lists and prunes") {
     const auto dir = tests::make_temp_dir("actions");
     const jobs::ActionStore store({dir / "archives", dir / "work"});
     const std::string sha(40, 'a');
     auto ref = jobs::parse_action_ref("evil/act@" + sha);
     REQUIRE(ref.has_value());
     fs::create_directories(dir / "archives/evil_act");
-    tests::write_tarball(store.archive_path(*ref, sha), {{"top/", AE_IFDIR, ""}, {"top/l", AE_IFLNK, "/"}});
+    tests::write_tarball(store.archive_path(*ref, sha),
+                         {{"top/", AE_IFDIR, ""}, {"top/l", AE_IFLNK, "/"}});
     auto tree = store.tree(*ref, sha);
     REQUIRE_FALSE(tree.has_value());
     CHECK(tree.error().message.find("link out of its tree") != std::string::npos);
@@ -222,7 +254,8 @@ TEST_CASE("the store refuses a bad archive, ignores a crashed unpack's leftovers
     const std::string good(40, 'b');
     ref->ref = good;
     tests::write_tarball(store.archive_path(*ref, good),
-                         {{"top/", AE_IFDIR, ""}, {"top/action.yml", AE_IFREG, "runs: {using: node20, main: m.js}\n"}});
+                         {{"top/", AE_IFDIR, ""},
+                          {"top/action.yml", AE_IFREG, "runs: {using: node20, main: m.js}\n"}});
     fs::create_directories(dir / ("work/trees/evil_act/.tmp-" + good + "-XXXX/t"));
     tests::write_file(dir / ("work/trees/evil_act/.tmp-" + good + "-XXXX/t/half"), "");
     auto unpacked = store.tree(*ref, good);
@@ -256,7 +289,9 @@ TEST_CASE("the store refuses a bad archive, ignores a crashed unpack's leftovers
     CHECK(fs::exists(store.archive_path(*ref, good)));
 }
 
-TEST_CASE("sandgate actions pull fills the store from a repository's workflows; list and prune show and clear it") {
+TEST_CASE(
+    "sandgate actions pull fills the store from a repository's workflows; list and prune show and "
+    "clear it") {
     const auto dir = tests::make_temp_dir("actions");
     const auto source = tests::make_mirror_source(dir);
     tests::write_file(dir / "repo/.github/workflows/ci.yml", R"(on: push
@@ -269,17 +304,22 @@ jobs:
       - uses: dtolnay/rust-toolchain@v1
       - run: echo hi
 )");
-    const std::vector<std::string> store{"--actions-dir", (dir / "store").string(), "--state-dir", (dir / "state").string()};
+    const std::vector<std::string> store{"--actions-dir", (dir / "store").string(), "--state-dir",
+                                         (dir / "state").string()};
     auto with_store = [&](std::vector<std::string> args) {
         args.insert(args.end(), store.begin(), store.end());
         auto ran = tests::run_sandgate(dir, args);
         UNSCOPED_INFO(ran.output);
         return ran;
     };
-    auto pulled = with_store({"actions", "pull", "-C", "repo", "--source", "file://" + source.string()});
+    auto pulled =
+        with_store({"actions", "pull", "-C", "repo", "--source", "file://" + source.string()});
     CHECK(pulled.exit_code == 0);
-    CHECK(pulled.output.find("91b337006d77bc934620a651e697d85c92c5b201 actions/setup-python@v7") != std::string::npos);
-    CHECK(pulled.output.find("42bd78258edd451ea3bb64172d301c67497f7e6d dtolnay/rust-toolchain@v1") != std::string::npos);
+    CHECK(pulled.output.find("91b337006d77bc934620a651e697d85c92c5b201 actions/setup-python@v7") !=
+          std::string::npos);
+    CHECK(
+        pulled.output.find("42bd78258edd451ea3bb64172d301c67497f7e6d dtolnay/rust-toolchain@v1") !=
+        std::string::npos);
     CHECK(pulled.output.find("checkout") == std::string::npos);  // a builtin: never fetched
     auto listed = with_store({"actions", "list"});
     CHECK(listed.exit_code == 0);
@@ -287,10 +327,13 @@ jobs:
     CHECK(listed.output.find("unpacked v7") != std::string::npos);
     auto pruned = with_store({"actions", "prune"});
     CHECK(pruned.exit_code == 0);
-    CHECK(pruned.output.find("removed " + (dir / "state/action-work/trees/actions_setup-python").string()) != std::string::npos);
+    CHECK(pruned.output.find("removed " +
+                             (dir / "state/action-work/trees/actions_setup-python").string()) !=
+          std::string::npos);
     CHECK(with_store({"actions", "list"}).output.find("packed   v7") != std::string::npos);
     // Errors: no source for a named action is exit 1 with the one line; bad usage is 2.
-    auto missing = with_store({"actions", "pull", "acme/none@v1", "--source", "file://" + source.string()});
+    auto missing =
+        with_store({"actions", "pull", "acme/none@v1", "--source", "file://" + source.string()});
     CHECK(missing.exit_code == 1);
     CHECK(missing.output.find("'acme/none@v1' is not in the action cache") != std::string::npos);
     CHECK(with_store({"actions", "pull", "./local"}).exit_code == 2);

@@ -1,13 +1,10 @@
-#include <catch2/catch.hpp>
-
+#include <elf.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-
-#include <elf.h>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -47,13 +44,15 @@ std::vector<std::string> needed_libraries(const std::filesystem::path& path) {
     REQUIRE(header.e_ident[EI_CLASS] == ELFCLASS64);
     std::vector<Elf64_Phdr> segments(header.e_phnum);
     REQUIRE(header.e_phoff + segments.size() * sizeof(Elf64_Phdr) <= image.size());
-    std::memcpy(segments.data(), image.data() + header.e_phoff, segments.size() * sizeof(Elf64_Phdr));
+    std::memcpy(segments.data(), image.data() + header.e_phoff,
+                segments.size() * sizeof(Elf64_Phdr));
     std::vector<Elf64_Dyn> entries;
     for (const auto& segment : segments) {
         if (segment.p_type != PT_DYNAMIC) continue;
         REQUIRE(segment.p_offset + segment.p_filesz <= image.size());
         entries.resize(segment.p_filesz / sizeof(Elf64_Dyn));
-        std::memcpy(entries.data(), image.data() + segment.p_offset, entries.size() * sizeof(Elf64_Dyn));
+        std::memcpy(entries.data(), image.data() + segment.p_offset,
+                    entries.size() * sizeof(Elf64_Dyn));
     }
     std::uint64_t strtab = 0;
     for (const auto& entry : entries)
@@ -83,10 +82,13 @@ TEST_CASE("sandgate-agent, the daemon, loads no libcurl, libgit2, libcrypto, lib
     INFO(binary.string() << " needs: " << listed);
     // The parse is right: the daemon's queue is SQLite, and sandgate-full does need libcurl.
     CHECK(listed.find("libsqlite3.so") != std::string::npos);
-    const auto full = needed_libraries(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-full");
-    CHECK(std::any_of(full.begin(), full.end(), [](const auto& name) { return name.starts_with("libcurl"); }));
+    const auto full =
+        needed_libraries(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-full");
+    CHECK(std::any_of(full.begin(), full.end(),
+                      [](const auto& name) { return name.starts_with("libcurl"); }));
     for (const auto& name : needed)
-        for (const char* heavy : {"libcurl", "libgit2", "libcrypto", "libssl", "libpq"})  // libpq: dlopen'ed by pools
+        for (const char* heavy :
+             {"libcurl", "libgit2", "libcrypto", "libssl", "libpq"})  // libpq: dlopen'ed by pools
             CHECK_FALSE(name.starts_with(heavy));
 }
 
@@ -94,8 +96,10 @@ TEST_CASE("sandgate-agent without sandgate-full beside it refuses to start, touc
     // Jobs and GitHub rounds run in sandgate-full; the daemon alone could run neither.
     const auto dir = tests::make_temp_dir("lone-agent");
     const auto lone = dir / "sandgate-agent";
-    std::filesystem::copy_file(std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-agent", lone);
-    tests::write_file(dir / "agent.yaml", "agent:\n  state_dir: " + (dir / "state").string() + "\n");
+    std::filesystem::copy_file(
+        std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-agent", lone);
+    tests::write_file(dir / "agent.yaml",
+                      "agent:\n  state_dir: " + (dir / "state").string() + "\n");
     sandbox::RunRequest request;
     request.argv = {lone.string(), "agent", "--config", (dir / "agent.yaml").string()};
     request.cwd = dir;
@@ -132,18 +136,23 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
           std::string::npos);
     tests::write_file(dir / "queue.yaml", "queue:\n  url: mysql://db/gate\n");
     CHECK(agent::load_agent_config(dir / "queue.yaml").error().message ==
-          (dir / "queue.yaml").string() + ":2: queue.url: must be a postgresql:// URL (leave queue.url "
-                                          "out for the embedded SQLite queue)");
+          (dir / "queue.yaml").string() +
+              ":2: queue.url: must be a postgresql:// URL (leave queue.url "
+              "out for the embedded SQLite queue)");
     tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate:hunter2@db/gate\n");
     auto in_url = agent::load_agent_config(dir / "queue.yaml");
     CHECK(in_url.error().message.find(":2: queue.url: holds a password") != std::string::npos);
     CHECK(in_url.error().message.find("hunter2") == std::string::npos);
-    tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate@db/gate?password=hunter2\n");
-    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message.find("holds a password") != std::string::npos);
-    tests::write_file(dir / "queue.yaml", "queue:\n  password_file: /etc/pw\n");
-    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message.find("queue.password_file: only with queue.url") !=
+    tests::write_file(dir / "queue.yaml",
+                      "queue:\n  url: postgresql://gate@db/gate?password=hunter2\n");
+    CHECK(agent::load_agent_config(dir / "queue.yaml").error().message.find("holds a password") !=
           std::string::npos);
-    tests::write_file(dir / "queue.yaml", "queue:\n  url: postgresql://gate@db.example.com:5433/gate\n");
+    tests::write_file(dir / "queue.yaml", "queue:\n  password_file: /etc/pw\n");
+    CHECK(agent::load_agent_config(dir / "queue.yaml")
+              .error()
+              .message.find("queue.password_file: only with queue.url") != std::string::npos);
+    tests::write_file(dir / "queue.yaml",
+                      "queue:\n  url: postgresql://gate@db.example.com:5433/gate\n");
     auto pool = agent::load_agent_config(dir / "queue.yaml");
     REQUIRE(pool);
     CHECK(pool->queue_url == "postgresql://gate@db.example.com:5433/gate");
@@ -152,8 +161,8 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
     CHECK(agent::load_agent_config(dir / "tcp.yaml").error().message.find("token_file") !=
           std::string::npos);
     tests::write_file(dir / "secret", "value\n");
-    std::filesystem::permissions(dir / "secret", std::filesystem::perms::owner_read |
-                                                     std::filesystem::perms::group_read);
+    std::filesystem::permissions(
+        dir / "secret", std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
     auto secret = agent::read_secret_file(dir / "secret");
     REQUIRE_FALSE(secret);
     CHECK(secret.error().message.find("value") == std::string::npos);
@@ -167,12 +176,25 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
     job.spec.event = "merge_group";
     job.spec.ref = "refs/heads/gh-readonly-queue/main/pr-1";
     const auto argv = agent::job_argv(config, job, "/usr/bin/sandgate");
-    CHECK(argv == std::vector<std::string>{"/usr/bin/sandgate", "gate", "--repo",
-                                           "https://github.com/octo/repo", "--sha", k_sha,
-                                           "--event", "merge_group", "--state-dir", "/state",
-                                           "--sandbox", "bwrap", "--network", "none",
-                                           "--report", "/state/agent/reports/0.json", "--ref",
-                                           "refs/heads/gh-readonly-queue/main/pr-1", "-j",
+    CHECK(argv == std::vector<std::string>{"/usr/bin/sandgate",
+                                           "gate",
+                                           "--repo",
+                                           "https://github.com/octo/repo",
+                                           "--sha",
+                                           k_sha,
+                                           "--event",
+                                           "merge_group",
+                                           "--state-dir",
+                                           "/state",
+                                           "--sandbox",
+                                           "bwrap",
+                                           "--network",
+                                           "none",
+                                           "--report",
+                                           "/state/agent/reports/0.json",
+                                           "--ref",
+                                           "refs/heads/gh-readonly-queue/main/pr-1",
+                                           "-j",
                                            "ci.yml/build"});
     // A pull request's recorded base SHA becomes --base-sha (paths filters); a bad one is dropped.
     job.spec.event = "pull_request";
@@ -198,8 +220,10 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
         return std::vector<std::string>(report + 4, made.end());  // after --report FILE --ref REF
     };
     const std::string both = R"({"base_sha":")" + base + R"(","base_ref":"main"})";
-    CHECK(tail("pull_request", both) == std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
-    CHECK(tail("merge_group", both) == std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
+    CHECK(tail("pull_request", both) ==
+          std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
+    CHECK(tail("merge_group", both) ==
+          std::vector<std::string>{"--base-sha", base, "--base-ref=main"});
     CHECK(tail("push", both) == std::vector<std::string>{"--base-sha", base});
     CHECK(tail("api", R"({"base_sha":")" + std::string(40, '0') + R"("})") ==
           std::vector<std::string>{"--base-sha", std::string(40, '0')});
@@ -207,8 +231,10 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
     CHECK(tail("push", "{}").empty());
     job.spec.payload_json = both;
     const auto env = agent::job_environment(config, job);
-    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_SHA", base}) != env.end());
-    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_REF", "main"}) != env.end());
+    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_SHA",
+                                                                     base}) != env.end());
+    CHECK(std::ranges::find(env, std::pair<std::string, std::string>{"SANDGATE_JOB_BASE_REF",
+                                                                     "main"}) != env.end());
 }
 
 TEST_CASE("the agent runs at most max_jobs at once, logs each, and concludes them") {
@@ -300,7 +326,6 @@ TEST_CASE("SIGTERM drains: running jobs finish, or are cancelled at the deadline
     }
 }
 
-
 namespace {
 
 // The github: section of an agent that reports to the stand-in.
@@ -308,8 +333,8 @@ std::string reporting_to(const tests::FakeGitHub& server, const std::filesystem:
     tests::write_file(dir / "github-token", std::string(tests::k_fake_token) + "\n");
     std::filesystem::permissions(dir / "github-token", std::filesystem::perms::owner_read |
                                                            std::filesystem::perms::owner_write);
-    return "github:\n  repositories: [octo/gate]\n  api_url: " + server.url() + "\n  token_file: " +
-           (dir / "github-token").string() + "\n";
+    return "github:\n  repositories: [octo/gate]\n  api_url: " + server.url() +
+           "\n  token_file: " + (dir / "github-token").string() + "\n";
 }
 
 void wait_statuses(const tests::FakeGitHub& server, const std::vector<std::string>& expected) {
@@ -329,13 +354,16 @@ TEST_CASE("SIGTERM drains with a report owed: the conclusion is sent before the 
     ::kill(daemon.pid, SIGTERM);
     tests::write_file(agent.marks / "release", "0");
     CHECK(daemon.wait() == 0);
-    CHECK(tests::check_run_statuses(server) == std::vector<std::string>{"completed"});  // not left in progress
+    CHECK(tests::check_run_statuses(server) ==
+          std::vector<std::string>{"completed"});  // not left in progress
 }
 
-TEST_CASE("SIGTERM drains: reports GitHub refuses until the deadline stay queued, with a log "
-          "line, and go out after the next start") {
+TEST_CASE(
+    "SIGTERM drains: reports GitHub refuses until the deadline stay queued, with a log "
+    "line, and go out after the next start") {
     tests::FakeGitHub server;
-    Agent agent("  drain_seconds: 3\n" + reporting_to(server, tests::make_temp_dir("drain-github")));
+    Agent agent("  drain_seconds: 3\n" +
+                reporting_to(server, tests::make_temp_dir("drain-github")));
     const auto log = agent.dir / "agent.log";
     auto daemon = agent.start(log);
     agent.wait_ready();
@@ -361,17 +389,22 @@ TEST_CASE("SIGTERM drains: reports GitHub refuses until the deadline stay queued
 
 namespace {
 
-constexpr const char* k_trivial_gate = "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
-                                       "    steps:\n      - run: echo checked\n";
+constexpr const char* k_trivial_gate =
+    "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n"
+    "    steps:\n      - run: echo checked\n";
 
 // A bare copy of the repository at `work` as REMOTES/octo/<name>.git.
-void publish(const std::filesystem::path& work, const std::filesystem::path& remotes, const std::string& name) {
-    tests::sh("git clone -q --bare " + work.string() + " " + (remotes / "octo" / (name + ".git")).string());
+void publish(const std::filesystem::path& work, const std::filesystem::path& remotes,
+             const std::string& name) {
+    tests::sh("git clone -q --bare " + work.string() + " " +
+              (remotes / "octo" / (name + ".git")).string());
 }
 
 // octo/app: its workflow runs git in its worktree and its submodule's (octo/lib, by the
-// relative URL ../lib.git), then every read of octo/secret's mirror (tests/helpers/mirror_attack.hpp).
-std::string make_app(const std::filesystem::path& root, const std::filesystem::path& state, const std::string& secret_sha) {
+// relative URL ../lib.git), then every read of octo/secret's mirror
+// (tests/helpers/mirror_attack.hpp).
+std::string make_app(const std::filesystem::path& root, const std::filesystem::path& state,
+                     const std::string& secret_sha) {
     const auto remotes = root / "remotes";
     tests::make_repo(root / "lib", {{"lib.txt", "lib\n"}});
     publish(root / "lib", remotes, "lib");
@@ -381,13 +414,19 @@ std::string make_app(const std::filesystem::path& root, const std::filesystem::p
     const std::string workflow =
         "name: gate\non: merge_group\njobs:\n  check:\n    runs-on: ubuntu-latest\n    steps:\n"
         "      - uses: actions/checkout@v4\n        with:\n          submodules: true\n"
-        "      - run: git log --oneline | grep -q ' lib$' && test -z \"$(git status --porcelain)\" && echo \"own\"\"-ok\"\n"
-        "      - run: cd lib && git log --oneline | grep -q initial && test -z \"$(git status --porcelain)\" && echo \"sub\"\"-ok\"\n"
+        "      - run: git log --oneline | grep -q ' lib$' && test -z \"$(git status --porcelain)\" "
+        "&& echo \"own\"\"-ok\"\n"
+        "      - run: cd lib && git log --oneline | grep -q initial && test -z \"$(git status "
+        "--porcelain)\" && echo \"sub\"\"-ok\"\n"
         "      - run: |\n" +
-        tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", scope, scope / "repo.git", secret_sha), 10);
+        tests::indent_lines(
+            tests::mirror_attack_lines(state / "mirrors", scope, scope / "repo.git", secret_sha),
+            10);
     tests::make_repo(root / "app", {{".github/workflows/gate.yml", workflow}});
-    tests::sh("cd " + (root / "app").string() + " && git -c protocol.file.allow=always submodule -q add " +
-              (remotes / "octo/lib.git").string() + " lib && git config -f .gitmodules submodule.lib.url ../lib.git && "
+    tests::sh("cd " + (root / "app").string() +
+              " && git -c protocol.file.allow=always submodule -q add " +
+              (remotes / "octo/lib.git").string() +
+              " lib && git config -f .gitmodules submodule.lib.url ../lib.git && "
               "git add .gitmodules && git commit -qm lib");
     publish(root / "app", remotes, "app");
     return tests::sh("git -C " + (root / "app").string() + " rev-parse HEAD");
@@ -395,35 +434,43 @@ std::string make_app(const std::filesystem::path& root, const std::filesystem::p
 
 }  // namespace
 
-TEST_CASE("threat row 3: a job's sandbox binds its repository's mirrors, never another repository's") {
+TEST_CASE(
+    "threat row 3: a job's sandbox binds its repository's mirrors, never another repository's") {
     SKIP_UNDER_WRAP("a nested bwrap cannot run inside the wrap: the job sandbox is off there");
     const auto root = tests::make_temp_dir("mirror-scope");
     std::filesystem::create_directories(root / "remotes/octo");
-    Agent agent("github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
-                Agent::JobCommand::gate);
+    Agent agent(
+        "github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+        Agent::JobCommand::gate);
     const auto state = std::filesystem::canonical(agent.dir) / "state";
-    const std::string secret_sha = tests::make_repo(root / "secret", {{".github/workflows/gate.yml", k_trivial_gate},
-                                                                      {"s.txt", "the secret repository\n"}});
+    const std::string secret_sha = tests::make_repo(
+        root / "secret",
+        {{".github/workflows/gate.yml", k_trivial_gate}, {"s.txt", "the secret repository\n"}});
     publish(root / "secret", root / "remotes", "secret");
     auto daemon = agent.start();
     agent.wait_ready();
-    REQUIRE(agent.jobs({"submit", "--repo", "octo/secret", "--sha", secret_sha, "--event", "merge_group"}) == 0);
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/secret", "--sha", secret_sha, "--event",
+                        "merge_group"}) == 0);
     const auto secret_job = (*agent.queue()->list({})).at(0);
     REQUIRE(agent.wait_terminal(secret_job.id) == agent::JobState::succeeded);
 
     const std::string app_sha = make_app(root, state, secret_sha);
-    REQUIRE(agent.jobs({"submit", "--repo", "octo/app", "--sha", app_sha, "--event", "merge_group"}) == 0);
+    REQUIRE(agent.jobs(
+                {"submit", "--repo", "octo/app", "--sha", app_sha, "--event", "merge_group"}) == 0);
     agent::JobFilter filter;
     filter.sha = app_sha;
     const auto app_job = (*agent.queue()->list(filter)).at(0);
     const auto state_of_app = agent.wait_terminal(app_job.id);
-    const auto log = tests::read_file(state / "agent" / "logs" / (std::to_string(app_job.id) + ".log"));
+    const auto log =
+        tests::read_file(state / "agent" / "logs" / (std::to_string(app_job.id) + ".log"));
     INFO(log);
     CHECK(state_of_app == agent::JobState::succeeded);
-    CHECK_THAT(log, Catch::Contains("own-ok") && Catch::Contains("sub-ok") && Catch::Contains("attack-done"));
+    CHECK_THAT(log, Catch::Contains("own-ok") && Catch::Contains("sub-ok") &&
+                        Catch::Contains("attack-done"));
     CHECK_THAT(log, !Catch::Contains("LEAK"));
     // The policy on the job's record binds app's scope, and nothing of the mirrors beside it.
-    const auto app_scope = jobs::mirror_dir_name(*jobs::parse_remote("file://" + (root / "remotes/octo/app.git").string()));
+    const auto app_scope = jobs::mirror_dir_name(
+        *jobs::parse_remote("file://" + (root / "remotes/octo/app.git").string()));
     const std::string policy = (*agent.queue()->get(app_job.id))->policy_json;
     INFO(policy);
     CHECK_THAT(policy, Catch::Contains((state / "mirrors" / app_scope).string()));
@@ -433,21 +480,27 @@ TEST_CASE("threat row 3: a job's sandbox binds its repository's mirrors, never a
     CHECK(daemon.wait() == 0);
 }
 
-TEST_CASE("a job's base reaches its gate: a push's paths filter and a merge group's base, through the API") {
+TEST_CASE(
+    "a job's base reaches its gate: a push's paths filter and a merge group's base, through the "
+    "API") {
     const auto root = tests::make_temp_dir("job-base");
     std::filesystem::create_directories(root / "remotes/octo");
-    Agent agent("github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
-                Agent::JobCommand::gate);
+    Agent agent(
+        "github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+        Agent::JobCommand::gate);
     // src.yml fails wherever it runs; a push that changed only docs/ must not run it.
     const std::string base = tests::make_repo(
-        root / "app", {{".github/workflows/always.yml", "on: [push, merge_group]\njobs:\n  always:\n    runs-on: ubuntu-latest\n"
-                                                        "    steps:\n      - run: echo always-ran\n"},
-                       {".github/workflows/src.yml", "on:\n  push:\n    paths: ['src/**']\njobs:\n  src:\n    runs-on: ubuntu-latest\n"
-                                                     "    steps:\n      - run: exit 1\n"},
-                       {".github/workflows/queue.yml",
-                        "on:\n  merge_group:\n    branches: [main]\njobs:\n  queue:\n    runs-on: ubuntu-latest\n"
-                        "    steps:\n      - run: test '${{ github.event.merge_group.base_sha }}' = '" +
-                            std::string(40, 'c') + "'\n"}});
+        root / "app",
+        {{".github/workflows/always.yml",
+          "on: [push, merge_group]\njobs:\n  always:\n    runs-on: ubuntu-latest\n"
+          "    steps:\n      - run: echo always-ran\n"},
+         {".github/workflows/src.yml",
+          "on:\n  push:\n    paths: ['src/**']\njobs:\n  src:\n    runs-on: ubuntu-latest\n"
+          "    steps:\n      - run: exit 1\n"},
+         {".github/workflows/queue.yml",
+          "on:\n  merge_group:\n    branches: [main]\njobs:\n  queue:\n    runs-on: ubuntu-latest\n"
+          "    steps:\n      - run: test '${{ github.event.merge_group.base_sha }}' = '" +
+              std::string(40, 'c') + "'\n"}});
     const std::string docs = tests::commit_file(root / "app", "docs/guide.md", "docs\n");
     publish(root / "app", root / "remotes", "app");
     auto daemon = agent.start();
@@ -457,15 +510,17 @@ TEST_CASE("a job's base reaches its gate: a push's paths filter and a merge grou
         REQUIRE(agent.jobs(args) == 0);
         const auto job = (*agent.queue()->list({})).back();
         const auto state = agent.wait_terminal(job.id);
-        return std::pair{state, tests::read_file(agent.dir / "state" / "agent" / "logs" / (std::to_string(job.id) + ".log"))};
+        return std::pair{state, tests::read_file(agent.dir / "state" / "agent" / "logs" /
+                                                 (std::to_string(job.id) + ".log"))};
     };
     const auto [pushed, push_log] = run({"--ref", "refs/heads/main", "--base-sha", base});
     INFO(push_log);
     CHECK(pushed == agent::JobState::succeeded);
     CHECK_THAT(push_log, Catch::Contains("always-ran") && !Catch::Contains("warning"));
     // A merge group on main, stacked on a commit (as its base_sha) the workflow checks.
-    const auto [grouped, group_log] = run({"--event", "merge_group", "--ref", "refs/heads/main",
-                                           "--base-sha", std::string(40, 'c'), "--base-ref", "main", "--attempt", "2"});
+    const auto [grouped, group_log] =
+        run({"--event", "merge_group", "--ref", "refs/heads/main", "--base-sha",
+             std::string(40, 'c'), "--base-ref", "main", "--attempt", "2"});
     INFO(group_log);
     CHECK(grouped == agent::JobState::succeeded);
     // A malformed base is the API's 400: the client fails (1) and nothing is queued.

@@ -3,12 +3,10 @@
 // pull requests polled -> jobs -> every step an exec in the job's broker (value-free evidence
 // on the job's record) -> check runs concluded; a merge group destroyed mid-job -> cancelled,
 // sandbox and workspace gone; kill -9 mid-job -> restart -> concluded, stale sandbox reaped.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
-
 #include <simdjson.h>
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,18 +18,21 @@ using namespace tests::agent_fixture;
 
 namespace {
 
-constexpr const char* k_queue_branch = "gh-readonly-queue/main/pr-3-0123456789abcdef0123456789abcdef01234567";
+constexpr const char* k_queue_branch =
+    "gh-readonly-queue/main/pr-3-0123456789abcdef0123456789abcdef01234567";
 
 void git(const std::filesystem::path& dir, const std::string& args) {
     const std::string command = "git -C '" + dir.string() +
                                 "' -c user.name=sandgate -c user.email=gate@example.com "
-                                "-c init.defaultBranch=main " + args + " >/dev/null 2>&1";
+                                "-c init.defaultBranch=main " +
+                                args + " >/dev/null 2>&1";
     REQUIRE(std::system(command.c_str()) == 0);
 }
 
 std::string head_sha(const std::filesystem::path& dir) {
     auto out = dir / ".head";
-    REQUIRE(std::system(("git -C '" + dir.string() + "' rev-parse HEAD > '" + out.string() + "'").c_str()) == 0);
+    REQUIRE(std::system(("git -C '" + dir.string() + "' rev-parse HEAD > '" + out.string() + "'")
+                            .c_str()) == 0);
     auto text = tests::read_file(out);
     std::filesystem::remove(out);
     return text.substr(0, 40);
@@ -95,8 +96,10 @@ GateRepository make_gate_repository(const std::filesystem::path& root) {
     const auto remote = root / "remotes" / "octo" / "gate.git";
     std::filesystem::create_directories(remote.parent_path());
     REQUIRE(std::system(("git init -q --bare '" + remote.string() + "'").c_str()) == 0);
-    git(work, "push -q '" + remote.string() + "' good main:bad slow good:refs/pull/1/head "
-              "main:refs/pull/2/head slow:refs/pull/3/head slow:refs/heads/" + k_queue_branch);
+    git(work, "push -q '" + remote.string() +
+                  "' good main:bad slow good:refs/pull/1/head "
+                  "main:refs/pull/2/head slow:refs/pull/3/head slow:refs/heads/" +
+                  k_queue_branch);
     return repo;
 }
 
@@ -209,8 +212,9 @@ bool process_with(const std::string& word) {
 Agent gate_agent(const tests::FakeGitHub& server, const std::filesystem::path& root,
                  const std::string& extra = "") {
     return Agent(github_section(server, root,
-                                "  poll_seconds: 1\n  clone_url: file://" + (root / "remotes").string() +
-                                    "/{repository}.git\n") + extra,
+                                "  poll_seconds: 1\n  clone_url: file://" +
+                                    (root / "remotes").string() + "/{repository}.git\n") +
+                     extra,
                  Agent::JobCommand::gate);
 }
 
@@ -222,15 +226,19 @@ const agent::Job* job_for(const std::vector<agent::Job>& jobs, const std::string
 
 }  // namespace
 
-TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their job sandboxes, "
-          "and concludes their check runs") {
+TEST_CASE(
+    "end to end: the agent polls GitHub, gates the pull requests in their job sandboxes, "
+    "and concludes their check runs") {
     tests::FakeGitHub server;
     const auto root = tests::make_temp_dir("e2e");
     const auto repo = make_gate_repository(root);
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[
-        {"number":1,"sha":")" + repo.good + R"(","labels":["merge-gate"]},
-        {"number":2,"sha":")" + repo.bad + R"(","labels":["merge-gate"]},
-        {"number":3,"sha":")" + repo.slow + R"(","labels":["wip"]}]})");
+        {"number":1,"sha":")" + repo.good +
+                                      R"(","labels":["merge-gate"]},
+        {"number":2,"sha":")" + repo.bad +
+                                      R"(","labels":["merge-gate"]},
+        {"number":3,"sha":")" + repo.slow +
+                                      R"(","labels":["wip"]}]})");
     Agent agent(github_section(server, root,
                                "  label: merge-gate\n  poll_seconds: 1\n  clone_url: file://" +
                                    (root / "remotes").string() + "/{repository}.git\n"),
@@ -248,7 +256,8 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their 
     CHECK(by_sha[repo.good].name == "sandgate / gate");
     CHECK(by_sha[repo.good].conclusion == "success");
     CHECK(by_sha[repo.bad].conclusion == "failure");
-    CHECK(by_sha[repo.good].summary.find("the gate") != std::string::npos);  // the run report's step
+    CHECK(by_sha[repo.good].summary.find("the gate") !=
+          std::string::npos);  // the run report's step
     auto queue = agent.queue();
     auto jobs = *queue->list({});
     REQUIRE(jobs.size() == 2);  // the pull request without the label was not queued
@@ -260,26 +269,30 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their 
         CHECK(job.policy_json.find(R"("mode":")" + job_sandbox() + "\"") != std::string::npos);
         CHECK(job.policy_json.find("SANDGATE_JOB_SHA") != std::string::npos);
         CHECK(job.policy_json.find(job.spec.key.sha) == std::string::npos);
-        const std::string identity = "octo/gate@" + job.spec.key.sha + "/" + std::to_string(job.id) + "/1/gate";
+        const std::string identity =
+            "octo/gate@" + job.spec.key.sha + "/" + std::to_string(job.id) + "/1/gate";
         const auto steps = step_events(*queue, job.id);
         // good: `the gate` and `the commit` ran (exit 0, 0); bad: `the gate` failed (exit 1).
-        const std::vector<std::string> exits =
-            job.spec.key.sha == repo.good ? std::vector<std::string>{"0", "0"} : std::vector<std::string>{"1"};
+        const std::vector<std::string> exits = job.spec.key.sha == repo.good
+                                                   ? std::vector<std::string>{"0", "0"}
+                                                   : std::vector<std::string>{"1"};
         REQUIRE(steps.size() == exits.size());
         for (std::size_t i = 0; i < steps.size(); ++i) {
             INFO(steps[i]);
             CHECK(steps[i].find(R"("identity":")" + identity + "\"") != std::string::npos);
-            CHECK(steps[i].find(R"("posture":{"mode":")" + job_sandbox() + R"(","network":"none"})") !=
-                  std::string::npos);
+            CHECK(steps[i].find(R"("posture":{"mode":")" + job_sandbox() +
+                                R"(","network":"none"})") != std::string::npos);
             CHECK(steps[i].find(R"("exit":)" + exits[i] + ",") != std::string::npos);
             CHECK(steps[i].find(R"("stdout_bytes":)") != std::string::npos);
             CHECK(steps[i].find(R"("stderr_bytes":)") != std::string::npos);
             CHECK(steps[i].find("ok.txt") == std::string::npos);  // no argv
         }
-        CHECK_FALSE(std::filesystem::exists(agent.dir / "state" / "agent" / "work" / std::to_string(job.id)));
+        CHECK_FALSE(std::filesystem::exists(agent.dir / "state" / "agent" / "work" /
+                                            std::to_string(job.id)));
     }
     CHECK(entries(agent.dir / "state" / "sandboxes") == 0);
-    CHECK(entries(agent.dir / "state" / "worktrees") == 0);  // the gate checked out in the workspace
+    CHECK(entries(agent.dir / "state" / "worktrees") ==
+          0);  // the gate checked out in the workspace
     const auto log = tests::read_file(agent.dir / "state" / "agent" / "logs" /
                                       (std::to_string(job_for(jobs, repo.good)->id) + ".log"));
     CHECK(log.find("every step runs in the job sandbox") != std::string::npos);
@@ -292,7 +305,8 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their 
     REQUIRE(created.size() == 2);
     const auto patched = bodies(server, "PATCH", "/check-runs/");
     std::size_t started = 0;
-    for (const auto& body : created) started += body.find(R"("status":"in_progress")") != std::string::npos;
+    for (const auto& body : created)
+        started += body.find(R"("status":"in_progress")") != std::string::npos;
     CHECK(patched.size() >= started);
     std::string all;
     for (const auto& body : created) all += body;
@@ -308,13 +322,15 @@ TEST_CASE("end to end: the agent polls GitHub, gates the pull requests in their 
     CHECK(daemon.wait() == 0);
 }
 
-TEST_CASE("end to end: a merge group destroyed mid-job cancels the job; its sandbox and "
-          "workspace go with it") {
+TEST_CASE(
+    "end to end: a merge group destroyed mid-job cancels the job; its sandbox and "
+    "workspace go with it") {
     tests::FakeGitHub server;
     const auto root = tests::make_temp_dir("e2e");
     const auto repo = make_gate_repository(root);
     server.post("/_control/repo", R"({"repo":"octo/gate","refs":[
-        {"ref":"refs/heads/)" + std::string(k_queue_branch) + R"(","sha":")" + repo.slow + R"("}]})");
+        {"ref":"refs/heads/)" + std::string(k_queue_branch) +
+                                      R"(","sha":")" + repo.slow + R"("}]})");
     Agent agent = gate_agent(server, root);
     auto daemon = agent.start();
     agent.wait_ready();
@@ -323,7 +339,7 @@ TEST_CASE("end to end: a merge group destroyed mid-job cancels the job; its sand
     auto queue = agent.queue();
     const auto job = (*queue->list({})).at(0);
     CHECK(job.spec.event == "merge_group");
-    CHECK(entries(agent.dir / "state" / "sandboxes") == 1);  // the job's sandbox, alive
+    CHECK(entries(agent.dir / "state" / "sandboxes") == 1);            // the job's sandbox, alive
     while (!process_with("86399")) std::this_thread::sleep_for(20ms);  // its step, running
 
     server.post("/_control/repo", R"({"repo":"octo/gate","refs":[]})");  // the group is gone
@@ -342,13 +358,15 @@ TEST_CASE("end to end: a merge group destroyed mid-job cancels the job; its sand
     CHECK(daemon.wait() == 0);
 }
 
-TEST_CASE("end to end: kill -9 mid-job; the restarted agent concludes the job, its check run, "
-          "and reaps the stale sandbox") {
+TEST_CASE(
+    "end to end: kill -9 mid-job; the restarted agent concludes the job, its check run, "
+    "and reaps the stale sandbox") {
     tests::FakeGitHub server;
     const auto root = tests::make_temp_dir("e2e");
     const auto repo = make_gate_repository(root);
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[
-        {"number":3,"sha":")" + repo.slow + R"(","labels":[]}]})");
+        {"number":3,"sha":")" + repo.slow +
+                                      R"(","labels":[]}]})");
     Agent agent = gate_agent(server, root);
     auto first = agent.start();
     agent.wait_ready();
@@ -357,7 +375,8 @@ TEST_CASE("end to end: kill -9 mid-job; the restarted agent concludes the job, i
     wait_runs(server, [](const std::vector<CheckRun>& seen) {
         return seen.size() == 1 && seen[0].status == "in_progress";
     });
-    while (*agent.queue()->owed_reports(std::nullopt) > 0) std::this_thread::sleep_for(50ms);  // as below
+    while (*agent.queue()->owed_reports(std::nullopt) > 0)
+        std::this_thread::sleep_for(50ms);  // as below
     ::kill(first.pid, SIGKILL);
     first.wait();
     // The dead agent's sandbox is still on disk; nobody owns it.
@@ -379,8 +398,9 @@ TEST_CASE("end to end: kill -9 mid-job; the restarted agent concludes the job, i
     CHECK(second.wait() == 0);
 }
 
-TEST_CASE("kill -9 mid-job with GitHub failing: after restart the run is concluded once "
-          "GitHub answers again") {
+TEST_CASE(
+    "kill -9 mid-job with GitHub failing: after restart the run is concluded once "
+    "GitHub answers again") {
     tests::FakeGitHub server;
     Agent agent(github_section(server, tests::make_temp_dir("github"), ""));
     auto first = agent.start();
@@ -415,21 +435,26 @@ TEST_CASE("kill -9 mid-job with GitHub failing: after restart the run is conclud
 TEST_CASE("job.persistent_sandbox: false keeps a fresh wrap per step: no job sandbox, no broker") {
     const auto root = tests::make_temp_dir("e2e");
     const auto repo = make_gate_repository(root);
-    Agent agent("github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
-                Agent::JobCommand::gate);
-    tests::write_file(agent.config, tests::read_file(agent.config) + "  persistent_sandbox: false\n");
+    Agent agent(
+        "github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+        Agent::JobCommand::gate);
+    tests::write_file(agent.config,
+                      tests::read_file(agent.config) + "  persistent_sandbox: false\n");
     auto daemon = agent.start();
     agent.wait_ready();
-    REQUIRE(agent.jobs({"submit", "--repo", "octo/gate", "--sha", repo.good, "--event", "merge_group"}) == 0);
+    REQUIRE(agent.jobs({"submit", "--repo", "octo/gate", "--sha", repo.good, "--event",
+                        "merge_group"}) == 0);
     const auto job = (*agent.queue()->list({})).at(0);
     CHECK(agent.wait_terminal(job.id) == agent::JobState::succeeded);
     CHECK((*agent.queue()->get(job.id))->policy_json.empty());  // no sandbox was created
     CHECK(step_events(*agent.queue(), job.id).empty());
     CHECK(entries(agent.dir / "state" / "sandboxes") == 0);
-    const auto log = tests::read_file(agent.dir / "state" / "agent" / "logs" / (std::to_string(job.id) + ".log"));
+    const auto log = tests::read_file(agent.dir / "state" / "agent" / "logs" /
+                                      (std::to_string(job.id) + ".log"));
     CHECK(log.find("gate passed") != std::string::npos);
     CHECK(log.find("every step runs in the job sandbox") == std::string::npos);
-    CHECK(log.find((agent.dir / "state" / "worktrees").string()) != std::string::npos);  // today's path
+    CHECK(log.find((agent.dir / "state" / "worktrees").string()) !=
+          std::string::npos);  // today's path
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
 }

@@ -5,13 +5,11 @@
 // after the lease; the database stopped and restarted mid-job loses nothing; a draining agent
 // sends what it owes; an idle agent is woken by NOTIFY; the password never in the
 // configuration.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 
-#include <simdjson.h>
-
+#include <catch2/catch.hpp>
 #include <map>
 #include <set>
 #include <sstream>
@@ -34,8 +32,10 @@ namespace {
 // waits for SHARED/release-JOB or SHARED/release-all, logs "end JOB AGENT", exits 0.
 std::string job_script(const std::filesystem::path& shared, const std::string& agent) {
     return "#!/bin/sh\nS='" + shared.string() + "'\necho \"start $SANDGATE_JOB_ID " + agent +
-           "\" >> \"$S/runs\"\nwhile [ ! -e \"$S/release-$SANDGATE_JOB_ID\" ] && [ ! -e \"$S/release-all\" ]; "
-           "do sleep 0.05; done\nsleep 0.2\necho \"end $SANDGATE_JOB_ID " + agent + "\" >> \"$S/runs\"\n";
+           "\" >> \"$S/runs\"\nwhile [ ! -e \"$S/release-$SANDGATE_JOB_ID\" ] && [ ! -e "
+           "\"$S/release-all\" ]; "
+           "do sleep 0.05; done\nsleep 0.2\necho \"end $SANDGATE_JOB_ID " +
+           agent + "\" >> \"$S/runs\"\n";
 }
 
 struct PoolAgent {
@@ -56,8 +56,9 @@ struct Pool {
 
     Pool(tests::PostgresServer& server, tests::FakeGitHub& fake) : pg(server), github(fake) {
         tests::write_file(shared / "github-token", std::string(tests::k_fake_token) + "\n");
-        std::filesystem::permissions(shared / "github-token", std::filesystem::perms::owner_read |
-                                                                  std::filesystem::perms::owner_write);
+        std::filesystem::permissions(
+            shared / "github-token",
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
         tests::write_file(shared / "runs", "");
     }
 
@@ -65,14 +66,15 @@ struct Pool {
 
     // The agent's configuration: `agent_extra` goes into agent:, `github_extra` into github:.
     // `job`: the job: section; empty: the pool's job script.
-    std::string config(const std::string& id, const std::filesystem::path& dir, const std::string& agent_extra,
-                       const std::string& github_extra, const std::string& queue, const std::string& job = "") const {
+    std::string config(const std::string& id, const std::filesystem::path& dir,
+                       const std::string& agent_extra, const std::string& github_extra,
+                       const std::string& queue, const std::string& job = "") const {
         return "agent:\n  id: " + id + "\n  state_dir: " + (dir / "state").string() +
                "\n  reap_seconds: 1\n" + agent_extra + "queue:\n" + queue +
-               "github:\n  repositories: [octo/gate]\n  api_url: " + github.url() + "\n  token_file: " +
-               (shared / "github-token").string() + "\n" + github_extra +
-               (job.empty() ? "job:\n  command: [" + (dir / "job.sh").string() + "]\n  sandbox: " + job_sandbox() +
-                                  "\n  persistent_sandbox: false\n"
+               "github:\n  repositories: [octo/gate]\n  api_url: " + github.url() +
+               "\n  token_file: " + (shared / "github-token").string() + "\n" + github_extra +
+               (job.empty() ? "job:\n  command: [" + (dir / "job.sh").string() + "]\n  sandbox: " +
+                                  job_sandbox() + "\n  persistent_sandbox: false\n"
                             : job);
     }
 
@@ -84,9 +86,11 @@ struct Pool {
         tests::write_file(agent->dir / "job.sh", job_script(shared, agent->id));
         std::filesystem::permissions(agent->dir / "job.sh", std::filesystem::perms::owner_all);
         tests::write_file(agent->dir / "agent.yaml",
-                          config(agent->id, agent->dir, agent_extra, github_extra, "  url: " + url() + "\n", job));
-        agent->daemon = spawn({SANDGATE_BINARY, "agent", "--config", (agent->dir / "agent.yaml").string()},
-                              agent->dir, agent->log());
+                          config(agent->id, agent->dir, agent_extra, github_extra,
+                                 "  url: " + url() + "\n", job));
+        agent->daemon =
+            spawn({SANDGATE_BINARY, "agent", "--config", (agent->dir / "agent.yaml").string()},
+                  agent->dir, agent->log());
         while (!std::filesystem::exists(agent->socket())) {
             REQUIRE(agent->alive());
             std::this_thread::sleep_for(20ms);
@@ -103,9 +107,10 @@ struct Pool {
         return std::move(*opened);
     }
 
-    int submit(const PoolAgent& via, const std::string& sha, const std::string& event = "push") const {
-        auto process = spawn({SANDGATE_BINARY, "jobs", "--socket", via.socket().string(), "submit", "--repo",
-                              "octo/gate", "--sha", sha, "--event", event},
+    int submit(const PoolAgent& via, const std::string& sha,
+               const std::string& event = "push") const {
+        auto process = spawn({SANDGATE_BINARY, "jobs", "--socket", via.socket().string(), "submit",
+                              "--repo", "octo/gate", "--sha", sha, "--event", event},
                              shared, shared / "submit.out");
         return process.wait();
     }
@@ -141,7 +146,8 @@ std::vector<Request> requests(const tests::FakeGitHub& server) {
     REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
     std::vector<Request> out;
     for (auto item : root["requests"].get_array())
-        out.push_back({std::string(std::string_view(item["method"])), std::string(std::string_view(item["target"])),
+        out.push_back({std::string(std::string_view(item["method"])),
+                       std::string(std::string_view(item["target"])),
                        std::string(std::string_view(item["body"]))});
     return out;
 }
@@ -157,7 +163,8 @@ std::vector<Run> runs(const tests::FakeGitHub& server) {
     REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
     std::vector<Run> out;
     for (auto run : root["check_runs"].get_array()) {
-        Run seen{std::string(std::string_view(run["head_sha"])), std::string(std::string_view(run["status"])), ""};
+        Run seen{std::string(std::string_view(run["head_sha"])),
+                 std::string(std::string_view(run["status"])), ""};
         std::string_view conclusion;
         if (run["conclusion"].get(conclusion) == simdjson::SUCCESS) seen.conclusion = conclusion;
         out.push_back(seen);
@@ -196,8 +203,9 @@ std::pair<std::size_t, std::size_t> created_and_concluded(const tests::FakeGitHu
 
 }  // namespace
 
-TEST_CASE("a pool of two and of three agents on one queue: every polled job runs once, each "
-          "run is reported once and concluded; the pool polls the repository once per interval") {
+TEST_CASE(
+    "a pool of two and of three agents on one queue: every polled job runs once, each "
+    "run is reported once and concluded; the pool polls the repository once per interval") {
     REQUIRE_POSTGRES(pg);
     const int agents = GENERATE(2, 3);
     INFO(agents << " agents");
@@ -206,8 +214,8 @@ TEST_CASE("a pool of two and of three agents on one queue: every polled job runs
     constexpr int k_pulls = 12;
     std::string pulls;
     for (int n = 1; n <= k_pulls; ++n)
-        pulls += std::string(pulls.empty() ? "" : ",") + R"({"number":)" + std::to_string(n) + R"(,"sha":")" +
-                 hex_sha(n) + R"("})";
+        pulls += std::string(pulls.empty() ? "" : ",") + R"({"number":)" + std::to_string(n) +
+                 R"(,"sha":")" + hex_sha(n) + R"("})";
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[)" + pulls + "]}");
     tests::write_file(pool.shared / "release-all", "");
     const auto began = std::chrono::steady_clock::now();
@@ -217,10 +225,12 @@ TEST_CASE("a pool of two and of three agents on one queue: every polled job runs
     // Both agents answer for the pool: the same key through either queues one job.
     CHECK(pool.submit(*pool.agents[0], hex_sha(900)) == 0);
     CHECK(pool.submit(*pool.agents[1], hex_sha(900)) == 0);
-    CHECK(tests::read_file(pool.shared / "submit.out").find(R"("duplicate":true)") != std::string::npos);
+    CHECK(tests::read_file(pool.shared / "submit.out").find(R"("duplicate":true)") !=
+          std::string::npos);
     wait_concluded(server, k_pulls + 1);
     std::this_thread::sleep_for(2s);  // more poll rounds: still nothing twice
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     pool.stop_all();
 
     auto queue = pool.queue();
@@ -247,7 +257,8 @@ TEST_CASE("a pool of two and of three agents on one queue: every polled job runs
     // Each of the `agents` daemons started a poll round every second; the pool polled once per
     // interval (the schedule's slack allows a few early ones).
     std::size_t polls = 0;
-    for (const auto& request : requests(server)) polls += request.target.find("/pulls?") != std::string::npos;
+    for (const auto& request : requests(server))
+        polls += request.target.find("/pulls?") != std::string::npos;
     INFO(polls << " polls in " << seconds << " s");
     CHECK(polls <= static_cast<std::size_t>(seconds * 1.25) + 2);
 }
@@ -267,7 +278,8 @@ TEST_CASE("a pool: kill -9 of the agent holding a job; another agent takes it af
     // Its run in progress, the start report marked sent (a round killed between the two would
     // hold the job's later reports until that report's lease ends).
     auto queue = pool.queue();
-    while (runs(server).empty() || *queue->owed_reports(holder.id) > 0) std::this_thread::sleep_for(50ms);
+    while (runs(server).empty() || *queue->owed_reports(holder.id) > 0)
+        std::this_thread::sleep_for(50ms);
     ::kill(holder.daemon.pid, SIGKILL);
     holder.daemon.wait();
     // The job's process died with its agent; once the lease expires the other agent re-queues
@@ -285,8 +297,9 @@ TEST_CASE("a pool: kill -9 of the agent holding a job; another agent takes it af
     pool.stop_all();
 }
 
-TEST_CASE("a pool: kill -9 of the agent holding a job under on_lost_job: conclude; another agent "
-          "concludes it and sends the report the dead agent owed") {
+TEST_CASE(
+    "a pool: kill -9 of the agent holding a job under on_lost_job: conclude; another agent "
+    "concludes it and sends the report the dead agent owed") {
     REQUIRE_POSTGRES(pg);
     tests::FakeGitHub server;
     Pool pool(*pg, server);
@@ -298,7 +311,8 @@ TEST_CASE("a pool: kill -9 of the agent holding a job under on_lost_job: conclud
     auto& holder = *pool.agents[pool.starts().at(1).front() == "pool-1" ? 0 : 1];
     auto& other = *pool.agents[pool.starts().at(1).front() == "pool-1" ? 1 : 0];
     auto queue = pool.queue();
-    while (runs(server).empty() || *queue->owed_reports(holder.id) > 0) std::this_thread::sleep_for(50ms);
+    while (runs(server).empty() || *queue->owed_reports(holder.id) > 0)
+        std::this_thread::sleep_for(50ms);
     ::kill(holder.daemon.pid, SIGKILL);
     holder.daemon.wait();
     // The conclusion is the dead agent's report (its job's); the living agent's rounds send
@@ -308,17 +322,20 @@ TEST_CASE("a pool: kill -9 of the agent holding a job under on_lost_job: conclud
     const auto job = *queue->get(1);
     CHECK(job->state == agent::JobState::failed);
     CHECK(job->claims == 1);
-    CHECK(job->reason.find("the agent " + holder.id + " died or lost its lease") != std::string::npos);
+    CHECK(job->reason.find("the agent " + holder.id + " died or lost its lease") !=
+          std::string::npos);
     CHECK(pool.starts().at(1).size() == 1);  // not run again
     // Sent, then marked delivered (a moment later): nothing stays owed.
     while (*queue->owed_reports(std::nullopt) > 0) std::this_thread::sleep_for(50ms);
     CHECK(created_and_concluded(server) == std::pair<std::size_t, std::size_t>{1, 1});
-    CHECK(tests::read_file(other.log()).find("job 1: its lease expired; concluded") != std::string::npos);
+    CHECK(tests::read_file(other.log()).find("job 1: its lease expired; concluded") !=
+          std::string::npos);
     pool.stop_all();
 }
 
-TEST_CASE("a pool: the database stopped and restarted mid-job; the job finishes, its end and "
-          "report are not lost") {
+TEST_CASE(
+    "a pool: the database stopped and restarted mid-job; the job finishes, its end and "
+    "report are not lost") {
     REQUIRE_POSTGRES(pg);
     tests::FakeGitHub server;
     Pool pool(*pg, server);
@@ -348,7 +365,8 @@ TEST_CASE("a pool: the database stopped and restarted mid-job; the job finishes,
     pool.stop_all();
 }
 
-TEST_CASE("a pool: an agent drained with a report owed sends it before it exits; the others go on") {
+TEST_CASE(
+    "a pool: an agent drained with a report owed sends it before it exits; the others go on") {
     REQUIRE_POSTGRES(pg);
     tests::FakeGitHub server;
     Pool pool(*pg, server);
@@ -424,15 +442,16 @@ TEST_CASE("a pool's password: from queue.password_file or PGPASSFILE, never in q
     const auto dir = tests::make_temp_dir("pool-password");
     tests::write_file(dir / "job.sh", job_script(pool.shared, "pw"));
     auto run_agent = [&](const std::string& queue, const std::string& name) {
-        tests::write_file(dir / (name + ".yaml"), pool.config("pw-" + name, dir / name, "", "", queue));
+        tests::write_file(dir / (name + ".yaml"),
+                          pool.config("pw-" + name, dir / name, "", "", queue));
         return spawn({SANDGATE_BINARY, "agent", "--config", (dir / (name + ".yaml")).string()}, dir,
                      dir / (name + ".log"), dir / (name + ".err"));
     };
     const std::string as_pw_user = pg->url(pool.database, "pw_user");
 
     // In the URL: refused at once, one line naming the key, the password nowhere.
-    const std::string with_password = "postgresql://pw_user:" + std::string(tests::k_pg_password) + "@/" +
-                                      pool.database + "?host=" + pg->dir().string();
+    const std::string with_password = "postgresql://pw_user:" + std::string(tests::k_pg_password) +
+                                      "@/" + pool.database + "?host=" + pg->dir().string();
     auto refused = run_agent("  url: " + with_password + "\n", "in-url");
     CHECK(refused.wait() == 3);
     const auto err = tests::read_file(dir / "in-url.err");
@@ -443,26 +462,35 @@ TEST_CASE("a pool's password: from queue.password_file or PGPASSFILE, never in q
 
     // A wrong password: the server refuses; the agent says so and exits (no retrying forever).
     tests::write_file(dir / "wrong", "not-the-password\n");
-    std::filesystem::permissions(dir / "wrong", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-    auto wrong = run_agent("  url: " + as_pw_user + "\n  password_file: " + (dir / "wrong").string() + "\n", "wrong");
+    std::filesystem::permissions(
+        dir / "wrong", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    auto wrong = run_agent(
+        "  url: " + as_pw_user + "\n  password_file: " + (dir / "wrong").string() + "\n", "wrong");
     CHECK(wrong.wait() == 1);
-    CHECK(tests::read_file(dir / "wrong.log").find("password authentication failed") != std::string::npos);
+    CHECK(tests::read_file(dir / "wrong.log").find("password authentication failed") !=
+          std::string::npos);
 
     // The password file (0600): the agent connects.
     tests::write_file(dir / "password", std::string(tests::k_pg_password) + "\n");
-    std::filesystem::permissions(dir / "password", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-    auto with_file = run_agent("  url: " + as_pw_user + "\n  password_file: " + (dir / "password").string() + "\n", "file");
+    std::filesystem::permissions(
+        dir / "password", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    auto with_file = run_agent(
+        "  url: " + as_pw_user + "\n  password_file: " + (dir / "password").string() + "\n",
+        "file");
     while (tests::read_file(dir / "file.log").find(" ready: ") == std::string::npos) {
         REQUIRE(::waitpid(with_file.pid, nullptr, WNOHANG) == 0);
         std::this_thread::sleep_for(20ms);
     }
-    CHECK(tests::read_file(dir / "file.log").find("job queue postgresql pw_user@") != std::string::npos);
+    CHECK(tests::read_file(dir / "file.log").find("job queue postgresql pw_user@") !=
+          std::string::npos);
     ::kill(with_file.pid, SIGTERM);
     CHECK(with_file.wait() == 0);
 
     // libpq's PGPASSFILE, with no password in the configuration at all.
-    tests::write_file(dir / "pgpass-file", "*:*:*:pw_user:" + std::string(tests::k_pg_password) + "\n");
-    std::filesystem::permissions(dir / "pgpass-file", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    tests::write_file(dir / "pgpass-file",
+                      "*:*:*:pw_user:" + std::string(tests::k_pg_password) + "\n");
+    std::filesystem::permissions(dir / "pgpass-file", std::filesystem::perms::owner_read |
+                                                          std::filesystem::perms::owner_write);
     tests::ScopedEnv pgpass("PGPASSFILE", (dir / "pgpass-file").string());
     auto with_pgpass = run_agent("  url: " + as_pw_user + "\n", "pgpass");
     while (tests::read_file(dir / "pgpass.log").find(" ready: ") == std::string::npos) {
@@ -483,26 +511,31 @@ TEST_CASE("libpq is loaded by a pool's agent only: an agent on SQLite never maps
     Agent alone;
     auto daemon = alone.start();
     alone.wait_ready();
-    CHECK(tests::read_file("/proc/" + std::to_string(daemon.pid) + "/maps").find("libpq.so") == std::string::npos);
+    CHECK(tests::read_file("/proc/" + std::to_string(daemon.pid) + "/maps").find("libpq.so") ==
+          std::string::npos);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
     pool.stop_all();
 }
 
-TEST_CASE("a pool running the real gate in job sandboxes: the policy and each step's evidence "
-          "land in the pool's queue") {
+TEST_CASE(
+    "a pool running the real gate in job sandboxes: the policy and each step's evidence "
+    "land in the pool's queue") {
     REQUIRE_POSTGRES(pg);
     tests::FakeGitHub server;
     Pool pool(*pg, server);
     const auto root = tests::make_temp_dir("pool-gate");
-    const std::string sha = tests::make_repo(
-        root / "gate", {{".github/workflows/gate.yml", "name: gate\non: merge_group\njobs:\n  check:\n"
-                                                       "    runs-on: ubuntu-latest\n    steps:\n"
-                                                       "      - run: echo checked\n      - run: echo twice\n"}});
+    const std::string sha =
+        tests::make_repo(root / "gate", {{".github/workflows/gate.yml",
+                                          "name: gate\non: merge_group\njobs:\n  check:\n"
+                                          "    runs-on: ubuntu-latest\n    steps:\n"
+                                          "      - run: echo checked\n      - run: echo twice\n"}});
     std::filesystem::create_directories(root / "remotes" / "octo");
-    tests::sh("git clone -q --bare " + (root / "gate").string() + " " + (root / "remotes/octo/gate.git").string());
-    auto& member = pool.start("", "  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
-                              "job:\n  sandbox: " + job_sandbox() + "\n");
+    tests::sh("git clone -q --bare " + (root / "gate").string() + " " +
+              (root / "remotes/octo/gate.git").string());
+    auto& member =
+        pool.start("", "  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+                   "job:\n  sandbox: " + job_sandbox() + "\n");
     REQUIRE(pool.submit(member, sha, "merge_group") == 0);
     const auto concluded = wait_concluded(server, 1);
     CHECK(concluded[0].conclusion == "success");

@@ -1,9 +1,8 @@
 // The agent's HTTP API: jobs (submit, dedup, list, get, cancel, logs, metrics), the bearer
 // token on 127.0.0.1 and webhooks. Its sandbox verbs: tests/test_api_sandboxes.cpp.
-#include <catch2/catch.hpp>
-
 #include <simdjson.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <thread>
 
@@ -63,11 +62,14 @@ TEST_CASE("jobs over the unix-socket API: submit, dedup, list, get, cancel, metr
     CHECK(f.call("GET", "/nowhere").status == 404);
 }
 
-TEST_CASE("a submitted job may name its base: base_sha (40 hex) and base_ref, else a one-line 400") {
+TEST_CASE(
+    "a submitted job may name its base: base_sha (40 hex) and base_ref, else a one-line 400") {
     Fixture f;
     const std::string base(40, 'b');
-    const std::string job = std::string(R"({"repository":"octo/repo","sha":")") + k_sha + R"(","event":"pull_request",)";
-    auto created = f.call("POST", "/v1/jobs", job + R"("base_sha":")" + base + R"(","base_ref":"main"})");
+    const std::string job = std::string(R"({"repository":"octo/repo","sha":")") + k_sha +
+                            R"(","event":"pull_request",)";
+    auto created =
+        f.call("POST", "/v1/jobs", job + R"("base_sha":")" + base + R"(","base_ref":"main"})");
     REQUIRE(created.status == 201);
     simdjson::dom::parser parser;
     auto payload = parse(parser, created.body)["payload"];
@@ -79,21 +81,25 @@ TEST_CASE("a submitted job may name its base: base_sha (40 hex) and base_ref, el
 
     // A new branch's push: 40 zeros.
     const std::string other = "1123456789abcdef0123456789abcdef01234567";
-    CHECK(f.call("POST", "/v1/jobs", R"({"repository":"octo/repo","sha":")" + other + R"(","base_sha":")" +
-                                         std::string(40, '0') + R"("})")
+    CHECK(f.call("POST", "/v1/jobs",
+                 R"({"repository":"octo/repo","sha":")" + other + R"(","base_sha":")" +
+                     std::string(40, '0') + R"("})")
               .status == 201);
 
-    for (const std::string& bad : std::vector<std::string>{R"("base_sha":"abc")", R"("base_sha":")" + std::string(40, 'B') + "\"",
-                                                           R"("base_sha":")" + std::string(64, 'b') + "\"", R"("base_sha":7)"}) {
+    for (const std::string& bad : std::vector<std::string>{
+             R"("base_sha":"abc")", R"("base_sha":")" + std::string(40, 'B') + "\"",
+             R"("base_sha":")" + std::string(64, 'b') + "\"", R"("base_sha":7)"}) {
         auto refused = f.call("POST", "/v1/jobs", job + bad + "}");
         INFO(bad << " -> " << refused.body);
         CHECK(refused.status == 400);
         CHECK_THAT(refused.body, Catch::Contains("field base_sha: 40 lower-case hex digits"));
         simdjson::dom::parser error_parser;
-        const std::string_view message = parse(error_parser, refused.body)["error"].get_string().value();
+        const std::string_view message =
+            parse(error_parser, refused.body)["error"].get_string().value();
         CHECK(message.find('\n') == std::string_view::npos);  // one line
     }
-    for (const std::string bad : {R"("base_ref":"")", R"("base_ref":"-x")", R"("base_ref":"a b")", R"("base_ref":[])"}) {
+    for (const std::string bad :
+         {R"("base_ref":"")", R"("base_ref":"-x")", R"("base_ref":"a b")", R"("base_ref":[])"}) {
         auto refused = f.call("POST", "/v1/jobs", job + bad + "}");
         INFO(bad << " -> " << refused.body);
         CHECK(refused.status == 400);
@@ -138,28 +144,34 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     config.pr_label = "gate";
     Fixture f(config);
     const std::string sha = k_sha;
-    const std::string pr = R"({"action":"opened","number":7,"repository":{"full_name":"octo/repo"},)"
-                           R"("pull_request":{"number":7,"labels":[{"name":"gate"}],)"
-                           R"("head":{"sha":")" + sha + R"(","ref":"feature"},)"
-                           R"("base":{"sha":")" + std::string(40, 'b') + R"(","ref":"main"}}})";
+    const std::string pr =
+        R"({"action":"opened","number":7,"repository":{"full_name":"octo/repo"},)"
+        R"("pull_request":{"number":7,"labels":[{"name":"gate"}],)"
+        R"("head":{"sha":")" +
+        sha +
+        R"(","ref":"feature"},)"
+        R"("base":{"sha":")" +
+        std::string(40, 'b') + R"(","ref":"main"}}})";
     auto unsigned_reply = f.call("POST", "/webhook", pr, {"X-GitHub-Event: pull_request"});
     CHECK(unsigned_reply.status == 401);
-    auto forged = f.call("POST", "/webhook", pr,
-                         {"X-GitHub-Event: pull_request",
-                          "X-Hub-Signature-256: sha256=" + std::string(64, '0')});
+    auto forged = f.call(
+        "POST", "/webhook", pr,
+        {"X-GitHub-Event: pull_request", "X-Hub-Signature-256: sha256=" + std::string(64, '0')});
     CHECK(forged.status == 401);
-    CHECK(f.call("POST", "/webhook", pr, {"X-GitHub-Event: pull_request",
-                                          "X-Hub-Signature-256: md5=abc"})
+    CHECK(f.call("POST", "/webhook", pr,
+                 {"X-GitHub-Event: pull_request", "X-Hub-Signature-256: md5=abc"})
               .status == 401);
     CHECK(f.queue->list({})->empty());  // nothing was queued by unsigned deliveries
 
-    auto accepted = f.call("POST", "/webhook", pr, {"X-GitHub-Event: pull_request", signed_header(pr)});
+    auto accepted =
+        f.call("POST", "/webhook", pr, {"X-GitHub-Event: pull_request", signed_header(pr)});
     CHECK(accepted.status == 201);
     auto jobs = *f.queue->list({});
     REQUIRE(jobs.size() == 1);
     CHECK(jobs[0].spec.ref == "refs/pull/7/head");
     CHECK(jobs[0].spec.event == "pull_request");
-    CHECK(jobs[0].spec.payload_json == R"({"pull_request":7,"base_sha":")" + std::string(40, 'b') + R"(","base_ref":"main"})");
+    CHECK(jobs[0].spec.payload_json ==
+          R"({"pull_request":7,"base_sha":")" + std::string(40, 'b') + R"(","base_ref":"main"})");
 
     std::string unlabeled = pr;
     unlabeled.replace(unlabeled.find("\"gate\""), 6, "\"wip\"");
@@ -169,24 +181,30 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     CHECK(ignored.body.find("ignored") != std::string::npos);
 
     const std::string mg_sha = "89abcdef0123456789abcdef0123456789abcdef";
-    const std::string group = R"({"action":"checks_requested","repository":{"full_name":"octo/repo"},)"
-                              R"("merge_group":{"head_sha":")" + mg_sha +
-                              R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-abc"}})";
+    const std::string group =
+        R"({"action":"checks_requested","repository":{"full_name":"octo/repo"},)"
+        R"("merge_group":{"head_sha":")" +
+        mg_sha + R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-abc"}})";
     CHECK(f.call("POST", "/webhook", group, {"X-GitHub-Event: merge_group", signed_header(group)})
               .status == 201);
     // Its base: the payload's base_sha and base_ref (the head ref above names no SHA).
     const std::string group_base(40, 'd');
-    const std::string full_group = R"({"action":"checks_requested","repository":{"full_name":"octo/repo"},)"
-                                   R"("merge_group":{"head_sha":")" + std::string(40, 'e') +
-                                   R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-8-abc",)"
-                                   R"("base_sha":")" + group_base + R"(","base_ref":"refs/heads/main"}})";
-    CHECK(f.call("POST", "/webhook", full_group, {"X-GitHub-Event: merge_group", signed_header(full_group)})
+    const std::string full_group =
+        R"({"action":"checks_requested","repository":{"full_name":"octo/repo"},)"
+        R"("merge_group":{"head_sha":")" +
+        std::string(40, 'e') +
+        R"(","head_ref":"refs/heads/gh-readonly-queue/main/pr-8-abc",)"
+        R"("base_sha":")" +
+        group_base + R"(","base_ref":"refs/heads/main"}})";
+    CHECK(f.call("POST", "/webhook", full_group,
+                 {"X-GitHub-Event: merge_group", signed_header(full_group)})
               .status == 201);
     agent::JobFilter by_sha;
     by_sha.sha = std::string(40, 'e');
     auto based = *f.queue->list(by_sha);
     REQUIRE(based.size() == 1);
-    CHECK(based[0].spec.payload_json == R"({"base_sha":")" + group_base + R"(","base_ref":"refs/heads/main"})");
+    CHECK(based[0].spec.payload_json ==
+          R"({"base_sha":")" + group_base + R"(","base_ref":"refs/heads/main"})");
     std::string destroyed = group;
     destroyed.replace(destroyed.find("checks_requested"), 16, "destroyed");
     destroyed.insert(1, R"("reason":"dequeued",)");
@@ -201,7 +219,8 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     CHECK(group_jobs[0].reason.find("dequeued") != std::string::npos);
 
     const std::string rerun = R"({"action":"rerequested","repository":{"full_name":"octo/repo"},)"
-                              R"("check_suite":{"head_sha":")" + sha + R"(","head_branch":"feature"}})";
+                              R"("check_suite":{"head_sha":")" +
+                              sha + R"(","head_branch":"feature"}})";
     CHECK(f.call("POST", "/webhook", rerun, {"X-GitHub-Event: check_suite", signed_header(rerun)})
               .status == 201);
     filter.sha = sha;
@@ -214,14 +233,23 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     const std::string pushed = "2123456789abcdef0123456789abcdef01234567";
     const std::string before(40, 'f');
     const std::string suite = R"({"action":"requested","repository":{"full_name":"octo/repo"},)"
-                              R"("check_suite":{"head_sha":")" + pushed + R"(","head_branch":"main",)"
-                              R"("before":")" + before + R"(","after":")" + pushed + R"("}})";
-    CHECK(f.call("POST", "/webhook", suite, {"X-GitHub-Event: check_suite", signed_header(suite)}).status == 201);
+                              R"("check_suite":{"head_sha":")" +
+                              pushed +
+                              R"(","head_branch":"main",)"
+                              R"("before":")" +
+                              before + R"(","after":")" + pushed + R"("}})";
+    CHECK(f.call("POST", "/webhook", suite, {"X-GitHub-Event: check_suite", signed_header(suite)})
+              .status == 201);
     const std::string run_sha = "3123456789abcdef0123456789abcdef01234567";
     const std::string run = R"({"action":"rerequested","repository":{"full_name":"octo/repo"},)"
-                            R"("check_run":{"head_sha":")" + run_sha + R"(","check_suite":{"head_branch":"main",)"
-                            R"("before":")" + before + R"("}}})";
-    CHECK(f.call("POST", "/webhook", run, {"X-GitHub-Event: check_run", signed_header(run)}).status == 201);
+                            R"("check_run":{"head_sha":")" +
+                            run_sha +
+                            R"(","check_suite":{"head_branch":"main",)"
+                            R"("before":")" +
+                            before + R"("}}})";
+    CHECK(
+        f.call("POST", "/webhook", run, {"X-GitHub-Event: check_run", signed_header(run)}).status ==
+        201);
     for (const std::string& head : {pushed, run_sha}) {
         filter.sha = head;
         auto suite_jobs = *f.queue->list(filter);
@@ -231,8 +259,10 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     }
     // A rerun whose webhook carries no `before` keeps the earlier attempt's base.
     const std::string bare = R"({"action":"rerequested","repository":{"full_name":"octo/repo"},)"
-                             R"("check_run":{"head_sha":")" + pushed + R"(","check_suite":{"head_branch":"main"}}})";
-    CHECK(f.call("POST", "/webhook", bare, {"X-GitHub-Event: check_run", signed_header(bare)}).status == 201);
+                             R"("check_run":{"head_sha":")" +
+                             pushed + R"(","check_suite":{"head_branch":"main"}}})";
+    CHECK(f.call("POST", "/webhook", bare, {"X-GitHub-Event: check_run", signed_header(bare)})
+              .status == 201);
     filter.sha = pushed;
     auto reruns = *f.queue->list(filter);
     REQUIRE(reruns.size() == 2);
@@ -240,8 +270,8 @@ TEST_CASE("webhooks: signatures checked, events turned into jobs and cancellatio
     CHECK(reruns[1].spec.payload_json == R"({"base_sha":")" + before + R"("})");
 
     const std::string broken = R"({"action":"opened","repository":{"full_name":"octo/repo"}})";
-    auto malformed = f.call("POST", "/webhook", broken,
-                            {"X-GitHub-Event: pull_request", signed_header(broken)});
+    auto malformed =
+        f.call("POST", "/webhook", broken, {"X-GitHub-Event: pull_request", signed_header(broken)});
     CHECK(malformed.status == 400);
     CHECK(malformed.body.find("pull_request") != std::string::npos);
 }

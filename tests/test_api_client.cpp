@@ -1,12 +1,11 @@
 // agent/api_client: the cancellable request against a raw loopback server (what the CLI does
 // on Ctrl-C: wait for the answer, or hang up), error lines, and how the target is chosen.
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <future>
 #include <thread>
 
@@ -26,7 +25,8 @@ struct Listener {
         sockaddr_in address{};
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+        REQUIRE(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) ==
+                0);
         REQUIRE(::listen(fd.get(), 4) == 0);
         socklen_t size = sizeof(address);
         REQUIRE(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &size) == 0);
@@ -72,10 +72,11 @@ TEST_CASE("a cancelled request hangs up when told to: the server reads EOF") {
         token->cancel();
     });
     int asked = 0;
-    auto response = agent::api_request_cancellable(listener.target(), "GET", "/v1/slow", "", *token, [&] {
-        ++asked;
-        return agent::AfterCancel::hang_up;
-    });
+    auto response =
+        agent::api_request_cancellable(listener.target(), "GET", "/v1/slow", "", *token, [&] {
+            ++asked;
+            return agent::AfterCancel::hang_up;
+        });
     canceller.join();
     server.join();
     REQUIRE_FALSE(response);
@@ -95,18 +96,21 @@ TEST_CASE("a cancelled request told to wait gets its answer, and on_cancel runs 
         sandbox::Fd client = accept_request(listener, &head);
         got_request.set_value();
         cancel_asked.get_future().wait();
-        const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\ndone";
-        REQUIRE(::write(client.get(), answer.data(), answer.size()) == static_cast<ssize_t>(answer.size()));
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\ndone";
+        REQUIRE(::write(client.get(), answer.data(), answer.size()) ==
+                static_cast<ssize_t>(answer.size()));
     });
     std::thread canceller([&] {
         got_request.get_future().wait();
         token->cancel();
     });
     int asked = 0;
-    auto response = agent::api_request_cancellable(listener.target(), "POST", "/v1/x", "{}", *token, [&] {
-        if (++asked == 1) cancel_asked.set_value();
-        return agent::AfterCancel::wait_for_answer;
-    });
+    auto response =
+        agent::api_request_cancellable(listener.target(), "POST", "/v1/x", "{}", *token, [&] {
+            if (++asked == 1) cancel_asked.set_value();
+            return agent::AfterCancel::wait_for_answer;
+        });
     canceller.join();
     server.join();
     REQUIRE(response);
@@ -122,8 +126,11 @@ TEST_CASE("an uncancelled request is a plain request; no listener is unavailable
     std::thread server([&] {
         std::string head;
         sandbox::Fd client = accept_request(listener, &head);
-        const std::string answer = "HTTP/1.1 404 Not Found\r\nContent-Length: 20\r\nConnection: close\r\n\r\n{\"error\":\"no such\"}\n";
-        REQUIRE(::write(client.get(), answer.data(), answer.size()) == static_cast<ssize_t>(answer.size()));
+        const std::string answer =
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 20\r\nConnection: "
+            "close\r\n\r\n{\"error\":\"no such\"}\n";
+        REQUIRE(::write(client.get(), answer.data(), answer.size()) ==
+                static_cast<ssize_t>(answer.size()));
     });
     auto response = agent::api_request_cancellable(listener.target(), "GET", "/", "", *token,
                                                    [] { return agent::AfterCancel::hang_up; });
@@ -137,7 +144,8 @@ TEST_CASE("an uncancelled request is a plain request; no listener is unavailable
     auto unreachable = agent::api_request(nowhere, "GET", "/v1/jobs");
     REQUIRE_FALSE(unreachable);
     CHECK(unreachable.error().kind == sandbox::ErrorKind::unavailable);
-    CHECK(unreachable.error().message.starts_with("cannot reach the agent at " + nowhere.socket + ": "));
+    CHECK(unreachable.error().message.starts_with("cannot reach the agent at " + nowhere.socket +
+                                                  ": "));
 }
 
 TEST_CASE("error lines: the API's message, else the body's first line, else the status") {
@@ -171,7 +179,8 @@ TEST_CASE("the target: --url with its token file, else --socket, else the config
     CHECK(socket->token.empty());
 
     options.socket.clear();
-    tests::write_file(dir / "agent.yaml", "agent:\n  state_dir: " + (dir / "state").string() + "\n");
+    tests::write_file(dir / "agent.yaml",
+                      "agent:\n  state_dir: " + (dir / "state").string() + "\n");
     options.config_path = (dir / "agent.yaml").string();
     auto configured = agent::resolve_api_target(options);
     REQUIRE(configured);

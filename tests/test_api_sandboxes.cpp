@@ -1,14 +1,13 @@
 // The agent's sandbox verbs over its HTTP API (agent/api_sandboxes): create, exec, get and
 // destroy with refusals as 409, and an exec cancelled by id or by the client hanging up, in a
 // bwrap sandbox and unwrapped.
-#include <catch2/catch.hpp>
-
-#include <simdjson.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <simdjson.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "agent/api.hpp"
@@ -19,29 +18,31 @@
 
 using namespace std::chrono_literals;
 using tests::api::Fixture;
-using tests::api::Reply;
 using tests::api::http;
 using tests::api::k_sha;
 using tests::api::parse;
+using tests::api::Reply;
 
 TEST_CASE("sandbox verbs over the API, with refusals as 409") {
     Fixture f;
     const std::string identity = std::string(R"({"repository":"octo/repo","sha":")") + k_sha +
                                  R"(","run_id":5,"attempt":1,"job_id":"build"})";
-    auto created = f.call("POST", "/v1/sandboxes", R"({"identity":)" + identity + R"(,"ttl_s":60})");
+    auto created =
+        f.call("POST", "/v1/sandboxes", R"({"identity":)" + identity + R"(,"ttl_s":60})");
     REQUIRE(created.status == 201);
     simdjson::dom::parser parser;
     const std::string id(parse(parser, created.body)["id"].get_string().value());
     CHECK(f.call("POST", "/v1/sandboxes", R"({"identity":)" + identity + "}").status == 409);
     CHECK(f.call("POST", "/v1/sandboxes", R"({"identity":{"sha":"x"}})").status == 400);
 
-    auto ran = f.call("POST", "/v1/sandboxes/" + id + "/exec",
-                      R"({"identity":)" + identity +
-                          R"(,"shell":"wc -c","stdin_text":"api-stdin-secret"})");
+    auto ran = f.call(
+        "POST", "/v1/sandboxes/" + id + "/exec",
+        R"({"identity":)" + identity + R"(,"shell":"wc -c","stdin_text":"api-stdin-secret"})");
     REQUIRE(ran.status == 200);
     CHECK(ran.body.find("api-stdin-secret") == std::string::npos);
     std::string_view head;
-    REQUIRE(parse(parser, ran.body).at_pointer("/result/out/head_b64").get(head) == simdjson::SUCCESS);
+    REQUIRE(parse(parser, ran.body).at_pointer("/result/out/head_b64").get(head) ==
+            simdjson::SUCCESS);
     CHECK(sandbox::base64_decode(head) == "16\n");
 
     std::string other = identity;
@@ -88,9 +89,9 @@ struct TcpFixture : tests::api::ApiStack {
     }
     // A sandbox for the job; its id and the root its steps run in (bound from the host).
     std::pair<std::string, std::filesystem::path> create() {
-        auto created = call("POST", "/v1/sandboxes",
-                            R"({"identity":)" + identity() + R"(,"ttl_s":600,"job":)" +
-                                std::to_string(job) + "}");
+        auto created = call(
+            "POST", "/v1/sandboxes",
+            R"({"identity":)" + identity() + R"(,"ttl_s":600,"job":)" + std::to_string(job) + "}");
         REQUIRE(created.status == 201);
         simdjson::dom::parser parser;
         auto doc = parse(parser, created.body);
@@ -108,7 +109,8 @@ struct TcpFixture : tests::api::ApiStack {
         auto events = queue->events(job);
         REQUIRE(events);
         for (const auto& event : *events)
-            if (event.kind == "exec" || event.kind == "exec_cancel") bodies.push_back(event.body_json);
+            if (event.kind == "exec" || event.kind == "exec_cancel")
+                bodies.push_back(event.body_json);
         return bodies;
     }
 };
@@ -123,7 +125,8 @@ bool eventually(Predicate done) {
     return false;
 }
 
-bool contains(const std::vector<std::string>& bodies, std::initializer_list<std::string_view> parts) {
+bool contains(const std::vector<std::string>& bodies,
+              std::initializer_list<std::string_view> parts) {
     for (const auto& body : bodies) {
         bool all = true;
         for (auto part : parts) all = all && body.find(part) != std::string::npos;
@@ -135,7 +138,9 @@ bool contains(const std::vector<std::string>& bodies, std::initializer_list<std:
 void cancel_by_id(TcpFixture& f) {
     auto [id, root] = f.create();
     Reply answer;
-    std::thread client([&] { answer = f.call("POST", "/v1/sandboxes/" + id + "/exec", f.stubborn_exec("step-1")); });
+    std::thread client([&] {
+        answer = f.call("POST", "/v1/sandboxes/" + id + "/exec", f.stubborn_exec("step-1"));
+    });
     REQUIRE(eventually([&] { return std::filesystem::exists(root / "started"); }));
     auto shown = f.call("GET", "/v1/sandboxes/" + id);
     CHECK(shown.body.find(R"("running_exec":"step-1")") != std::string::npos);
@@ -153,11 +158,14 @@ void cancel_by_id(TcpFixture& f) {
 
     // Nothing of it is left: the sandbox takes the next command, and the sleep is dead (gone,
     // or a zombie of an init that reaps late: unwrapped, its parent is the machine's pid 1).
-    auto after = f.call("POST", "/v1/sandboxes/" + id + "/exec",
-                        R"({"identity":)" + f.identity() + R"x(,"shell":"p=$(cat started); test ! -e /proc/$p || grep -q '^State:.Z' /proc/$p/status"})x");
+    auto after = f.call(
+        "POST", "/v1/sandboxes/" + id + "/exec",
+        R"({"identity":)" + f.identity() +
+            R"x(,"shell":"p=$(cat started); test ! -e /proc/$p || grep -q '^State:.Z' /proc/$p/status"})x");
     REQUIRE(after.status == 200);
     CHECK(parse(parser, after.body).at_pointer("/result/exit_code").get_int64().value() == 0);
-    CHECK(f.call("GET", "/v1/sandboxes/" + id).body.find(R"("running_exec":null)") != std::string::npos);
+    CHECK(f.call("GET", "/v1/sandboxes/" + id).body.find(R"("running_exec":null)") !=
+          std::string::npos);
 
     // A finished exec: 409; an unknown one: 404 (also through DELETE); an unknown sandbox: 404.
     auto finished = f.call("POST", "/v1/sandboxes/" + id + "/execs/step-1/cancel");
@@ -172,10 +180,12 @@ void cancel_by_id(TcpFixture& f) {
     CHECK(f.call("POST", "/v1/sandboxes/" + id + "/execs/bad%20id/cancel").status == 400);
     // An exec id is never reused within a sandbox; a malformed one is refused.
     CHECK(f.call("POST", "/v1/sandboxes/" + id + "/exec", f.stubborn_exec("step-1")).status == 409);
-    CHECK(f.call("POST", "/v1/sandboxes/" + id + "/exec", f.stubborn_exec("no/slash")).status == 400);
+    CHECK(f.call("POST", "/v1/sandboxes/" + id + "/exec", f.stubborn_exec("no/slash")).status ==
+          400);
 
     const auto events = f.exec_events();
-    CHECK(contains(events, {R"("exec_id":"step-1")", R"("error":"cancelled")", R"("cancelled_by":"api")"}));
+    CHECK(contains(events,
+                   {R"("exec_id":"step-1")", R"("error":"cancelled")", R"("cancelled_by":"api")"}));
     CHECK(contains(events, {R"("exec_id":"step-1")", R"("cancel":"cancel_requested")"}));
     CHECK(contains(events, {R"("exec_id":"step-1")", R"("cancel":"finished")"}));
     CHECK(contains(events, {R"("exec_id":"never-ran")", R"("cancel":"unknown")"}));
@@ -186,10 +196,13 @@ void cancel_by_id(TcpFixture& f) {
 void cancel_by_hangup(TcpFixture& f) {
     auto [id, root] = f.create();
     const std::string body = f.stubborn_exec("left");
-    const std::string request = "POST /v1/sandboxes/" + id + "/exec HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                "Authorization: Bearer " + std::string(k_token) +
-                                "\r\nContent-Type: application/json\r\nContent-Length: " +
-                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string request =
+        "POST /v1/sandboxes/" + id +
+        "/exec HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Authorization: Bearer " +
+        std::string(k_token) +
+        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body;
     {
         sandbox::Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         REQUIRE(client);
@@ -197,18 +210,22 @@ void cancel_by_hangup(TcpFixture& f) {
         address.sin_family = AF_INET;
         address.sin_port = htons(f.port);
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        REQUIRE(::connect(client.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+        REQUIRE(::connect(client.get(), reinterpret_cast<const sockaddr*>(&address),
+                          sizeof(address)) == 0);
         REQUIRE(::write(client.get(), request.data(), request.size()) ==
                 static_cast<ssize_t>(request.size()));
         REQUIRE(eventually([&] { return std::filesystem::exists(root / "started"); }));
-        CHECK(f.call("GET", "/v1/sandboxes/" + id).body.find(R"("running_exec":"left")") != std::string::npos);
+        CHECK(f.call("GET", "/v1/sandboxes/" + id).body.find(R"("running_exec":"left")") !=
+              std::string::npos);
     }  // the client hangs up here
     REQUIRE(eventually([&] {
-        return contains(f.exec_events(), {R"("exec_id":"left")", R"("cancelled_by":"client_hangup")"});
+        return contains(f.exec_events(),
+                        {R"("exec_id":"left")", R"("cancelled_by":"client_hangup")"});
     }));
     CHECK(contains(f.exec_events(), {R"("exec_id":"left")", R"("error":"cancelled")"}));
     REQUIRE(eventually([&] {
-        return f.call("GET", "/v1/sandboxes/" + id).body.find(R"("state":"ready")") != std::string::npos;
+        return f.call("GET", "/v1/sandboxes/" + id).body.find(R"("state":"ready")") !=
+               std::string::npos;
     }));
     CHECK(f.call("POST", "/v1/sandboxes/" + id + "/execs/left/cancel").status == 409);
     auto next = f.call("POST", "/v1/sandboxes/" + id + "/exec",

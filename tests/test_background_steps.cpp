@@ -1,7 +1,6 @@
 // Background steps (`background: true`, `wait`, `wait-all`, `cancel`, `parallel`): the model
 // the parser builds and refuses, and real workflows run through `sandgate run`.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -18,7 +17,9 @@ const jobs::Value& job_at(const jobs::Value& report, std::size_t job) {
     return report.get("workflows")->as_array().at(0).get("jobs")->as_array().at(job);
 }
 
-const jobs::Value& step_at(const jobs::Value& job, std::size_t step) { return job.get("steps")->as_array().at(step); }
+const jobs::Value& step_at(const jobs::Value& job, std::size_t step) {
+    return job.get("steps")->as_array().at(step);
+}
 
 std::string text(const jobs::Value& value, std::string_view key) {
     const jobs::Value* found = value.get(key);
@@ -28,12 +29,13 @@ std::string text(const jobs::Value& value, std::string_view key) {
 // A shell loop that waits (at most 30 s) for `file` to exist, then fails if it does not; its
 // second line indented by `indent` spaces, as the block scalar it goes in.
 std::string await_file(const std::string& file, std::size_t indent = 10) {
-    return "for i in $(seq 300); do test -f " + file + " && break; sleep 0.1; done\n" + std::string(indent, ' ') +
-           "test -f " + file;
+    return "for i in $(seq 300); do test -f " + file + " && break; sleep 0.1; done\n" +
+           std::string(indent, ' ') + "test -f " + file;
 }
 
 std::string parse_error(const std::string& steps) {
-    auto parsed = jobs::parse_workflow("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n" + steps, "bg.yml");
+    auto parsed = jobs::parse_workflow(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n" + steps, "bg.yml");
     REQUIRE_FALSE(parsed.has_value());
     return parsed.error().message;
 }
@@ -92,21 +94,25 @@ TEST_CASE("a wait or cancel naming no earlier background step is refused with fi
     CHECK(parse_error("      - id: fg\n        run: echo\n      - wait: [fg]\n") ==
           "bg.yml:8:16: wait: 'fg' is not a background step (it has no background: true)");
     // A step after the wait does not count.
-    CHECK(parse_error("      - cancel: later\n      - id: later\n        run: sleep 9\n        background: true\n") ==
+    CHECK(parse_error("      - cancel: later\n      - id: later\n        run: sleep 9\n        "
+                      "background: true\n") ==
           "bg.yml:6:17: cancel: 'later' is not the id of a step before this one");
     CHECK(parse_error("      - parallel:\n          - run: echo\n          - wait-all:\n") ==
           "bg.yml:8:13: a parallel block holds run and uses steps only");
     // Through the CLI: exit 2 and the one line.
     auto dir = tests::make_temp_dir("bg");
     tests::write_file(dir / "bad/bad.yml",
-                      "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo\n      - wait: ghost\n");
+                      "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: "
+                      "echo\n      - wait: ghost\n");
     auto ran = tests::run_workflows(dir, {"-W", "bad"});
     CHECK(ran.exit_code == 2);
-    CHECK(ran.output.find("bad/bad.yml:7:15: wait: 'ghost' is not the id of a step before this one") !=
+    CHECK(ran.output.find(
+              "bad/bad.yml:7:15: wait: 'ghost' is not the id of a step before this one") !=
           std::string::npos);
 }
 
-TEST_CASE("two background steps overlap; a wait makes their outputs and env visible; lines never mix") {
+TEST_CASE(
+    "two background steps overlap; a wait makes their outputs and env visible; lines never mix") {
     auto dir = tests::make_temp_dir("bg");
     tests::write_file(dir / ".github/workflows/ci.yml", R"(on: push
 jobs:
@@ -327,12 +333,15 @@ TEST_CASE("at most ten background steps run at once; the others start as slots f
     auto dir = tests::make_temp_dir("bg");
     std::string yaml = "on: push\njobs:\n  many:\n    runs-on: ubuntu-latest\n    steps:\n";
     for (int i = 0; i < 11; ++i) {
-        yaml += "      - background: true\n        run: |\n          touch running-" + std::to_string(i) + "\n          " +
-                await_file("go") + "\n";
+        yaml += "      - background: true\n        run: |\n          touch running-" +
+                std::to_string(i) + "\n          " + await_file("go") + "\n";
     }
     // Once ten run, the eleventh has not started a second later; then they are let go.
-    yaml += "      - run: |\n          until [ \"$(ls running-* 2>/dev/null | wc -l)\" -ge 10 ]; do sleep 0.05; done\n"
-            "          sleep 1\n          test \"$(ls running-* | wc -l)\" -eq 10\n          touch go\n";
+    yaml +=
+        "      - run: |\n          until [ \"$(ls running-* 2>/dev/null | wc -l)\" -ge 10 ]; do "
+        "sleep 0.05; done\n"
+        "          sleep 1\n          test \"$(ls running-* | wc -l)\" -eq 10\n          touch "
+        "go\n";
     yaml += "      - wait-all:\n      - run: test \"$(ls running-* | wc -l)\" -eq 11\n";
     tests::write_file(dir / ".github/workflows/ci.yml", yaml);
     auto ran = tests::run_workflows(dir, {"--report", (dir / "r.json").string()});

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -24,7 +23,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::int64_t now_ms() { return agent::system_now_ms(); }
+std::int64_t now_ms() {
+    return agent::system_now_ms();
+}
 
 using tests::BrokerProcess;
 using tests::shell;
@@ -41,7 +42,8 @@ agent::SandboxIdentity identity(std::string job = "build") {
 }  // namespace
 
 TEST_CASE("broker requests are parsed strictly and name the bad field") {
-    auto parsed = sandbox::parse_request(R"({"op":"exec","identity":"i","argv":["true"],"shell":"x"})");
+    auto parsed =
+        sandbox::parse_request(R"({"op":"exec","identity":"i","argv":["true"],"shell":"x"})");
     REQUIRE_FALSE(parsed);
     CHECK(parsed.error().message.find("'argv'") != std::string::npos);
     CHECK(sandbox::parse_request(R"({"op":"fly"})").error().message.find("'op'") !=
@@ -71,9 +73,9 @@ TEST_CASE("broker requests are parsed strictly and name the bad field") {
     CHECK(round->exec.stdin_text == "hello");
 
     // Every refusal survives the wire, `unavailable` (a broker short of a resource) included.
-    for (auto refusal : {sandbox::Refusal::busy, sandbox::Refusal::identity,
-                         sandbox::Refusal::expired, sandbox::Refusal::not_ready,
-                         sandbox::Refusal::invalid, sandbox::Refusal::unavailable}) {
+    for (auto refusal :
+         {sandbox::Refusal::busy, sandbox::Refusal::identity, sandbox::Refusal::expired,
+          sandbox::Refusal::not_ready, sandbox::Refusal::invalid, sandbox::Refusal::unavailable}) {
         sandbox::BrokerReply refused;
         refused.refusal = refusal;
         refused.message = "no";
@@ -82,8 +84,8 @@ TEST_CASE("broker requests are parsed strictly and name the bad field") {
         CHECK(parsed_reply->refusal == refusal);
     }
 
-    for (const std::string& bytes : std::vector<std::string>{"", "a", "ab", "abc", "abcd",
-                                                             std::string("\0\xff\x80", 3)})
+    for (const std::string& bytes :
+         std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x80", 3)})
         CHECK(sandbox::base64_decode(sandbox::base64_encode(bytes)) == bytes);
     CHECK_FALSE(sandbox::base64_decode("a=bc"));
 }
@@ -159,9 +161,8 @@ TEST_CASE("the broker refuses a concurrent command and anything after expiry") {
     auto dir = tests::make_temp_dir("broker");
     BrokerProcess broker(dir, "job", now_ms() + 600'000);
     const auto flag = dir / "root" / "started";
-    auto slow = std::async(std::launch::async, [&] {
-        return broker.exec(shell("touch started; sleep 2; echo done"));
-    });
+    auto slow = std::async(std::launch::async,
+                           [&] { return broker.exec(shell("touch started; sleep 2; echo done")); });
     while (!std::filesystem::exists(flag)) std::this_thread::sleep_for(5ms);
     auto second = broker.exec(shell("touch " + (dir / "second").string()));
     REQUIRE(second);
@@ -211,7 +212,8 @@ TEST_CASE("a shutdown stops the step still running, answers it cancelled and end
     CHECK(broker.wait_exit() == 0);
 }
 
-TEST_CASE("a client that hangs up mid-step cancels it: TERM, KILL after the grace, answered cancelled") {
+TEST_CASE(
+    "a client that hangs up mid-step cancels it: TERM, KILL after the grace, answered cancelled") {
     auto dir = tests::make_temp_dir("broker");
     BrokerProcess broker(dir, "job", now_ms() + 600'000);
     const auto marker = tests::unique_marker();
@@ -219,13 +221,14 @@ TEST_CASE("a client that hangs up mid-step cancels it: TERM, KILL after the grac
     REQUIRE(token);
     // Every process of the step ignores SIGTERM: only the SIGKILL after the grace ends it. The
     // step would otherwise run for 600 s: a cancel that does not work hangs the test.
-    auto request = shell("trap '' TERM; bash -c 'exec -a " + marker +
-                         " sleep 600' & touch started; wait");
+    auto request =
+        shell("trap '' TERM; bash -c 'exec -a " + marker + " sleep 600' & touch started; wait");
     request.identity = "job";
     request.timeout = 600s;
     request.kill_grace = 200ms;
     std::thread canceller([&] {
-        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+        while (!std::filesystem::exists(dir / "root" / "started") ||
+               tests::processes_with(marker).empty())
             std::this_thread::sleep_for(10ms);
         token->cancel();
     });
@@ -254,7 +257,8 @@ TEST_CASE("a client that dies mid-step (its connection closed) leaves no step ru
         auto connection = sandbox::connect_unix(broker.socket());
         REQUIRE(connection);
         REQUIRE(sandbox::write_frame(connection->get(), sandbox::encode_request(request)));
-        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+        while (!std::filesystem::exists(dir / "root" / "started") ||
+               tests::processes_with(marker).empty())
             std::this_thread::sleep_for(10ms);
     }  // closed without reading the reply
     sandbox::BrokerRequest ping;
@@ -312,9 +316,8 @@ TEST_CASE("the manager: lifecycle, refusals, value-free evidence, idempotent tea
     REQUIRE(wrong);
     CHECK(wrong->refusal == sandbox::Refusal::identity);
 
-    auto slow = std::async(std::launch::async, [&] {
-        return manager.exec(box->id, identity(), shell("sleep 2"));
-    });
+    auto slow = std::async(std::launch::async,
+                           [&] { return manager.exec(box->id, identity(), shell("sleep 2")); });
     while (manager.get(box->id)->state != agent::SandboxState::active)
         std::this_thread::sleep_for(1ms);
     auto busy = manager.exec(box->id, identity(), shell("true"));
@@ -426,11 +429,13 @@ TEST_CASE("under bwrap, the broker reaps its steps itself and no orphan outlives
 
     const auto marker = tests::unique_marker();
     // A daemon (setsid, stdio closed) and a double-forked orphan: both come back to the broker.
-    auto daemons = manager.exec(
-        box->id, identity(),
-        shell("setsid bash -c 'exec -a " + marker + "-a sleep 300' </dev/null >/dev/null 2>&1 & "
-              "( bash -c 'exec -a " + marker + "-b sleep 300' </dev/null >/dev/null 2>&1 & ); "
-              "echo started"));
+    auto daemons = manager.exec(box->id, identity(),
+                                shell("setsid bash -c 'exec -a " + marker +
+                                      "-a sleep 300' </dev/null >/dev/null 2>&1 & "
+                                      "( bash -c 'exec -a " +
+                                      marker +
+                                      "-b sleep 300' </dev/null >/dev/null 2>&1 & ); "
+                                      "echo started"));
     REQUIRE(daemons);
     REQUIRE(daemons->result);
     CHECK(daemons->result->exit_code == 0);

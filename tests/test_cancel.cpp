@@ -1,10 +1,10 @@
 // sandbox::CancelToken: one-shot, pollable, and linked tokens that fire with their parent
 // (and only downwards), also while a run watches them.
-#include <catch2/catch.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 

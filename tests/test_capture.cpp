@@ -1,7 +1,6 @@
 // StreamCapture and MarkerCounter against a naive model, under every way of cutting the
 // stream into chunks.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <random>
 #include <string>
@@ -51,9 +50,11 @@ TEST_CASE("markers: every single cut and every byte-by-byte feed agree with the 
     for (const auto& text : texts) {
         INFO(text);
         const auto expected = naive_markers(text, m);
-        for (std::size_t cut = 0; cut <= text.size(); ++cut) CHECK(count_in_chunks(text, {cut}) == expected);
+        for (std::size_t cut = 0; cut <= text.size(); ++cut)
+            CHECK(count_in_chunks(text, {cut}) == expected);
         for (std::size_t a = 0; a <= text.size(); ++a)
-            for (std::size_t b = a; b <= text.size(); b += 3) CHECK(count_in_chunks(text, {a, b}) == expected);
+            for (std::size_t b = a; b <= text.size(); b += 3)
+                CHECK(count_in_chunks(text, {a, b}) == expected);
         std::vector<std::size_t> every;
         for (std::size_t i = 1; i < text.size(); ++i) every.push_back(i);
         CHECK(count_in_chunks(text, every) == expected);
@@ -62,7 +63,8 @@ TEST_CASE("markers: every single cut and every byte-by-byte feed agree with the 
 
 TEST_CASE("markers and capture: random text, random chunking") {
     std::mt19937 rng(12345);
-    const std::vector<std::string> pieces = {"SKIP-UNDER-WRAP", "SKIP-", "UNDER-", "WRAP", "\n", "x", "S"};
+    const std::vector<std::string> pieces = {
+        "SKIP-UNDER-WRAP", "SKIP-", "UNDER-", "WRAP", "\n", "x", "S"};
     for (int round = 0; round < 200; ++round) {
         std::string text;
         const int length = std::uniform_int_distribution<int>(0, 300)(rng);
@@ -99,7 +101,8 @@ TEST_CASE("capture: the tail ring keeps exactly the last 64 KiB across wrap-arou
     for (int i = 0; i < 500; ++i) {
         std::string chunk(std::uniform_int_distribution<std::size_t>(1, 5000)(rng), '\0');
         for (auto& c : chunk) c = static_cast<char>('a' + rng() % 26);
-        if (i == 250) chunk.assign(sandbox::k_tail_bytes + 17, 'Z');  // one chunk larger than the ring
+        if (i == 250)
+            chunk.assign(sandbox::k_tail_bytes + 17, 'Z');  // one chunk larger than the ring
         all += chunk;
         capture.feed(chunk);
     }
@@ -136,15 +139,16 @@ TEST_CASE("markers: found after the search falls back from its anchor byte to me
         const auto expected = naive_markers(text, m);
         CHECK(expected == 4);
         CHECK(count_in_chunks(text, {}) == expected);
-        for (std::size_t cut = 0; cut <= text.size(); cut += 7) CHECK(count_in_chunks(text, {cut}) == expected);
+        for (std::size_t cut = 0; cut <= text.size(); cut += 7)
+            CHECK(count_in_chunks(text, {cut}) == expected);
     }
 }
 
 TEST_CASE("markers: a large stream of mixed output fed in pipe-sized reads") {
     std::mt19937 rng(99);
-    const std::vector<std::string> pieces = {"SKIP-UNDER-WRAP", "KKKKKKKK", "ok\n", "\n",
-                                             std::string(300, '\0'), "SKIP-UNDER", "-WRAP",
-                                             "some ordinary build output line\n"};
+    const std::vector<std::string> pieces = {
+        "SKIP-UNDER-WRAP",      "KKKKKKKK",   "ok\n",  "\n",
+        std::string(300, '\0'), "SKIP-UNDER", "-WRAP", "some ordinary build output line\n"};
     std::string text;
     while (text.size() < 3 * 1024 * 1024) text += pieces[rng() % pieces.size()];
     std::vector<std::size_t> cuts;
@@ -185,7 +189,8 @@ TEST_CASE("capture: reading straight into the head and ring keeps exact bytes, t
     std::mt19937 rng(2024);
     for (const std::size_t limit : {0UL, 1UL, 100UL, 262144UL}) {
         for (int round = 0; round < 6; ++round) {
-            std::string text(limit + static_cast<std::size_t>(round) * ring / 2 + 3 * ring + 11, 'x');
+            std::string text(limit + static_cast<std::size_t>(round) * ring / 2 + 3 * ring + 11,
+                             'x');
             for (std::size_t i = 0; i < text.size(); i += 97) text[i] = '\n';
             // Markers across the head/ring boundary and across every wrap of the ring (reads
             // never cross the ring's end, so a wrap always splits what is read).
@@ -222,6 +227,7 @@ TEST_CASE("capture: a short stream read straight in is whole, with nothing trunc
         CHECK(result.head == text.substr(0, std::min<std::size_t>(100, size)));
         if (size <= 100 + sandbox::k_tail_bytes) CHECK(result.head + result.tail == text);
         CHECK(result.truncated == (size > 100 + sandbox::k_tail_bytes));
-        CHECK(result.tail.size() == std::min<std::size_t>(size > 100 ? size - 100 : 0, sandbox::k_tail_bytes));
+        CHECK(result.tail.size() ==
+              std::min<std::size_t>(size > 100 ? size - 100 : 0, sandbox::k_tail_bytes));
     }
 }

@@ -1,7 +1,5 @@
 // The per-run cgroup leaf, on this machine's real cgroup2 hierarchy, and the sweep of leaves
 // left behind (cgroup2 and the v1 hierarchies the limits use).
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,7 +75,8 @@ TEST_CASE("leaves of sandgate processes that are gone are swept; live, young and
     const auto busy = *base / ("sandgate-" + std::to_string(gone) + "-2");
     const auto mine = *base / ("sandgate-" + std::to_string(::getpid()) + "-999");
     const auto foreign = *base / "sandgate-notapid-1";
-    for (const auto& dir : {stale, busy, mine, foreign}) REQUIRE(std::filesystem::create_directory(dir));
+    for (const auto& dir : {stale, busy, mine, foreign})
+        REQUIRE(std::filesystem::create_directory(dir));
     // The busy one holds a process.
     sandbox::Fd busy_dir(::open(busy.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -144,7 +144,7 @@ TEST_CASE("v1 cgroups left by sandgate processes that are gone are swept like th
     CHECK(std::filesystem::exists(busy));     // rmdir refuses a populated cgroup
     CHECK(std::filesystem::exists(mine));     // this process is alive
     CHECK(std::filesystem::exists(foreign));  // not a name sandgate makes
-    made->reset();  // the run's own cgroup is removed as after a run
+    made->reset();                            // the run's own cgroup is removed as after a run
     CHECK_FALSE(std::filesystem::exists(plan->cgroups.front().first));
     CHECK(sandbox::remove_stale_leaves(parent, std::chrono::seconds(0)) >= 1);
     CHECK_FALSE(std::filesystem::exists(stale));
@@ -192,7 +192,8 @@ TEST_CASE("a `sandgate exec` that finds leaves besides its own sweeps the stale 
     const pid_t exec = ::fork();
     REQUIRE(exec >= 0);
     if (exec == 0) {
-        ::execl(SANDGATE_BINARY, "sandgate", "exec", "--sandbox", "off", "--", "/bin/true", nullptr);
+        ::execl(SANDGATE_BINARY, "sandgate", "exec", "--sandbox", "off", "--", "/bin/true",
+                nullptr);
         ::_exit(127);
     }
     int status = 0;
@@ -223,7 +224,8 @@ TEST_CASE("the leaves' parent is our own cgroup in the cgroup2 mount that mounti
     while (std::getline(groups, line))
         if (line.starts_with("0::")) own = line.substr(3);
     if (root != "/" && own.starts_with(root)) own.erase(0, root.size());
-    const auto expected = std::filesystem::path(mount_point) / own.substr(own.starts_with('/') ? 1 : 0);
+    const auto expected =
+        std::filesystem::path(mount_point) / own.substr(own.starts_with('/') ? 1 : 0);
     auto base = sandbox::Cgroup::base();
     REQUIRE(base);
     CHECK(std::filesystem::equivalent(*base, expected));

@@ -3,9 +3,8 @@
 // paths), the three-dot diff of a pull request whose base moved on, new and deleted branches,
 // commits missing from the repository (an error, and select_for_event failing open with a
 // warning), and GitHub's 300-file limit applied to paths and paths-ignore.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <string>
 
@@ -35,22 +34,28 @@ jobs::Value payload(const std::string& json) {
     return *value;
 }
 
-jobs::Value push(const std::string& before, const std::string& after, const std::string& extra = "") {
-    return payload("{\"ref\":\"refs/heads/feature\",\"before\":\"" + before + "\",\"after\":\"" + after + "\"" + extra + "}");
+jobs::Value push(const std::string& before, const std::string& after,
+                 const std::string& extra = "") {
+    return payload("{\"ref\":\"refs/heads/feature\",\"before\":\"" + before + "\",\"after\":\"" +
+                   after + "\"" + extra + "}");
 }
 
 // base or base_ref empty: left out of the payload.
-jobs::Value pull(const std::string& base, const std::string& head, const std::string& base_ref = "main") {
+jobs::Value pull(const std::string& base, const std::string& head,
+                 const std::string& base_ref = "main") {
     std::string fields;
     if (!base_ref.empty()) fields = "\"ref\":\"" + base_ref + "\"";
-    if (!base.empty()) fields += (fields.empty() ? "" : ",") + std::string("\"sha\":\"") + base + "\"";
-    return payload("{\"action\":\"synchronize\",\"pull_request\":{\"base\":{" + fields + "},\"head\":{\"sha\":\"" +
-                   head + "\"}}}");
+    if (!base.empty())
+        fields += (fields.empty() ? "" : ",") + std::string("\"sha\":\"") + base + "\"";
+    return payload("{\"action\":\"synchronize\",\"pull_request\":{\"base\":{" + fields +
+                   "},\"head\":{\"sha\":\"" + head + "\"}}}");
 }
 
 jobs::Workflow workflow(const std::string& file, const std::string& on) {
-    auto parsed = jobs::parse_workflow("on:\n" + on + "jobs:\n  a:\n    runs-on: ubuntu-latest\n"
-                                       "    steps:\n      - run: true\n", file);
+    auto parsed = jobs::parse_workflow("on:\n" + on +
+                                           "jobs:\n  a:\n    runs-on: ubuntu-latest\n"
+                                           "    steps:\n      - run: true\n",
+                                       file);
     REQUIRE(parsed);
     return *parsed;
 }
@@ -86,8 +91,10 @@ Fork moved_on_fork(const std::filesystem::path& dir) {
 TEST_CASE("changed paths: added, modified, deleted and renamed files; a rename counts both paths") {
     const auto dir = tests::make_temp_dir("changed");
     const auto repo = dir / "repo";
-    const std::string first = tests::make_repo(repo, {{"a.txt", body("a")}, {"b.txt", body("b")},
-                                                      {"old/c.txt", body("c")}, {"same.txt", body("s")}});
+    const std::string first = tests::make_repo(repo, {{"a.txt", body("a")},
+                                                      {"b.txt", body("b")},
+                                                      {"old/c.txt", body("c")},
+                                                      {"same.txt", body("s")}});
     tests::write_file(repo / "a.txt", body("a") + "modified\n");
     fs::remove(repo / "b.txt");
     fs::create_directories(repo / "new");
@@ -99,7 +106,8 @@ TEST_CASE("changed paths: added, modified, deleted and renamed files; a rename c
     auto changed = jobs::diff_commits(repo, first, second);
     REQUIRE(changed);
     CHECK(changed->files == 4);  // the rename is one entry
-    CHECK(as_set(*changed) == std::set<std::string>{"a.txt", "b.txt", "e.txt", "new/c.txt", "old/c.txt"});
+    CHECK(as_set(*changed) ==
+          std::set<std::string>{"a.txt", "b.txt", "e.txt", "new/c.txt", "old/c.txt"});
 
     // From nothing: every file of the commit.
     auto all = jobs::diff_commits(repo, "", first);
@@ -112,7 +120,8 @@ TEST_CASE("changed paths: added, modified, deleted and renamed files; a rename c
     CHECK(as_set(*pushed) == as_set(*changed));
 }
 
-TEST_CASE("changed paths: a pull request is diffed from the merge base, not from its moved-on base") {
+TEST_CASE(
+    "changed paths: a pull request is diffed from the merge base, not from its moved-on base") {
     const auto dir = tests::make_temp_dir("changed");
     const auto [repo, head, base] = moved_on_fork(dir);
 
@@ -127,7 +136,8 @@ TEST_CASE("changed paths: a pull request is diffed from the merge base, not from
     CHECK(as_set(*two_dot) == std::set<std::string>{"docs/later.md", "src/feature.c"});
 
     // Unrelated histories: base..head.
-    sh("git -C " + repo.string() + " checkout -q --orphan lonely && git -C " + repo.string() + " rm -q -rf .");
+    sh("git -C " + repo.string() + " checkout -q --orphan lonely && git -C " + repo.string() +
+       " rm -q -rf .");
     const std::string lonely = tests::commit_file(repo, "only.txt", "x\n");
     auto unrelated = jobs::event_changed_files(repo, "pull_request", pull(base, lonely));
     REQUIRE(unrelated);
@@ -144,7 +154,8 @@ TEST_CASE("changed paths: a new branch is diffed from its merge base with the de
     sh("git -C " + repo.string() + " checkout -q main");
     tests::commit_file(repo, "main-only.txt", "m\n");  // the default branch moved on
 
-    const std::string with_default = ",\"created\":true,\"repository\":{\"default_branch\":\"main\"}";
+    const std::string with_default =
+        ",\"created\":true,\"repository\":{\"default_branch\":\"main\"}";
     auto created = jobs::event_changed_files(repo, "push", push(k_zeros, after, with_default));
     REQUIRE(created);
     CHECK(as_set(*created) == std::set<std::string>{"src/one.c", "src/two.c"});
@@ -152,7 +163,8 @@ TEST_CASE("changed paths: a new branch is diffed from its merge base with the de
     // No default branch to compare with (none named, no origin, not bare): every file.
     auto no_default = jobs::event_changed_files(repo, "push", push(k_zeros, after));
     REQUIRE(no_default);
-    CHECK(as_set(*no_default) == std::set<std::string>{"README.md", "lib/x.c", "src/one.c", "src/two.c"});
+    CHECK(as_set(*no_default) ==
+          std::set<std::string>{"README.md", "lib/x.c", "src/one.c", "src/two.c"});
 
     // A bare mirror's HEAD names the default branch.
     sh("git clone -q --mirror " + repo.string() + " " + (dir / "mirror.git").string());
@@ -169,7 +181,9 @@ TEST_CASE("changed paths: a new branch is diffed from its merge base with the de
     CHECK(deleted->paths.empty());
 }
 
-TEST_CASE("changed paths: a commit missing from the repository is an error; the selection fails open and warns") {
+TEST_CASE(
+    "changed paths: a commit missing from the repository is an error; the selection fails open and "
+    "warns") {
     const auto dir = tests::make_temp_dir("changed");
     const auto repo = dir / "repo";
     const std::string first = tests::make_repo(repo, {{"README.md", "hello\n"}});
@@ -185,12 +199,14 @@ TEST_CASE("changed paths: a commit missing from the repository is an error; the 
     REQUIRE_FALSE(pr);
     CHECK_THAT(pr.error().message, Catch::Contains("pull_request") && Catch::Contains(missing) &&
                                        Catch::Contains(second));
-    auto no_shas = jobs::event_changed_files(repo, "push", payload("{\"ref\":\"refs/heads/main\"}"));
+    auto no_shas =
+        jobs::event_changed_files(repo, "push", payload("{\"ref\":\"refs/heads/main\"}"));
     REQUIRE_FALSE(no_shas);
     CHECK(no_shas.error().kind == sandbox::ErrorKind::invalid_input);
 
-    std::vector<jobs::Workflow> workflows = {workflow("src.yml", "  push:\n    paths: ['src/**']\n"),
-                                             workflow("plain.yml", "  push:\n")};
+    std::vector<jobs::Workflow> workflows = {
+        workflow("src.yml", "  push:\n    paths: ['src/**']\n"),
+        workflow("plain.yml", "  push:\n")};
     // Known diff: only docs/ changed, so the src-filtered workflow is skipped.
     auto known = jobs::select_for_event(workflows, "push", push(first, second), repo);
     CHECK(files_of(known) == std::vector<std::string>{"plain.yml"});
@@ -206,15 +222,18 @@ TEST_CASE("changed paths: a commit missing from the repository is an error; the 
     CHECK(files_of(nowhere).size() == 2);
     CHECK(nowhere.warnings.size() == 1);
     // A tag push does not evaluate paths filters: no diff, no warning.
-    auto tag = jobs::select_for_event(
-        workflows, "push",
-        payload("{\"ref\":\"refs/tags/v1\",\"before\":\"" + missing + "\",\"after\":\"" + second + "\"}"), repo);
+    auto tag = jobs::select_for_event(workflows, "push",
+                                      payload("{\"ref\":\"refs/tags/v1\",\"before\":\"" + missing +
+                                              "\",\"after\":\"" + second + "\"}"),
+                                      repo);
     CHECK(files_of(tag).size() == 2);
     CHECK(tag.warnings.empty());
 }
 
-TEST_CASE("changed paths: a pull request without its base SHA, or with one the repository lacks, is diffed "
-          "from its base branch") {
+TEST_CASE(
+    "changed paths: a pull request without its base SHA, or with one the repository lacks, is "
+    "diffed "
+    "from its base branch") {
     const auto dir = tests::make_temp_dir("changed");
     const Fork fork = moved_on_fork(dir);
     const auto& repo = fork.repo;
@@ -245,8 +264,10 @@ TEST_CASE("changed paths: a pull request without its base SHA, or with one the r
     auto no_base = jobs::event_changed_files(repo, "pull_request", pull("", head, ""));
     REQUIRE_FALSE(no_base);
     CHECK(no_base.error().kind == sandbox::ErrorKind::invalid_input);
-    std::vector<jobs::Workflow> workflows = {workflow("docs.yml", "  pull_request:\n    paths: ['docs/**']\n")};
-    CHECK(files_of(jobs::select_for_event(workflows, "pull_request", pull("", head, "main"), repo)).empty());
+    std::vector<jobs::Workflow> workflows = {
+        workflow("docs.yml", "  pull_request:\n    paths: ['docs/**']\n")};
+    CHECK(files_of(jobs::select_for_event(workflows, "pull_request", pull("", head, "main"), repo))
+              .empty());
     auto warned = jobs::select_for_event(workflows, "pull_request", pull("", head, "gone"), repo);
     CHECK(files_of(warned) == std::vector<std::string>{"docs.yml"});
     CHECK(warned.warnings.size() == 1);
@@ -273,15 +294,17 @@ TEST_CASE("changed paths: GitHub looks at the first 300 files of the diff only")
     CHECK(std::ranges::find(changed->paths, "z/last.txt") == changed->paths.end());
 
     const std::vector<jobs::Workflow> workflows = {
-        workflow("z.yml", "  push:\n    paths: ['z/**']\n"),              // only the 301st matches
-        workflow("ignore-a.yml", "  push:\n    paths-ignore: ['a/**']\n"),  // only the 301st is not ignored
+        workflow("z.yml", "  push:\n    paths: ['z/**']\n"),  // only the 301st matches
+        workflow("ignore-a.yml",
+                 "  push:\n    paths-ignore: ['a/**']\n"),  // only the 301st is not ignored
         workflow("a.yml", "  push:\n    paths: ['a/**']\n")};
     auto selection = jobs::select_for_event(workflows, "push", push(first, second), repo);
     CHECK(files_of(selection) == std::vector<std::string>{"a.yml"});
     CHECK(selection.warnings.empty());
 }
 
-TEST_CASE("changed paths: a push of more than 1,000 commits is not diffed (GitHub runs the workflow)") {
+TEST_CASE(
+    "changed paths: a push of more than 1,000 commits is not diffed (GitHub runs the workflow)") {
     const auto dir = tests::make_temp_dir("changed");
     const auto repo = dir / "repo";
     const std::string first = tests::make_repo(repo, {{"README.md", "hello\n"}});
@@ -289,9 +312,11 @@ TEST_CASE("changed paths: a push of more than 1,000 commits is not diffed (GitHu
     std::string stream;
     for (int i = 0; i < 1001; ++i) {
         const std::string content = std::to_string(i) + "\n";
-        stream += "commit refs/heads/main\ncommitter t <t@example.com> 1767225600 +0000\ndata 1\nc\n";
+        stream +=
+            "commit refs/heads/main\ncommitter t <t@example.com> 1767225600 +0000\ndata 1\nc\n";
         if (i == 0) stream += "from " + first + "\n";
-        stream += "M 100644 inline docs/n.txt\ndata " + std::to_string(content.size()) + "\n" + content + "\n";
+        stream += "M 100644 inline docs/n.txt\ndata " + std::to_string(content.size()) + "\n" +
+                  content + "\n";
     }
     tests::write_file(dir / "stream", stream);
     sh("git -C " + repo.string() + " fast-import --quiet < " + (dir / "stream").string());
@@ -300,8 +325,10 @@ TEST_CASE("changed paths: a push of more than 1,000 commits is not diffed (GitHu
 
     auto too_many = jobs::event_changed_files(repo, "push", push(first, last));
     REQUIRE_FALSE(too_many);
-    CHECK_THAT(too_many.error().message, Catch::Contains("1000") && Catch::Contains(first) && Catch::Contains(last));
-    const std::vector<jobs::Workflow> workflows = {workflow("src.yml", "  push:\n    paths: ['src/**']\n")};
+    CHECK_THAT(too_many.error().message,
+               Catch::Contains("1000") && Catch::Contains(first) && Catch::Contains(last));
+    const std::vector<jobs::Workflow> workflows = {
+        workflow("src.yml", "  push:\n    paths: ['src/**']\n")};
     auto selection = jobs::select_for_event(workflows, "push", push(first, last), repo);
     CHECK(files_of(selection) == std::vector<std::string>{"src.yml"});
     CHECK(selection.warnings.size() == 1);

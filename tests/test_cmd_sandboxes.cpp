@@ -1,14 +1,13 @@
 // `sandgate sandboxes`: the real binary driven against a real agent (tests/agent_fixture.hpp)
 // over its unix socket. The sandboxes take the jobs' posture (bwrap; unwrapped inside the
 // dogfood wrap, where a nested bwrap cannot start), so every case runs both ways.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,8 +58,9 @@ std::uint16_t bound_port(const std::filesystem::path& log) {
     while (true) {
         const std::string text = std::filesystem::exists(log) ? tests::read_file(log) : "";
         if (const auto at = text.find(mark); at != std::string::npos) {
-            const auto digits = text.substr(at + mark.size(), text.find_first_not_of("0123456789", at + mark.size()) -
-                                                                  (at + mark.size()));
+            const auto digits = text.substr(
+                at + mark.size(),
+                text.find_first_not_of("0123456789", at + mark.size()) - (at + mark.size()));
             if (!digits.empty()) return static_cast<std::uint16_t>(std::stoi(digits));
         }
         std::this_thread::sleep_for(20ms);
@@ -107,7 +107,8 @@ std::string stubborn(const std::string& mark) {
 // from inside the sandbox.
 bool step_gone(Fixture& f, const std::string& id, const std::string& mark) {
     return f.run({"exec", id, "--shell",
-                  "p=$(cat " + mark + "); test ! -e /proc/$p || grep -q '^State:.Z' /proc/$p/status"})
+                  "p=$(cat " + mark +
+                      "); test ! -e /proc/$p || grep -q '^State:.Z' /proc/$p/status"})
                .status == 0;
 }
 
@@ -129,16 +130,19 @@ TEST_CASE("sandboxes create, exec, list, get and rm through the real CLI") {
     CHECK(tests::read_file(root / "where") != "");
 
     // --json: the API's answer, with the exec id asked for.
-    auto json = f.run({"exec", id, "--json", "--exec-id", "step-json", "--", "sh", "-c", "echo hi; exit 3"});
+    auto json = f.run(
+        {"exec", id, "--json", "--exec-id", "step-json", "--", "sh", "-c", "echo hi; exit 3"});
     CHECK(json.status == 3);
     simdjson::dom::parser parser;
     auto doc = parser.parse(json.out).value();
     CHECK(doc["exec_id"].get_string().value() == "step-json");
     CHECK(doc.at_pointer("/result/exit_code").get_int64().value() == 3);
-    CHECK(sandbox::base64_decode(doc.at_pointer("/result/out/head_b64").get_string().value()).value() == "hi\n");
+    CHECK(sandbox::base64_decode(doc.at_pointer("/result/out/head_b64").get_string().value())
+              .value() == "hi\n");
 
     // sandgate exec's statuses: timeout, not found, killed by a signal.
-    auto timed_out = f.run({"exec", id, "--timeout", "1s", "--kill-grace", "1s", "--", "sleep", "600"});
+    auto timed_out =
+        f.run({"exec", id, "--timeout", "1s", "--kill-grace", "1s", "--", "sleep", "600"});
     CHECK(timed_out.status == 124);
     CHECK(timed_out.err.find("timed out") != std::string::npos);
     CHECK(f.run({"exec", id, "--", "no-such-program-here"}).status == 127);
@@ -187,7 +191,8 @@ TEST_CASE("SIGINT to `sandboxes exec` cancels the step on the agent; so does `sa
     // The agent says it has finished (it was stopped), the sandbox is free, the sleep is dead.
     auto late = f.run({"cancel", id, "step-1"});
     CHECK(late.status == 1);
-    CHECK(late.err == "sandgate sandboxes: HTTP 409: exec step-1 in sandbox " + id + " has finished\n");
+    CHECK(late.err ==
+          "sandgate sandboxes: HTTP 409: exec step-1 in sandbox " + id + " has finished\n");
     CHECK(f.run({"get", id}).out.find("\"running_exec\":null") != std::string::npos);
     CHECK(step_gone(f, id, "started-1"));
 
@@ -233,9 +238,13 @@ TEST_CASE("bad sandboxes input: one line naming the flag, exit 2; no agent: exit
         CHECK(std::count(ran.err.begin(), ran.err.end(), '\n') == 1);
     };
     usage({"create", "--repository", "octo/repo", "--job-id", "build"}, "--sha");
-    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--run-id", "x"}, "--run-id");
-    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--ttl", "2d"}, "--ttl");
-    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--network", "all"}, "--network");
+    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--run-id", "x"},
+          "--run-id");
+    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--ttl", "2d"},
+          "--ttl");
+    usage({"create", "--repository", "octo/repo", "--sha", "abc", "--job-id", "b", "--network",
+           "all"},
+          "--network");
     usage({"exec", "sb-x", "--timeout", "soon", "--", "true"}, "--timeout");
     usage({"exec", "sb-x", "--timeout", "0s", "--", "true"}, "--timeout");
     usage({"exec", "sb-x", "--env", "NOVALUE", "--", "true"}, "--env NOVALUE");
@@ -248,7 +257,8 @@ TEST_CASE("bad sandboxes input: one line naming the flag, exit 2; no agent: exit
     usage({"frobnicate"}, "frobnicate");
     CHECK(f.run({"list"}).out == "{\"sandboxes\":[]}\n");  // nothing was made on the way
 
-    auto unreachable = start_cli(f.agent.dir, {"--socket", (f.agent.dir / "no.sock").string(), "list"}).wait();
+    auto unreachable =
+        start_cli(f.agent.dir, {"--socket", (f.agent.dir / "no.sock").string(), "list"}).wait();
     CHECK(unreachable.status == 3);
     CHECK(unreachable.err.starts_with("sandgate sandboxes: cannot reach the agent at "));
     auto help = start_cli(f.agent.dir, {"--help"}).wait();
@@ -260,11 +270,14 @@ TEST_CASE("sandboxes over --url with --token-file, as jobs reaches a 127.0.0.1 a
     Agent agent;
     const auto token = agent.dir / "token";
     tests::write_file(token, "sandboxes-cli-token\n");
-    std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-    tests::write_file(agent.config, tests::read_file(agent.config) + "api:\n  listen: 127.0.0.1:0\n  token_file: " +
-                                        token.string() + "\n");
+    std::filesystem::permissions(
+        token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    tests::write_file(agent.config,
+                      tests::read_file(agent.config) +
+                          "api:\n  listen: 127.0.0.1:0\n  token_file: " + token.string() + "\n");
     Process daemon = agent.start(agent.dir / "agent.log");
-    const std::string url = "http://127.0.0.1:" + std::to_string(bound_port(agent.dir / "agent.log"));
+    const std::string url =
+        "http://127.0.0.1:" + std::to_string(bound_port(agent.dir / "agent.log"));
     const std::vector<std::string> tcp = {"--url", url, "--token-file", token.string()};
     auto with = [&](std::vector<std::string> args) {
         args.insert(args.begin(), tcp.begin(), tcp.end());
@@ -275,7 +288,8 @@ TEST_CASE("sandboxes over --url with --token-file, as jobs reaches a 127.0.0.1 a
     auto refused = start_cli(agent.dir, {"--url", url, "list"}).wait();
     CHECK(refused.status == 1);
     CHECK(refused.err == "sandgate sandboxes: HTTP 401: a bearer token is required\n");
-    auto created = with({"create", "--repository", "octo/repo", "--sha", sha(2), "--job-id", "lint"});
+    auto created =
+        with({"create", "--repository", "octo/repo", "--sha", sha(2), "--job-id", "lint"});
     REQUIRE(created.status == 0);
     simdjson::dom::parser parser;
     const std::string id(parser.parse(created.out).value()["id"].get_string().value());
@@ -286,7 +300,8 @@ TEST_CASE("sandboxes over --url with --token-file, as jobs reaches a 127.0.0.1 a
     auto loose = agent.dir / "loose-token";
     tests::write_file(loose, "x\n");
     std::filesystem::permissions(loose, std::filesystem::perms::all);
-    auto unsafe = start_cli(agent.dir, {"--url", url, "--token-file", loose.string(), "list"}).wait();
+    auto unsafe =
+        start_cli(agent.dir, {"--url", url, "--token-file", loose.string(), "list"}).wait();
     CHECK(unsafe.status == 2);
     CHECK(unsafe.err.find(loose.string()) != std::string::npos);
     ::kill(daemon.pid, SIGTERM);

@@ -5,19 +5,20 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 
 #include "sandbox/container.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/wrap_spawn.hpp"
-#include <chrono>
 
 namespace {
 
 // A copy of the stand-in in a fresh directory (its logs land beside it).
 std::filesystem::path fake_runtime(const std::filesystem::path& dir) {
     const auto path = dir / "fake-runtime";
-    std::filesystem::copy_file(std::filesystem::path(SANDGATE_SOURCE_DIR) / "tests/helpers/fake-runtime.sh", path);
+    std::filesystem::copy_file(
+        std::filesystem::path(SANDGATE_SOURCE_DIR) / "tests/helpers/fake-runtime.sh", path);
     ::chmod(path.c_str(), 0755);
     return path;
 }
@@ -38,7 +39,8 @@ bool has_sequence(const std::vector<std::string>& args, std::vector<std::string>
     return std::search(args.begin(), args.end(), wanted.begin(), wanted.end()) != args.end();
 }
 
-sandbox::RunRequest container_request(const std::filesystem::path& cwd, const std::filesystem::path& runtime) {
+sandbox::RunRequest container_request(const std::filesystem::path& cwd,
+                                      const std::filesystem::path& runtime) {
     sandbox::RunRequest request;
     request.argv = {"make", "-j2", "--", "check"};
     request.cwd = cwd;
@@ -51,7 +53,9 @@ sandbox::RunRequest container_request(const std::filesystem::path& cwd, const st
 
 }  // namespace
 
-TEST_CASE("the container argv: read-only, no network, no capabilities, a unique name, binds, env by name") {
+TEST_CASE(
+    "the container argv: read-only, no network, no capabilities, a unique name, binds, env by "
+    "name") {
     const auto dir = tests::make_temp_dir("container");
     const auto work = tests::make_temp_dir("container-work");
     const auto ro = tests::make_temp_dir("container-ro");
@@ -63,8 +67,8 @@ TEST_CASE("the container argv: read-only, no network, no capabilities, a unique 
     REQUIRE(plan);
     const auto& argv = plan->argv;
     CHECK(argv[0] == runtime.string());
-    CHECK(has_sequence(argv, {"run", "--rm", "-i", "--read-only", "--network", "none", "--cap-drop", "ALL",
-                              "--security-opt", "no-new-privileges", "--name"}));
+    CHECK(has_sequence(argv, {"run", "--rm", "-i", "--read-only", "--network", "none", "--cap-drop",
+                              "ALL", "--security-opt", "no-new-privileges", "--name"}));
     CHECK(has_sequence(argv, {"-v", work.string() + ":" + work.string() + ":rw"}));
     CHECK(has_sequence(argv, {"-v", ro.string() + ":" + ro.string() + ":ro"}));
     CHECK(has_sequence(argv, {"-w", work.string()}));
@@ -143,11 +147,14 @@ TEST_CASE("on timeout the client is killed and the named container force-removed
     const auto name = *(std::find(run_at, log.end(), "--name") + 1);
     const auto rm_at = std::find(log.begin(), log.end(), "== rm");
     REQUIRE(rm_at != log.end());
-    CHECK(std::vector<std::string>(rm_at + 1, log.end()) == std::vector<std::string>{"rm", "-f", name});
+    CHECK(std::vector<std::string>(rm_at + 1, log.end()) ==
+          std::vector<std::string>{"rm", "-f", name});
     CHECK(sandbox::posture_text(result).find("\"mode\":\"container\"") != std::string::npos);
 }
 
-TEST_CASE("sandgate exec --sandbox container: refusals exit 125 with sandbox_unavailable or invalid_request") {
+TEST_CASE(
+    "sandgate exec --sandbox container: refusals exit 125 with sandbox_unavailable or "
+    "invalid_request") {
     const auto work = tests::make_temp_dir("container-work");
     const std::string exec = std::string(SANDGATE_BINARY) + " exec --json --cwd " + work.string();
     auto no_image = sandbox::run([&] {

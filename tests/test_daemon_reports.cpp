@@ -1,10 +1,9 @@
 // The agent's report sender (agent/daemon_reports.hpp) against the GitHub stand-in
 // (tests/fake_github): the order of a job's reports under failures, and GitHub's own word on
 // when to try again (Retry-After, the rate-limit headers) setting the queue's next attempt.
-#include <catch2/catch.hpp>
-
 #include <simdjson.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +31,8 @@ std::vector<Sent> check_run_requests(const tests::FakeGitHub& server) {
     REQUIRE(parser.parse(text).get(root) == simdjson::SUCCESS);
     std::vector<Sent> out;
     for (auto item : root["requests"].get_array()) {
-        Sent sent{std::string(std::string_view(item["method"])), std::string(std::string_view(item["target"])),
+        Sent sent{std::string(std::string_view(item["method"])),
+                  std::string(std::string_view(item["target"])),
                   std::string(std::string_view(item["body"])), 0};
         int64_t status = 0;
         if (item["status"].get(status) == simdjson::SUCCESS) sent.status = status;
@@ -53,10 +53,12 @@ struct Setup {
         config.api_url = server.url();
         config.repositories = {"octo/gate"};
         tests::write_file(dir / "token", std::string(tests::k_fake_token) + "\n");
-        std::filesystem::permissions(dir / "token", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+        std::filesystem::permissions(dir / "token", std::filesystem::perms::owner_read |
+                                                        std::filesystem::perms::owner_write);
         config.github_token_file = dir / "token";
         agent::Clock clock = [this] { return now ? now : agent::system_now_ms(); };
-        sandbox::Expected<std::unique_ptr<agent::JobQueue>> opened = std::unexpected(sandbox::Error{});
+        sandbox::Expected<std::unique_ptr<agent::JobQueue>> opened =
+            std::unexpected(sandbox::Error{});
         if (postgres_url.empty()) {
             opened = agent::open_sqlite_queue(dir / "q.db", {10s, clock});
         } else {
@@ -90,17 +92,18 @@ struct Setup {
 }  // namespace
 
 // Each test case runs on both backends of the queue; `url` is empty for SQLite.
-#define FOR_EACH_BACKEND(url)                                                           \
-    const bool postgres_ = GENERATE(false, true);                                       \
-    INFO("backend: " << (postgres_ ? "postgresql" : "sqlite"));                         \
-    std::string url;                                                                    \
-    if (postgres_) {                                                                    \
-        REQUIRE_POSTGRES(server_);                                                      \
-        url = server_->url(server_->fresh_database());                                  \
+#define FOR_EACH_BACKEND(url)                                   \
+    const bool postgres_ = GENERATE(false, true);               \
+    INFO("backend: " << (postgres_ ? "postgresql" : "sqlite")); \
+    std::string url;                                            \
+    if (postgres_) {                                            \
+        REQUIRE_POSTGRES(server_);                              \
+        url = server_->url(server_->fresh_database());          \
     }
 
-TEST_CASE("reports: a start that failed and is overtaken by the job's end never reopens the "
-          "concluded run") {
+TEST_CASE(
+    "reports: a start that failed and is overtaken by the job's end never reopens the "
+    "concluded run") {
     FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
     Setup setup(server, url);
@@ -110,7 +113,7 @@ TEST_CASE("reports: a start that failed and is overtaken by the job's end never 
     server.inject(R"([{"kind":"500","match":"check-runs","count":2}])");
     CHECK(sender.deliver_due().kept == 1);
     REQUIRE(setup.queue->complete(id, setup.config.id, agent::JobState::succeeded, "", "{}"));
-    sender.deliver_due();  // the conclusion
+    sender.deliver_due();                 // the conclusion
     std::this_thread::sleep_for(2500ms);  // past the start's backoff
     sender.deliver_due();
     sender.deliver_due();
@@ -128,8 +131,9 @@ TEST_CASE("reports: a start that failed and is overtaken by the job's end never 
     CHECK(setup.queue->due_reports(10)->empty());
 }
 
-TEST_CASE("reports: a 429's Retry-After sets the report's next attempt, past the queue's own "
-          "backoff") {
+TEST_CASE(
+    "reports: a 429's Retry-After sets the report's next attempt, past the queue's own "
+    "backoff") {
     FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
     Setup setup(server, url);
@@ -147,8 +151,9 @@ TEST_CASE("reports: a 429's Retry-After sets the report's next attempt, past the
     CHECK(setup.queue->due_reports(10)->size() == 1);
 }
 
-TEST_CASE("reports: an exhausted primary rate limit (x-ratelimit-reset) holds the queue until "
-          "the reset") {
+TEST_CASE(
+    "reports: an exhausted primary rate limit (x-ratelimit-reset) holds the queue until "
+    "the reset") {
     FOR_EACH_BACKEND(url);
     tests::FakeGitHub server;
     Setup setup(server, url);
@@ -188,13 +193,16 @@ TEST_CASE("reports: two agents' senders on one PostgreSQL queue send each report
         other.join();
     };
     deliver_all();  // the starts
-    for (auto id : ids) REQUIRE(first.queue->complete(id, first.config.id, agent::JobState::failed, "x", "{}"));
+    for (auto id : ids)
+        REQUIRE(first.queue->complete(id, first.config.id, agent::JobState::failed, "x", "{}"));
     deliver_all();  // the conclusions
     CHECK(*first.queue->owed_reports(std::nullopt) == 0);
     std::size_t created = 0, concluded = 0;
     for (const auto& request : check_run_requests(server)) {
         if (request.method == "POST") ++created;
-        if (request.method == "PATCH" && request.body.find(R"("conclusion":"failure")") != std::string::npos) ++concluded;
+        if (request.method == "PATCH" &&
+            request.body.find(R"("conclusion":"failure")") != std::string::npos)
+            ++concluded;
     }
     CHECK(created == k_jobs);
     CHECK(concluded == k_jobs);

@@ -3,7 +3,6 @@
 // that exist, and together with their dependencies they provide every shared library the
 // sandgate binary needs; the build stage uses the project's own install script and target.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <memory>
 #include <regex>
@@ -25,7 +24,8 @@ std::string capture(const std::string& command) {
     REQUIRE(pipe);
     std::string output;
     char buffer[4096];
-    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe.get())) output.append(buffer, n);
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe.get()))
+        output.append(buffer, n);
     return output;
 }
 
@@ -49,8 +49,9 @@ std::set<std::string> runtime_packages(const std::string& runtime_stage) {
 }
 
 std::set<std::string> with_dependencies(const std::set<std::string>& packages) {
-    std::string command = "apt-cache depends --recurse --no-recommends --no-suggests "
-                          "--no-conflicts --no-breaks --no-replaces --no-enhances";
+    std::string command =
+        "apt-cache depends --recurse --no-recommends --no-suggests "
+        "--no-conflicts --no-breaks --no-replaces --no-enhances";
     for (const auto& p : packages) command += " " + p;
     std::set<std::string> closure;
     std::istringstream lines(capture(command + " 2>/dev/null"));
@@ -63,8 +64,10 @@ std::set<std::string> with_dependencies(const std::set<std::string>& packages) {
         }
     }
     for (auto it = closure.begin(); it != closure.end();) {
-        if (it->starts_with("<")) it = closure.erase(it);
-        else ++it;
+        if (it->starts_with("<"))
+            it = closure.erase(it);
+        else
+            ++it;
     }
     for (auto name : std::set<std::string>(closure)) {  // drop ":amd64" qualifiers
         if (const auto colon = name.find(':'); colon != std::string::npos)
@@ -91,7 +94,8 @@ TEST_CASE("the Dockerfile's runtime stage provides every library the binary link
     const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
     const auto listed = runtime_packages(stage(dockerfile, "runtime"));
     CHECK(listed.count("bubblewrap") == 1);
-    CHECK(listed.count("libpq5") == 1);  // dlopen'ed by a pool's agent (agent/pg.hpp): no ldd sees it
+    CHECK(listed.count("libpq5") ==
+          1);  // dlopen'ed by a pool's agent (agent/pg.hpp): no ldd sees it
     const auto available = with_dependencies(listed);
     for (const auto& p : listed) {
         INFO("runtime package " << p << " must exist in Debian 12");
@@ -126,8 +130,9 @@ TEST_CASE("the Dockerfile's build stage uses the project's install script and ta
     CHECK(build.find("./scripts/install-deps.sh") != std::string::npos);
     CHECK(build.find("--target sandgate") != std::string::npos);
     // The launcher and the binaries it starts, side by side.
-    CHECK(dockerfile.find("COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker "
-                          "/build/sandgate-agent /usr/local/bin/") != std::string::npos);
+    CHECK(dockerfile.find(
+              "COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker "
+              "/build/sandgate-agent /usr/local/bin/") != std::string::npos);
     CHECK(dockerfile.find("strip /build/sandgate /build/sandgate-full /build/sandgate-broker "
                           "/build/sandgate-agent") != std::string::npos);
     CHECK(dockerfile.find("USER sandgate") != std::string::npos);

@@ -1,9 +1,9 @@
 // `sandgate doctor`: the real checks of this machine, as text and JSON, and its exit status.
+#include <simdjson.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <simdjson.h>
 #include <string>
 #include <vector>
 
@@ -22,7 +22,8 @@ Output run_shell(const std::string& command) {
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[4096];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.text.append(buffer, n);
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        result.text.append(buffer, n);
     const int status = ::pclose(pipe);
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
@@ -43,8 +44,9 @@ TEST_CASE("doctor --json reports every check and the strongest posture") {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     REQUIRE(parser.parse(output.text).get(doc) == simdjson::SUCCESS);
-    for (const char* name : {"bwrap", "user_namespaces", "apparmor_restrict_unprivileged_userns",
-                             "seccomp", "cgroup2", "memory_limit", "pids_limit", "podman", "docker"})
+    for (const char* name :
+         {"bwrap", "user_namespaces", "apparmor_restrict_unprivileged_userns", "seccomp", "cgroup2",
+          "memory_limit", "pids_limit", "podman", "docker"})
         find_check(doc, name);
     const bool available = doc["default_posture_available"].get_bool();
     const std::string_view strongest = doc["strongest_posture"];
@@ -56,7 +58,8 @@ TEST_CASE("doctor --json reports every check and the strongest posture") {
     if (available) {
         CHECK(strongest == "bwrap");
         CHECK(bool(find_check(doc, "bwrap")["ok"]));
-        CHECK(std::string_view(find_check(doc, "bwrap")["detail"]).find("bubblewrap") != std::string_view::npos);
+        CHECK(std::string_view(find_check(doc, "bwrap")["detail"]).find("bubblewrap") !=
+              std::string_view::npos);
     }
 }
 
@@ -80,7 +83,8 @@ TEST_CASE("doctor --packages lists what the workflows ask apt for and what this 
         "jobs:\n"
         "  build:\n"
         "    steps:\n"
-        "      - run: sudo apt-get update && sudo apt-get install -y -q --no-install-recommends coreutils dpkg=1.21\n"
+        "      - run: sudo apt-get update && sudo apt-get install -y -q --no-install-recommends "
+        "coreutils dpkg=1.21\n"
         "      - run: |\n"
         "          sudo apt install -o Dpkg::Options::=--force-confnew \\\n"
         "            sandgate-no-such-package 'libfoo-dev/bookworm' ${{ matrix.extra }} # comment\n"
@@ -104,7 +108,8 @@ TEST_CASE("doctor --packages lists what the workflows ask apt for and what this 
     tests::write_file(dir / ".github/workflows/other.yaml",
                       "on: push\njobs:\n  b:\n    runs-on: ubuntu-latest\n    steps:\n"
                       "      - run: sudo apt install dpkg\n");
-    const auto text = run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string() + " 2>&1");
+    const auto text =
+        run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string() + " 2>&1");
     INFO(text.text);
     CHECK(text.status == 1);
     CHECK(text.text.find("ok       coreutils") != std::string::npos);
@@ -113,7 +118,8 @@ TEST_CASE("doctor --packages lists what the workflows ask apt for and what this 
     CHECK(text.text.find("ok       dpkg") != std::string::npos);
     CHECK(text.text.find("administrator") != std::string::npos);
     CHECK(text.text.find("sudo apt-get install sandgate-no-such-package\n") != std::string::npos);
-    const auto json = run_shell(std::string(SANDGATE_BINARY) + " doctor --packages --json -C " + dir.string());
+    const auto json =
+        run_shell(std::string(SANDGATE_BINARY) + " doctor --packages --json -C " + dir.string());
     CHECK(json.status == 1);
     simdjson::dom::parser parser;
     auto doc = parser.parse(json.text);
@@ -122,6 +128,10 @@ TEST_CASE("doctor --packages lists what the workflows ask apt for and what this 
     REQUIRE(!missing.error());
     CHECK(missing.value().size() == 1);
     tests::write_file(dir / ".github/workflows/ci.yml", "on: push\njobs: {}\n");
-    CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string()).status == 0);
-    CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + (dir / "none").string() + " 2>&1").status == 125);
+    CHECK(
+        run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " + dir.string()).status ==
+        0);
+    CHECK(run_shell(std::string(SANDGATE_BINARY) + " doctor --packages -C " +
+                    (dir / "none").string() + " 2>&1")
+              .status == 125);
 }

@@ -2,8 +2,6 @@
 // the host's 127.0.0.1 (tests/helpers/egress_server.py), outside the step's network namespace;
 // the step under real bwrap reaching them with curl and python's urllib through the wrap's
 // forwarder and the trusted side's proxy.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -33,12 +32,15 @@ namespace {
 // egress_server.py on 127.0.0.1, killed when the handle goes.
 class Server {
 public:
-    Server(const std::filesystem::path& dir, const std::string& name, bool tls) : m_log(dir / (name + ".log")) {
+    Server(const std::filesystem::path& dir, const std::string& name, bool tls)
+        : m_log(dir / (name + ".log")) {
         tests::write_file(m_log, "");
-        std::vector<std::string> argv = {"/usr/bin/python3",
-                                         std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/egress_server.py",
-                                         m_log.string()};
-        if (tls) argv.insert(argv.end(), {"--cert", (dir / "cert.pem").string(), "--key", (dir / "key.pem").string()});
+        std::vector<std::string> argv = {
+            "/usr/bin/python3",
+            std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/egress_server.py", m_log.string()};
+        if (tls)
+            argv.insert(argv.end(), {"--cert", (dir / "cert.pem").string(), "--key",
+                                     (dir / "key.pem").string()});
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
         sandbox::Fd read_end(fds[0]), write_end(fds[1]);
@@ -61,7 +63,8 @@ public:
             if (got <= 0) break;
             line.append(buffer, static_cast<std::size_t>(got));
         }
-        if (!line.starts_with("PORT ")) throw std::runtime_error("egress_server.py did not start: " + line);
+        if (!line.starts_with("PORT "))
+            throw std::runtime_error("egress_server.py did not start: " + line);
         m_port = std::stoi(line.substr(5));
     }
     Server(const Server&) = delete;
@@ -110,9 +113,12 @@ sandbox::RunRequest step(const std::filesystem::path& dir, const std::string& sc
 
 // curl and python, through the proxy even for "localhost" (the wrap's NO_PROXY names loopback
 // for a step's own servers inside the sandbox).
-std::string curl(const std::string& args) { return "env -u NO_PROXY -u no_proxy curl -sS --max-time 60 " + args; }
+std::string curl(const std::string& args) {
+    return "env -u NO_PROXY -u no_proxy curl -sS --max-time 60 " + args;
+}
 
-const sandbox::EgressConnection* find(const sandbox::RunResult& result, const std::string& host, int port) {
+const sandbox::EgressConnection* find(const sandbox::RunResult& result, const std::string& host,
+                                      int port) {
     if (!result.egress) return nullptr;
     for (const auto& c : result.egress->connections)
         if (c.host == host && c.port == port) return &c;
@@ -121,9 +127,14 @@ const sandbox::EgressConnection* find(const sandbox::RunResult& result, const st
 
 void make_certificate(const std::filesystem::path& dir) {
     sandbox::RunRequest openssl;
-    openssl.argv = {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost", "-days", "2", "-keyout", (dir / "key.pem").string(),
-                    "-out", (dir / "cert.pem").string()};
+    openssl.argv = {"openssl",  "req",
+                    "-x509",    "-newkey",
+                    "rsa:2048", "-nodes",
+                    "-subj",    "/CN=localhost",
+                    "-addext",  "subjectAltName=DNS:localhost",
+                    "-days",    "2",
+                    "-keyout",  (dir / "key.pem").string(),
+                    "-out",     (dir / "cert.pem").string()};
     openssl.env = sandbox::current_environment();
     openssl.policy.mode = sandbox::SandboxMode::off;
     const auto made = sandbox::run(openssl);
@@ -133,18 +144,22 @@ void make_certificate(const std::filesystem::path& dir) {
 }
 
 std::size_t open_fds() {
-    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                                                  std::filesystem::directory_iterator{}));
+    return static_cast<std::size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                      std::filesystem::directory_iterator{}));
 }
 
 std::size_t threads() {
-    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
-                                                  std::filesystem::directory_iterator{}));
+    return static_cast<std::size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                      std::filesystem::directory_iterator{}));
 }
 
 }  // namespace
 
-TEST_CASE("an allowed name is reached by curl and python's urllib, over HTTP and HTTPS (CONNECT), with evidence") {
+TEST_CASE(
+    "an allowed name is reached by curl and python's urllib, over HTTP and HTTPS (CONNECT), with "
+    "evidence") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
     make_certificate(dir);
@@ -152,20 +167,24 @@ TEST_CASE("an allowed name is reached by curl and python's urllib, over HTTP and
     Server https(dir, "https", true);
     const std::string python =
         "env -u NO_PROXY -u no_proxy /usr/bin/python3 -c 'import urllib.request; "
-        "print(urllib.request.urlopen(\"http://localhost:" + http.port_text() + "/hello\", timeout=60).read().decode(), end=\"\")'";
-    const std::string script = curl("http://localhost:" + http.port_text() + "/hello") + " && " +
-                               curl("--cacert cert.pem https://localhost:" + https.port_text() + "/hello") + " && " +
-                               python + " && " + curl("-o /dev/null -w '%{size_download}\\n' http://localhost:" +
-                                                      http.port_text() + "/bytes/67108864");
+        "print(urllib.request.urlopen(\"http://localhost:" +
+        http.port_text() + "/hello\", timeout=60).read().decode(), end=\"\")'";
+    const std::string script =
+        curl("http://localhost:" + http.port_text() + "/hello") + " && " +
+        curl("--cacert cert.pem https://localhost:" + https.port_text() + "/hello") + " && " +
+        python + " && " +
+        curl("-o /dev/null -w '%{size_download}\\n' http://localhost:" + http.port_text() +
+             "/bytes/67108864");
     const auto before_fds = open_fds();
     const auto before_threads = threads();
-    const auto result = sandbox::run(step(dir, script, {rule("localhost:" + http.port_text()),
-                                                        rule("localhost:" + https.port_text())}));
+    const auto result = sandbox::run(
+        step(dir, script,
+             {rule("localhost:" + http.port_text()), rule("localhost:" + https.port_text())}));
     INFO(result.out.head << result.err.head << (result.error ? result.error->message : ""));
     REQUIRE(result.exit_code == 0);
     const std::string seen = "hello from the host (host=localhost:" + http.port_text() + ")\n";
-    CHECK(result.out.head == seen + "hello from the host (host=localhost:" + https.port_text() + ")\n" + seen +
-                                 "67108864\n");
+    CHECK(result.out.head == seen + "hello from the host (host=localhost:" + https.port_text() +
+                                 ")\n" + seen + "67108864\n");
     REQUIRE(result.egress);
     CHECK(result.egress->connections.size() == 4);
     for (const auto& c : result.egress->connections) {
@@ -185,21 +204,27 @@ TEST_CASE("an allowed name is reached by curl and python's urllib, over HTTP and
     const auto doc = sandbox::to_json(result);
     CHECK(doc["egress"]["connections"].size() == 4);
     CHECK(doc["egress"]["connections"][0]["verdict"] == "allowed");
-    CHECK(http.requests().find("GET /hello host=localhost:" + http.port_text()) != std::string::npos);
+    CHECK(http.requests().find("GET /hello host=localhost:" + http.port_text()) !=
+          std::string::npos);
     // The proxy's threads, sockets and pipes are gone with the run.
     CHECK(open_fds() == before_fds);
     CHECK(threads() == before_threads);
 }
 
-TEST_CASE("names not on the list, IP literals and a name resolving to loopback without its range are refused, with evidence and a log line") {
+TEST_CASE(
+    "names not on the list, IP literals and a name resolving to loopback without its range are "
+    "refused, with evidence and a log line") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
     Server http(dir, "http", false);
     const std::string port = http.port_text();
-    const std::string script = curl("http://example.org/") + "; " + curl("http://127.0.0.1:" + port + "/hello") + "; " +
-                               curl("-k https://[::1]:" + port + "/") + "; " + curl("http://2130706433:" + port + "/hello") +
-                               "; " + curl("http://localhost:" + port + "/hello") + "; exit 0";
-    const auto result = sandbox::run(step(dir, script, {rule("localhost:" + port), rule("example.org:443")}, false));
+    const std::string script = curl("http://example.org/") + "; " +
+                               curl("http://127.0.0.1:" + port + "/hello") + "; " +
+                               curl("-k https://[::1]:" + port + "/") + "; " +
+                               curl("http://2130706433:" + port + "/hello") + "; " +
+                               curl("http://localhost:" + port + "/hello") + "; exit 0";
+    const auto result = sandbox::run(
+        step(dir, script, {rule("localhost:" + port), rule("example.org:443")}, false));
     INFO(result.out.head << result.err.head);
     REQUIRE(result.exit_code == 0);
     REQUIRE(result.egress);
@@ -217,16 +242,19 @@ TEST_CASE("names not on the list, IP literals and a name resolving to loopback w
     CHECK(literal->reason.starts_with("an IP literal"));
     REQUIRE(find(result, "::1", http.port()));
     // 2130706433 too (curl may send it as 127.0.0.1; the proxy refuses either form).
-    CHECK(std::count_if(result.egress->connections.begin(), result.egress->connections.end(), [](const auto& c) {
-              return c.reason.starts_with("an IP literal");
-          }) == 3);
+    CHECK(std::count_if(result.egress->connections.begin(), result.egress->connections.end(),
+                        [](const auto& c) { return c.reason.starts_with("an IP literal"); }) == 3);
     const auto* loopback = find(result, "localhost", http.port());
     REQUIRE(loopback);
     CHECK(loopback->reason.starts_with("resolves to loopback address "));
-    CHECK(result.err.head.find("egress refused: example.org:80 (not on the allowlist)\n") != std::string::npos);
-    CHECK(result.err.head.find("egress refused: [::1]:" + port + " (an IP literal") != std::string::npos);
-    CHECK(result.err.head.find("egress refused: localhost:" + port + " (resolves to loopback address") != std::string::npos);
-    CHECK(result.out.head.find("sandgate: egress refused") != std::string::npos);  // curl shows the 403 body
+    CHECK(result.err.head.find("egress refused: example.org:80 (not on the allowlist)\n") !=
+          std::string::npos);
+    CHECK(result.err.head.find("egress refused: [::1]:" + port + " (an IP literal") !=
+          std::string::npos);
+    CHECK(result.err.head.find("egress refused: localhost:" + port +
+                               " (resolves to loopback address") != std::string::npos);
+    CHECK(result.out.head.find("sandgate: egress refused") !=
+          std::string::npos);        // curl shows the 403 body
     CHECK(http.requests().empty());  // nothing reached the server
 }
 
@@ -236,7 +264,9 @@ TEST_CASE("limits: connections per run, bytes per run and the idle timeout") {
     Server http(dir, "http", false);
     const std::string url = "http://localhost:" + http.port_text();
     SECTION("connections") {
-        auto request = step(dir, curl(url + "/hello") + " && " + curl(url + "/hello") + " && " + curl("-f " + url + "/hello"),
+        auto request = step(dir,
+                            curl(url + "/hello") + " && " + curl(url + "/hello") + " && " +
+                                curl("-f " + url + "/hello"),
                             {rule("localhost:" + http.port_text())});
         request.policy.egress_limits.max_connections = 2;
         const auto result = sandbox::run(request);
@@ -251,7 +281,8 @@ TEST_CASE("limits: connections per run, bytes per run and the idle timeout") {
                                    " (connection limit reached (2 per run))") != std::string::npos);
     }
     SECTION("bytes") {
-        auto request = step(dir, curl(url + "/bytes/16777216 -o out"), {rule("localhost:" + http.port_text())});
+        auto request = step(dir, curl(url + "/bytes/16777216 -o out"),
+                            {rule("localhost:" + http.port_text())});
         request.policy.egress_limits.max_bytes = 1 << 20;
         const auto result = sandbox::run(request);
         INFO(result.out.head << result.err.head);
@@ -276,7 +307,9 @@ TEST_CASE("limits: connections per run, bytes per run and the idle timeout") {
     }
 }
 
-TEST_CASE("sandgate exec --network allowlist: a name resolving to a private address is refused; --json carries the evidence") {
+TEST_CASE(
+    "sandgate exec --network allowlist: a name resolving to a private address is refused; --json "
+    "carries the evidence") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
     Server http(dir, "http", false);
@@ -287,10 +320,24 @@ TEST_CASE("sandgate exec --network allowlist: a name resolving to a private addr
     sandbox::RunRequest request;
     // The launcher `sandgate` is linked static (no LD_PRELOAD); sandgate-full runs the same exec.
     const auto full = std::filesystem::path(SANDGATE_BINARY).parent_path() / "sandgate-full";
-    request.argv = {full.string(), "exec", "--json", "--cwd", dir.string(), "--network", "allowlist",
-                    "--allow-egress", "private.test:" + port, "--allow-egress", "loop.test:" + port,
-                    "--allow-egress-range", "127.0.0.0/8", "--", "/bin/sh", "-c",
-                    curl("http://private.test:" + port + "/hello") + "; " + curl("http://loop.test:" + port + "/hello")};
+    request.argv = {full.string(),
+                    "exec",
+                    "--json",
+                    "--cwd",
+                    dir.string(),
+                    "--network",
+                    "allowlist",
+                    "--allow-egress",
+                    "private.test:" + port,
+                    "--allow-egress",
+                    "loop.test:" + port,
+                    "--allow-egress-range",
+                    "127.0.0.0/8",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    curl("http://private.test:" + port + "/hello") + "; " +
+                        curl("http://loop.test:" + port + "/hello")};
     request.env = sandbox::child_environment(sandbox::current_environment(), {},
                                              {{"LD_PRELOAD", "libnss_wrapper.so"},
                                               {"NSS_WRAPPER_HOSTS", (dir / "hosts").string()},
@@ -303,12 +350,15 @@ TEST_CASE("sandgate exec --network allowlist: a name resolving to a private addr
     REQUIRE(result.exit_code == 0);
     const std::string& json = result.out.head;
     CHECK(json.find("\"network\":\"allowlist\"") != std::string::npos);
-    CHECK(json.find("\"host\":\"private.test\",\"port\":" + port +
-                    ",\"verdict\":\"refused\",\"reason\":\"resolves to private address 10.1.2.3\"") != std::string::npos);
-    CHECK(json.find("\"host\":\"loop.test\",\"port\":" + port + ",\"verdict\":\"allowed\"") != std::string::npos);
-    CHECK(json.find("hello from the host (host=loop.test:" + port + ")") != std::string::npos);
-    CHECK(json.find("egress refused: private.test:" + port + " (resolves to private address 10.1.2.3)") !=
+    CHECK(
+        json.find("\"host\":\"private.test\",\"port\":" + port +
+                  ",\"verdict\":\"refused\",\"reason\":\"resolves to private address 10.1.2.3\"") !=
+        std::string::npos);
+    CHECK(json.find("\"host\":\"loop.test\",\"port\":" + port + ",\"verdict\":\"allowed\"") !=
           std::string::npos);
+    CHECK(json.find("hello from the host (host=loop.test:" + port + ")") != std::string::npos);
+    CHECK(json.find("egress refused: private.test:" + port +
+                    " (resolves to private address 10.1.2.3)") != std::string::npos);
 }
 
 TEST_CASE("sandgate exec: --allow-egress without --network allowlist, or malformed, runs nothing") {
@@ -318,7 +368,8 @@ TEST_CASE("sandgate exec: --allow-egress without --network allowlist, or malform
          {std::vector<std::string>{"--allow-egress", "crates.io"},
           std::vector<std::string>{"--network", "allowlist", "--allow-egress", "crates.io:0"},
           std::vector<std::string>{"--network", "allowlist", "--allow-egress", "[::1]:443"},
-          std::vector<std::string>{"--network", "allowlist", "--allow-egress", "a.org", "--allow-egress-range", "nope"},
+          std::vector<std::string>{"--network", "allowlist", "--allow-egress", "a.org",
+                                   "--allow-egress-range", "nope"},
           std::vector<std::string>{"--network", "allowlist"}}) {
         sandbox::RunRequest request;
         request.argv = {SANDGATE_BINARY, "exec", "--cwd", dir.string()};
@@ -335,19 +386,35 @@ TEST_CASE("sandgate exec: --allow-egress without --network allowlist, or malform
     }
 }
 
-TEST_CASE("sandgate run --network allowlist: a workflow's steps reach the allowed name, a refusal is in the step's log") {
+TEST_CASE(
+    "sandgate run --network allowlist: a workflow's steps reach the allowed name, a refusal is in "
+    "the step's log") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
     Server http(dir, "http", false);
     const std::string port = http.port_text();
     tests::write_file(dir / ".github/workflows/w.yml",
                       "on: push\njobs:\n  fetch:\n    runs-on: ubuntu-latest\n    steps:\n"
-                      "      - run: " + curl("http://localhost:" + port + "/hello") + " > got.txt\n"
-                      "      - run: " + curl("http://example.org/") + " || true\n");
+                      "      - run: " +
+                          curl("http://localhost:" + port + "/hello") +
+                          " > got.txt\n"
+                          "      - run: " +
+                          curl("http://example.org/") + " || true\n");
     sandbox::RunRequest request;
-    request.argv = {SANDGATE_BINARY, "run", "--report", (dir / "r.json").string(), "--network", "allowlist",
-                    "--allow-egress", "localhost:" + port, "--allow-egress", "example.org",
-                    "--allow-egress-range", "127.0.0.1/32", "--allow-egress-range", "::1"};
+    request.argv = {SANDGATE_BINARY,
+                    "run",
+                    "--report",
+                    (dir / "r.json").string(),
+                    "--network",
+                    "allowlist",
+                    "--allow-egress",
+                    "localhost:" + port,
+                    "--allow-egress",
+                    "example.org",
+                    "--allow-egress-range",
+                    "127.0.0.1/32",
+                    "--allow-egress-range",
+                    "::1"};
     request.cwd = dir;
     request.env = sandbox::current_environment();
     request.policy.mode = sandbox::SandboxMode::off;
@@ -355,7 +422,8 @@ TEST_CASE("sandgate run --network allowlist: a workflow's steps reach the allowe
     const auto result = sandbox::run(request);
     INFO(result.out.head << result.err.head);
     CHECK(result.exit_code == 0);
-    CHECK(tests::read_file(dir / "got.txt") == "hello from the host (host=localhost:" + port + ")\n");
-    CHECK((result.out.head + result.err.head).find("egress refused: example.org:80 (not on the allowlist)") !=
-          std::string::npos);
+    CHECK(tests::read_file(dir / "got.txt") ==
+          "hello from the host (host=localhost:" + port + ")\n");
+    CHECK((result.out.head + result.err.head)
+              .find("egress refused: example.org:80 (not on the allowlist)") != std::string::npos);
 }

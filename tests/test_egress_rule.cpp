@@ -1,9 +1,8 @@
 // Egress rules, ranges and the address classes a name may not resolve to (sandbox/egress_rule.hpp).
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 
@@ -56,11 +55,14 @@ TEST_CASE("parse_egress_rule: names, wildcards and ports; 443 by default; names 
     CHECK(sandbox::parse_egress_rule("under_score.example:1"));
 }
 
-TEST_CASE("parse_egress_rule: a malformed host or port, an IP literal or a bad wildcard is one line naming it") {
-    for (const char* bad : {"", ":443", "a:", "a:0", "a:65536", "a:-1", "a:44x", "a b", "-a.org", "a-.org",
-                            "a..org", ".a.org", "*", "*.org", "a.*.org", "*a.org", "**.a.org", "10.0.0.1",
-                            "127.1", "2130706433", "0x7f.0.0.1", "::1", "[::1]:443", "fe80::1",
-                            "a.org:443:1"}) {
+TEST_CASE(
+    "parse_egress_rule: a malformed host or port, an IP literal or a bad wildcard is one line "
+    "naming it") {
+    for (const char* bad :
+         {"",        ":443",      "a:",       "a:0",        "a:65536", "a:-1",       "a:44x",
+          "a b",     "-a.org",    "a-.org",   "a..org",     ".a.org",  "*",          "*.org",
+          "a.*.org", "*a.org",    "**.a.org", "10.0.0.1",   "127.1",   "2130706433", "0x7f.0.0.1",
+          "::1",     "[::1]:443", "fe80::1",  "a.org:443:1"}) {
         INFO(bad);
         auto refused = sandbox::parse_egress_rule(bad);
         REQUIRE_FALSE(refused);
@@ -95,14 +97,16 @@ TEST_CASE("egress_allowed: exact names, and a wildcard matches the names below i
 }
 
 TEST_CASE("is_ip_literal: every form the resolver would read as an address") {
-    for (const char* literal : {"10.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1", "::1", "[::1]",
-                                "fe80::1", "::ffff:10.0.0.1", "[2001:db8::1]"})
+    for (const char* literal : {"10.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1",
+                                "::1", "[::1]", "fe80::1", "::ffff:10.0.0.1", "[2001:db8::1]"})
         CHECK(sandbox::is_ip_literal(literal));
     for (const char* name : {"localhost", "crates.io", "1.2.3.4.nip.io", "a1", "[]", "[crates.io]"})
         CHECK_FALSE(sandbox::is_ip_literal(name));
 }
 
-TEST_CASE("special_address: loopback, link-local, private, unique-local and reserved; mapped IPv4 judged as IPv4") {
+TEST_CASE(
+    "special_address: loopback, link-local, private, unique-local and reserved; mapped IPv4 judged "
+    "as IPv4") {
     CHECK(special("127.0.0.1") == "loopback");
     CHECK(special("127.255.0.9") == "loopback");
     CHECK(special("::1") == "loopback");
@@ -142,11 +146,12 @@ TEST_CASE("parse_egress_range and range_contains") {
     CHECK_FALSE(contains("fd00::/8", "fc00::1"));
     CHECK_FALSE(contains("fd00::/8", "10.0.0.1"));
     CHECK(contains("172.16.0.0/12", "172.31.0.1"));
-    for (const char* bad : {"", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0/8", "x/8", "0.0.0.0/0", "::/0",
-                            "10.0.0.0/8x"}) {
+    for (const char* bad : {"", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0/8", "x/8",
+                            "0.0.0.0/0", "::/0", "10.0.0.0/8x"}) {
         INFO(bad);
         auto refused = sandbox::parse_egress_range(bad);
         REQUIRE_FALSE(refused);
-        CHECK(refused.error().message.starts_with(std::string("--allow-egress-range '") + bad + "'"));
+        CHECK(
+            refused.error().message.starts_with(std::string("--allow-egress-range '") + bad + "'"));
     }
 }

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
+
+#include <catch2/catch.hpp>
 
 #include "sandbox/error.hpp"
 #include "sandbox/fd.hpp"

@@ -1,15 +1,13 @@
 // `sandgate exec` end to end: the real binary, run (unsandboxed) through sandbox::run, its
 // JSON document parsed with simdjson.
-#include <catch2/catch.hpp>
-
-#include <simdjson.h>
-
 #include <fcntl.h>
-#include <spawn.h>
 #include <signal.h>
+#include <simdjson.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,7 +20,8 @@
 
 namespace {
 
-sandbox::RunResult sandgate(std::vector<std::string> args, std::optional<std::string> stdin_text = {},
+sandbox::RunResult sandgate(std::vector<std::string> args,
+                            std::optional<std::string> stdin_text = {},
                             const sandbox::Environment& extra_env = {}) {
     sandbox::RunRequest request;
     request.argv = {SANDGATE_BINARY, "exec"};
@@ -50,7 +49,9 @@ void parse(Doc& doc, const std::string& text) {
     REQUIRE(doc.parser.parse(text).get(doc.root) == simdjson::SUCCESS);
 }
 
-bool is_null(simdjson::dom::element element) { return element.is_null(); }
+bool is_null(simdjson::dom::element element) {
+    return element.is_null();
+}
 
 }  // namespace
 
@@ -86,9 +87,9 @@ TEST_CASE("exit statuses: the child's, 128+N, 124, 126, 127") {
     CHECK(sandgate(child({"exit", "0"})).exit_code == 0);
     CHECK(sandgate(child({"exit", "42"})).exit_code == 42);
     CHECK(sandgate(child({"kill-self", "15"})).exit_code == 143);
-    const auto timed_out = sandgate({"--sandbox", "off", "--json", "--timeout", "300ms",
-                                     "--kill-grace", "1s", "--", SANDGATE_TEST_CHILD, "forever",
-                                     tests::unique_marker()});
+    const auto timed_out =
+        sandgate({"--sandbox", "off", "--json", "--timeout", "300ms", "--kill-grace", "1s", "--",
+                  SANDGATE_TEST_CHILD, "forever", tests::unique_marker()});
     CHECK(timed_out.exit_code == 124);
     Doc doc;
     parse(doc, timed_out.out.head);
@@ -158,8 +159,8 @@ TEST_CASE("--cwd in the wrap's private scratch is refused naming the flag: 125, 
     const auto dir = tests::make_temp_dir("exec");
     const std::string flag = (dir / "ran").string();
     // A path that exists only inside a sandbox (a run's HOME, say): never on this host.
-    const std::string inside = std::string(sandbox::k_private_scratch) + "/home/" +
-                               dir.filename().string();
+    const std::string inside =
+        std::string(sandbox::k_private_scratch) + "/home/" + dir.filename().string();
     for (const std::string& cwd : {inside, std::string(sandbox::k_private_scratch)}) {
         if (std::filesystem::exists(cwd)) continue;  // inside the dogfood wrap, the root exists
         const auto result = sandgate({"--cwd", cwd, "--shell", "touch " + flag});
@@ -192,7 +193,8 @@ TEST_CASE("a refused sandbox prints the document with the refusal and exits 125"
 TEST_CASE("stdin, environment, cwd and output limits reach the command") {
     auto result = sandgate(child({"cat"}), std::nullopt);
     CHECK(result.exit_code == 0);
-    auto fed = sandgate({"--sandbox", "off", "--stdin-text", "from text", "--", SANDGATE_TEST_CHILD, "cat"});
+    auto fed = sandgate(
+        {"--sandbox", "off", "--stdin-text", "from text", "--", SANDGATE_TEST_CHILD, "cat"});
     CHECK(fed.out.head == "from text");
 
     // sandgate's own environment holds a secret and a variable to pass on.
@@ -208,7 +210,8 @@ TEST_CASE("stdin, environment, cwd and output limits reach the command") {
     CHECK(env.out.head.find("SANDGATE_EXEC_TEST_SECRET") == std::string::npos);
 
     const auto dir = tests::make_temp_dir("exec");
-    auto pwd = sandgate({"--sandbox", "off", "--cwd", dir.string(), "--", SANDGATE_TEST_CHILD, "pwd"});
+    auto pwd =
+        sandgate({"--sandbox", "off", "--cwd", dir.string(), "--", SANDGATE_TEST_CHILD, "pwd"});
     CHECK(pwd.out.head == std::filesystem::canonical(dir).string() + "\n");
 
     auto limited = sandgate({"--sandbox", "off", "--json", "--output-limit", "1K", "--",
@@ -225,7 +228,9 @@ TEST_CASE("invalid UTF-8 in output becomes U+FFFD in the document") {
     auto result = sandgate(child({"bytes", "out", "41ff42c3"}));
     Doc doc;
     parse(doc, result.out.head);
-    CHECK(std::string_view(doc.root["stdout"]["text"]) == "A\xEF\xBF\xBD" "B\xEF\xBF\xBD");
+    CHECK(std::string_view(doc.root["stdout"]["text"]) ==
+          "A\xEF\xBF\xBD"
+          "B\xEF\xBF\xBD");
     CHECK(uint64_t(doc.root["stdout"]["bytes"]) == 4);
 }
 
@@ -260,8 +265,7 @@ int interrupt_sandgate(const std::vector<std::string>& args, const std::string& 
         ::_exit(127);
     }
     // Both the child and its TERM-ignoring grandchild must be up before the signal.
-    for (int i = 0; i < 3000 && tests::processes_with(marker).size() < 2; ++i)
-        ::usleep(10'000);
+    for (int i = 0; i < 3000 && tests::processes_with(marker).size() < 2; ++i) ::usleep(10'000);
     REQUIRE(tests::processes_with(marker).size() >= 2);
     ::kill(pid, sig);
     int status = 0;
@@ -275,10 +279,9 @@ TEST_CASE("SIGTERM or SIGINT to sandgate stops the whole tree first, then exits 
     const auto dir = tests::make_temp_dir("interrupt");
     const int sig = GENERATE(SIGTERM, SIGINT);
     const std::string marker = tests::unique_marker();
-    const int status = interrupt_sandgate(
-        {"--sandbox", "off", "--json", "--kill-grace", "1s", "--", SANDGATE_TEST_CHILD,
-         "term-tree", marker},
-        marker, sig, dir / "out.json");
+    const int status = interrupt_sandgate({"--sandbox", "off", "--json", "--kill-grace", "1s", "--",
+                                           SANDGATE_TEST_CHILD, "term-tree", marker},
+                                          marker, sig, dir / "out.json");
     CHECK(status == 128 + sig);
     CHECK(tests::processes_with(marker).empty());
     Doc doc;
@@ -290,8 +293,17 @@ TEST_CASE("under the wrap, sandgate exec returns only once every process of the 
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no sandbox starts");
     const auto dir = tests::make_temp_dir("exec");
     const std::string name = tests::unique_process_name();
-    std::vector<std::string> argv = {SANDGATE_BINARY, "exec", "--sandbox", "bwrap", "--cwd", dir.string(),
-                                     "--", "python3", "-c", tests::k_slow_dying_daemon, name};
+    std::vector<std::string> argv = {SANDGATE_BINARY,
+                                     "exec",
+                                     "--sandbox",
+                                     "bwrap",
+                                     "--cwd",
+                                     dir.string(),
+                                     "--",
+                                     "python3",
+                                     "-c",
+                                     tests::k_slow_dying_daemon,
+                                     name};
     std::vector<char*> raw;
     for (auto& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);

@@ -1,8 +1,8 @@
 // agent::ExecRegistry: exec ids, their cancel (requested / finished / unknown), the cause a
 // cancelled exec reports, and the hang-up of a client's connection.
-#include <catch2/catch.hpp>
-
 #include <sys/socket.h>
+
+#include <catch2/catch.hpp>
 
 #include "agent/exec_registry.hpp"
 #include "sandbox/fd.hpp"
@@ -27,8 +27,8 @@ TEST_CASE("exec ids: chosen or generated, well-formed, never reused within a san
     auto twice = registry.begin("sb-1", "step.1_a-B");  // running
     REQUIRE_FALSE(twice);
     CHECK(twice.error().message.find("already used") != std::string::npos);
-    CHECK(registry.begin("sb-other", "step.1_a-B"));  // another sandbox may use the name
-    { auto moved = std::move(*chosen); }              // finished
+    CHECK(registry.begin("sb-other", "step.1_a-B"));    // another sandbox may use the name
+    { auto moved = std::move(*chosen); }                // finished
     CHECK_FALSE(registry.begin("sb-1", "step.1_a-B"));  // and still not reusable
 }
 

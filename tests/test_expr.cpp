@@ -1,11 +1,10 @@
 // The expression language: GitHub's shared corpus (every case), then what the corpus does not
 // reach (status functions, case(), hashFiles, conditions, templates) and the CLI end to end.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -43,7 +42,9 @@ ExprError eval_error(std::string_view expression, const EvalContext& context = {
     return result.error();
 }
 
-std::string json(const Value& value) { return jobs::to_json(value, jobs::JsonStyle::compact); }
+std::string json(const Value& value) {
+    return jobs::to_json(value, jobs::JsonStyle::compact);
+}
 
 struct CorpusTotals {
     int checked = 0;
@@ -62,7 +63,8 @@ void check_case(const std::string& where, const Value& test_case, CorpusTotals& 
         REQUIRE_FALSE(result.has_value());
         CHECK(jobs::to_string(result.error().phase) == expected_error->get("kind")->as_string());
         // GitHub's own harness checks that the message contains the expected text.
-        CHECK_THAT(result.error().message, Catch::Contains(expected_error->get("value")->as_string()));
+        CHECK_THAT(result.error().message,
+                   Catch::Contains(expected_error->get("value")->as_string()));
     } else {
         const Value& expected = *test_case.get("result");
         INFO("error: " << (result ? "" : result.error().message));
@@ -95,13 +97,15 @@ TEST_CASE("every case of the shared expression corpus passes") {
         }
         ++totals.files;
     }
-    std::printf("expression corpus: %d cases checked from %d files\n", totals.checked, totals.files);
+    std::printf("expression corpus: %d cases checked from %d files\n", totals.checked,
+                totals.files);
     CHECK(totals.files >= 19);
     CHECK(totals.checked > 600);
 }
 
 TEST_CASE("operators return operands and compare the GitHub way") {
-    const auto context = context_from_json(R"({"github": {"event_name": "push", "ref": "refs/heads/main"},
+    const auto context =
+        context_from_json(R"({"github": {"event_name": "push", "ref": "refs/heads/main"},
         "matrix": {"os": "Linux", "n": 3}, "steps": {"build": {"outputs": {"v": "1.2"}}}})");
     CHECK(eval_ok("github.event_name == 'PUSH'", context).as_boolean());
     CHECK(eval_ok("GITHUB.Event_Name", context).as_string() == "push");
@@ -118,7 +122,8 @@ TEST_CASE("operators return operands and compare the GitHub way") {
 
 TEST_CASE("case() picks the first true predicate, else the default") {
     const auto context = context_from_json(R"({"github": {"ref": "refs/heads/main"}})");
-    CHECK(eval_ok("case(github.ref == 'refs/heads/main', 'prod', github.ref == 'x', 'x', 'dev')", context)
+    CHECK(eval_ok("case(github.ref == 'refs/heads/main', 'prod', github.ref == 'x', 'x', 'dev')",
+                  context)
               .as_string() == "prod");
     CHECK(eval_ok("case(false, 1, false, 2, 3)").as_number() == 3);
     CHECK(eval_ok("case(false, 1, true, fromJSON('[7]'), 3)").is_array());
@@ -191,7 +196,8 @@ TEST_CASE("interpolate coerces to strings; interpolate_value keeps a sole expres
     };
     CHECK(text("build-${{ matrix.os }}-${{ matrix.n }}") == "build-linux-2");
     CHECK(text("no expressions") == "no expressions");
-    CHECK(text("${{ matrix.none }}|${{ inputs.flag }}|${{ matrix.f }}|${{ matrix.big }}") == "|true|0.1|1e+21");
+    CHECK(text("${{ matrix.none }}|${{ inputs.flag }}|${{ matrix.f }}|${{ matrix.big }}") ==
+          "|true|0.1|1e+21");
     CHECK(text("${{ github.event }} ${{ fromJSON(inputs.list) }}") == "Object Array");
     CHECK(text("${{ format('}}{0}', 'x') }}") == "}x");
     CHECK(text("a ${{ 'it''s' }} b") == "a it's b");
@@ -239,16 +245,21 @@ TEST_CASE("hashFiles hashes matching files like actions/runner") {
     tests::write_file(workspace / "src" / "y.c", "y");
     EvalContext context;
     context.workspace = workspace;
-    auto hash = [&](std::string_view expression) { return eval_ok(expression, context).as_string(); };
+    auto hash = [&](std::string_view expression) {
+        return eval_ok(expression, context).as_string();
+    };
 
-    // One file: sha256 over that file's sha256 digest (echo -n lock | sha256sum | xxd -r -p | sha256sum).
+    // One file: sha256 over that file's sha256 digest (echo -n lock | sha256sum | xxd -r -p |
+    // sha256sum).
     const std::string one = hash("hashFiles('package-lock.json')");
     CHECK(one.size() == 64);
-    CHECK(one == jobs::hash_files(workspace, std::vector<std::string>{"./package-lock.json"}).value());
+    CHECK(one ==
+          jobs::hash_files(workspace, std::vector<std::string>{"./package-lock.json"}).value());
     CHECK(hash("hashFiles('no-such-file')") == "");
     CHECK(hash("hashFiles('**/package-lock.json')") != one);
     CHECK(hash("hashFiles('**/package-lock.json')") ==
-          hash("hashFiles('package-lock.json', 'sub/deep/package-lock.json', '.hidden/package-lock.json')"));
+          hash("hashFiles('package-lock.json', 'sub/deep/package-lock.json', "
+               "'.hidden/package-lock.json')"));
     // A directory stands for everything below it; ! excludes; order of arguments does not matter.
     CHECK(hash("hashFiles('src')") == hash("hashFiles('src/*.c')"));
     CHECK(hash("hashFiles('src/y.c', 'src/x.c')") == hash("hashFiles('src/*.c')"));
@@ -269,20 +280,24 @@ TEST_CASE("hashFiles digest matches sha256sum of the concatenated digests") {
     tests::write_file(workspace / "a", "alpha");
     tests::write_file(workspace / "b", "beta");
     // coreutils and bash only: per-file digests as hex, turned into bytes by printf \x escapes.
-    tests::write_file(workspace / "expected.sh",
-                      "cd \"$1\" || exit 1\n"
-                      "hex=$(for f in a b; do sha256sum \"$f\" | cut -c1-64; done | tr -d '\\n')\n"
-                      "printf \"$(printf '%s' \"$hex\" | sed 's/../\\\\x&/g')\" | sha256sum | cut -c1-64\n");
-    const std::string command = "bash '" + (workspace / "expected.sh").string() + "' '" + workspace.string() + "'";
+    tests::write_file(
+        workspace / "expected.sh",
+        "cd \"$1\" || exit 1\n"
+        "hex=$(for f in a b; do sha256sum \"$f\" | cut -c1-64; done | tr -d '\\n')\n"
+        "printf \"$(printf '%s' \"$hex\" | sed 's/../\\\\x&/g')\" | sha256sum | cut -c1-64\n");
+    const std::string command =
+        "bash '" + (workspace / "expected.sh").string() + "' '" + workspace.string() + "'";
     std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
     REQUIRE(pipe);
     std::array<char, 128> buffer{};
     std::string expected;
-    while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) expected += buffer.data();
+    while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr)
+        expected += buffer.data();
     while (!expected.empty() && expected.back() == '\n') expected.pop_back();
     REQUIRE(expected.size() == 64);
     CHECK(jobs::hash_files(workspace, std::vector<std::string>{"a", "b"}).value() == expected);
-    CHECK(jobs::hash_files(workspace, std::vector<std::string>{"*", "!expected.sh"}).value() == expected);
+    CHECK(jobs::hash_files(workspace, std::vector<std::string>{"*", "!expected.sh"}).value() ==
+          expected);
 }
 
 namespace {
@@ -293,12 +308,14 @@ struct Run {
 };
 
 Run run_sandgate(const std::string& arguments) {
-    const std::string command = std::string("'") + SANDGATE_BINARY + "' expr " + arguments + " 2>&1";
+    const std::string command =
+        std::string("'") + SANDGATE_BINARY + "' expr " + arguments + " 2>&1";
     std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
     REQUIRE(pipe);
     Run run;
     std::array<char, 4096> buffer{};
-    while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) run.out += buffer.data();
+    while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr)
+        run.out += buffer.data();
     const int raw = pclose(pipe.release());
     run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     return run;
@@ -308,7 +325,8 @@ Run run_sandgate(const std::string& arguments) {
 
 TEST_CASE("sandgate expr prints kind and value, or the error with exit 2") {
     const fs::path dir = tests::make_temp_dir("cli");
-    tests::write_file(dir / "contexts.json", R"({"github": {"event_name": "push"}, "matrix": {"n": 3}})");
+    tests::write_file(dir / "contexts.json",
+                      R"({"github": {"event_name": "push"}, "matrix": {"n": 3}})");
     const std::string contexts = " --contexts '" + (dir / "contexts.json").string() + "'";
 
     auto ok = run_sandgate("\"github.event_name == 'push' && matrix.n\"" + contexts);
@@ -347,7 +365,8 @@ TEST_CASE("sandgate expr prints kind and value, or the error with exit 2") {
 
 TEST_CASE("load-time checks find lexing and parsing errors without evaluating") {
     const std::vector<std::string> names{"github", "matrix"};
-    CHECK(jobs::check_template("run ${{ matrix.os }} and ${{ github.sha }}", names, jobs::FunctionSet::core));
+    CHECK(jobs::check_template("run ${{ matrix.os }} and ${{ github.sha }}", names,
+                               jobs::FunctionSet::core));
     CHECK(jobs::check_template("no expressions at all", names, jobs::FunctionSet::core));
     // Evaluation errors are not load-time errors.
     CHECK(jobs::check_template("${{ format('{0') }}", names, jobs::FunctionSet::core));
@@ -356,10 +375,13 @@ TEST_CASE("load-time checks find lexing and parsing errors without evaluating") 
     CHECK(unknown.error().phase == ExprError::Phase::parsing);
     CHECK_THAT(unknown.error().message, Catch::Contains("'secrets'"));
     CHECK_FALSE(jobs::check_template("${{ matrix.os", names, jobs::FunctionSet::core).has_value());
-    CHECK_FALSE(jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::core).has_value());
-    CHECK(jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::hash_files).has_value());
+    CHECK_FALSE(
+        jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::core).has_value());
+    CHECK(jobs::check_template("${{ hashFiles('x') }}", names, jobs::FunctionSet::hash_files)
+              .has_value());
 
-    CHECK(jobs::check_condition("failure() || github.event_name == 'push'", names, jobs::FunctionSet::core));
+    CHECK(jobs::check_condition("failure() || github.event_name == 'push'", names,
+                                jobs::FunctionSet::core));
     CHECK(jobs::check_condition("${{ always() }}", names, jobs::FunctionSet::core));
     CHECK(jobs::check_condition("", names, jobs::FunctionSet::core));
     auto lexing = jobs::check_condition("github.ref = 'x'", names, jobs::FunctionSet::core);
@@ -381,14 +403,16 @@ TEST_CASE("limits and positions: length, UTF-16 positions, memory") {
 
     auto context = context_from_json(R"({"big": "0123456789"})");
     std::string nested = "big";
-    for (int i = 0; i < 15; ++i) nested = "format('{0}{0}{0}{0}', " + nested + ")";  // 10 * 4^15 chars
+    for (int i = 0; i < 15; ++i)
+        nested = "format('{0}{0}{0}{0}', " + nested + ")";  // 10 * 4^15 chars
     auto memory = eval_error(nested, context);
     CHECK(memory.phase == ExprError::Phase::evaluation);
     CHECK_THAT(memory.message, Catch::Contains("maximum allowed memory"));
 }
 
 TEST_CASE("filters, identity and coercions beyond the corpus") {
-    auto context = context_from_json(R"({"needs": {"build": {"result": "success", "outputs": {"v": "1"}},
+    auto context =
+        context_from_json(R"({"needs": {"build": {"result": "success", "outputs": {"v": "1"}},
         "test": {"result": "failure", "outputs": {"v": "2"}}}, "list": [1, "1", true, null]})");
     CHECK(json(eval_ok("needs.*.result", context)) == R"(["success","failure"])");
     CHECK(eval_ok("contains(needs.*.result, 'FAILURE')", context).as_boolean());

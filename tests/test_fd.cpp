@@ -10,9 +10,13 @@
 
 namespace {
 
-bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool is_open(int fd) {
+    return ::fcntl(fd, F_GETFD) != -1;
+}
 
-sandbox::Fd open_null() { return sandbox::Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+sandbox::Fd open_null() {
+    return sandbox::Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
 
 }  // namespace
 

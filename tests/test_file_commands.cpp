@@ -1,7 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -36,7 +35,8 @@ TEST_CASE("NAME=value lines split at the first '=' and skip empty lines") {
 }
 
 TEST_CASE("heredocs take every line up to the exact delimiter") {
-    const auto values = parse_ok("M<<EOF\nline 1\n\nline 3\nEOF\nN<<EOF\nEOF\nK=v<<x\nH<<a=b\nv\na=b\n");
+    const auto values =
+        parse_ok("M<<EOF\nline 1\n\nline 3\nEOF\nN<<EOF\nEOF\nK=v<<x\nH<<a=b\nv\na=b\n");
     REQUIRE(values.size() == 4);
     CHECK(values[0].second == "line 1\n\nline 3");
     CHECK(values[1].second.empty());
@@ -58,12 +58,14 @@ TEST_CASE("CRLF line endings are line endings") {
 
 TEST_CASE("malformed files give errors naming the file and line") {
     CHECK(parse_error("A=1\njunk line\n") == "GITHUB_ENV:2: Invalid format 'junk line'");
-    CHECK(parse_error("=value\n") == "GITHUB_ENV:1: Invalid format '=value'. Name must not be empty");
+    CHECK(parse_error("=value\n") ==
+          "GITHUB_ENV:1: Invalid format '=value'. Name must not be empty");
     CHECK(parse_error("A=1\n<<EOF\nx\nEOF\n").starts_with("GITHUB_ENV:2: Invalid format '<<EOF'"));
     CHECK(parse_error("NAME<<\n").starts_with("GITHUB_ENV:1: Invalid format"));
     CHECK(parse_error("A=1\nM<<EOF\nnever closed\n") ==
           "GITHUB_ENV:2: Invalid value. Matching delimiter not found 'EOF'");
-    CHECK(parse_error("M<<EOF\nvalue") == "GITHUB_ENV:2: Invalid value. EOF marker missing new line.");
+    CHECK(parse_error("M<<EOF\nvalue") ==
+          "GITHUB_ENV:2: Invalid value. EOF marker missing new line.");
 }
 
 TEST_CASE("path files list one directory per non-empty line") {
@@ -154,14 +156,16 @@ TEST_CASE("missing files count as empty") {
     const auto dir = tests::make_temp_dir("filecmd");
     auto files = FileCommandFiles::create(trusted(dir), ".", {});
     REQUIRE(files.has_value());
-    for (const auto& file : {files->paths().env, files->paths().summary}) std::filesystem::remove(file);
+    for (const auto& file : {files->paths().env, files->paths().summary})
+        std::filesystem::remove(file);
     const auto results = files->read();
     CHECK(results.failures.empty());
     CHECK(results.env.empty());
     CHECK(results.summary.empty());
 }
 
-TEST_CASE("a planted symlink, FIFO, directory or sparse file in a file's place fails the step unread") {
+TEST_CASE(
+    "a planted symlink, FIFO, directory or sparse file in a file's place fails the step unread") {
     const auto dir = tests::make_temp_dir("filecmd");
     tests::write_file(dir / "host-secret", "API_TOKEN=hunter2\n");
     auto files = FileCommandFiles::create(trusted(dir), "cmds", {});
@@ -173,9 +177,7 @@ TEST_CASE("a planted symlink, FIFO, directory or sparse file in a file's place f
     REQUIRE(::mkfifo(paths.output.c_str(), 0600) == 0);
     std::filesystem::remove(paths.state);
     std::filesystem::create_directory(paths.state);
-    {
-        std::ofstream sparse(paths.path, std::ios::binary);
-    }
+    { std::ofstream sparse(paths.path, std::ios::binary); }
     std::filesystem::resize_file(paths.path, std::uintmax_t(1) << 40);  // 1 TiB, no blocks
     std::filesystem::remove(paths.summary);
     std::filesystem::create_symlink("/proc/self/environ", paths.summary);

@@ -2,7 +2,6 @@
 // input of fuzz/regressions/<target>/: each is an input that once crashed, hung or leaked
 // sandgate (found by scripts/fuzz.sh or reported), kept so that it never does again.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -13,7 +12,8 @@
 
 namespace {
 
-const std::filesystem::path k_regressions = std::filesystem::path(SANDGATE_SOURCE_DIR) / "fuzz/regressions";
+const std::filesystem::path k_regressions =
+    std::filesystem::path(SANDGATE_SOURCE_DIR) / "fuzz/regressions";
 
 }  // namespace
 
@@ -38,7 +38,8 @@ TEST_CASE("every input that ever broke a parser is handled") {
             const std::string input = tests::read_file(entry.path());
             INFO(target.name << ": " << entry.path().filename().string());
             const auto start = std::chrono::steady_clock::now();
-            CHECK(target.entry(reinterpret_cast<const std::uint8_t*>(input.data()), input.size()) == 0);
+            CHECK(target.entry(reinterpret_cast<const std::uint8_t*>(input.data()), input.size()) ==
+                  0);
             // A hang is a finding too: the slowest regression takes milliseconds.
             CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
             ++replayed;

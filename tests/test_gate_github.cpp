@@ -2,23 +2,21 @@
 // the real binary against the fake GitHub, a check run or a commit status per job, bad
 // reporting flags refused before anything runs, invalid workflows reported, and a cancelled
 // gate concluded cancelled. The gate without GitHub is tested in test_gate.cpp.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
+#include <simdjson.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <future>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <simdjson.h>
-
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
+#include "tests/support/gate_cli.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/gate_cli.hpp"
 #include "tests/support/wrap_detect.hpp"
 
 namespace fs = std::filesystem;
@@ -57,12 +55,14 @@ std::string text(simdjson::dom::element element, const char* field) {
 TEST_CASE("--github-repo: a check run per job, in_progress at its start and concluded at the end") {
     const auto dir = tests::make_temp_dir("gate");
     const fs::path origin = dir / "origin";
-    const std::string sha = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
+    const std::string sha = tests::make_repo(
+        origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
     tests::write_file(dir / "token", std::string(tests::k_fake_token) + "\n");
     tests::FakeGitHub server;
-    const std::string command = "--repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string() +
-                                " --github-repo octo/demo --api-url " + server.url() + " --token-file " +
-                                (dir / "token").string() + " --details-url https://ci.example/gate/7";
+    const std::string command = "--repo " + origin.string() + " --sha " + sha + " --state-dir " +
+                                (dir / "state").string() + " --github-repo octo/demo --api-url " +
+                                server.url() + " --token-file " + (dir / "token").string() +
+                                " --details-url https://ci.example/gate/7";
     auto result = gate(command);
     INFO(result.out);
     CHECK(result.code == 1);  // `test` fails; the reports went through
@@ -89,7 +89,8 @@ TEST_CASE("--github-repo: a check run per job, in_progress at its start and conc
     CHECK(text(test, "external_id") == "ci.yml#test");
     CHECK_THAT(text(test["output"], "title"), Catch::StartsWith("exit 3"));
     CHECK_THAT(text(test["output"], "summary"), Catch::Contains("unit tests"));
-    CHECK_THAT(text(test["output"], "text"), Catch::Contains("unit tests") && Catch::Contains("tests of app: bad"));
+    CHECK_THAT(text(test["output"], "text"),
+               Catch::Contains("unit tests") && Catch::Contains("tests of app: bad"));
     simdjson::dom::array notes = test["annotations"].get_array();
     REQUIRE(notes.size() == 2);  // the step's ::error, and the runner's "exit code 3" (as GitHub's)
     CHECK(text(notes.at(0), "path") == "app.txt");
@@ -139,9 +140,11 @@ TEST_CASE("--github-repo: a check run per job, in_progress at its start and conc
 TEST_CASE("--github-repo: bad reporting flags are refused before anything runs") {
     const auto dir = tests::make_temp_dir("gate");
     const Repo repo = make_gate_repo(dir);
-    const std::string common = "--repo " + repo.path.string() + " --sha " + repo.good + " --state-dir " + (dir / "state").string();
-    auto no_credentials = tests::shell("env -u SANDGATE_GITHUB_TOKEN -u GITHUB_TOKEN " + std::string(SANDGATE_BINARY) +
-                                       " gate " + common + " --github-repo octo/demo --api-url http://127.0.0.1:1");
+    const std::string common = "--repo " + repo.path.string() + " --sha " + repo.good +
+                               " --state-dir " + (dir / "state").string();
+    auto no_credentials = tests::shell("env -u SANDGATE_GITHUB_TOKEN -u GITHUB_TOKEN " +
+                                       std::string(SANDGATE_BINARY) + " gate " + common +
+                                       " --github-repo octo/demo --api-url http://127.0.0.1:1");
     CHECK(no_credentials.code == 2);
     CHECK_THAT(no_credentials.out, Catch::Contains("no GitHub credentials"));
     auto bad_repo = gate(common + " --github-repo octo --token-file " + (dir / "x").string());
@@ -153,16 +156,21 @@ TEST_CASE("--github-repo: bad reporting flags are refused before anything runs")
     CHECK(worktree_dirs(dir / "state") == 0);
 }
 
-TEST_CASE("--github-repo with a GitHub App and --report-as status: pending, then the verdict, per job") {
+TEST_CASE(
+    "--github-repo with a GitHub App and --report-as status: pending, then the verdict, per job") {
     const auto dir = tests::make_temp_dir("gate");
     const fs::path origin = dir / "origin";
-    const std::string sha = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
-    REQUIRE(tests::shell("openssl genrsa -traditional -out " + (dir / "app.pem").string() + " 2048").code == 0);
+    const std::string sha = tests::make_repo(
+        origin, {{".github/workflows/ci.yml", k_reported_workflow}, {"app.txt", "bad\n"}});
+    REQUIRE(tests::shell("openssl genrsa -traditional -out " + (dir / "app.pem").string() + " 2048")
+                .code == 0);
     const std::string pem = tests::read_file(dir / "app.pem");
-    tests::FakeGitHub server(std::vector<std::string>{});  // only the installation's tokens are accepted
-    auto result = gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string() +
-                       " --github-repo octo/demo --api-url " + server.url() + " --app-id 42 --app-key-file " +
-                       (dir / "app.pem").string() + " --installation-id 7 --report-as status --check-name 'gate: {job}'");
+    tests::FakeGitHub server(
+        std::vector<std::string>{});  // only the installation's tokens are accepted
+    auto result = gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " +
+                       (dir / "state").string() + " --github-repo octo/demo --api-url " +
+                       server.url() + " --app-id 42 --app-key-file " + (dir / "app.pem").string() +
+                       " --installation-id 7 --report-as status --check-name 'gate: {job}'");
     INFO(result.out);
     CHECK(result.code == 1);
     CHECK(result.out.find(pem.substr(40, 40)) == std::string::npos);
@@ -189,18 +197,23 @@ TEST_CASE("--github-repo with a GitHub App and --report-as status: pending, then
     CHECK(posted == 4);
 }
 
-TEST_CASE("--github-repo: a commit whose workflows are invalid still gets a failed run saying why") {
+TEST_CASE(
+    "--github-repo: a commit whose workflows are invalid still gets a failed run saying why") {
     const auto dir = tests::make_temp_dir("gate");
     const fs::path origin = dir / "origin";
-    const std::string valid = tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}});
-    const std::string sha = tests::commit_file(origin, ".github/workflows/ci.yml", "on: merge_group\njobs:\n  build:\n    steps: 3\n");
+    const std::string valid =
+        tests::make_repo(origin, {{".github/workflows/ci.yml", k_reported_workflow}});
+    const std::string sha = tests::commit_file(origin, ".github/workflows/ci.yml",
+                                               "on: merge_group\njobs:\n  build:\n    steps: 3\n");
     tests::write_file(dir / "token", tests::k_fake_token);
     tests::FakeGitHub server;
-    const std::string flags = " --state-dir " + (dir / "state").string() + " --github-repo octo/demo --api-url " + server.url() +
+    const std::string flags = " --state-dir " + (dir / "state").string() +
+                              " --github-repo octo/demo --api-url " + server.url() +
                               " --token-file " + (dir / "token").string();
     const std::string common = "--repo " + origin.string() + " --sha " + sha + flags;
     // The command line's fault, not the commit's: nothing posted.
-    auto operator_mistake = gate("--repo " + origin.string() + " --sha " + valid + flags + " -j nosuchjob");
+    auto operator_mistake =
+        gate("--repo " + origin.string() + " --sha " + valid + flags + " -j nosuchjob");
     CHECK(operator_mistake.code == 2);
     simdjson::dom::parser empty_parser;
     const std::string before = server.state();
@@ -220,7 +233,9 @@ TEST_CASE("--github-repo: a commit whose workflows are invalid still gets a fail
     CHECK_THAT(text(runs.at(0)["output"], "text"), Catch::Contains("ci.yml:4"));
 }
 
-TEST_CASE("--github-repo: SIGTERM cancels the gate's run: step stopped, runs concluded cancelled, exit 143") {
+TEST_CASE(
+    "--github-repo: SIGTERM cancels the gate's run: step stopped, runs concluded cancelled, exit "
+    "143") {
     const auto dir = tests::make_temp_dir("gate");
     const fs::path origin = dir / "origin";
     const std::string marker = tests::unique_marker();
@@ -240,18 +255,21 @@ jobs:
     const fs::path pid_file = dir / "gate.pid";
     fs::create_directories(dir / "tmp");
     auto running = std::async(std::launch::async, [&] {
-        return tests::shell("env -u SANDGATE_GIT_TOKEN TMPDIR=" + (dir / "tmp").string() + " " + std::string(SANDGATE_BINARY) +
-                            " gate" + sandbox_flag() +
-                            " --repo " + origin.string() + " --sha " + sha + " --state-dir " + (dir / "state").string() +
-                            " --github-repo octo/demo --api-url " + server.url() + " --token-file " +
-                            (dir / "token").string() + " & echo $! > " + pid_file.string() + "; wait $!");
+        return tests::shell("env -u SANDGATE_GIT_TOKEN TMPDIR=" + (dir / "tmp").string() + " " +
+                            std::string(SANDGATE_BINARY) + " gate" + sandbox_flag() + " --repo " +
+                            origin.string() + " --sha " + sha + " --state-dir " +
+                            (dir / "state").string() + " --github-repo octo/demo --api-url " +
+                            server.url() + " --token-file " + (dir / "token").string() +
+                            " & echo $! > " + pid_file.string() + "; wait $!");
     });
     // Until the run is in_progress and its step runs (a bug hangs here rather than passing).
     bool started = false;
-    while (!started && running.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
+    while (!started &&
+           running.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
         simdjson::dom::parser parser;
         const std::string state = server.state();
-        for (auto run : parser.parse(state)["check_runs"].get_array()) started = started || text(run, "status") == "in_progress";
+        for (auto run : parser.parse(state)["check_runs"].get_array())
+            started = started || text(run, "status") == "in_progress";
         started = started && !tests::processes_with(marker).empty();
     }
     REQUIRE(started);
@@ -272,5 +290,5 @@ jobs:
     CHECK(text(runs.at(0), "status") == "completed");
     CHECK(text(runs.at(0), "conclusion") == "cancelled");
     CHECK(worktree_dirs(dir / "state") == 0);  // removed as after any run
-    CHECK(fs::is_empty(dir / "tmp"));  // the gate's scratch went with it
+    CHECK(fs::is_empty(dir / "tmp"));          // the gate's scratch went with it
 }

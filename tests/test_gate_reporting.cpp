@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -138,7 +137,6 @@ std::vector<std::string> common_args(const std::string& url, const std::filesyst
             (dir / "state").string()};
 }
 
-
 // The retry policy of these tests: the client's own loop, with milliseconds for its seconds.
 github::ClientOptions fast_retries() {
     github::ClientOptions options;
@@ -152,7 +150,7 @@ github::ClientOptions fast_retries() {
 
 // A FILE* whose text the test reads back.
 class Captured {
-  public:
+public:
     Captured() : m_file(::open_memstream(&m_buffer, &m_size)) { REQUIRE(m_file != nullptr); }
     Captured(const Captured&) = delete;
     Captured& operator=(const Captured&) = delete;
@@ -166,7 +164,7 @@ class Captured {
         return std::string(m_buffer, m_size);
     }
 
-  private:
+private:
     char* m_buffer = nullptr;
     std::size_t m_size = 0;
     std::FILE* m_file;
@@ -361,7 +359,8 @@ jobs:
     job.name = "build";
     job.conclusion = job.outcome = jobs::Outcome::success;
     jobs::RunReport run;
-    run.workflows.push_back(jobs::WorkflowReport{".github/workflows/ci.yml", "CI", jobs::Outcome::success, {job}});
+    run.workflows.push_back(
+        jobs::WorkflowReport{".github/workflows/ci.yml", "CI", jobs::Outcome::success, {job}});
     Captured out, err;
     {
         auto reporter = agent::make_reporter(flags, fast_retries());
@@ -369,9 +368,11 @@ jobs:
         agent::GateReporter gate(*reporter, k_sha, masker, {&*workflow},
                                  agent::ReportOutput{out.file(), err.file(), "sandgate gate"});
         gate.job_started(*workflow, job);
-        CHECK_THAT(err.text(), Catch::Contains("CI / build: in_progress kept in the journal for later"));
+        CHECK_THAT(err.text(),
+                   Catch::Contains("CI / build: in_progress kept in the journal for later"));
         CHECK(gate.finish(run) == agent::k_exit_report_journaled);
-        CHECK_THAT(out.text(), Catch::Contains("CI / build: success (kept in the journal for later)"));
+        CHECK_THAT(out.text(),
+                   Catch::Contains("CI / build: success (kept in the journal for later)"));
         CHECK(journal_entries(dir / "state") == 1);
     }
     tests::FakeGitHub server(std::vector<std::string>{tests::k_fake_token}, port);
@@ -393,7 +394,8 @@ jobs:
 TEST_CASE("the gate's git token: minted apart, for the gated repository alone, contents:read") {
     auto dir = tests::make_temp_dir("git-token");
     const std::string key = (dir / "app.pem").string();
-    REQUIRE(std::system(("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null").c_str()) == 0);
+    REQUIRE(std::system(
+                ("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null").c_str()) == 0);
     tests::FakeGitHub server(std::vector<std::string>{});
     agent::GitHubFlags flags = flags_for(server.url(), dir);
     CHECK(agent::git_token_source(flags).value() == nullptr);  // a token file: nothing to mint
@@ -408,9 +410,10 @@ TEST_CASE("the gate's git token: minted apart, for the gated repository alone, c
     CHECK((*source)->token().value().starts_with("ghs_fake"));
 
     // The gate mints it before fetching an https --repo, and says nothing of it.
-    Ran ran = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
-                            "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url",
-                            server.url(), "--app-id", "42", "--app-key-file", key, "--installation-id", "7"});
+    Ran ran = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha",
+                            std::string(40, 'a'), "--state-dir", (dir / "state").string(),
+                            "--github-repo", "octo/demo", "--api-url", server.url(), "--app-id",
+                            "42", "--app-key-file", key, "--installation-id", "7"});
     INFO(ran.err);
     CHECK(ran.status == 4);  // the remote is unreachable
     CHECK_THAT(ran.err, Catch::Contains("127.0.0.1:1") && !Catch::Contains("ghs_"));
@@ -418,15 +421,17 @@ TEST_CASE("the gate's git token: minted apart, for the gated repository alone, c
     const std::string state = server.state();
     int scoped = 0;
     for (auto issued : parser.parse(state)["issued_tokens"].get_array()) {
-        CHECK(simdjson::to_string(issued["request"]) == R"({"repositories":["demo"],"permissions":{"contents":"read"}})");
+        CHECK(simdjson::to_string(issued["request"]) ==
+              R"({"repositories":["demo"],"permissions":{"contents":"read"}})");
         ++scoped;
     }
     CHECK(scoped == 2);  // git_token_source's above and the gate's (the gate reported nothing)
 
     // A bad installation id is a flag error, before anything is fetched.
-    auto bad = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha", std::string(40, 'a'),
-                             "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url",
-                             server.url(), "--app-id", "42", "--app-key-file", key, "--installation-id", "x"});
+    auto bad = run_sandgate({"gate", "--repo", "https://127.0.0.1:1/octo/demo.git", "--sha",
+                             std::string(40, 'a'), "--state-dir", (dir / "state").string(),
+                             "--github-repo", "octo/demo", "--api-url", server.url(), "--app-id",
+                             "42", "--app-key-file", key, "--installation-id", "x"});
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("--installation-id"));
 }
@@ -435,12 +440,16 @@ TEST_CASE("a gate outliving its tokens: the late checkout and check runs get fre
     SKIP_UNDER_WRAP("python3's TLS server and openssl need the host's /usr/lib and a free port");
     auto dir = tests::make_temp_dir("gate-refresh");
     const std::string key = (dir / "app.pem").string(), cert = (dir / "cert.pem").string();
-    REQUIRE(std::system(("openssl genrsa -traditional -out " + key + " 2048 2>/dev/null && openssl req -x509 -newkey rsa:2048 "
-                         "-nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
-                         (dir / "key.pem").string() + " -out " + cert + " 2>/dev/null")
-                            .c_str()) == 0);
+    REQUIRE(
+        std::system(
+            ("openssl genrsa -traditional -out " + key +
+             " 2048 2>/dev/null && openssl req -x509 -newkey rsa:2048 "
+             "-nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+             (dir / "key.pem").string() + " -out " + cert + " 2>/dev/null")
+                .c_str()) == 0);
     tests::FakeGitHub server(std::vector<std::string>{}, 0,
-                             {"--git-root", (dir / "served").string(), "--cert", cert, "--key", (dir / "key.pem").string()});
+                             {"--git-root", (dir / "served").string(), "--cert", cert, "--key",
+                              (dir / "key.pem").string()});
     const std::string https = server.url();
     // The late commit sits on a ref no mirror fetches until the first job's step (standing in for
     // an hour of work: it moves GitHub's clock past every token's expiry) puts it on a branch.
@@ -450,14 +459,17 @@ TEST_CASE("a gate outliving its tokens: the late checkout and check runs get fre
     tests::sh(git + "checkout -q -b side");
     const std::string late = tests::commit_file(work, "late.txt", "late\n");
     tests::sh(git + "checkout -q -");
-    const std::string sha = tests::commit_file(work, ".github/workflows/ci.yml", R"(name: CI
+    const std::string sha = tests::commit_file(work, ".github/workflows/ci.yml",
+                                               R"(name: CI
 on: push
 jobs:
   first:
     runs-on: ubuntu-latest
     steps:
-      - run: git --git-dir=)" + served.string() + " update-ref refs/heads/late " + late + R"(
-      - run: curl -sf --cacert )" + cert + R"( -d '{"advance_clock":3700}' )" + https + R"(/_control/config
+      - run: git --git-dir=)" + served.string() + " update-ref refs/heads/late " +
+                                                   late + R"(
+      - run: curl -sf --cacert )" + cert + R"( -d '{"advance_clock":3700}' )" +
+                                                   https + R"(/_control/config
   second:
     needs: first
     runs-on: ubuntu-latest
@@ -471,9 +483,27 @@ jobs:
     tests::sh(git + "push -q " + served.string() + " HEAD:refs/heads/main side:refs/hidden/late");
     tests::sh(git + "branch -q -D side");
 
-    Ran ran = run_sandgate({"gate", "--repo", https + "/octo/demo.git", "--sha", sha, "--event", "push", "--sandbox", "off",
-                            "--state-dir", (dir / "state").string(), "--github-repo", "octo/demo", "--api-url", https,
-                            "--app-id", "42", "--app-key-file", key, "--installation-id", "7"},
+    Ran ran = run_sandgate({"gate",
+                            "--repo",
+                            https + "/octo/demo.git",
+                            "--sha",
+                            sha,
+                            "--event",
+                            "push",
+                            "--sandbox",
+                            "off",
+                            "--state-dir",
+                            (dir / "state").string(),
+                            "--github-repo",
+                            "octo/demo",
+                            "--api-url",
+                            https,
+                            "--app-id",
+                            "42",
+                            "--app-key-file",
+                            key,
+                            "--installation-id",
+                            "7"},
                            {{"SSL_CERT_FILE", cert}, {"HOME", dir.string()}});
     INFO(ran.out + ran.err);
     CHECK(ran.status == 0);

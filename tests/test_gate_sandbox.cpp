@@ -4,13 +4,12 @@
 // agent::SandboxManager, as the daemon makes it. The gate must check out inside the
 // workspace, send every step to the broker, report exactly what the direct path reports, and
 // fail (never run on the host) when the broker refuses or is gone.
-#include <catch2/catch.hpp>
-
-#include <simdjson.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <string>
@@ -35,8 +34,12 @@ namespace {
 
 // Inside the dogfood wrap a nested bwrap cannot mount /proc (and nested user namespaces are
 // disabled), so there the broker and the direct path's steps run unwrapped.
-sandbox::SandboxMode mode() { return tests::under_wrap() ? sandbox::SandboxMode::off : sandbox::SandboxMode::bwrap; }
-std::string mode_name() { return std::string(sandbox::to_string(mode())); }
+sandbox::SandboxMode mode() {
+    return tests::under_wrap() ? sandbox::SandboxMode::off : sandbox::SandboxMode::bwrap;
+}
+std::string mode_name() {
+    return std::string(sandbox::to_string(mode()));
+}
 
 constexpr const char* k_secret = "evidence-never-holds-7731";
 
@@ -169,7 +172,8 @@ struct JobSandbox {
         return "env -u SANDGATE_GIT_TOKEN SANDGATE_BROKER_SOCKET='" + box.socket.string() +
                "' SANDGATE_BROKER_IDENTITY='" + identity_text + "' SANDGATE_JOB_WORKSPACE='" +
                workspace.string() + "' SANDGATE_JOB_ID=" + std::to_string(job) +
-               " SANDGATE_STATE_DIR='" + state.string() + "' TMPDIR='" + (workspace / "tmp").string() + "' ";
+               " SANDGATE_STATE_DIR='" + state.string() + "' TMPDIR='" +
+               (workspace / "tmp").string() + "' ";
     }
 
     std::vector<std::string> steps() const {
@@ -183,7 +187,8 @@ struct JobSandbox {
 };
 
 tests::ShellResult gate(const std::string& env, const std::string& args) {
-    return tests::shell(env + SANDGATE_BINARY + " gate --sandbox " + mode_name() + " " + args + " 2>&1");
+    return tests::shell(env + SANDGATE_BINARY + " gate --sandbox " + mode_name() + " " + args +
+                        " 2>&1");
 }
 
 // The report as text without its durations (which differ from run to run).
@@ -200,7 +205,8 @@ void flatten(simdjson::dom::element value, const std::string& at, std::string& o
             for (auto item : value.get_array()) flatten(item, at + "/" + std::to_string(i++), out);
             break;
         }
-        default: out += at + "=" + simdjson::to_string(value) + "\n";
+        default:
+            out += at + "=" + simdjson::to_string(value) + "\n";
     }
 }
 
@@ -216,14 +222,17 @@ std::string normalised_report(const fs::path& file) {
 std::size_t entries(const fs::path& dir) {
     std::error_code ec;
     std::size_t count = 0;
-    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++count;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+        ++count;
     return count;
 }
 
 }  // namespace
 
-TEST_CASE("under a job sandbox the gate checks out in the workspace, sends every step to the "
-          "broker, and reports exactly as the direct path") {
+TEST_CASE(
+    "under a job sandbox the gate checks out in the workspace, sends every step to the "
+    "broker, and reports exactly as the direct path") {
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const Repo repo = make_repo(dir);
     for (const auto& [sha, verdict] : {std::pair{repo.good, 0}, std::pair{repo.bad, 1}}) {
@@ -233,21 +242,26 @@ TEST_CASE("under a job sandbox the gate checks out in the workspace, sends every
         auto direct = gate("env -u SANDGATE_GIT_TOKEN ", args + (dir / "direct.json").string());
         INFO(direct.out);
         REQUIRE(direct.code == verdict);
-        auto brokered = gate(job.env(job.identity.canonical()), args + (dir / "broker.json").string());
+        auto brokered =
+            gate(job.env(job.identity.canonical()), args + (dir / "broker.json").string());
         INFO(brokered.out);
         CHECK(brokered.code == verdict);
-        CHECK_THAT(brokered.out, Catch::Contains("every step runs in the job sandbox " + job.identity.canonical()));
+        CHECK_THAT(brokered.out, Catch::Contains("every step runs in the job sandbox " +
+                                                 job.identity.canonical()));
         CHECK(normalised_report(dir / "broker.json") == normalised_report(dir / "direct.json"));
 
         // One exec per step that ran (checkout is built in), each with value-free evidence.
         const auto steps = job.steps();
         const std::vector<std::string> exits =
-            verdict == 0 ? std::vector<std::string>{"0", "0", "0", "3", "0"} : std::vector<std::string>{"1", "0"};
+            verdict == 0 ? std::vector<std::string>{"0", "0", "0", "3", "0"}
+                         : std::vector<std::string>{"1", "0"};
         REQUIRE(steps.size() == exits.size());
         for (std::size_t i = 0; i < steps.size(); ++i) {
             INFO(steps[i]);
-            CHECK_THAT(steps[i], Catch::Contains("\"identity\":\"" + job.identity.canonical() + "\""));
-            CHECK_THAT(steps[i], Catch::Contains("\"posture\":{\"mode\":\"" + mode_name() + "\",\"network\":\"none\"}"));
+            CHECK_THAT(steps[i],
+                       Catch::Contains("\"identity\":\"" + job.identity.canonical() + "\""));
+            CHECK_THAT(steps[i], Catch::Contains("\"posture\":{\"mode\":\"" + mode_name() +
+                                                 "\",\"network\":\"none\"}"));
             CHECK_THAT(steps[i], Catch::Contains("\"exit\":" + exits[i] + ","));
             CHECK_THAT(steps[i], Catch::Contains("\"stdout_bytes\":"));
             CHECK_THAT(steps[i], Catch::Contains("\"stderr_bytes\":"));
@@ -274,7 +288,8 @@ TEST_CASE("the steps of a gate in a job sandbox share the broker's namespaces") 
     REQUIRE(status);
     REQUIRE(status->status);
     auto run = gate(job.env(job.identity.canonical()),
-                    "-W .github/ns --repo " + repo.path.string() + " --sha " + repo.good + " --state-dir " + job.state.string());
+                    "-W .github/ns --repo " + repo.path.string() + " --sha " + repo.good +
+                        " --state-dir " + job.state.string());
     INFO(run.out);
     REQUIRE(run.code == 0);
     const std::string seen = "pidns=" + status->status->pid_namespace;
@@ -288,11 +303,15 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const auto marker = dir / "ran-on-the-host";
     const auto origin = dir / "origin";
-    tests::make_repo(origin, {{".github/workflows/gate.yml", "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n"
-                                                             "    steps:\n      - run: touch " + marker.string() + "\n"}});
-    const std::string sha = tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
+    tests::make_repo(origin, {{".github/workflows/gate.yml",
+                               "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n"
+                               "    steps:\n      - run: touch " +
+                                   marker.string() + "\n"}});
+    const std::string sha =
+        tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
     JobSandbox job(dir, sha, origin.string());
-    const std::string args = "--repo " + origin.string() + " --sha " + sha + " --state-dir " + job.state.string();
+    const std::string args =
+        "--repo " + origin.string() + " --sha " + sha + " --state-dir " + job.state.string();
 
     auto wrong = gate(job.env("octo/other@" + sha + "/1/1/gate"), args);
     INFO(wrong.out);
@@ -310,15 +329,17 @@ TEST_CASE("a refused or unreachable broker fails the step and never runs it on t
     CHECK(job.steps().size() == 2);
 
     // Half the environment is a mistake, not a reason to run on the host.
-    auto half = gate("env -u SANDGATE_BROKER_IDENTITY SANDGATE_BROKER_SOCKET=" + job.box.socket.string() +
-                         " SANDGATE_JOB_WORKSPACE=" + job.workspace.string() + " ",
-                     args);
+    auto half =
+        gate("env -u SANDGATE_BROKER_IDENTITY SANDGATE_BROKER_SOCKET=" + job.box.socket.string() +
+                 " SANDGATE_JOB_WORKSPACE=" + job.workspace.string() + " ",
+             args);
     INFO(half.out);
     CHECK(half.code == 2);
     CHECK_THAT(half.out, Catch::Contains("SANDGATE_BROKER_IDENTITY is not set"));
-    auto no_workspace = gate("env -u SANDGATE_JOB_WORKSPACE SANDGATE_BROKER_SOCKET=" + job.box.socket.string() +
-                                 " SANDGATE_BROKER_IDENTITY=x ",
-                             args);
+    auto no_workspace =
+        gate("env -u SANDGATE_JOB_WORKSPACE SANDGATE_BROKER_SOCKET=" + job.box.socket.string() +
+                 " SANDGATE_BROKER_IDENTITY=x ",
+             args);
     CHECK(no_workspace.code == 2);
     CHECK_THAT(no_workspace.out, Catch::Contains("SANDGATE_JOB_WORKSPACE is not set"));
     CHECK_FALSE(fs::exists(marker));
@@ -338,8 +359,9 @@ TEST_CASE("parallel legs of a gate in a job sandbox take turns at the broker, no
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const Repo repo = make_repo(dir);
     JobSandbox job(dir, repo.good, repo.path.string());
-    auto run = gate(job.env(job.identity.canonical()), "-W .github/parallel --repo " + repo.path.string() +
-                                                           " --sha " + repo.good + " --state-dir " + job.state.string());
+    auto run = gate(job.env(job.identity.canonical()),
+                    "-W .github/parallel --repo " + repo.path.string() + " --sha " + repo.good +
+                        " --state-dir " + job.state.string());
     INFO(run.out);
     CHECK(run.code == 0);
     for (const char* line : {"leg 1 ran", "leg 2 ran", "leg 3 ran", "leg 3 again", "alone ran"})
@@ -364,14 +386,16 @@ struct TwoRepositories {
 
 TwoRepositories make_two_repositories(const fs::path& dir, const fs::path& state) {
     tests::make_repo(dir / "secret", {{"s.txt", "the secret repository\n"}});
-    const std::string secret_sha = tests::sh("git -C " + (dir / "secret").string() + " rev-parse HEAD");
+    const std::string secret_sha =
+        tests::sh("git -C " + (dir / "secret").string() + " rev-parse HEAD");
     auto secret = jobs::MirrorCache(state).ensure_commit(
         jobs::MirrorRequest{(dir / "secret").string(), secret_sha, "", std::nullopt, ""});
     REQUIRE(secret);
     const std::string allow = "git -c protocol.file.allow=always ";
     tests::make_repo(dir / "leaf", {{"leaf.txt", "leaf\n"}});
     tests::make_repo(dir / "lib", {{"lib.txt", "lib\n"}});
-    tests::sh("cd " + (dir / "lib").string() + " && " + allow + "submodule -q add ../leaf deps/leaf && git commit -qm leaf");
+    tests::sh("cd " + (dir / "lib").string() + " && " + allow +
+              "submodule -q add ../leaf deps/leaf && git commit -qm leaf");
     const std::string workflow = R"YAML(name: gate
 on: merge_group
 jobs:
@@ -389,12 +413,15 @@ jobs:
           cd deps/leaf && git log --oneline | grep -q initial && test -z "$(git status --porcelain)" && echo "sub""-ok"
       - name: another repository's mirror
         run: |
-)YAML" + tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", secret->scope, secret->gitdir, secret_sha), 10);
+)YAML" + tests::indent_lines(tests::mirror_attack_lines(state / "mirrors", secret->scope,
+                                                        secret->gitdir, secret_sha),
+                             10);
     TwoRepositories two;
     two.app = dir / "app";
     two.secret_scope = secret->scope;
     tests::make_repo(two.app, {{".github/workflows/gate.yml", workflow}});
-    tests::sh("cd " + two.app.string() + " && " + allow + "submodule -q add ../lib lib && git commit -qm lib");
+    tests::sh("cd " + two.app.string() + " && " + allow +
+              "submodule -q add ../lib lib && git commit -qm lib");
     two.app_sha = tests::sh("git -C " + two.app.string() + " rev-parse HEAD");
     return two;
 }
@@ -405,7 +432,8 @@ std::pair<tests::ShellResult, tests::ShellResult> gate_app(const fs::path& dir) 
     const TwoRepositories two = make_two_repositories(dir, state);
     JobSandbox job(dir, two.app_sha, two.app.string());
     REQUIRE(job.state == state);
-    const std::string args = "--repo " + two.app.string() + " --sha " + two.app_sha + " --state-dir " + state.string();
+    const std::string args =
+        "--repo " + two.app.string() + " --sha " + two.app_sha + " --state-dir " + state.string();
     auto direct = gate("env -u SANDGATE_GIT_TOKEN ", args);
     auto brokered = gate(job.env(job.identity.canonical()), args);
     return {direct, brokered};
@@ -419,7 +447,8 @@ TEST_CASE("in a job sandbox git works in the repository and in its submodules' w
     for (const auto* run : {&direct, &brokered}) {
         INFO(run->out);
         CHECK(run->code == 0);
-        CHECK_THAT(run->out, Catch::Contains("own-ok") && Catch::Contains("sub-ok") && Catch::Contains("attack-done"));
+        CHECK_THAT(run->out, Catch::Contains("own-ok") && Catch::Contains("sub-ok") &&
+                                 Catch::Contains("attack-done"));
     }
 }
 
@@ -435,17 +464,20 @@ TEST_CASE("threat row 3: a step cannot read another repository's mirror, on eith
     }
 }
 
-TEST_CASE("threat row 3: a submodule whose URL points into the state directory is refused, nothing of it fetched") {
+TEST_CASE(
+    "threat row 3: a submodule whose URL points into the state directory is refused, nothing of it "
+    "fetched") {
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const fs::path state = fs::canonical(dir) / "state";
     const TwoRepositories two = make_two_repositories(dir, state);
     // The pull request's next commit points a submodule at secret's mirror by its path.
     tests::sh("cd " + two.app.string() + " && git -c protocol.file.allow=always submodule -q add " +
               (dir / "secret").string() + " sec && git config -f .gitmodules submodule.sec.url " +
-              (two.secret_scope / "repo.git").string() + " && git add .gitmodules && git commit -qm sec");
+              (two.secret_scope / "repo.git").string() +
+              " && git add .gitmodules && git commit -qm sec");
     const std::string sha = tests::sh("git -C " + two.app.string() + " rev-parse HEAD");
-    auto run = gate("env -u SANDGATE_GIT_TOKEN ",
-                    "--repo " + two.app.string() + " --sha " + sha + " --state-dir " + state.string());
+    auto run = gate("env -u SANDGATE_GIT_TOKEN ", "--repo " + two.app.string() + " --sha " + sha +
+                                                      " --state-dir " + state.string());
     INFO(run.out);
     CHECK(run.code == 1);
     CHECK_THAT(run.out, Catch::Contains("lies inside the state directory; refused"));
@@ -454,20 +486,28 @@ TEST_CASE("threat row 3: a submodule whose URL points into the state directory i
     auto scope = jobs::make_mirror_scope(state, two.app.string());
     REQUIRE(scope);
     CHECK(entries(*scope / "modules") == 2);
-    CHECK_FALSE(fs::exists(*scope / "modules" / (jobs::mirror_dir_name(*jobs::parse_remote((two.secret_scope / "repo.git").string())) + ".git")));
+    CHECK_FALSE(fs::exists(
+        *scope / "modules" /
+        (jobs::mirror_dir_name(*jobs::parse_remote((two.secret_scope / "repo.git").string())) +
+         ".git")));
 }
 
-TEST_CASE("SIGTERM to a gate in a job sandbox stops its brokered step mid-way; always() still runs") {
+TEST_CASE(
+    "SIGTERM to a gate in a job sandbox stops its brokered step mid-way; always() still runs") {
     const auto dir = tests::make_temp_dir("gate-sandbox");
     const std::string marker = tests::unique_marker();
     const auto origin = dir / "origin";
     // The step ignores SIGTERM and would sleep 600 s: a cancel that does not reach the broker
     // hangs the test (the broker stays busy, the marked process alive).
-    tests::make_repo(origin, {{".github/workflows/gate.yml",
-                               "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
-                               "      - run: trap '' TERM; exec -a " + marker + " sleep 600\n"
-                               "      - if: always()\n        run: echo cleaned-up\n"}});
-    const std::string sha = tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
+    tests::make_repo(origin,
+                     {{".github/workflows/gate.yml",
+                       "on: merge_group\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+                       "      - run: trap '' TERM; exec -a " +
+                           marker +
+                           " sleep 600\n"
+                           "      - if: always()\n        run: echo cleaned-up\n"}});
+    const std::string sha =
+        tests::sh("git -C " + origin.string() + " rev-parse HEAD").substr(0, 40);
     JobSandbox job(dir, sha, origin.string());
     const std::string command = "exec " + job.env(job.identity.canonical()) + SANDGATE_BINARY +
                                 " gate --sandbox " + mode_name() + " --repo " + origin.string() +

@@ -2,13 +2,12 @@
 // its lock file; a locker that was waiting on the removed file must not come out holding it
 // beside one that created and locked the path's next file: it re-checks after its flock and
 // locks the new file. Waiters are seen blocked in /proc/locks (no timing involved).
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -46,7 +45,8 @@ bool waiter_on(ino_t inode) {
         std::istringstream fields(line);
         for (std::string field; fields >> field;) {
             const auto colon = field.rfind(':');
-            if (std::count(field.begin(), field.end(), ':') == 2 && field.substr(colon + 1) == std::to_string(inode))
+            if (std::count(field.begin(), field.end(), ':') == 2 &&
+                field.substr(colon + 1) == std::to_string(inode))
                 return true;
         }
     }
@@ -82,14 +82,16 @@ TEST_CASE("a locker woken on a lock file its holder unlinked locks the path's ne
     REQUIRE(holder->remove_lock_file());
     CHECK_FALSE(fs::exists(path));
     REQUIRE(holder->remove_lock_file());  // already gone: no error
-    auto next = jobs::FileLock::acquire(path, jobs::LockMode::exclusive);  // a new file, granted at once
+    auto next =
+        jobs::FileLock::acquire(path, jobs::LockMode::exclusive);  // a new file, granted at once
     REQUIRE(next);
     const ino_t current = inode_of(path);
     CHECK(current != removed);
     holder.reset();  // the removed file's lock is released: the waiter wakes on it
 
     // It must go on to wait for the path's file, never hold the removed one beside `next`.
-    wait_for([&] { return granted.load() || waiter_on(current); }, "the waiter granted, or blocked on the new file");
+    wait_for([&] { return granted.load() || waiter_on(current); },
+             "the waiter granted, or blocked on the new file");
     CHECK_FALSE(granted.load());
     std::optional<jobs::FileLock> released(std::move(*next));
     released.reset();
@@ -108,11 +110,13 @@ TEST_CASE("try_once takes the path's current file; only an exclusive holder remo
         REQUIRE_FALSE(refused);
         CHECK(refused.error().kind == sandbox::ErrorKind::invalid_input);
         CHECK(fs::exists(path));
-        auto busy = jobs::FileLock::acquire(path, jobs::LockMode::exclusive, jobs::LockWait::try_once);
+        auto busy =
+            jobs::FileLock::acquire(path, jobs::LockMode::exclusive, jobs::LockWait::try_once);
         REQUIRE_FALSE(busy);
         CHECK(busy.error().kind == sandbox::ErrorKind::transient);
     }
-    auto exclusive = jobs::FileLock::acquire(path, jobs::LockMode::exclusive, jobs::LockWait::try_once);
+    auto exclusive =
+        jobs::FileLock::acquire(path, jobs::LockMode::exclusive, jobs::LockWait::try_once);
     REQUIRE(exclusive);
     REQUIRE(exclusive->remove_lock_file());
     // The removed file is still locked, but the path names no file: the next locker makes one.

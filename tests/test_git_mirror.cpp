@@ -3,7 +3,6 @@
 // minted again by the fake GitHub (which also serves the repository), concurrent callers, and
 // mirrors damaged on purpose.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "github/auth.hpp"
@@ -69,7 +68,9 @@ TEST_CASE("a mirror is cloned once and fetched only when the SHA is missing") {
     CHECK(by_path->gitdir == mirror->gitdir);
     CHECK(by_path->event == jobs::MirrorEvent::none);
     // Nothing about the remote was written to the mirror's config.
-    CHECK(tests::shell("git --git-dir=" + mirror->gitdir.string() + " config --get-regexp '^remote'").out.empty());
+    CHECK(
+        tests::shell("git --git-dir=" + mirror->gitdir.string() + " config --get-regexp '^remote'")
+            .out.empty());
 }
 
 TEST_CASE("pull request heads and merge-queue branches are mirrored") {
@@ -80,7 +81,8 @@ TEST_CASE("pull request heads and merge-queue branches are mirrored") {
     sh("git -C " + origin.string() + " update-ref refs/pull/7/head " + pull);
     sh("git -C " + origin.string() + " reset -q --hard HEAD~1");
     const std::string queued = tests::commit_file(origin, "q.txt", "q\n");
-    sh("git -C " + origin.string() + " update-ref refs/heads/gh-readonly-queue/main/pr-7-" + pull + " " + queued);
+    sh("git -C " + origin.string() + " update-ref refs/heads/gh-readonly-queue/main/pr-7-" + pull +
+       " " + queued);
     sh("git -C " + origin.string() + " reset -q --hard HEAD~1");
     const std::string custom = tests::commit_file(origin, "c.txt", "c\n");
     sh("git -C " + origin.string() + " update-ref refs/custom/thing " + custom);
@@ -137,7 +139,8 @@ TEST_CASE("unknown SHAs, unreachable remotes and bad input are told apart") {
     REQUIRE_FALSE(ssh);
     CHECK(ssh.error().kind == sandbox::ErrorKind::invalid_input);
 
-    auto password = cache.ensure_commit(request_for("https://user:hunter2secret@example.com/o/r.git", unknown));
+    auto password =
+        cache.ensure_commit(request_for("https://user:hunter2secret@example.com/o/r.git", unknown));
     REQUIRE_FALSE(password);
     CHECK(password.error().kind == sandbox::ErrorKind::invalid_input);
     CHECK_THAT(password.error().message, !Catch::Contains("hunter2secret"));
@@ -151,7 +154,8 @@ TEST_CASE("mirror names are derived from the URL without credentials") {
     CHECK(with_user->username == "someone");
     CHECK(with_user->fetch_url == "https://github.com/Owner/Repo/");
     CHECK(jobs::mirror_dir_name(*plain) == jobs::mirror_dir_name(*with_user));
-    CHECK_THAT(jobs::mirror_dir_name(*with_user), Catch::StartsWith("Repo-") && !Catch::Contains("someone"));
+    CHECK_THAT(jobs::mirror_dir_name(*with_user),
+               Catch::StartsWith("Repo-") && !Catch::Contains("someone"));
     auto other = jobs::parse_remote("https://github.com/Owner/Other");
     REQUIRE(other);
     CHECK(jobs::mirror_dir_name(*other) != jobs::mirror_dir_name(*plain));
@@ -164,13 +168,18 @@ TEST_CASE("concurrent callers share one mirror without corrupting it") {
     const auto dir = tests::make_temp_dir("mirror");
     const fs::path origin = dir / "origin";
     std::vector<std::string> shas = {tests::make_repo(origin, {{"a.txt", "1\n"}})};
-    for (int i = 0; i < 3; ++i) shas.push_back(tests::commit_file(origin, "f" + std::to_string(i), "x"));
+    for (int i = 0; i < 3; ++i)
+        shas.push_back(tests::commit_file(origin, "f" + std::to_string(i), "x"));
     const jobs::MirrorCache cache(dir / "state");
-    std::vector<sandbox::Expected<jobs::Mirror>> results(8, sandbox::fail(sandbox::ErrorKind::permanent, "not run"));
+    std::vector<sandbox::Expected<jobs::Mirror>> results(
+        8, sandbox::fail(sandbox::ErrorKind::permanent, "not run"));
     {
         std::vector<std::jthread> threads;
         for (std::size_t i = 0; i < results.size(); ++i)
-            threads.emplace_back([&, i] { results[i] = cache.ensure_commit(request_for(origin.string(), shas[i % shas.size()])); });
+            threads.emplace_back([&, i] {
+                results[i] =
+                    cache.ensure_commit(request_for(origin.string(), shas[i % shas.size()]));
+            });
     }
     int cloned = 0;
     for (const auto& result : results) {
@@ -179,13 +188,16 @@ TEST_CASE("concurrent callers share one mirror without corrupting it") {
         cloned += result->event == jobs::MirrorEvent::cloned ? 1 : 0;
     }
     CHECK(cloned == 1);
-    CHECK(tests::shell("git --git-dir=" + results[0]->gitdir.string() + " fsck --no-dangling").code == 0);
+    CHECK(
+        tests::shell("git --git-dir=" + results[0]->gitdir.string() + " fsck --no-dangling").code ==
+        0);
 }
 
 TEST_CASE("a damaged mirror is re-cloned, never trusted") {
     const auto dir = tests::make_temp_dir("mirror");
     const fs::path origin = dir / "origin";
-    const std::string sha = tests::make_repo(origin, {{"a.txt", std::string(10000, 'a')}, {"b.txt", "b\n"}});
+    const std::string sha =
+        tests::make_repo(origin, {{"a.txt", std::string(10000, 'a')}, {"b.txt", "b\n"}});
     const jobs::MirrorCache cache(dir / "state");
     auto first = cache.ensure_commit(request_for(origin.string(), sha));
     REQUIRE(first);
@@ -199,7 +211,8 @@ TEST_CASE("a damaged mirror is re-cloned, never trusted") {
         fs::remove_all(gitdir / "refs");
     }
     SECTION("its pack is gone while refs still name the commit") {
-        for (const auto& entry : fs::directory_iterator(gitdir / "objects/pack")) fs::remove(entry.path());
+        for (const auto& entry : fs::directory_iterator(gitdir / "objects/pack"))
+            fs::remove(entry.path());
     }
     SECTION("its pack is truncated") {
         const fs::path pack = only_pack(gitdir);
@@ -215,7 +228,8 @@ TEST_CASE("a damaged mirror is re-cloned, never trusted") {
     CHECK(tests::shell("git --git-dir=" + gitdir.string() + " fsck --no-dangling").code == 0);
     // No leftovers of the swap.
     int entries = 0;
-    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(gitdir.parent_path())) ++entries;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator(gitdir.parent_path()))
+        ++entries;
     CHECK(entries == 1);  // the mirror alone in its scope (its lock lies outside)
 }
 
@@ -225,7 +239,8 @@ TEST_CASE("https: the token goes through the credential callback only") {
     const fs::path served = dir / "served";
     const std::string sha = tests::make_repo(dir / "work", {{"a.txt", "secret code\n"}});
     sh("git clone -q --bare " + (dir / "work").string() + " " + (served / "repo.git").string());
-    sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
+    sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+       "subjectAltName=DNS:localhost -keyout " +
        (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " 2>/dev/null");
     REQUIRE(jobs::set_tls_ca_file((dir / "cert.pem").string()));
     const std::string token = "ghs_TestToken0123456789abcdef";
@@ -243,7 +258,8 @@ TEST_CASE("https: the token goes through the credential callback only") {
     auto refused = cache.ensure_commit(wrong);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().kind == sandbox::ErrorKind::unavailable);
-    CHECK_THAT(refused.error().message, Catch::Contains("authentication") && !Catch::Contains("ghs_wrong"));
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("authentication") && !Catch::Contains("ghs_wrong"));
 
     auto right = request_for(url, sha);
     right.token = jobs::GitToken{token};
@@ -271,7 +287,8 @@ TEST_CASE("http with basic auth: the callback answers once, for the remote's hos
     sh("git clone -q --bare " + (dir / "work").string() + " " + (served / "repo.git").string());
     tests::GitHttpServer server(served, "plain-token");
     const jobs::MirrorCache cache(dir / "state");
-    auto request = request_for("http://127.0.0.1:" + std::to_string(server.port()) + "/repo.git", sha);
+    auto request =
+        request_for("http://127.0.0.1:" + std::to_string(server.port()) + "/repo.git", sha);
     request.token = jobs::GitToken{"plain-token"};
     auto mirror = cache.ensure_commit(request);
     REQUIRE(mirror);
@@ -285,12 +302,14 @@ TEST_CASE("an installation token the server expired is minted again for the next
     const fs::path bare = dir / "served/octo/demo.git";
     sh("git clone -q --bare " + (dir / "work").string() + " " + bare.string());
     sh("openssl genrsa -traditional -out " + (dir / "app.pem").string() + " 2048 2>/dev/null");
-    tests::FakeGitHub server(std::vector<std::string>{}, 0, {"--git-root", (dir / "served").string()});
+    tests::FakeGitHub server(std::vector<std::string>{}, 0,
+                             {"--git-root", (dir / "served").string()});
     github::ClientOptions options;
     options.api_url = server.url();
     options.max_attempts = 2;
     options.backoff_initial = std::chrono::milliseconds(1);
-    auto source = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"}, github::git_read_scope("demo"));
+    auto source = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"},
+                                                          github::git_read_scope("demo"));
     REQUIRE(source);
     const jobs::MirrorCache cache(dir / "state");
     auto request = request_for(server.url() + "/octo/demo.git", first);
@@ -326,7 +345,9 @@ TEST_CASE("an installation token the server expired is minted again for the next
     auto failed = cache.ensure_commit(third);
     REQUIRE_FALSE(failed);
     CHECK(failed.error().kind == sandbox::ErrorKind::transient);
-    CHECK_THAT(failed.error().message, Catch::Contains(server.url() + "/octo/demo.git") &&
-                                           Catch::Contains("installation token for installation 9") && Catch::Contains("500"));
+    CHECK_THAT(failed.error().message,
+               Catch::Contains(server.url() + "/octo/demo.git") &&
+                   Catch::Contains("installation token for installation 9") &&
+                   Catch::Contains("500"));
     CHECK(tests::files_containing(dir / "state", "ghs_").empty());
 }

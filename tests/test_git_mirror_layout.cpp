@@ -2,11 +2,10 @@
 // mirror and its submodules' mirrors, locks outside every scope, submodule remotes that would
 // read outside the scope refused, and the flat layout of earlier versions adopted. Real
 // repositories made with the git CLI, local-path and file:// remotes.
-#include <catch2/catch.hpp>
-
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "jobs/git_mirror.hpp"
 #include "jobs/git_mirror_layout.hpp"
@@ -19,7 +18,8 @@ using tests::sh;
 
 namespace {
 
-jobs::MirrorRequest request_for(const std::string& remote, const std::string& sha, const std::string& scope = "") {
+jobs::MirrorRequest request_for(const std::string& remote, const std::string& sha,
+                                const std::string& scope = "") {
     jobs::MirrorRequest request;
     request.remote = remote;
     request.sha = sha;
@@ -27,12 +27,15 @@ jobs::MirrorRequest request_for(const std::string& remote, const std::string& sh
     return request;
 }
 
-std::string name_of(const std::string& remote) { return jobs::mirror_dir_name(*jobs::parse_remote(remote)); }
+std::string name_of(const std::string& remote) {
+    return jobs::mirror_dir_name(*jobs::parse_remote(remote));
+}
 
 // Every path below `dir`, relative to it, sorted; not descending into mirrors (*.git).
 std::vector<std::string> tree(const fs::path& dir) {
     std::vector<std::string> out;
-    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+         ++it) {
         out.push_back(it->path().lexically_relative(dir).string());
         if (it->path().extension() == ".git") it.disable_recursion_pending();
     }
@@ -74,10 +77,13 @@ TEST_CASE("each repository's mirrors live in its own scope, its submodules' incl
     CHECK(self->gitdir == own->gitdir);
 
     // The scope holds mirrors only; the locks lie beside the scopes, in no scope.
-    CHECK(tree(scope) == std::vector<std::string>{"modules", "modules/" + module->gitdir.filename().string(), "repo.git"});
+    CHECK(tree(scope) == std::vector<std::string>{"modules",
+                                                  "modules/" + module->gitdir.filename().string(),
+                                                  "repo.git"});
     const std::string app_name = scope.filename().string();
     const std::string lib_name = name_of((dir / "lib").string());
-    CHECK(tree(mirrors / "locks") == std::vector<std::string>{app_name + "." + lib_name + ".lock", app_name + ".lock",
+    CHECK(tree(mirrors / "locks") == std::vector<std::string>{app_name + "." + lib_name + ".lock",
+                                                              app_name + ".lock",
                                                               lib_name + ".lock"});
 
     // What the agent binds for a job of `app`: the same directory, physical, made on demand.
@@ -105,8 +111,9 @@ TEST_CASE("a submodule remote that would read outside its scope is refused befor
     const fs::path app_scope = dir / "state/mirrors" / name_of(app_url);
 
     // Another repository's mirror (or anything else in the state directory) as a submodule.
-    for (const std::string& url : {other->gitdir.string(), "file://" + other->gitdir.string(),
-                                   (dir / "state/mirrors/../mirrors" / other->scope.filename() / "repo.git").string()}) {
+    for (const std::string& url :
+         {other->gitdir.string(), "file://" + other->gitdir.string(),
+          (dir / "state/mirrors/../mirrors" / other->scope.filename() / "repo.git").string()}) {
         INFO(url);
         auto refused = cache.ensure_commit(request_for(url, secret, app_url));
         REQUIRE_FALSE(refused);
@@ -119,7 +126,8 @@ TEST_CASE("a submodule remote that would read outside its scope is refused befor
     REQUIRE_FALSE(linked);
     CHECK(linked.error().kind == sandbox::ErrorKind::invalid_input);
     // A local path under an https repository: git's protocol.file.allow=user, offline.
-    auto local = cache.ensure_commit(request_for((dir / "secret").string(), secret, "https://example.invalid/o/app.git"));
+    auto local = cache.ensure_commit(
+        request_for((dir / "secret").string(), secret, "https://example.invalid/o/app.git"));
     REQUIRE_FALSE(local);
     CHECK(local.error().kind == sandbox::ErrorKind::invalid_input);
     CHECK_THAT(local.error().message, Catch::Contains("protocol.file.allow"));
@@ -131,7 +139,8 @@ TEST_CASE("a submodule remote that would read outside its scope is refused befor
     (void)app;
 }
 
-TEST_CASE("mirrors of the flat layout of earlier versions are moved into the first scope that asks") {
+TEST_CASE(
+    "mirrors of the flat layout of earlier versions are moved into the first scope that asks") {
     const auto dir = tests::make_temp_dir("layout");
     const std::string sha = tests::make_repo(dir / "origin", {{"a.txt", "a\n"}});
     const std::string url = (dir / "origin").string();
@@ -167,15 +176,20 @@ TEST_CASE("mirrors of the flat layout of earlier versions are moved into the fir
     (void)other;
 }
 
-TEST_CASE("mirror names keep the flat layout's hash (OpenSSL's SHA-256 of the key then), so old mirrors are found") {
-    for (const char* text : {"https://github.com/octo/app.git", "file:///srv/git/lib", "http://host:8080/a/b/"}) {
+TEST_CASE(
+    "mirror names keep the flat layout's hash (OpenSSL's SHA-256 of the key then), so old mirrors "
+    "are found") {
+    for (const char* text :
+         {"https://github.com/octo/app.git", "file:///srv/git/lib", "http://host:8080/a/b/"}) {
         auto remote = jobs::parse_remote(text);
         REQUIRE(remote);
         unsigned char digest[EVP_MAX_MD_SIZE];
         unsigned int size = 0;
-        REQUIRE(EVP_Digest(remote->key.data(), remote->key.size(), digest, &size, EVP_sha256(), nullptr) == 1);
+        REQUIRE(EVP_Digest(remote->key.data(), remote->key.size(), digest, &size, EVP_sha256(),
+                           nullptr) == 1);
         std::string hex;
-        for (unsigned int i = 0; i < 8; ++i) hex += "0123456789abcdef"[digest[i] >> 4], hex += "0123456789abcdef"[digest[i] & 15];
+        for (unsigned int i = 0; i < 8; ++i)
+            hex += "0123456789abcdef"[digest[i] >> 4], hex += "0123456789abcdef"[digest[i] & 15];
         const std::string name = jobs::mirror_dir_name(*remote);
         CHECK(name.substr(name.size() - 17) == "-" + hex);
     }

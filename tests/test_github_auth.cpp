@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <sstream>
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <thread>
 
 #include "github/auth.hpp"
@@ -256,13 +256,15 @@ TEST_CASE("a token with six minutes left is used, one with less than five is min
     FakeClock fake;
     github::ClientOptions options = fixture.options;
     options.clock = fake.clock();
-    auto source = github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
+    auto source =
+        github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
     REQUIRE(source.has_value());
     const std::string first = (*source)->token().value();
     fake.offset_seconds = 30;
     CHECK((*source)->token().value() == first);  // five and a half minutes left: cached
     CHECK(issued_count(fixture.server) == 1);
-    fake.offset_seconds = 2 * 60;  // four minutes left: a new one (an hour's), once for eight callers
+    fake.offset_seconds =
+        2 * 60;  // four minutes left: a new one (an hour's), once for eight callers
     fixture.server.configure(R"({"token_ttl": 3600})");
     std::vector<std::string> tokens(8);
     std::vector<std::thread> threads;
@@ -277,11 +279,13 @@ TEST_CASE("a token with six minutes left is used, one with less than five is min
 
 TEST_CASE("a token the server holds expired is refused, renewed once and the request sent again") {
     AppFixture fixture;
-    auto source = github::InstallationTokenSource::create(fixture.options, {"1", fixture.dir / "app.pem", "9"});
+    auto source = github::InstallationTokenSource::create(fixture.options,
+                                                          {"1", fixture.dir / "app.pem", "9"});
     REQUIRE(source.has_value());
     auto client = github::HttpClient::create(fixture.options, *source);
     REQUIRE(client.has_value());
-    const std::string body = R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
+    const std::string body =
+        R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
     REQUIRE(client->request(github::Method::post, "/repos/o/r/check-runs", body).has_value());
     const std::string first = (*source)->token().value();
     // An hour later by the server's clock: the cached token still looks good here (its
@@ -298,7 +302,8 @@ TEST_CASE("a token the server holds expired is refused, renewed once and the req
     for (auto request : parser.parse(requests)["requests"].get_array()) {
         if (std::string_view(request["target"].get_string()) != "/repos/o/r/check-runs") continue;
         statuses.push_back(request["status"].get_int64().value());
-        if (statuses.size() == 2) CHECK(simdjson::to_string(request["headers"]).find(first) != std::string::npos);
+        if (statuses.size() == 2)
+            CHECK(simdjson::to_string(request["headers"]).find(first) != std::string::npos);
     }
     CHECK(statuses == std::vector<long long>{201, 401, 201});
 
@@ -308,7 +313,8 @@ TEST_CASE("a token the server holds expired is refused, renewed once and the req
     auto refused = client->request(github::Method::post, "/repos/o/r/check-runs", body);
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().kind == sandbox::ErrorKind::permanent);
-    CHECK_THAT(refused.error().message, Catch::Contains("installation token for installation 9") && Catch::Contains("404"));
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("installation token for installation 9") && Catch::Contains("404"));
 }
 
 namespace {
@@ -319,7 +325,8 @@ int exchange_count(const tests::FakeGitHub& server) {
     const std::string requests = server.requests();
     int count = 0;
     for (auto request : parser.parse(requests)["requests"].get_array())
-        count += std::string_view(request["target"].get_string()).ends_with("/access_tokens") ? 1 : 0;
+        count +=
+            std::string_view(request["target"].get_string()).ends_with("/access_tokens") ? 1 : 0;
     return count;
 }
 
@@ -328,7 +335,8 @@ struct LogCapture {
     std::ostringstream text;
     std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
     LogCapture() {
-        auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text));
+        auto logger = std::make_shared<spdlog::logger>(
+            "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text));
         spdlog::set_default_logger(logger);
     }
     ~LogCapture() { spdlog::set_default_logger(previous); }
@@ -336,18 +344,22 @@ struct LogCapture {
 
 }  // namespace
 
-TEST_CASE("a refresh that fails hands out the still-valid cached token with a warning; expired, it is an error") {
+TEST_CASE(
+    "a refresh that fails hands out the still-valid cached token with a warning; expired, it is an "
+    "error") {
     AppFixture fixture;
     FakeClock fake;
     github::ClientOptions options = fixture.options;
     options.clock = fake.clock();
     options.max_attempts = 2;
     options.backoff_initial = std::chrono::milliseconds(1);
-    auto source = github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
+    auto source =
+        github::InstallationTokenSource::create(options, {"1", fixture.dir / "app.pem", "9"});
     REQUIRE(source.has_value());
     auto client = github::HttpClient::create(options, *source);
     REQUIRE(client.has_value());
-    const std::string body = R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
+    const std::string body =
+        R"({"name":"gate","head_sha":"0123456789abcdef0123456789abcdef01234567","status":"in_progress"})";
     const std::string first = (*source)->token().value();
     LogCapture log;
 
@@ -359,8 +371,9 @@ TEST_CASE("a refresh that fails hands out the still-valid cached token with a wa
     REQUIRE(cached.has_value());
     CHECK(*cached == first);
     CHECK(exchange_count(fixture.server) == 3);  // the first, then two failed attempts
-    CHECK_THAT(log.text.str(), Catch::Contains("installation token for installation 9") && Catch::Contains("500") &&
-                                   Catch::Contains("cached token") && !Catch::Contains("ghs_"));
+    CHECK_THAT(log.text.str(), Catch::Contains("installation token for installation 9") &&
+                                   Catch::Contains("500") && Catch::Contains("cached token") &&
+                                   !Catch::Contains("ghs_"));
     // GitHub still takes it; within k_token_retry_interval nothing is minted meanwhile.
     auto sent = client->request(github::Method::post, "/repos/o/r/check-runs", body);
     REQUIRE(sent.has_value());
@@ -380,8 +393,9 @@ TEST_CASE("a refresh that fails hands out the still-valid cached token with a wa
     auto failed = (*source)->token();
     REQUIRE_FALSE(failed.has_value());
     CHECK(failed.error().kind == sandbox::ErrorKind::transient);
-    CHECK_THAT(failed.error().message, Catch::StartsWith("installation token for installation 9: ") &&
-                                           Catch::Contains("500") && !Catch::Contains("ghs_"));
+    CHECK_THAT(failed.error().message,
+               Catch::StartsWith("installation token for installation 9: ") &&
+                   Catch::Contains("500") && !Catch::Contains("ghs_"));
     auto again = (*source)->token();  // GitHub is back
     REQUIRE(again.has_value());
     CHECK(*again != first);
@@ -393,7 +407,8 @@ TEST_CASE("a refresh that fails hands out the still-valid cached token with a wa
     fixture.server.inject(R"([{"kind": "500", "match": "access_tokens", "count": 2}])");
     auto refused = client->request(github::Method::post, "/repos/o/r/check-runs", body);
     REQUIRE_FALSE(refused.has_value());
-    CHECK_THAT(refused.error().message, Catch::Contains("installation token for installation 9") && Catch::Contains("500"));
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("installation token for installation 9") && Catch::Contains("500"));
     CHECK(issued_count(fixture.server) == 2);
 }
 
@@ -426,7 +441,7 @@ TEST_CASE("a git token is asked for one repository and contents:read, and held t
     tests::FakeGitHub& server = fixture.server;
     const github::ClientOptions& options = fixture.options;
     auto git = github::InstallationTokenSource::create(options, {"1", dir / "app.pem", "9"},
-                                                        github::git_read_scope("gated"));
+                                                       github::git_read_scope("gated"));
     REQUIRE(git.has_value());
     auto token = (*git)->token();
     REQUIRE(token.has_value());
@@ -459,8 +474,9 @@ TEST_CASE("a git token is asked for one repository and contents:read, and held t
               ->request(github::Method::post, "/repos/o/gated/check-runs",
                         R"({"name":"gate","head_sha":"abc"})")
               .has_value());
-    CHECK(rest_client->request(github::Method::post, "/repos/o/other/statuses/abc",
-                               R"({"state":"success","context":"gate"})")
+    CHECK(rest_client
+              ->request(github::Method::post, "/repos/o/other/statuses/abc",
+                        R"({"state":"success","context":"gate"})")
               .has_value());
 }
 
@@ -479,7 +495,8 @@ TEST_CASE("a token scope the server refuses or ignores is an error, never a broa
     auto bad_level = make({{"gated"}, {{"contents", "admin"}}});
     REQUIRE_FALSE(bad_level.has_value());
     CHECK(bad_level.error().kind == sandbox::ErrorKind::invalid_input);
-    CHECK_THAT(bad_level.error().message, Catch::Contains("installation 9") && Catch::Contains("422"));
+    CHECK_THAT(bad_level.error().message,
+               Catch::Contains("installation 9") && Catch::Contains("422"));
     // Beyond what the App was granted.
     auto beyond = make({{"gated"}, {{"contents", "write"}}});
     REQUIRE_FALSE(beyond.has_value());

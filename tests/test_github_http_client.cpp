@@ -176,8 +176,10 @@ namespace {
 
 // Renews every refused token with another the server does not know either (a revoked App).
 class RenewingTokens final : public sandbox::TokenProvider {
-  public:
-    sandbox::Expected<std::string> token() override { return "ghs_unknownToken" + std::to_string(m_count); }
+public:
+    sandbox::Expected<std::string> token() override {
+        return "ghs_unknownToken" + std::to_string(m_count);
+    }
     sandbox::Renewal refused(std::string_view) override {
         ++m_count;
         return sandbox::Renewal::minted;
@@ -199,7 +201,8 @@ TEST_CASE("a refused token is renewed once, at once; a 401 with the renewed one 
     auto response = client->request(Method::post, k_status_path, k_status_body);
     REQUIRE_FALSE(response.has_value());
     CHECK(response.error().kind == sandbox::ErrorKind::permanent);
-    CHECK_THAT(response.error().message, Catch::Contains("401: Bad credentials") && !Catch::Contains("ghs_unknown"));
+    CHECK_THAT(response.error().message,
+               Catch::Contains("401: Bad credentials") && !Catch::Contains("ghs_unknown"));
     CHECK(tokens->m_count == 1);
     CHECK(request_lines(server).size() == 2);
     CHECK(sleeps.delays.empty());  // no backoff before the renewed attempt

@@ -2,11 +2,10 @@
 // program: when rounds start and with what arguments, that one outliving its deadline is
 // killed, that nothing is started while draining or without a GitHub token, that failing
 // rounds back off.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -38,7 +37,8 @@ struct Setup {
     // A worker program: appends its arguments to `args`, then runs `then`.
     std::filesystem::path worker(const std::string& then) const {
         const auto path = dir / "worker.sh";
-        std::ofstream(path) << "#!/bin/sh\necho \"$@\" >> " << (dir / "args").string() << "\n" << then << "\n";
+        std::ofstream(path) << "#!/bin/sh\necho \"$@\" >> " << (dir / "args").string() << "\n"
+                            << then << "\n";
         ::chmod(path.c_str(), 0755);
         return path;
     }
@@ -59,7 +59,8 @@ void until_round_ends(agent::GitHubRounds& rounds) {
 
 }  // namespace
 
-TEST_CASE("github rounds: a poll round when due, a report round when a report is owed, one at a time") {
+TEST_CASE(
+    "github rounds: a poll round when due, a report round when a report is owed, one at a time") {
     Setup setup;
     agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exit 0"));
     CHECK_FALSE(rounds.tick(agent::Draining::no));
@@ -120,8 +121,9 @@ std::size_t rounds_started(const Setup& setup) {
 
 }  // namespace
 
-TEST_CASE("github rounds: a worker that keeps failing backs off; wake-ups and owed reports do "
-          "not start it again meanwhile") {
+TEST_CASE(
+    "github rounds: a worker that keeps failing backs off; wake-ups and owed reports do "
+    "not start it again meanwhile") {
     Setup setup;
     setup.owe_report();  // always due: the stand-in never delivers it
     agent::GitHubRounds rounds(setup.config, *setup.queue, setup.worker("exit 3"));
@@ -157,8 +159,9 @@ TEST_CASE("github rounds: a round that exits 0 ends the backoff") {
     CHECK(rounds_started(setup) >= 2);
 }
 
-TEST_CASE("github rounds: finish waits for a worker that ends within the grace, kills one that "
-          "outlives it") {
+TEST_CASE(
+    "github rounds: finish waits for a worker that ends within the grace, kills one that "
+    "outlives it") {
     Setup setup;
     // Ends by itself: finish returns once it has exited (waiting out the grace would hang
     // the test for ten minutes).

@@ -2,7 +2,6 @@
 // (BrokerStepExecutor): results, value-free evidence, refusals that never fall back to the
 // host, and a CancelToken that stops a step mid-way. A real broker process serves each test.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <thread>
 
@@ -74,8 +73,9 @@ TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecuto
     BrokeredStep step(dir, executor);
     auto& [masker, log, state, context, spec] = step;
     spec.env = {{"STEP_SECRET", "v4lue-never-recorded"}};
-    spec.script = "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
-                  "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
+    spec.script =
+        "echo \"ran in $(pwd) as $$\"; echo \"answer=42\" >> \"$GITHUB_OUTPUT\"; "
+        "echo \"$STEP_SECRET\" > /dev/null; echo oops >&2; exit 3";
     auto result = jobs::run_step(spec, context, state);
     CHECK(result.outcome == jobs::Outcome::failure);
     CHECK(result.exit_code == 3);
@@ -93,7 +93,8 @@ TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecuto
     CHECK(events[0].body_json.find("answer") == std::string::npos);
 
     // A wrong identity: refused, nothing runs (on the host either).
-    agent::BrokerStepExecutor impostor(broker.socket(), "octo/repo@0123/8/1/gate", queue.get(), job);
+    agent::BrokerStepExecutor impostor(broker.socket(), "octo/repo@0123/8/1/gate", queue.get(),
+                                       job);
     context.executor = &impostor;
     spec.script = "touch '" + (dir / "root" / "ran").string() + "'";
     auto refused = jobs::run_step(spec, context, state);
@@ -112,7 +113,9 @@ TEST_CASE("a job's steps through its broker: run_step with the BrokerStepExecuto
     CHECK(events[1].body_json.find(R"("refusal":"identity")") != std::string::npos);
 }
 
-TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothing written or read through them") {
+TEST_CASE(
+    "an agent job's step that swaps RUNNER_TEMP or plants links gets nothing written or read "
+    "through them") {
     BrokeredJob fixture;
     auto& [dir, identity, broker, queue, job, executor] = fixture;
     const auto host = tests::make_temp_dir("host");
@@ -124,8 +127,10 @@ TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothi
     auto root = sandbox::SafeDir::open_trusted(dir / "root", "the job's root");  // before any step
     REQUIRE(root);
     context.temp_root = &*root;
-    spec.env = {{"RUNNER_TEMP", context.temp_dir.string()}};  // the job runner's github environment sets it
-    spec.script = "ln -sf " + (host / "api-token").string() + " \"$GITHUB_ENV\"; rm \"$GITHUB_OUTPUT\"; "
+    spec.env = {
+        {"RUNNER_TEMP", context.temp_dir.string()}};  // the job runner's github environment sets it
+    spec.script = "ln -sf " + (host / "api-token").string() +
+                  " \"$GITHUB_ENV\"; rm \"$GITHUB_OUTPUT\"; "
                   "mkfifo \"$GITHUB_OUTPUT\"";
     auto planted = jobs::run_step(spec, context, state);
     CHECK(planted.outcome == jobs::Outcome::failure);
@@ -134,8 +139,8 @@ TEST_CASE("an agent job's step that swaps RUNNER_TEMP or plants links gets nothi
     CHECK(log.joined().find("AGENT-API-TOKEN-20") == std::string::npos);
     CHECK(jobs::find_named(state.env, "API_TOKEN") == nullptr);
 
-    spec.script = "mv \"$RUNNER_TEMP\" \"$RUNNER_TEMP.moved\" && ln -s " + (host / "profile.d").string() +
-                  " \"$RUNNER_TEMP\"";
+    spec.script = "mv \"$RUNNER_TEMP\" \"$RUNNER_TEMP.moved\" && ln -s " +
+                  (host / "profile.d").string() + " \"$RUNNER_TEMP\"";
     CHECK(jobs::run_step(spec, context, state).outcome == jobs::Outcome::success);
     spec.script = "echo the next step";
     auto next = jobs::run_step(spec, context, state);
@@ -158,7 +163,8 @@ TEST_CASE("the BrokerStepExecutor stops a step mid-way when its CancelToken fire
     request.kill_grace = 200ms;
     request.cancel = &*token;
     std::thread canceller([&] {
-        while (!std::filesystem::exists(dir / "root" / "started") || tests::processes_with(marker).empty())
+        while (!std::filesystem::exists(dir / "root" / "started") ||
+               tests::processes_with(marker).empty())
             std::this_thread::sleep_for(10ms);
         token->cancel();
     });

@@ -1,14 +1,13 @@
 // The job queue (agent/job_store.hpp) against both backends: every test runs on SQLite and on
 // a real PostgreSQL 15 the binary starts itself (tests/support/postgres.hpp), each on a
 // database of its own.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -46,7 +45,8 @@ struct Store {
     // A connection of its own to the queue (as another thread, process or agent has).
     sandbox::Expected<std::unique_ptr<agent::JobQueue>> try_open(agent::Clock clock = {}) const {
         if (backend == agent::QueueBackend::sqlite)
-            return agent::open_sqlite_queue(path, {10s, clock ? std::move(clock) : agent::system_now_ms});
+            return agent::open_sqlite_queue(path,
+                                            {10s, clock ? std::move(clock) : agent::system_now_ms});
         agent::PostgresOptions options;
         options.url = url;
         options.clock = std::move(clock);
@@ -79,16 +79,16 @@ std::vector<std::int64_t> drain(agent::JobQueue& queue, const std::string& owner
 }  // namespace
 
 // Each test case runs once per backend: `store` is this run's.
-#define FOR_EACH_BACKEND(store)                                                                 \
+#define FOR_EACH_BACKEND(store)                                                                   \
     const auto backend_ = GENERATE(agent::QueueBackend::sqlite, agent::QueueBackend::postgresql); \
-    INFO("backend: " << name_of(backend_));                                                     \
-    Store store;                                                                                \
-    store.backend = backend_;                                                                   \
-    store.path = tests::make_temp_dir("jobs") / "q.db";                                         \
-    if (backend_ == agent::QueueBackend::postgresql) {                                          \
-        REQUIRE_POSTGRES(server_);                                                              \
-        store.database = server_->fresh_database();                                             \
-        store.url = server_->url(store.database);                                               \
+    INFO("backend: " << name_of(backend_));                                                       \
+    Store store;                                                                                  \
+    store.backend = backend_;                                                                     \
+    store.path = tests::make_temp_dir("jobs") / "q.db";                                           \
+    if (backend_ == agent::QueueBackend::postgresql) {                                            \
+        REQUIRE_POSTGRES(server_);                                                                \
+        store.database = server_->fresh_database();                                               \
+        store.url = server_->url(store.database);                                                 \
     }
 
 TEST_CASE("submit deduplicates on repository, SHA, workflow job and attempt") {
@@ -134,11 +134,17 @@ TEST_CASE("two connections submitting the same key at once queue one job") {
     std::atomic<int> errors{0};
     auto submitter = [&](std::vector<agent::SubmitOutcome>& out) {
         auto queue = store.try_open();
-        if (!queue) { ++errors; return; }
+        if (!queue) {
+            ++errors;
+            return;
+        }
         while (!go) std::this_thread::yield();
         for (int i = 0; i < k_keys; ++i) {
             auto submitted = (*queue)->submit(spec("same" + std::to_string(i)));
-            if (!submitted) { ++errors; continue; }
+            if (!submitted) {
+                ++errors;
+                continue;
+            }
             out[static_cast<std::size_t>(i)] = submitted->outcome;
         }
     };
@@ -185,8 +191,8 @@ TEST_CASE("claim hands out the oldest job, at most N per owner, under a lease") 
     CHECK_FALSE(beat->cancel_requested);
     CHECK_FALSE(queue->heartbeat((*a)->id, "agent-b", 30s));  // not its lease
 
-    REQUIRE(queue->complete((*a)->id, "agent-a", agent::JobState::failed, "exit 1",
-                            R"({"exit":1})"));
+    REQUIRE(
+        queue->complete((*a)->id, "agent-a", agent::JobState::failed, "exit 1", R"({"exit":1})"));
     auto done = *queue->get((*a)->id);
     CHECK(done->state == agent::JobState::failed);
     CHECK(done->result_json == R"({"exit":1})");
@@ -298,12 +304,19 @@ TEST_CASE("policy and value-free evidence are kept on the job's record") {
 
 TEST_CASE("a schema newer than this build is refused, an existing one reopened") {
     FOR_EACH_BACKEND(store);
-    { auto queue = store.open(); REQUIRE(queue->submit(spec("v1"))); }
-    { auto queue = store.open(); CHECK(*queue->count(agent::JobState::queued) == 1); }
+    {
+        auto queue = store.open();
+        REQUIRE(queue->submit(spec("v1")));
+    }
+    {
+        auto queue = store.open();
+        CHECK(*queue->count(agent::JobState::queued) == 1);
+    }
     if (store.backend == agent::QueueBackend::sqlite) {
         sqlite3* raw = nullptr;
         REQUIRE(sqlite3_open(store.path.c_str(), &raw) == SQLITE_OK);
-        REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) == SQLITE_OK);
+        REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr) ==
+                SQLITE_OK);
         sqlite3_close(raw);
     } else {
         auto* server = tests::postgres();
@@ -436,8 +449,9 @@ TEST_CASE("a process killed while holding a lease: its job is recovered on resta
     CHECK((*reports)[0].kind == "conclude");
 }
 
-TEST_CASE("reports: per job in order; a conclusion never overtakes its start; an overtaken "
-          "start is dropped") {
+TEST_CASE(
+    "reports: per job in order; a conclusion never overtakes its start; an overtaken "
+    "start is dropped") {
     FOR_EACH_BACKEND(store);
     std::int64_t now = 7'000'000;
     auto queue = store.open([&] { return now; });
@@ -492,8 +506,9 @@ TEST_CASE("reports: per job in order; a conclusion never overtakes its start; an
     CHECK(kinds == std::vector<std::string>{"conclude"});
 }
 
-TEST_CASE("reports: a claimed report is nobody else's until its lease ends; a deferral counts "
-          "no attempt") {
+TEST_CASE(
+    "reports: a claimed report is nobody else's until its lease ends; a deferral counts "
+    "no attempt") {
     FOR_EACH_BACKEND(store);
     std::int64_t now = 9'000'000;
     auto queue = store.open([&] { return now; });
@@ -551,8 +566,9 @@ TEST_CASE("reports: senders on several connections never take the same report") 
     CHECK(*setup->owed_reports(std::nullopt) == 0);
 }
 
-TEST_CASE("postgresql: a subscriber hears what changed: a job queued or re-queued, a cancel asked "
-          "for; and once after its connection came back") {
+TEST_CASE(
+    "postgresql: a subscriber hears what changed: a job queued or re-queued, a cancel asked "
+    "for; and once after its connection came back") {
     REQUIRE_POSTGRES(server);
     const auto database = server->fresh_database();
     agent::PostgresOptions options;
@@ -576,13 +592,15 @@ TEST_CASE("postgresql: a subscriber hears what changed: a job queued or re-queue
         if (!changed.wait_for(lock, 10s, [&] { return heard.size() > taken; })) return std::nullopt;
         return heard[taken++];
     };
-    CHECK(next() == agent::QueueChange::unknown);  // listening: anything may have been missed before
+    CHECK(next() ==
+          agent::QueueChange::unknown);  // listening: anything may have been missed before
 
     auto other = agent::open_postgres_queue(options);  // another agent's connection
     REQUIRE(other);
     const auto id = (*other)->submit(spec("n1"))->job.id;
     CHECK(next() == agent::QueueChange::queued);
-    REQUIRE((*other)->submit(spec("n1"))->outcome == agent::SubmitOutcome::duplicate);  // nothing new: silent
+    REQUIRE((*other)->submit(spec("n1"))->outcome ==
+            agent::SubmitOutcome::duplicate);  // nothing new: silent
     REQUIRE(*(*other)->claim("a", 60s, 1));
     CHECK(*(*other)->cancel(id, "by hand") == agent::CancelOutcome::requested);
     CHECK(next() == agent::QueueChange::cancel_requested);
@@ -596,9 +614,10 @@ TEST_CASE("postgresql: a subscriber hears what changed: a job queued or re-queue
     // The listener's connection cut by the server: it reconnects (after pg::Session's backoff)
     // and says once that something may have been missed.
     auto admin = server->connect(database);
-    auto cut = admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 "
-                          "AND query LIKE 'LISTEN%'",
-                          {database});
+    auto cut = admin.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 "
+        "AND query LIKE 'LISTEN%'",
+        {database});
     REQUIRE(cut);
     REQUIRE(cut->rows() == 1);
     CHECK(next() == agent::QueueChange::unknown);
@@ -609,7 +628,8 @@ TEST_CASE("postgresql: a subscriber hears what changed: a job queued or re-queue
 }
 
 TEST_CASE("sqlite: no notifications; its one agent polls its own file") {
-    auto queue = agent::open_sqlite_queue(tests::make_temp_dir("jobs") / "q.db", {10s, agent::system_now_ms});
+    auto queue = agent::open_sqlite_queue(tests::make_temp_dir("jobs") / "q.db",
+                                          {10s, agent::system_now_ms});
     REQUIRE(queue);
     auto subscription = (*queue)->subscribe([](agent::QueueChange) {});
     REQUIRE(subscription);

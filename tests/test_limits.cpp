@@ -62,6 +62,7 @@ TEST_CASE("limits reach the wrapper through the process core: no launcher, the p
                             std::pair<std::string, std::string>{"pids.max", "64"}) !=
                   plan->cgroup2_limits.end());
             break;
-        case sandbox::LimitMechanism::none: FAIL("an explicit --pids was planned unenforced");
+        case sandbox::LimitMechanism::none:
+            FAIL("an explicit --pids was planned unenforced");
     }
 }

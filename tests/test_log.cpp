@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -72,7 +71,8 @@ TEST_CASE("format_annotation renders every property in the runner's order") {
     annotation.column = 3;
     annotation.end_column = 4;
     annotation.title = "t";
-    CHECK(format_annotation(annotation) == "error file=f,line=1,endLine=2,col=3,endColumn=4,title=t::m");
+    CHECK(format_annotation(annotation) ==
+          "error file=f,line=1,endLine=2,col=3,endColumn=4,title=t::m");
     annotation = Annotation{};
     annotation.level = AnnotationLevel::notice;
     annotation.message = "plain";

@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,11 +50,13 @@ TEST_CASE("common encodings of a secret are masked too") {
 namespace {
 
 std::string base64(std::string_view text) {
-    static constexpr char k_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static constexpr char k_alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     std::string out;
     std::size_t i = 0;
     for (; i + 3 <= text.size(); i += 3) {
-        const unsigned n = (static_cast<unsigned char>(text[i]) << 16) | (static_cast<unsigned char>(text[i + 1]) << 8) |
+        const unsigned n = (static_cast<unsigned char>(text[i]) << 16) |
+                           (static_cast<unsigned char>(text[i + 1]) << 8) |
                            static_cast<unsigned char>(text[i + 2]);
         for (int shift = 18; shift >= 0; shift -= 6) out += k_alphabet[(n >> shift) & 63];
     }
@@ -95,7 +96,8 @@ TEST_CASE("the runner's other encodings and the shell-quoted forms are masked") 
     CHECK(masker.mask("cmd: it's a \\\"<secret>\\\" & more") == "cmd: ***");
     CHECK(masker.mask("expr: 'it''s a \"<secret>\" & more'") == "expr: '***'");
     CHECK(masker.mask("set -x: 'it'\\''s a \"<secret>\" & more'") == "set -x: '***'");
-    CHECK(masker.mask("printf %q: it\\'s\\ a\\ \\\"\\<secret\\>\\\"\\ \\&\\ more") == "printf %q: ***");
+    CHECK(masker.mask("printf %q: it\\'s\\ a\\ \\\"\\<secret\\>\\\"\\ \\&\\ more") ==
+          "printf %q: ***");
     CHECK(masker.mask("json: \"it's a \\\"<secret>\\\" & more\"") == "json: \"***\"");
     CHECK(masker.mask("url: it%27s%20a%20%22%3Csecret%3E%22%20%26%20more") == "url: ***");
     Masker quoted;
@@ -114,8 +116,8 @@ TEST_CASE("the line splitter reassembles lines split at arbitrary points") {
             splitter.feed(std::string_view(stream).substr(at, step));
         }
         splitter.flush();
-        REQUIRE(lines == std::vector<std::string>{"first line", "the *** is here",
-                                                  "last without newline"});
+        REQUIRE(lines ==
+                std::vector<std::string>{"first line", "the *** is here", "last without newline"});
     }
 }
 
@@ -162,11 +164,13 @@ namespace {
 // Hands out a new token at each call, as an installation token source does once the cached
 // one is near its expiry.
 class RotatingTokens final : public sandbox::TokenProvider {
-  public:
-    sandbox::Expected<std::string> token() override { return "ghs_rotated" + std::to_string(++m_count); }
+public:
+    sandbox::Expected<std::string> token() override {
+        return "ghs_rotated" + std::to_string(++m_count);
+    }
     sandbox::Renewal refused(std::string_view) override { return sandbox::Renewal::minted; }
 
-  private:
+private:
     int m_count = 0;
 };
 

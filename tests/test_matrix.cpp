@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "jobs/matrix.hpp"
@@ -37,8 +36,9 @@ jobs::YamlNode matrix_node(const std::string& yaml) {
 TEST_CASE("the cartesian product keeps key order") {
     auto legs = jobs::expand_matrix(json(R"({"os":["a","b"],"node":[1,2]})"));
     REQUIRE(legs.has_value());
-    CHECK(combos(*legs) == "{\"os\":\"a\",\"node\":1}\n{\"os\":\"a\",\"node\":2}\n"
-                           "{\"os\":\"b\",\"node\":1}\n{\"os\":\"b\",\"node\":2}\n");
+    CHECK(combos(*legs) ==
+          "{\"os\":\"a\",\"node\":1}\n{\"os\":\"a\",\"node\":2}\n"
+          "{\"os\":\"b\",\"node\":1}\n{\"os\":\"b\",\"node\":2}\n");
 }
 
 TEST_CASE("exclude drops partial matches; include extends or adds (GitHub's documented example)") {
@@ -75,14 +75,16 @@ TEST_CASE("exclude drops partial matches; include extends or adds (GitHub's docu
         "include": [{"os": "ubuntu-16.04", "node": 10}]})"));
     REQUIRE(act_case.has_value());
     CHECK(act_case->size() == 8);
-    CHECK(jobs::to_json(act_case->back(), jobs::JsonStyle::compact) == R"({"os":"ubuntu-16.04","node":10})");
+    CHECK(jobs::to_json(act_case->back(), jobs::JsonStyle::compact) ==
+          R"({"os":"ubuntu-16.04","node":10})");
 }
 
 TEST_CASE("include alone, and matrices that cannot expand") {
     auto only = jobs::expand_matrix(json(R"({"include":[{"def":"val"},{"def":"other"}]})"));
     REQUIRE(only.has_value());
     CHECK(only->size() == 2);
-    CHECK(jobs::expand_matrix(json(R"({"os":[]})")).error().message == "the matrix vector 'os' has no values");
+    CHECK(jobs::expand_matrix(json(R"({"os":[]})")).error().message ==
+          "the matrix vector 'os' has no values");
     CHECK(jobs::expand_matrix(json(R"({"os":"linux"})")).error().message ==
           "the matrix vector 'os' must be an array, not String");
     CHECK(jobs::expand_matrix(json(R"({"os":["a"],"exclude":[{"os":"a"}]})")).error().message ==
@@ -90,7 +92,8 @@ TEST_CASE("include alone, and matrices that cannot expand") {
     CHECK(jobs::expand_matrix(json(R"({"include":["x"]})")).error().message ==
           "strategy.matrix.include entries must be objects, not String");
     std::string big = R"({"a":[1,2,3,4,5,6,7,8,9],"b":[1,2,3,4,5,6,7,8,9],"c":[1,2,3,4]})";
-    CHECK(jobs::expand_matrix(json(big)).error().message == "the matrix has more than 256 combinations");
+    CHECK(jobs::expand_matrix(json(big)).error().message ==
+          "the matrix has more than 256 combinations");
 }
 
 TEST_CASE("the 256-leg limit counts the legs left after exclude and include, not the product") {
@@ -98,30 +101,36 @@ TEST_CASE("the 256-leg limit counts the legs left after exclude and include, not
     std::string a, b;
     for (int i = 1; i <= 17; ++i) a += (i > 1 ? "," : "") + std::to_string(i);
     for (int i = 1; i <= 16; ++i) b += (i > 1 ? "," : "") + std::to_string(i);
-    const std::string vectors = R"("a":[)" + a + R"(],"b":[)" + b + R"(],"exclude":[{"a":1},{"a":2}])";
+    const std::string vectors =
+        R"("a":[)" + a + R"(],"b":[)" + b + R"(],"exclude":[{"a":1},{"a":2}])";
     auto legs = jobs::expand_matrix(json("{" + vectors + "}"));
     REQUIRE(legs.has_value());
     CHECK(legs->size() == 240);
     // include entries that match no original combination add legs: 240 + 16 = 256 is allowed,
     // one more is not.
     std::string include;
-    for (int i = 0; i < 16; ++i) include += (i > 0 ? "," : "") + std::string(R"({"a":)") + std::to_string(100 + i) + "}";
+    for (int i = 0; i < 16; ++i)
+        include += (i > 0 ? "," : "") + std::string(R"({"a":)") + std::to_string(100 + i) + "}";
     auto full = jobs::expand_matrix(json("{" + vectors + R"(,"include":[)" + include + "]}"));
     REQUIRE(full.has_value());
     CHECK(full->size() == 256);
-    auto over = jobs::expand_matrix(json("{" + vectors + R"(,"include":[)" + include + R"(,{"a":999}]})"));
+    auto over =
+        jobs::expand_matrix(json("{" + vectors + R"(,"include":[)" + include + R"(,{"a":999}]})"));
     REQUIRE_FALSE(over.has_value());
     CHECK(over.error().message == "the matrix has more than 256 combinations");
     // The same matrix in a workflow parses (the grammar counts after exclude too).
-    std::string yaml = "on: push\njobs:\n  m:\n    runs-on: x\n    strategy:\n      matrix:\n        a: [" + a +
-                       "]\n        b: [" + b + "]\n        exclude:\n          - a: 1\n          - a: 2\n    steps:\n      - run: true\n";
+    std::string yaml =
+        "on: push\njobs:\n  m:\n    runs-on: x\n    strategy:\n      matrix:\n        a: [" + a +
+        "]\n        b: [" + b +
+        "]\n        exclude:\n          - a: 1\n          - a: 2\n    steps:\n      - run: true\n";
     auto workflow = jobs::parse_workflow(yaml, "wide.yml");
     CHECK(workflow.has_value());
 }
 
 TEST_CASE("matrices computed by expressions") {
-    auto whole = jobs::evaluate_matrix(matrix_node("matrix: ${{ fromJSON(needs.prep.outputs.m) }}\n"),
-                                       context_with(R"({"prep":{"outputs":{"m":"{\"package\":[\"a\",\"b\"]}"}}})"));
+    auto whole = jobs::evaluate_matrix(
+        matrix_node("matrix: ${{ fromJSON(needs.prep.outputs.m) }}\n"),
+        context_with(R"({"prep":{"outputs":{"m":"{\"package\":[\"a\",\"b\"]}"}}})"));
     REQUIRE(whole.has_value());
     auto legs = jobs::expand_matrix(*whole);
     REQUIRE(legs.has_value());
@@ -133,12 +142,14 @@ TEST_CASE("matrices computed by expressions") {
   - env:
       key1: ${{'val'}}1
   - ${{fromJSON('[{"env":{"key2":"val2"}},{"env":{"key3":"val3"}}]')}}
-)"), context_with());
+)"),
+                                        context_with());
     REQUIRE(merged.has_value());
     auto merged_legs = jobs::expand_matrix(*merged);
     REQUIRE(merged_legs.has_value());
-    CHECK(combos(*merged_legs) == "{\"a\":{\"env\":{\"key1\":\"val1\"}}}\n{\"a\":{\"env\":{\"key2\":\"val2\"}}}\n"
-                                  "{\"a\":{\"env\":{\"key3\":\"val3\"}}}\n");
+    CHECK(combos(*merged_legs) ==
+          "{\"a\":{\"env\":{\"key1\":\"val1\"}}}\n{\"a\":{\"env\":{\"key2\":\"val2\"}}}\n"
+          "{\"a\":{\"env\":{\"key3\":\"val3\"}}}\n");
 
     auto bad = jobs::evaluate_matrix(matrix_node("matrix: ${{ fromJSON('{') }}\n"), context_with());
     REQUIRE_FALSE(bad.has_value());
@@ -146,11 +157,14 @@ TEST_CASE("matrices computed by expressions") {
 }
 
 TEST_CASE("--matrix filters keep the legs whose values were named") {
-    auto legs = jobs::expand_matrix(json(R"({"os":["ubuntu-18.04","macos-latest"],"node":[4,6,8,10]})"));
+    auto legs =
+        jobs::expand_matrix(json(R"({"os":["ubuntu-18.04","macos-latest"],"node":[4,6,8,10]})"));
     REQUIRE(legs.has_value());
-    auto kept = jobs::filter_matrix(*legs, {{"node", "8"}, {"node", "8.x"}, {"os", "ubuntu-18.04"}});
+    auto kept =
+        jobs::filter_matrix(*legs, {{"node", "8"}, {"node", "8.x"}, {"os", "ubuntu-18.04"}});
     CHECK(combos(kept) == "{\"os\":\"ubuntu-18.04\",\"node\":8}\n");
     auto other = jobs::expand_matrix(json(R"({"node":["8.x","10.x"]})"));
-    CHECK(jobs::filter_matrix(*other, {{"node", "8"}, {"node", "8.x"}, {"os", "ubuntu-18.04"}}).size() == 1);
+    CHECK(jobs::filter_matrix(*other, {{"node", "8"}, {"node", "8.x"}, {"os", "ubuntu-18.04"}})
+              .size() == 1);
     CHECK(jobs::filter_matrix(*legs, {}).size() == 8);
 }

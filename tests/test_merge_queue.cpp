@@ -16,7 +16,8 @@ TEST_CASE("is_commit_sha: 40 lower-case hex digits, 40 zeros included") {
 
 TEST_CASE("parse_merge_queue_ref: the base branch and the commit the group is stacked on") {
     const std::string sha = "0123456789abcdef0123456789abcdef01234567";
-    auto parsed = jobs::parse_merge_queue_ref("refs/heads/gh-readonly-queue/release/pr-1/pr-42-" + sha);
+    auto parsed =
+        jobs::parse_merge_queue_ref("refs/heads/gh-readonly-queue/release/pr-1/pr-42-" + sha);
     CHECK(parsed.base_ref == "refs/heads/release/pr-1");
     CHECK(parsed.base_sha == sha);
     parsed = jobs::parse_merge_queue_ref("refs/heads/gh-readonly-queue/main/pr-7-0123abcd");

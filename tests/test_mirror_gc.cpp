@@ -2,9 +2,8 @@
 // job starts; scopes of repositories no longer served, idle scopes and idle flat mirrors of the
 // earlier layout removed through a trash rename; in-use and locked mirrors kept; a later fetch
 // finds the whole mirror or none. Real repositories (git CLI), file:// remotes, real mirrors.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "jobs/git_lock.hpp"
 #include "jobs/git_mirror.hpp"
@@ -78,7 +77,8 @@ TEST_CASE("unserved and idle scopes are removed; served, recent and in-use ones 
     const auto lib = r.fetch(lib_url, lib_sha);
     const auto old = r.fetch(old_url, old_sha);
     CHECK(*jobs::mirror_scope_name(app_url) == app);
-    for (const auto& scope : {app, lib, old}) CHECK(fs::exists(r.stamp(scope)));  // fetches record use
+    for (const auto& scope : {app, lib, old})
+        CHECK(fs::exists(r.stamp(scope)));  // fetches record use
 
     jobs::MirrorGcPolicy policy;
     policy.served = std::set<std::string>{app, lib};
@@ -90,7 +90,7 @@ TEST_CASE("unserved and idle scopes are removed; served, recent and in-use ones 
     CHECK_FALSE(fs::exists(r.mirrors / old));
     CHECK_FALSE(fs::exists(r.stamp(old)));
     CHECK_FALSE(fs::exists(r.mirrors / "locks" / (old + ".lock")));  // unlinked under the lock
-    CHECK(fs::exists(r.mirrors / "locks" / (app + ".lock")));         // a kept scope's stays
+    CHECK(fs::exists(r.mirrors / "locks" / (app + ".lock")));        // a kept scope's stays
     CHECK_FALSE(r.trash_left());
 
     // app and lib both idle for 20 days; lib is in use by a running job.
@@ -119,7 +119,8 @@ TEST_CASE("unserved and idle scopes are removed; served, recent and in-use ones 
     CHECK(recloned.presence == jobs::CommitPresence::present);
 }
 
-TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept and collected later") {
+TEST_CASE(
+    "a mirror whose fetch lock is held, its own or a submodule's, is kept and collected later") {
     Repos r;
     const auto [app_url, app_sha] = r.repo("app");
     const auto app = r.fetch(app_url, app_sha);
@@ -127,7 +128,8 @@ TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept 
     nothing_served.served = std::set<std::string>{};
     for (const auto& lock_name : {app + ".lock", app + ".lib-0123456789abcdef.lock"}) {
         INFO(lock_name);
-        auto held = jobs::FileLock::acquire(r.mirrors / "locks" / lock_name, jobs::LockMode::shared);
+        auto held =
+            jobs::FileLock::acquire(r.mirrors / "locks" / lock_name, jobs::LockMode::shared);
         REQUIRE(held);
         auto report = jobs::collect_mirrors(r.state, nothing_served);
         REQUIRE(report);
@@ -141,7 +143,8 @@ TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept 
     CHECK(report->busy.empty());
     // Its lock files went with it, the submodule's too; nothing else of the scope is left.
     std::vector<std::string> left;
-    for (const auto& entry : fs::directory_iterator(r.mirrors / "locks")) left.push_back(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(r.mirrors / "locks"))
+        left.push_back(entry.path().filename().string());
     CHECK(left.empty());
     CHECK_FALSE(fs::exists(r.stamp(app)));
     // A fetch after the collection makes the lock file again and clones.
@@ -149,7 +152,8 @@ TEST_CASE("a mirror whose fetch lock is held, its own or a submodule's, is kept 
     CHECK(fs::exists(r.mirrors / "locks" / (app + ".lock")));
 }
 
-TEST_CASE("idle flat mirrors of the earlier layout go with their lock and leftovers; old trash too") {
+TEST_CASE(
+    "idle flat mirrors of the earlier layout go with their lock and leftovers; old trash too") {
     Repos r;
     const auto [old_url, old_sha] = r.repo("old");
     const auto [new_url, new_sha] = r.repo("new");

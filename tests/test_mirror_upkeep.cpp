@@ -1,9 +1,8 @@
 // The agent's mirror upkeep (agent/mirror_upkeep.hpp): which scopes the configuration serves,
 // running jobs' scopes kept, and the daemon collecting mirrors when it starts.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <thread>
 
@@ -31,7 +30,8 @@ TEST_CASE("the configured repositories are served; running jobs' scopes are in u
     CHECK_FALSE(agent::served_mirror_scopes(config));  // none listed: any repository is served
     CHECK(agent::repository_url(config, "octo/app") == "https://github.com/octo/app");
     config.clone_url = "file://" + (dir / "remotes/{repository}.git").string();
-    CHECK(agent::repository_url(config, "octo/app") == "file://" + (dir / "remotes/octo/app.git").string());
+    CHECK(agent::repository_url(config, "octo/app") ==
+          "file://" + (dir / "remotes/octo/app.git").string());
     CHECK(agent::repository_url(config, "/srv/git/x.git") == "/srv/git/x.git");
     config.repositories = {"octo/app"};
     const auto served = agent::served_mirror_scopes(config);
@@ -39,11 +39,13 @@ TEST_CASE("the configured repositories are served; running jobs' scopes are in u
     CHECK(*served == std::set<std::string>{scope_of(config, "octo/app")});
 
     for (const auto* repository : {"octo/app", "octo/gone", "octo/busy"})
-        fs::create_directories(config.state_dir / "mirrors" / scope_of(config, repository) / "repo.git");
+        fs::create_directories(config.state_dir / "mirrors" / scope_of(config, repository) /
+                               "repo.git");
     auto upkeep = std::make_unique<agent::MirrorUpkeep>(config);
     auto report = upkeep->collect({"octo/busy"});
-    CHECK_FALSE(fs::exists(config.state_dir / "mirrors" / scope_of(config, "octo/gone")));  // renamed at once
-    upkeep.reset();  // waits for the trash removal
+    CHECK_FALSE(fs::exists(config.state_dir / "mirrors" /
+                           scope_of(config, "octo/gone")));  // renamed at once
+    upkeep.reset();                                          // waits for the trash removal
     for (const auto& entry : fs::directory_iterator(config.state_dir / "mirrors"))
         CHECK_FALSE(entry.path().filename().string().starts_with("gc-trash."));
     REQUIRE(report.removed.size() == 1);
@@ -55,8 +57,9 @@ TEST_CASE("the configured repositories are served; running jobs' scopes are in u
 }
 
 TEST_CASE("the daemon collects mirrors when it starts") {
-    Agent agent("  mirror_idle_days: 3\ngithub:\n  repositories: [octo/app]\n"
-                "  clone_url: file:///srv/git/{repository}.git\n");
+    Agent agent(
+        "  mirror_idle_days: 3\ngithub:\n  repositories: [octo/app]\n"
+        "  clone_url: file:///srv/git/{repository}.git\n");
     agent::AgentConfig config;
     config.clone_url = "file:///srv/git/{repository}.git";
     const auto mirrors = agent.dir / "state" / "mirrors";

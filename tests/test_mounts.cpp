@@ -25,7 +25,8 @@ TEST_CASE("checked_bind_path refuses a path through a symlink") {
     CHECK(through.error().message.find("--writable") != std::string::npos);
 }
 
-TEST_CASE("refuse_host_roots refuses the host's shared and system trees, and anything holding them") {
+TEST_CASE(
+    "refuse_host_roots refuses the host's shared and system trees, and anything holding them") {
     for (const char* path : {"/tmp", "/run", "/proc", "/etc", "/", "/var", "/dev/shm"}) {
         INFO(path);
         CHECK_FALSE(sandbox::refuse_host_roots(path, "--read-only"));
@@ -48,7 +49,8 @@ TEST_CASE("order_mounts puts parents first; visible_inside follows the deepest e
     sandbox::order_mounts(entries);
     const auto at = [&](const char* dest) {
         return std::find_if(entries.begin(), entries.end(),
-                            [&](const auto& e) { return e.dest == dest; }) - entries.begin();
+                            [&](const auto& e) { return e.dest == dest; }) -
+               entries.begin();
     };
     CHECK(at("/work/repo") < at("/work/repo/.secrets"));
     CHECK(sandbox::visible_inside(entries, "/work/repo/src/main.c"));

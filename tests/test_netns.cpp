@@ -2,11 +2,11 @@
 // --network none, and what the wrap's network looks like whether sandgate or bwrap made it.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <grp.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -20,9 +20,9 @@
 #include "sandbox/spawn.hpp"
 #include "tests/support/capabilities.hpp"
 #include "tests/support/public_dir.hpp"
+#include "tests/support/read_fd.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
-#include "tests/support/read_fd.hpp"
 
 namespace {
 
@@ -89,8 +89,10 @@ void check_loopback_only(const std::string& out) {
     CHECK(out.find("interfaces lo\n") != std::string::npos);
     CHECK(out.find("host listener: unreachable") != std::string::npos);
     CHECK(out.find("loopback 127.0.0.1 ok") != std::string::npos);
-    if (host_has_ipv6_loopback()) CHECK(out.find("loopback ::1 ok") != std::string::npos);
-    else CHECK(out.find("loopback ::1 unavailable") != std::string::npos);
+    if (host_has_ipv6_loopback())
+        CHECK(out.find("loopback ::1 ok") != std::string::npos);
+    else
+        CHECK(out.find("loopback ::1 unavailable") != std::string::npos);
 }
 
 // Runs `argv` unsandboxed (sandbox::run, mode off) and returns its stdout, requiring exit 0.
@@ -177,8 +179,8 @@ TEST_CASE("the wrap's network is loopback only, whether sandgate or bwrap made i
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc inside the wrap");
     const auto listener = host_listener();
     const auto exec = [&](const std::filesystem::path& binary) {
-        return std::vector<std::string>{binary.string(), "exec", "--", "python3", "-c", k_probe,
-                                        std::to_string(listener.port)};
+        return std::vector<std::string>{
+            binary.string(), "exec", "--", "python3", "-c", k_probe, std::to_string(listener.port)};
     };
     SECTION("as this process: sandgate makes it (when it holds CAP_SYS_ADMIN)") {
         check_loopback_only(run_plain(tests::make_temp_dir("netns"), exec(SANDGATE_BINARY)));
@@ -199,7 +201,9 @@ TEST_CASE("the wrap's network is loopback only, whether sandgate or bwrap made i
     }
 }
 
-TEST_CASE("sandgate exec: the default gets a namespace of its own; --network host, in any spelling, the host's") {
+TEST_CASE(
+    "sandgate exec: the default gets a namespace of its own; --network host, in any spelling, the "
+    "host's") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc inside the wrap");
     const auto dir = tests::make_temp_dir("netns-cli");
     char own[64] = {};

@@ -2,9 +2,9 @@
 // the skip markers printed by the step) and its report posted by `sandgate report` as a check
 // run whose title carries the skip-marker count. The fixture is a real ctest build directory
 // with a passing test, a test that prints a skip marker and, in one case, a failing test.
-#include <catch2/catch.hpp>
 #include <simdjson.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,14 +20,16 @@ constexpr const char* k_sha = "0123456789abcdef0123456789abcdef01234567";
 
 // Runs the sandgate binary unwrapped (it wraps its own steps) in `cwd`, with a HOME of its own
 // outside the workspace (a workspace inside HOME would be refused).
-sandbox::RunResult sandgate(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+sandbox::RunResult sandgate(const std::vector<std::string>& args,
+                            const std::filesystem::path& cwd) {
     const auto home = cwd.parent_path() / (cwd.filename().string() + "-home");
     std::filesystem::create_directories(home);
     sandbox::RunRequest request;
     request.argv = {SANDGATE_BINARY};
     request.argv.insert(request.argv.end(), args.begin(), args.end());
     request.cwd = cwd;
-    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", home.string()},
+    request.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                   {"HOME", home.string()},
                    {"SANDGATE_GITHUB_TOKEN", tests::k_fake_token}};
     request.policy.mode = sandbox::SandboxMode::off;  // sandgate wraps its own steps
     request.timeout = std::chrono::minutes(5);
@@ -61,8 +63,8 @@ struct Outcome {
 Outcome run_and_report(const std::filesystem::path& repo) {
     Outcome outcome;
     const auto report = repo / "dogfood.json";
-    std::vector<std::string> args = {"run", "-W", ".sandgate/dogfood.yml", "--report",
-                                     report.string(), "workflow_dispatch"};
+    std::vector<std::string> args = {
+        "run", "-W", ".sandgate/dogfood.yml", "--report", report.string(), "workflow_dispatch"};
     // Inside the dogfood run no nested user namespace can be had: the outer wrap is the sandbox.
     if (tests::under_wrap()) args.insert(args.begin() + 1, {"--sandbox", "off"});
     auto ran = sandgate(args, repo);

@@ -25,7 +25,8 @@ std::string value_of(const sandbox::Environment& env, std::string_view name) {
 
 TEST_CASE("offline: every toolchain of the doc is switched to its cache-only mode") {
     const auto scratch = sandbox::scratch_layout("/tmp/sandgate-run");
-    const auto env = sandbox::wrapped_environment({}, scratch, sandbox::OfflineEnv::on, std::nullopt);
+    const auto env =
+        sandbox::wrapped_environment({}, scratch, sandbox::OfflineEnv::on, std::nullopt);
     CHECK(value_of(env, "CARGO_NET_OFFLINE") == "true");
     CHECK(value_of(env, "npm_config_offline") == "true");
     CHECK(value_of(env, "YARN_ENABLE_NETWORK") == "0");
@@ -34,17 +35,22 @@ TEST_CASE("offline: every toolchain of the doc is switched to its cache-only mod
     CHECK(value_of(env, "GOFLAGS") == "-mod=mod");
     CHECK(value_of(env, "GOTOOLCHAIN") == "local");
     CHECK(value_of(env, "MAVEN_ARGS") == "-o");
-    const auto online = sandbox::wrapped_environment({}, scratch, sandbox::OfflineEnv::off, std::nullopt);
+    const auto online =
+        sandbox::wrapped_environment({}, scratch, sandbox::OfflineEnv::off, std::nullopt);
     CHECK(value_of(online, "CARGO_NET_OFFLINE") == "<unset>");
     CHECK(value_of(online, "GOPROXY") == "<unset>");
 }
 
-TEST_CASE("offline: HOME, TMPDIR, XDG and the toolchain homes point into the scratch, whatever came in") {
+TEST_CASE(
+    "offline: HOME, TMPDIR, XDG and the toolchain homes point into the scratch, whatever came in") {
     const auto scratch = sandbox::scratch_layout("/tmp/sandgate-run");
-    const sandbox::Environment base = {{"HOME", "/root"}, {"CARGO_HOME", "/root/.cargo"},
-                                       {"TMPDIR", "/tmp"}, {"PATH", "/opt/bin:/usr/bin"},
+    const sandbox::Environment base = {{"HOME", "/root"},
+                                       {"CARGO_HOME", "/root/.cargo"},
+                                       {"TMPDIR", "/tmp"},
+                                       {"PATH", "/opt/bin:/usr/bin"},
                                        {"LANG", "C.UTF-8"}};
-    const auto env = sandbox::wrapped_environment(base, scratch, sandbox::OfflineEnv::on, std::nullopt);
+    const auto env =
+        sandbox::wrapped_environment(base, scratch, sandbox::OfflineEnv::on, std::nullopt);
     CHECK(value_of(env, "HOME") == "/tmp/sandgate-run/home");
     CHECK(value_of(env, "TMPDIR") == "/tmp/sandgate-run/tmp");
     CHECK(value_of(env, "CARGO_HOME") == "/tmp/sandgate-run/home/.cargo");
@@ -68,7 +74,9 @@ TEST_CASE("offline: automatic means offline exactly when the network is none") {
     CHECK(sandbox::offline_enabled(policy));
 }
 
-TEST_CASE("offline: a warm cache is copied by allowlist, credentials stay behind, the cache is not written") {
+TEST_CASE(
+    "offline: a warm cache is copied by allowlist, credentials stay behind, the cache is not "
+    "written") {
     const fs::path cache = tests::make_temp_dir("cache");
     tests::write_file(cache / "cargo/registry/index/crates", "index");
     tests::write_file(cache / "cargo/git/db/repo", "git");
@@ -82,7 +90,8 @@ TEST_CASE("offline: a warm cache is copied by allowlist, credentials stay behind
     auto fresh = sandbox::create_scratch(scratch, std::nullopt);
     REQUIRE(fresh);
     REQUIRE(*fresh);  // a new home: to be seeded
-    REQUIRE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on, cache, std::nullopt));
+    REQUIRE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on, cache,
+                                         std::nullopt));
     const fs::path home = scratch.home;
     // Made already: not seeded again.
     auto again = sandbox::create_scratch(scratch, std::nullopt);
@@ -104,7 +113,9 @@ TEST_CASE("offline: a warm cache is copied by allowlist, credentials stay behind
     CHECK(st.st_nlink == 1);
 }
 
-TEST_CASE("offline: a scratch home a step replaced by a link is refused, and seeding never writes through links") {
+TEST_CASE(
+    "offline: a scratch home a step replaced by a link is refused, and seeding never writes "
+    "through links") {
     const fs::path host = tests::make_temp_dir("host");
     tests::write_file(host / "settings.xml", "host file\n");
     const auto scratch = sandbox::scratch_layout(tests::make_temp_dir("scratch") / "run");
@@ -117,7 +128,8 @@ TEST_CASE("offline: a scratch home a step replaced by a link is refused, and see
     fs::create_symlink(host / "settings.xml", scratch.home / ".m2/settings.xml");
     fs::create_directories(scratch.home / ".gradle");
     fs::create_directory_symlink(host, scratch.home / ".gradle/init.d");
-    CHECK_FALSE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on, std::nullopt, std::nullopt));
+    CHECK_FALSE(sandbox::seed_toolchain_home(**fresh, scratch, sandbox::OfflineEnv::on,
+                                             std::nullopt, std::nullopt));
     CHECK(tests::read_file(host / "settings.xml") == "host file\n");
     CHECK_FALSE(fs::exists(host / "sandgate-offline.gradle"));
     // The home itself replaced by a link: the next run's scratch is refused.
@@ -128,7 +140,8 @@ TEST_CASE("offline: a scratch home a step replaced by a link is refused, and see
     CHECK(refused.error().message == "the scratch's home is not a directory");
 }
 
-TEST_CASE("offline: the maven, gradle and NuGet files configure offline mode and stay well-formed") {
+TEST_CASE(
+    "offline: the maven, gradle and NuGet files configure offline mode and stay well-formed") {
     const fs::path cache = tests::make_temp_dir("cache") / "a&b<c>\"d'";
     fs::create_directories(cache / "nuget/packages");
     const auto scratch = sandbox::scratch_layout("/tmp/run&<x>");
@@ -139,6 +152,7 @@ TEST_CASE("offline: the maven, gradle and NuGet files configure offline mode and
     CHECK(files[0].content.find("/tmp/run&amp;&lt;x&gt;/home/.m2/repository") != std::string::npos);
     CHECK(files[1].content == "gradle.startParameter.offline = true\n");
     CHECK(files[2].content.find("<clear />") != std::string::npos);
-    CHECK(files[2].content.find("a&amp;b&lt;c&gt;&quot;d&apos;/nuget/packages") != std::string::npos);
+    CHECK(files[2].content.find("a&amp;b&lt;c&gt;&quot;d&apos;/nuget/packages") !=
+          std::string::npos);
     for (const auto& file : files) CHECK(file.content.find("&<") == std::string::npos);
 }

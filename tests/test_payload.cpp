@@ -29,7 +29,9 @@ std::vector<sandbox::MountEntry> binding(const fs::path& shown) {
     return {{sandbox::MountKind::bind, shown, shown, {}, 2}};
 }
 
-sandbox::Environment path_env(const std::string& path) { return {{"PATH", path}}; }
+sandbox::Environment path_env(const std::string& path) {
+    return {{"PATH", path}};
+}
 
 }  // namespace
 
@@ -37,7 +39,8 @@ TEST_CASE("payload: a program on PATH inside a bound directory is found") {
     auto dir = tests::make_temp_dir();
     const fs::path root = fs::canonical(dir);
     write_program(root / "bin" / "tool", k_exec);
-    CHECK(sandbox::resolve_payload("tool", path_env((root / "bin").string()), root, binding(root)) == 0);
+    CHECK(sandbox::resolve_payload("tool", path_env((root / "bin").string()), root,
+                                   binding(root)) == 0);
 }
 
 TEST_CASE("payload: a program that is not there, or not visible inside, is 127") {
@@ -61,13 +64,14 @@ TEST_CASE("payload: a PATH entry outside every mount is not there inside, wherev
     // (the wrap's root is empty but for its mounts), so execvp finds nothing there.
     fs::create_directory_symlink(root / "shown" / "bin", root / "link");
     const auto layout = binding(root / "shown");
-    CHECK(sandbox::resolve_payload("tool", path_env((root / "link").string()), root, layout) == 127);
+    CHECK(sandbox::resolve_payload("tool", path_env((root / "link").string()), root, layout) ==
+          127);
     CHECK(sandbox::resolve_payload((root / "link" / "tool").string(), path_env("/usr/bin"), root,
                                    layout) == 127);
     // Through the bound directory itself it is found.
-    CHECK(sandbox::resolve_payload("tool", path_env((root / "link").string() + ":" +
-                                                    (root / "shown" / "bin").string()),
-                                   root, layout) == 0);
+    CHECK(sandbox::resolve_payload(
+              "tool", path_env((root / "link").string() + ":" + (root / "shown" / "bin").string()),
+              root, layout) == 0);
 }
 
 TEST_CASE("payload: a non-executable hit is 126 unless a later PATH entry has an executable one") {

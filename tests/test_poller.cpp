@@ -1,10 +1,9 @@
 // The poller against the GitHub stand-in (tests/fake_github/server.py) on 127.0.0.1: merge
 // queue branches and open pull requests become jobs, conditional requests spare the rate
 // limit, vanished merge-queue branches cancel their jobs.
-#include <catch2/catch.hpp>
-
 #include <simdjson.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -20,7 +19,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string sha_of(char digit) { return std::string(40, digit); }
+std::string sha_of(char digit) {
+    return std::string(40, digit);
+}
 
 github::HttpClient client_for(const tests::FakeGitHub& server) {
     github::ClientOptions options;
@@ -86,11 +87,14 @@ std::vector<Seen> requests(const tests::FakeGitHub& server) {
 TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 queues nothing") {
     tests::FakeGitHub server;
     server.post("/_control/repo", R"({"repo":"octo/gate",
-        "pulls":[{"number":7,"sha":")" + sha_of('a') + R"(","labels":["merge-gate"],
-                  "base":"release","base_sha":")" + sha_of('e') + R"("},
-                 {"number":8,"sha":")" + sha_of('b') + R"(","labels":["other"]}],
-        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-7-)" + sha_of('a') + R"(","sha":")" +
-                                 sha_of('c') + R"("}]})");
+        "pulls":[{"number":7,"sha":")" +
+                                      sha_of('a') + R"(","labels":["merge-gate"],
+                  "base":"release","base_sha":")" +
+                                      sha_of('e') + R"("},
+                 {"number":8,"sha":")" +
+                                      sha_of('b') + R"(","labels":["other"]}],
+        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-7-)" +
+                                      sha_of('a') + R"(","sha":")" + sha_of('c') + R"("}]})");
     auto queue = open_queue();
     agent::Poller poller(client_for(server), *queue, {{"octo/gate"}, "merge-gate"});
 
@@ -104,9 +108,12 @@ TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 qu
     CHECK(jobs[0].spec.key.sha == sha_of('c'));
     CHECK(jobs[0].spec.ref == "refs/heads/gh-readonly-queue/main/pr-7-" + sha_of('a'));
     CHECK(jobs[0].spec.source == "poll");
-    // The group's base, as its ref names it, and the pull request's: the gate's --base-sha/--base-ref.
-    CHECK(jobs[0].spec.payload_json == R"({"base_sha":")" + sha_of('a') + R"(","base_ref":"refs/heads/main"})");
-    CHECK(jobs[1].spec.payload_json == R"({"pull_request":7,"base_sha":")" + sha_of('e') + R"(","base_ref":"release"})");
+    // The group's base, as its ref names it, and the pull request's: the gate's
+    // --base-sha/--base-ref.
+    CHECK(jobs[0].spec.payload_json ==
+          R"({"base_sha":")" + sha_of('a') + R"(","base_ref":"refs/heads/main"})");
+    CHECK(jobs[1].spec.payload_json ==
+          R"({"pull_request":7,"base_sha":")" + sha_of('e') + R"(","base_ref":"release"})");
     CHECK(jobs[1].spec.event == "pull_request");
     CHECK(jobs[1].spec.key.sha == sha_of('a'));
     CHECK(jobs[1].spec.ref == "refs/pull/7/head");
@@ -131,7 +138,8 @@ TEST_CASE("poller: queue branches and labelled pull requests become jobs; 304 qu
 
     // A new push to the labelled pull request: the listing changes, one new job.
     server.post("/_control/repo", R"({"repo":"octo/gate",
-        "pulls":[{"number":7,"sha":")" + sha_of('d') + R"(","labels":["merge-gate"]}]})");
+        "pulls":[{"number":7,"sha":")" +
+                                      sha_of('d') + R"(","labels":["merge-gate"]}]})");
     auto third = poller.poll_once();
     CHECK(third.not_modified == 1);
     CHECK(third.submitted == 1);
@@ -142,7 +150,8 @@ TEST_CASE("poller: a webhook's job is not queued twice; a vanished queue branch 
     tests::FakeGitHub server;
     const std::string branch = "refs/heads/gh-readonly-queue/main/pr-1-" + sha_of('1');
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[],
-        "refs":[{"ref":")" + branch + R"(","sha":")" + sha_of('e') + R"("}]})");
+        "refs":[{"ref":")" + branch + R"(","sha":")" +
+                                      sha_of('e') + R"("}]})");
     auto queue = open_queue();
     agent::JobSpec webhook;
     webhook.key = {"octo/gate", sha_of('e'), "", 1};
@@ -188,8 +197,9 @@ TEST_CASE("poller: every page of pull requests is read, each page conditional") 
     CHECK(second.submitted == 0);
 }
 
-TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-Match, follows "
-          "the remembered next page and sees a vanished queue branch") {
+TEST_CASE(
+    "poller: a fresh poller over the same queue file still sends If-None-Match, follows "
+    "the remembered next page and sees a vanished queue branch") {
     // The agent polls from a new process each round (agent/github_rounds.hpp): what one round
     // learnt must reach the next through the SQLite file, not memory.
     tests::FakeGitHub server;
@@ -202,7 +212,8 @@ TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-M
     }
     const std::string branch = "refs/heads/gh-readonly-queue/main/pr-1-" + sha_of('1');
     server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[)" + pulls + R"(],
-        "refs":[{"ref":")" + branch + R"(","sha":")" + sha_of('e') + R"("}]})");
+        "refs":[{"ref":")" + branch + R"(","sha":")" +
+                                      sha_of('e') + R"("}]})");
     const auto file = tests::make_temp_dir("poller-rounds") / "jobs.sqlite3";
     auto round = [&] {  // as agent/github_worker.cpp opens the file
         auto store = agent::open_sqlite_store(file);
@@ -243,8 +254,9 @@ TEST_CASE("poller: a fresh poller over the same queue file still sends If-None-M
     CHECK(fourth.cancelled == 0);
 }
 
-TEST_CASE("poll state: a round's queue and poll state share one connection; set_branches "
-          "replaces a repository's set whole") {
+TEST_CASE(
+    "poll state: a round's queue and poll state share one connection; set_branches "
+    "replaces a repository's set whole") {
     const auto file = tests::make_temp_dir("poll-state") / "jobs.sqlite3";
     auto store = agent::open_sqlite_store(file);
     REQUIRE(store.has_value());
@@ -282,12 +294,15 @@ TEST_CASE("poller: a rate limit is waited out by the client; a missing repositor
     CHECK(limited);
 }
 
-TEST_CASE("poll state in a pool's PostgreSQL: shared by the agents; one agent polls a "
-          "repository at a time, at most once per interval") {
+TEST_CASE(
+    "poll state in a pool's PostgreSQL: shared by the agents; one agent polls a "
+    "repository at a time, at most once per interval") {
     REQUIRE_POSTGRES(pg);
     tests::FakeGitHub server;
-    server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[{"number":4,"sha":")" + sha_of('4') + R"("}],
-        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-4-)" + sha_of('4') + R"(","sha":")" + sha_of('5') + R"("}]})");
+    server.post("/_control/repo", R"({"repo":"octo/gate","pulls":[{"number":4,"sha":")" +
+                                      sha_of('4') + R"("}],
+        "refs":[{"ref":"refs/heads/gh-readonly-queue/main/pr-4-)" +
+                                      sha_of('4') + R"(","sha":")" + sha_of('5') + R"("}]})");
     agent::PostgresOptions options;
     options.url = pg->url(pg->fresh_database());
     auto a = agent::open_postgres_store(options);  // two agents of the pool
@@ -312,11 +327,13 @@ TEST_CASE("poll state in a pool's PostgreSQL: shared by the agents; one agent po
     due->reset();
 
     // What one agent's round learnt (ETags, merge-queue heads) the other's uses.
-    agent::Poller first(client_for(server), *a->queue, *a->poll_state, {{"octo/gate"}, std::nullopt, 0ms});
+    agent::Poller first(client_for(server), *a->queue, *a->poll_state,
+                        {{"octo/gate"}, std::nullopt, 0ms});
     const auto one = first.poll_once();
     CHECK(one.errors.empty());
     CHECK(one.submitted == 2);
-    agent::Poller second(client_for(server), *b->queue, *b->poll_state, {{"octo/gate"}, std::nullopt, 0ms});
+    agent::Poller second(client_for(server), *b->queue, *b->poll_state,
+                         {{"octo/gate"}, std::nullopt, 0ms});
     const auto two = second.poll_once();
     CHECK(two.errors.empty());
     CHECK(two.requests == 2);
@@ -325,7 +342,8 @@ TEST_CASE("poll state in a pool's PostgreSQL: shared by the agents; one agent po
     server.post("/_control/repo", R"({"repo":"octo/gate","refs":[]})");
     const auto three = first.poll_once();
     CHECK(three.cancelled == 1);  // the head b's round saw last is gone
-    agent::Poller paced(client_for(server), *b->queue, *b->poll_state, {{"octo/gate"}, std::nullopt, 1h});
+    agent::Poller paced(client_for(server), *b->queue, *b->poll_state,
+                        {{"octo/gate"}, std::nullopt, 1h});
     const auto four = paced.poll_once();
     CHECK(four.skipped == 1);
     CHECK(four.requests == 0);
@@ -333,7 +351,9 @@ TEST_CASE("poll state in a pool's PostgreSQL: shared by the agents; one agent po
 
 TEST_CASE("poller: next_link keeps to the API base") {
     github::Response response;
-    response.headers = {{"link", R"(<http://h/api/v3/repos/o/r/pulls?page=2>; rel="next", <http://h/api/v3/repos/o/r/pulls?page=5>; rel="last")"}};
+    response.headers = {
+        {"link",
+         R"(<http://h/api/v3/repos/o/r/pulls?page=2>; rel="next", <http://h/api/v3/repos/o/r/pulls?page=5>; rel="last")"}};
     CHECK(agent::next_link(response, "http://h/api/v3") == "/repos/o/r/pulls?page=2");
     CHECK_FALSE(agent::next_link(response, "http://other").has_value());
     response.headers = {{"link", R"(<http://h/x?page=1>; rel="prev")"}};

@@ -1,6 +1,5 @@
 // agent/random_id: the ids the agent hands out.
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
 

@@ -1,9 +1,9 @@
 // The per-run subreaper: orphans come back to it and die with the tree.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "sandbox/fd.hpp"
 #include "sandbox/reaper.hpp"
@@ -56,7 +56,8 @@ TEST_CASE("signal_descendants reaches grandchildren") {
     sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
     sandbox::SpawnSpec spec;
     spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();
-    spec.argv = {"/bin/sh", "-c", std::string(SANDGATE_TEST_CHILD) + " forever " + marker + " & wait"};
+    spec.argv = {"/bin/sh", "-c",
+                 std::string(SANDGATE_TEST_CHILD) + " forever " + marker + " & wait"};
     auto child = sandbox::spawn(spec);
     REQUIRE(child);
     // sh's own command line carries the marker too: wait for the grandchild as well.

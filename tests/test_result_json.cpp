@@ -7,10 +7,13 @@ TEST_CASE("valid_utf8 keeps well-formed text and replaces each ill-formed subpar
     using sandbox::valid_utf8;
     const std::string fffd = "\xEF\xBF\xBD";
     CHECK(valid_utf8("plain ascii\n") == "plain ascii\n");
-    CHECK(valid_utf8("h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == "h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
-    CHECK(valid_utf8("a\xFF" "b") == "a" + fffd + "b");
-    CHECK(valid_utf8("\xC3") == fffd);                       // truncated at the end
-    CHECK(valid_utf8("\xE2\x82" "x") == fffd + "x");           // one replacement per subpart
+    CHECK(valid_utf8("h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") ==
+          "h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+    CHECK(valid_utf8("a\xFF"
+                     "b") == "a" + fffd + "b");
+    CHECK(valid_utf8("\xC3") == fffd);  // truncated at the end
+    CHECK(valid_utf8("\xE2\x82"
+                     "x") == fffd + "x");                     // one replacement per subpart
     CHECK(valid_utf8("\xC0\xAF") == fffd + fffd);             // overlong
     CHECK(valid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);  // a surrogate
     CHECK(valid_utf8("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);  // past U+10FFFF
@@ -29,12 +32,14 @@ TEST_CASE("to_json: every field, in the documented order, errors included") {
     result.err.truncated = true;
     result.skip_markers = 4;
     result.tree_kill = sandbox::TreeKill::cgroup;
-    result.sandbox = {{"mode", "bwrap"}, {"limits", {{"pids", 10}}}, {"flags", {true, nullptr, 1.5}}};
+    result.sandbox = {
+        {"mode", "bwrap"}, {"limits", {{"pids", 10}}}, {"flags", {true, nullptr, 1.5}}};
     auto doc = sandbox::to_json(result);
     std::vector<std::string> keys;
     for (auto it = doc.begin(); it != doc.end(); ++it) keys.push_back(it.key());
-    CHECK(keys == std::vector<std::string>{"exit_code", "signal", "timed_out", "duration_ms", "stdout",
-                                           "stderr", "skip_markers", "tree_kill", "sandbox", "error"});
+    CHECK(keys == std::vector<std::string>{"exit_code", "signal", "timed_out", "duration_ms",
+                                           "stdout", "stderr", "skip_markers", "tree_kill",
+                                           "sandbox", "error"});
     CHECK(doc["exit_code"] == 2);
     CHECK(doc["signal"].is_null());
     CHECK(doc["duration_ms"] == 15);

@@ -1,13 +1,12 @@
 // sandbox::run with real processes (the helper child), policy mode off. Every tree test runs
 // with both mechanisms: the cgroup leaf (where writable) and the per-run subreaper.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -232,15 +231,18 @@ TEST_CASE("two streams flowing at once: every byte in order, live and captured, 
         std::string out;
         std::uint64_t err_bytes = 0;
         void on_output(sandbox::Stream stream, std::string_view chunk) override {
-            if (stream == sandbox::Stream::out) out.append(chunk);
-            else err_bytes += chunk.size();
+            if (stream == sandbox::Stream::out)
+                out.append(chunk);
+            else
+                err_bytes += chunk.size();
         }
     };
     const std::string child = SANDGATE_TEST_CHILD;
     const std::string line = "e SKIP-UNDER-WRAP " + std::string(40, 'e');
     RunRequest request = child_request({});
-    request.argv = {"/bin/sh", "-c",
-                    child + " spew out 20000000 & " + child + " lines err 30000 '" + line + "'; wait"};
+    request.argv = {
+        "/bin/sh", "-c",
+        child + " spew out 20000000 & " + child + " lines err 30000 '" + line + "'; wait"};
     Recorder recorder;
     request.observer = &recorder;
     RunResult result = sandbox::run(request);
@@ -283,8 +285,8 @@ TEST_CASE("the child gets the allowlist and what the request adds, never our var
     ::setenv("SANDGATE_TEST_SECRET", secret.c_str(), 1);
     ::setenv("LC_SANDGATE_TEST", "kept", 1);
     RunRequest request = child_request({"env"});
-    request.env = sandbox::child_environment(sandbox::current_environment(), {"HOME"},
-                                             {{"EXTRA", "1"}});
+    request.env =
+        sandbox::child_environment(sandbox::current_environment(), {"HOME"}, {{"EXTRA", "1"}});
     RunResult result = sandbox::run(request);
     const std::string& env = result.out.head;
     CHECK(env.find(secret) == std::string::npos);
@@ -411,8 +413,8 @@ TEST_CASE("the cgroup mechanism is used where a writable cgroup2 exists, and rem
     const RunResult result = sandbox::run(child_request({"exit", "0"}));
     CHECK(result.tree_kill == sandbox::TreeKill::cgroup);
     for (const auto& entry : std::filesystem::directory_iterator(*sandbox::Cgroup::base()))
-        CHECK(entry.path().filename().string().find("sandgate-" + std::to_string(::getpid()) + "-") ==
-              std::string::npos);
+        CHECK(entry.path().filename().string().find("sandgate-" + std::to_string(::getpid()) +
+                                                    "-") == std::string::npos);
 }
 
 TEST_CASE("concurrent runs in one process keep their trees apart") {
@@ -424,8 +426,8 @@ TEST_CASE("concurrent runs in one process keep their trees apart") {
     std::vector<std::thread> threads;
     for (int i = 0; i < k_runs; ++i)
         threads.emplace_back([&, i] {
-            results[static_cast<std::size_t>(i)] =
-                sandbox::run(child_request({"double-fork", markers[static_cast<std::size_t>(i)]}, cgroup));
+            results[static_cast<std::size_t>(i)] = sandbox::run(
+                child_request({"double-fork", markers[static_cast<std::size_t>(i)]}, cgroup));
         });
     for (auto& thread : threads) thread.join();
     for (int i = 0; i < k_runs; ++i) {
@@ -449,7 +451,8 @@ TEST_CASE("runs started while other threads allocate never deadlock the reaper")
         });
     int succeeded = 0;
     for (int i = 0; i < 60; ++i)
-        if (sandbox::run(child_request({"exit", "0"}, CgroupUse::never)).exit_code == 0) ++succeeded;
+        if (sandbox::run(child_request({"exit", "0"}, CgroupUse::never)).exit_code == 0)
+            ++succeeded;
     stop = true;
     for (auto& thread : allocators) thread.join();
     CHECK(succeeded == 60);

@@ -2,12 +2,10 @@
 // testdata/ as `sandgate run EVENT -W DIR/`, with its event.json when present, and must
 // succeed, or fail with the expected error. Cases that test act's own defaults get the flags
 // that set them (ACT=true, the actor nektos/act, an origin remote under nektos/).
-#include <catch2/catch.hpp>
-
-#include <cstdio>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cctype>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -21,7 +19,8 @@ namespace {
 const std::filesystem::path k_corpus = std::filesystem::path(SANDGATE_SHARED_DIR) / "corpora/act";
 
 std::string lower(std::string text) {
-    std::ranges::transform(text, text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::ranges::transform(text, text.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return text;
 }
 
@@ -50,8 +49,9 @@ std::filesystem::path copy_testdata() {
 
 // act derives github.repository from the checkout's origin remote.
 void make_act_checkout(const std::filesystem::path& dir) {
-    const std::string command = "cd " + tests::shell_quote(dir.string()) +
-                                " && git init -q && git remote add origin https://github.com/nektos/act.git";
+    const std::string command =
+        "cd " + tests::shell_quote(dir.string()) +
+        " && git init -q && git remote add origin https://github.com/nektos/act.git";
     REQUIRE(std::system(command.c_str()) == 0);
 }
 
@@ -63,7 +63,8 @@ std::vector<std::string> case_flags(const std::string& name, const std::filesyst
         return {"--matrix", "node:8", "--matrix", "node:8.x", "--matrix", "os:ubuntu-18.04"};
     // act's runner test passes this secret to the caller (TestRunEvent, uses-workflow).
     if (name == "uses-workflow") return {"-s", "secret=keep_it_private"};
-    if (name == "secrets") return {"--secret-file", "secrets/.secrets", "--env-file", "secrets/.env"};
+    if (name == "secrets")
+        return {"--secret-file", "secrets/.secrets", "--env-file", "secrets/.env"};
     if (name == "issue-1195") make_act_checkout(dir);
     return {};
 }
@@ -98,7 +99,8 @@ TEST_CASE("every case of the act corpus runs as act expects") {
         }
         DYNAMIC_SECTION(name) {
             const auto dir = copy_testdata();
-            std::vector<std::string> args = {"run", event, "-W", name + "/", "--sandbox", sandbox_for(name)};
+            std::vector<std::string> args = {"run",      event,       "-W",
+                                             name + "/", "--sandbox", sandbox_for(name)};
             if (std::filesystem::exists(dir / name / "event.json")) {
                 args.push_back("-e");
                 args.push_back(name + "/event.json");

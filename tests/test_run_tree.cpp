@@ -3,7 +3,6 @@
 // still gives the command's tree its TERM and grace before the KILL. (Without the wrap, the
 // leaf and the subreaper are exercised by test_run.cpp.)
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -45,7 +44,8 @@ std::vector<std::string> own_leaves() {
 
 }  // namespace
 
-TEST_CASE("under the wrap the pid namespace takes the tree down; a leaf only carries cgroup2 limits") {
+TEST_CASE(
+    "under the wrap the pid namespace takes the tree down; a leaf only carries cgroup2 limits") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
     const auto dir = tests::make_temp_dir("run-tree");
     const std::string marker = tests::unique_marker();
@@ -71,7 +71,8 @@ TEST_CASE("a timeout under the wrap TERMs the command's tree, then KILLs what ig
     // namespace at once): its trap runs and says so. A long grace: were the TERM lost, the test
     // would hang for ten minutes rather than pass.
     auto polite = tests::request_in(
-        dir, {"/bin/sh", "-c", "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 1; done"});
+        dir, {"/bin/sh", "-c",
+              "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 1; done"});
     polite.timeout = 500ms;
     polite.kill_grace = 600s;
     auto result = sandbox::run(polite);
@@ -93,7 +94,8 @@ TEST_CASE("a timeout under the wrap TERMs the command's tree, then KILLs what ig
     const std::string tree_marker = tests::unique_marker();
     auto tree = wrapped_child(dir, {"term-tree", tree_marker});
     tree.timeout = 500ms;
-    tree.kill_grace = 600s;  // the command dies of the TERM; its TERM-ignoring child goes with the namespace
+    tree.kill_grace =
+        600s;  // the command dies of the TERM; its TERM-ignoring child goes with the namespace
     result = sandbox::run(tree);
     CHECK(result.timed_out);
     CHECK(tests::processes_with(tree_marker).empty());

@@ -2,10 +2,8 @@
 // actions/runner-container-hooks, and against inputs built here for every field, end to end
 // through the real binary and the real wrap.
 #include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "agent/runner_hook.hpp"
@@ -88,7 +86,8 @@ TEST_CASE("the runner's example inputs parse, and what sandgate cannot honour is
     CHECK(prepare->prepare.env.at("NODE_ENV") == "development");
     // docker.sock and the named volume are dropped; the runner's 7 other mounts stay.
     CHECK(prepare->prepare.mounts.size() == 7);
-    for (const auto& mount : prepare->prepare.mounts) CHECK(mount.source.find("docker.sock") == std::string::npos);
+    for (const auto& mount : prepare->prepare.mounts)
+        CHECK(mount.source.find("docker.sock") == std::string::npos);
     REQUIRE(prepare->services.size() == 1);
     auto refused = agent::run_hook(*prepare, {});
     REQUIRE_FALSE(refused);
@@ -104,7 +103,8 @@ TEST_CASE("the runner's example inputs parse, and what sandgate cannot honour is
     REQUIRE_FALSE(no_state);
     CHECK(no_state.error().message.find("state.sandgate") != std::string::npos);
 
-    auto container = agent::parse_hook_input(tests::read_file(k_examples / "run-container-step.json"));
+    auto container =
+        agent::parse_hook_input(tests::read_file(k_examples / "run-container-step.json"));
     REQUIRE(container);
     CHECK(container->command == agent::HookCommand::run_container_step);
     CHECK(container->step.image == "node:22");
@@ -123,11 +123,13 @@ TEST_CASE("bad hook inputs name the field and run nothing") {
     check(R"({"command": "prepare_job", "responseFile": null})", "responseFile");
     check(R"({"command": "run_script_step", "state": {}})", "args");
     check(R"({"command": "run_script_step", "args": {"entryPoint": "sh", "entryPointArgs": [1],
-              "workingDirectory": "/__w"}})", "args.entryPointArgs");
+              "workingDirectory": "/__w"}})",
+          "args.entryPointArgs");
     check(R"({"command": "run_script_step", "args": {"entryPoint": "", "workingDirectory": "/"}})",
           "args.entryPoint");
-    check(R"({"command": "run_script_step", "args": {"entryPoint": "sh", "workingDirectory": "rel"}})",
-          "args.workingDirectory");
+    check(
+        R"({"command": "run_script_step", "args": {"entryPoint": "sh", "workingDirectory": "rel"}})",
+        "args.workingDirectory");
     check(R"({"command": "cleanup_job", "state": {"sandgate": {"job": "../../etc"}}})",
           "state.sandgate.job");
 }
@@ -147,14 +149,15 @@ TEST_CASE("a job through the hooks: prepare, steps in the wrap at container path
     const fs::path scratch = runner.state / "hook-jobs" / id;
     CHECK(fs::is_directory(scratch));
 
-    auto step = hook(runner.step_input(state,
-                                       "pwd\n"
-                                       "echo \"$JOB_LEVEL $STEP_LEVEL\"\n"
-                                       "echo built > /__w/repo/artifact.txt\n"
-                                       "sh /__e/tool.sh\n"
-                                       "case $PATH in /__e:*) ;; *) exit 4;; esac\n"
-                                       "if touch /__e/planted 2>/dev/null; then exit 3; fi\n"
-                                       "test ! -e /var/run/docker.sock\n")
+    auto step = hook(runner
+                         .step_input(state,
+                                     "pwd\n"
+                                     "echo \"$JOB_LEVEL $STEP_LEVEL\"\n"
+                                     "echo built > /__w/repo/artifact.txt\n"
+                                     "sh /__e/tool.sh\n"
+                                     "case $PATH in /__e:*) ;; *) exit 4;; esac\n"
+                                     "if touch /__e/planted 2>/dev/null; then exit 3; fi\n"
+                                     "test ! -e /var/run/docker.sock\n")
                          .dump(),
                      runner.state);
     INFO(step.out.head << step.err.head);
@@ -167,7 +170,8 @@ TEST_CASE("a job through the hooks: prepare, steps in the wrap at container path
     auto failing = hook(runner.step_input(state, "exit 7\n").dump(), runner.state);
     CHECK(failing.exit_status() == 7);
 
-    const json cleanup = {{"command", "cleanup_job"}, {"responseFile", nullptr}, {"state", state}, {"args", {}}};
+    const json cleanup = {
+        {"command", "cleanup_job"}, {"responseFile", nullptr}, {"state", state}, {"args", {}}};
     CHECK(hook(cleanup.dump(), runner.state).exit_status() == 0);
     CHECK_FALSE(fs::exists(scratch));
     CHECK(hook(cleanup.dump(), runner.state).exit_status() == 0);  // idempotent
@@ -191,8 +195,12 @@ TEST_CASE("a link a step planted at the response file is replaced, never written
 TEST_CASE("run_container_step without a container runtime fails the step with the reason") {
     Runner runner;
     json input = json::parse(tests::read_file(k_examples / "run-container-step.json"));
-    input["state"] = {{"sandgate", {{"job", "00ff"}, {"scratch", (runner.state / "hook-jobs/00ff").string()},
-                                    {"image", ""}, {"mounts", json::array()}, {"env", json::object()}}}};
+    input["state"] = {{"sandgate",
+                       {{"job", "00ff"},
+                        {"scratch", (runner.state / "hook-jobs/00ff").string()},
+                        {"image", ""},
+                        {"mounts", json::array()},
+                        {"env", json::object()}}}};
     auto result = hook(input.dump(), runner.state);
     CHECK(result.exit_status() == 1);
     CHECK(result.err.head.find("--sandbox container") != std::string::npos);
@@ -205,7 +213,8 @@ TEST_CASE("the runner's thin script hands stdin to sandgate hook and returns its
     request.policy.mode = sandbox::SandboxMode::off;
     request.env = sandbox::child_environment(
         sandbox::current_environment(), {},
-        {{"SANDGATE_BIN", SANDGATE_BINARY}, {"SANDGATE_HOOK_ARGS", "--state-dir " + runner.state.string()}});
+        {{"SANDGATE_BIN", SANDGATE_BINARY},
+         {"SANDGATE_HOOK_ARGS", "--state-dir " + runner.state.string()}});
     request.stdin_text = R"({"command": "launch_rockets"})";
     auto result = sandbox::run(request);
     CHECK(result.exit_status() == 1);

@@ -45,7 +45,8 @@ TEST_CASE("openat2 is there on this kernel (Linux 5.6+): the module never falls 
     CHECK(sandbox::openat2_available());
 }
 
-TEST_CASE("a regular file beneath is read; links, FIFOs, directories and huge files are refused unread") {
+TEST_CASE(
+    "a regular file beneath is read; links, FIFOs, directories and huge files are refused unread") {
     const auto dir = tests::make_temp_dir("safe");
     tests::write_file(dir / "secret", "API_TOKEN=hunter2\n");
     tests::write_file(dir / "tree/ok.txt", "hello\n");
@@ -53,28 +54,31 @@ TEST_CASE("a regular file beneath is read; links, FIFOs, directories and huge fi
     CHECK(root.read_file("ok.txt", k_small, "ok.txt").value() == "hello\n");
 
     fs::create_symlink(dir / "secret", dir / "tree/link");
-    CHECK(refusal(root.read_file("link", k_small, "$GITHUB_ENV")) == "$GITHUB_ENV is not a regular file");
+    CHECK(refusal(root.read_file("link", k_small, "$GITHUB_ENV")) ==
+          "$GITHUB_ENV is not a regular file");
     fs::create_symlink("/proc/self/environ", dir / "tree/environ");
-    CHECK(refusal(root.read_file("environ", k_small, "$GITHUB_OUTPUT")) == "$GITHUB_OUTPUT is not a regular file");
+    CHECK(refusal(root.read_file("environ", k_small, "$GITHUB_OUTPUT")) ==
+          "$GITHUB_OUTPUT is not a regular file");
     // A link in a middle component, an absolute path, a ".." out.
     fs::create_directory_symlink(dir, dir / "tree/up");
-    CHECK(refusal(root.read_file("up/secret", k_small, "up/secret")) == "up/secret is not a regular file");
+    CHECK(refusal(root.read_file("up/secret", k_small, "up/secret")) ==
+          "up/secret is not a regular file");
     CHECK_FALSE(root.read_file((dir / "secret").string(), k_small, "abs"));
     CHECK_FALSE(root.read_file("../secret", k_small, "dotdot"));
 
     REQUIRE(::mkfifo((dir / "tree/fifo").c_str(), 0600) == 0);
     const auto started = std::chrono::steady_clock::now();
     CHECK(refusal(root.read_file("fifo", k_small, "fifo")) == "fifo is not a regular file");
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(2));  // no writer: no hang
+    CHECK(std::chrono::steady_clock::now() - started <
+          std::chrono::seconds(2));  // no writer: no hang
 
     fs::create_directory(dir / "tree/sub");
     CHECK(refusal(root.read_file("sub", k_small, "sub")) == "sub is not a regular file");
 
-    {
-        std::ofstream sparse(dir / "tree/sparse", std::ios::binary);
-    }
+    { std::ofstream sparse(dir / "tree/sparse", std::ios::binary); }
     fs::resize_file(dir / "tree/sparse", std::uintmax_t(1) << 40);
-    CHECK(refusal(root.read_file("sparse", k_small, "sparse")) == "sparse is larger than 1024 bytes");
+    CHECK(refusal(root.read_file("sparse", k_small, "sparse")) ==
+          "sparse is larger than 1024 bytes");
 
     CHECK(refusal(root.read_file("missing", k_small, "missing")) == "missing does not exist");
     auto absent = root.read_file_if_present("missing", k_small, "missing");
@@ -155,10 +159,18 @@ TEST_CASE("the walk reports links and special files without following them, with
     std::set<std::string> regular, links, other, dirs;
     REQUIRE(root.walk([&](const sandbox::WalkEntry& entry) {
         switch (entry.kind) {
-            case sandbox::EntryKind::regular: regular.insert(entry.relative); break;
-            case sandbox::EntryKind::symlink: links.insert(entry.relative); break;
-            case sandbox::EntryKind::directory: dirs.insert(entry.relative); break;
-            case sandbox::EntryKind::other: other.insert(entry.relative); break;
+            case sandbox::EntryKind::regular:
+                regular.insert(entry.relative);
+                break;
+            case sandbox::EntryKind::symlink:
+                links.insert(entry.relative);
+                break;
+            case sandbox::EntryKind::directory:
+                dirs.insert(entry.relative);
+                break;
+            case sandbox::EntryKind::other:
+                other.insert(entry.relative);
+                break;
         }
         return sandbox::WalkStep::descend;
     }));
@@ -207,7 +219,8 @@ TEST_CASE("copy_tree copies files and links as they are and refuses to overwrite
     const auto to = open_root(dir / "to");
     REQUIRE(sandbox::copy_tree(from, to, std::nullopt));
     CHECK(tests::read_file(dir / "to/registry/index/a") == "A");
-    CHECK((fs::status(dir / "to/registry/index/a").permissions() & fs::perms::owner_exec) != fs::perms::none);
+    CHECK((fs::status(dir / "to/registry/index/a").permissions() & fs::perms::owner_exec) !=
+          fs::perms::none);
     CHECK(fs::read_symlink(dir / "to/registry/link") == "../elsewhere");
     CHECK_FALSE(sandbox::copy_tree(from, to, std::nullopt));
 }
@@ -238,21 +251,41 @@ TEST_CASE("chown_tree gives a tree away without touching what its links point at
 // moves or removes a path except through sandbox/safe_access. A line that reaches a path only
 // the trusted side controls says so with a `// trusted path: <why>` comment on it or just
 // above it; there should be few.
-TEST_CASE("nothing but the safe-access module opens paths in the files that handle step-writable trees") {
+TEST_CASE(
+    "nothing but the safe-access module opens paths in the files that handle step-writable trees") {
     const fs::path source(SANDGATE_SOURCE_DIR);
     // The files that touch a worktree, scratch, HOME, RUNNER_TEMP, file-command or matcher
     // files, hashFiles' inputs, reports or a hook's response; and every file that uses the
     // module (it handles such a tree by its own account).
-    std::set<std::string> files = {
-        "jobs/file_commands.cpp", "jobs/step_runner.cpp", "jobs/shell.cpp", "jobs/workflow_matchers.cpp",
-        "jobs/workflow_commands.cpp", "jobs/expr_hashfiles.cpp", "jobs/git_remove.cpp", "jobs/job_runner.cpp",
-        "jobs/checkout.cpp",
-        "sandbox/offline.cpp", "sandbox/bwrap_layout.cpp", "sandbox/wrap_bwrap.cpp", "sandbox/broker.cpp",
-        "sandbox/container.cpp", "agent/run_setup.cpp", "agent/sandbox_dirs.cpp", "agent/sandbox_manager.cpp",
-        "agent/sandbox_manager_reap.cpp", "agent/runner_hook.cpp", "agent/runner_hook_run.cpp",
-        "agent/cmd_gate.cpp", "agent/cmd_run.cpp", "agent/job_executor.cpp", "agent/daemon.cpp",
-        "agent/daemon_start.cpp",
-        "jobs/git_provider.cpp", "jobs/step_actions.cpp", "jobs/action_model.cpp", "jobs/workflow_call.cpp"};
+    std::set<std::string> files = {"jobs/file_commands.cpp",
+                                   "jobs/step_runner.cpp",
+                                   "jobs/shell.cpp",
+                                   "jobs/workflow_matchers.cpp",
+                                   "jobs/workflow_commands.cpp",
+                                   "jobs/expr_hashfiles.cpp",
+                                   "jobs/git_remove.cpp",
+                                   "jobs/job_runner.cpp",
+                                   "jobs/checkout.cpp",
+                                   "sandbox/offline.cpp",
+                                   "sandbox/bwrap_layout.cpp",
+                                   "sandbox/wrap_bwrap.cpp",
+                                   "sandbox/broker.cpp",
+                                   "sandbox/container.cpp",
+                                   "agent/run_setup.cpp",
+                                   "agent/sandbox_dirs.cpp",
+                                   "agent/sandbox_manager.cpp",
+                                   "agent/sandbox_manager_reap.cpp",
+                                   "agent/runner_hook.cpp",
+                                   "agent/runner_hook_run.cpp",
+                                   "agent/cmd_gate.cpp",
+                                   "agent/cmd_run.cpp",
+                                   "agent/job_executor.cpp",
+                                   "agent/daemon.cpp",
+                                   "agent/daemon_start.cpp",
+                                   "jobs/git_provider.cpp",
+                                   "jobs/step_actions.cpp",
+                                   "jobs/action_model.cpp",
+                                   "jobs/workflow_call.cpp"};
     for (const auto* folder : {"sandbox", "jobs", "agent", "github"}) {
         for (const auto& entry : fs::recursive_directory_iterator(source / folder)) {
             if (entry.path().extension() != ".cpp") continue;

@@ -57,8 +57,8 @@ TEST_CASE("sandbox records: refusals name their kind") {
     sandbox::BrokerReply refused;
     refused.refusal = sandbox::Refusal::busy;
     CHECK(agent::exec_evidence("sb-1", identity(), false, refused)["refused"] == "busy");
-    const auto evidence =
-        agent::refusal_evidence("sb-1", identity(), sandbox::Refusal::expired, "sandbox sb-1 expired");
+    const auto evidence = agent::refusal_evidence("sb-1", identity(), sandbox::Refusal::expired,
+                                                  "sandbox sb-1 expired");
     CHECK(evidence["refused"] == "expired");
     CHECK(evidence["message"] == "sandbox sb-1 expired");
     CHECK(evidence["identity"]["job_id"] == "build");

@@ -6,10 +6,10 @@
 // /dev/shm and the toolchain cache under `sandgate exec`. Cases that need root say so (CI and
 // this machine run as root); inside sandgate's own wrap (not root there) they skip with the
 // marker.
+#include <linux/keyctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/keyctl.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -60,7 +60,9 @@ tests::Ran run(const fs::path& repo, const std::string& workflow) {
     return tests::run_workflows(repo, {"--report", (repo / "report.json").string()});
 }
 
-std::string report_of(const fs::path& repo) { return tests::read_file(repo / "report.json"); }
+std::string report_of(const fs::path& repo) {
+    return tests::read_file(repo / "report.json");
+}
 
 // `sandgate gate` of a one-commit repository holding `workflow`, and the report it wrote.
 struct Gated {
@@ -73,11 +75,13 @@ Gated gate(const std::string& workflow) {
     const auto dir = tests::make_temp_dir("seams");
     const auto origin = dir / "origin";
     const std::string sha = tests::make_repo(origin, {{".github/workflows/g.yml", workflow}});
-    const auto result = tests::gate_cli::gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " +
-                                              (dir / "state").string() + " --report " + (dir / "r.json").string());
+    const auto result =
+        tests::gate_cli::gate("--repo " + origin.string() + " --sha " + sha + " --state-dir " +
+                              (dir / "state").string() + " --report " + (dir / "r.json").string());
     UNSCOPED_INFO(result.out);
     std::error_code ec;
-    return {result.code, result.out, fs::exists(dir / "r.json", ec) ? tests::read_file(dir / "r.json") : ""};
+    return {result.code, result.out,
+            fs::exists(dir / "r.json", ec) ? tests::read_file(dir / "r.json") : ""};
 }
 
 }  // namespace
@@ -101,15 +105,16 @@ jobs:
           ln -sf SECRET "$GITHUB_STATE"
       - run: echo "outputs=${{ toJSON(steps.plant.outputs) }} token=$API_TOKEN path=$PATH"
 )",
-                                   "SECRET", host.secret.string()));
+                                    "SECRET", host.secret.string()));
     CHECK(ran.exit_code == 0);  // continue-on-error: the run goes on and succeeds
     const auto report = report_of(repo);
     for (const auto* leak : {k_secret, "canary-of-sandgates-own-environment"}) {
         CHECK(ran.output.find(leak) == std::string::npos);
         CHECK(report.find(leak) == std::string::npos);
     }
-    for (const auto* refusal : {"$GITHUB_OUTPUT is not a regular file", "$GITHUB_ENV is not a regular file",
-                                "$GITHUB_PATH is not a regular file", "$GITHUB_STEP_SUMMARY is not a regular file"})
+    for (const auto* refusal :
+         {"$GITHUB_OUTPUT is not a regular file", "$GITHUB_ENV is not a regular file",
+          "$GITHUB_PATH is not a regular file", "$GITHUB_STEP_SUMMARY is not a regular file"})
         CHECK(report.find(refusal) != std::string::npos);
     CHECK(tests::read_file(host.secret) == std::string("API_TOKEN=") + k_secret + "\n");
 }
@@ -137,7 +142,9 @@ jobs:
     CHECK(tests::read_file(repo / "finished.txt") == "finished\n");
 }
 
-TEST_CASE("RUNNER_TEMP or the file-command directory swapped for a link: nothing is written there (run)") {
+TEST_CASE(
+    "RUNNER_TEMP or the file-command directory swapped for a link: nothing is written there "
+    "(run)") {
     const Host host = host_side();
     const auto repo = tests::make_temp_dir("seams");
     auto ran = run(repo, with(R"(on: push
@@ -154,7 +161,8 @@ jobs:
                               "TARGET", host.target.string()));
     CHECK(ran.exit_code == 0);
     CHECK(fs::is_empty(host.target));  // no empty file-command files
-    CHECK(report_of(repo).find("the file-command directory is not a directory") != std::string::npos);
+    CHECK(report_of(repo).find("the file-command directory is not a directory") !=
+          std::string::npos);
     ran = run(repo, with(R"(on: push
 jobs:
   a:
@@ -214,10 +222,9 @@ jobs:
       - run: echo "links=[${{ hashFiles('*.lock') }}]"
 )");
     CHECK(ran.exit_code == 0);
-    CHECK(ran.output.find("links=[]") != std::string::npos);  // the link is not followed, the FIFO not opened
-    {
-        std::ofstream sparse(repo / "huge.bin", std::ios::binary);
-    }
+    CHECK(ran.output.find("links=[]") !=
+          std::string::npos);  // the link is not followed, the FIFO not opened
+    { std::ofstream sparse(repo / "huge.bin", std::ios::binary); }
     fs::resize_file(repo / "huge.bin", std::uintmax_t(1) << 40);
     ran = run(repo, R"(on: push
 jobs:
@@ -301,7 +308,8 @@ jobs:
     // Neither removed from nor checked out into.
     CHECK(tests::read_file(host.target / "x") == "a host file\n");
     CHECK(std::distance(fs::directory_iterator(host.target), fs::directory_iterator()) == 1);
-    CHECK(gated.report.find("actions/checkout path 'sub/x' is not beneath the workspace") != std::string::npos);
+    CHECK(gated.report.find("actions/checkout path 'sub/x' is not beneath the workspace") !=
+          std::string::npos);
 }
 
 TEST_CASE("a local action's manifest swapped for a FIFO or a link fails its step at once (run)") {
@@ -328,8 +336,10 @@ jobs:
     CHECK(Clock::now() - started < std::chrono::seconds(60));
     CHECK(ran.exit_code == 0);
     const auto report = report_of(repo);
-    CHECK(report.find((repo / "fifo-action/action.yml").string() + " is not a regular file") != std::string::npos);
-    CHECK(report.find((repo / "link-action/action.yml").string() + " is not a regular file") != std::string::npos);
+    CHECK(report.find((repo / "fifo-action/action.yml").string() + " is not a regular file") !=
+          std::string::npos);
+    CHECK(report.find((repo / "link-action/action.yml").string() + " is not a regular file") !=
+          std::string::npos);
     CHECK(report.find(k_secret) == std::string::npos);
     CHECK(tests::read_file(repo / "after.txt") == "after\n");
 }
@@ -370,7 +380,8 @@ jobs:
                                     "HOST", (host.dir / "host-workflow.yml").string()));
     CHECK(ran.exit_code != 0);  // the calling job fails
     CHECK(ran.output.find("HOST-WORKFLOW-RAN") == std::string::npos);
-    CHECK(report_of(repo).find("the called workflow './.github/workflows/called.yml' is not a regular file") !=
+    CHECK(report_of(repo).find(
+              "the called workflow './.github/workflows/called.yml' is not a regular file") !=
           std::string::npos);
     CHECK(tests::read_file(repo / "after.txt") == "after\n");
 }
@@ -387,7 +398,8 @@ tests::Ran exec(const fs::path& cwd, const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("as root, the sandbox is an unprivileged host uid that owns its trees (exec; needs root)") {
+TEST_CASE(
+    "as root, the sandbox is an unprivileged host uid that owns its trees (exec; needs root)") {
     SKIP_UNDER_WRAP("needs root to start bwrap as another host uid; the wrap's suite is not root");
     INFO("this test needs root: CI and the development machines run the suite as root");
     REQUIRE(::geteuid() == 0);
@@ -398,9 +410,11 @@ TEST_CASE("as root, the sandbox is an unprivileged host uid that owns its trees 
     tests::write_file(dir / "private/key", "root's own\n");
     fs::permissions(dir / "private", fs::perms::owner_all);
     fs::permissions(dir / "private/key", fs::perms::owner_read | fs::perms::owner_write);
-    const auto ran = exec(dir / "closed/work", {"--read-only", (dir / "private").string(), "--", "sh", "-c",
-                                                "echo changed >> tracked.txt && echo new > made.txt && "
-                                                "{ cat " + (dir / "private/key").string() + " || echo DENIED; }"});
+    const auto ran =
+        exec(dir / "closed/work", {"--read-only", (dir / "private").string(), "--", "sh", "-c",
+                                   "echo changed >> tracked.txt && echo new > made.txt && "
+                                   "{ cat " +
+                                       (dir / "private/key").string() + " || echo DENIED; }"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("DENIED") != std::string::npos);
     CHECK(ran.output.find("root's own") == std::string::npos);
@@ -410,7 +424,8 @@ TEST_CASE("as root, the sandbox is an unprivileged host uid that owns its trees 
     CHECK(st.st_gid == 65534);
     CHECK(tests::read_file(dir / "closed/work/tracked.txt") == "tracked\nchanged\n");
     // --sandbox-user picks another; root is refused.
-    const auto other = exec(dir / "closed/work", {"--sandbox-user", "4242:4343", "--", "touch", "other.txt"});
+    const auto other =
+        exec(dir / "closed/work", {"--sandbox-user", "4242:4343", "--", "touch", "other.txt"});
     CHECK(other.exit_code == 0);
     REQUIRE(::stat((dir / "closed/work/other.txt").c_str(), &st) == 0);
     CHECK(st.st_uid == 4242);
@@ -420,16 +435,20 @@ TEST_CASE("as root, the sandbox is an unprivileged host uid that owns its trees 
     CHECK(root.output.find("must not be root") != std::string::npos);
 }
 
-TEST_CASE("the sandbox has a fresh session keyring, a bounded /dev/shm and a read-only /dev (exec)") {
+TEST_CASE(
+    "the sandbox has a fresh session keyring, a bounded /dev/shm and a read-only /dev (exec)") {
     SKIP_UNDER_WRAP("keyctl is filtered inside the wrap and nested bwrap cannot mount /proc");
     const auto dir = tests::make_temp_dir("seams");
     // The caller's session keyring, named so it can be looked for.
-    const long ring = ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "sandgate-seams-caller-ring");
+    const long ring =
+        ::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "sandgate-seams-caller-ring");
     REQUIRE(ring > 0);
-    const auto ran = exec(dir, {"--tmp-size", "8M", "--", "sh", "-c",
-                                "cat /proc/keys; df -k /dev/shm | tail -1; "
-                                "head -c 16M /dev/zero > /dev/shm/fill 2>/dev/null || echo SHM-FULL; "
-                                "touch /dev/planted 2>/dev/null || echo DEV-READ-ONLY; echo ok > /dev/null && echo NULL-OK"});
+    const auto ran =
+        exec(dir, {"--tmp-size", "8M", "--", "sh", "-c",
+                   "cat /proc/keys; df -k /dev/shm | tail -1; "
+                   "head -c 16M /dev/zero > /dev/shm/fill 2>/dev/null || echo SHM-FULL; "
+                   "touch /dev/planted 2>/dev/null || echo DEV-READ-ONLY; echo ok > /dev/null && "
+                   "echo NULL-OK"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("sandgate-seams-caller-ring") == std::string::npos);
     CHECK(ran.output.find("SHM-FULL") != std::string::npos);
@@ -446,8 +465,11 @@ TEST_CASE("a toolchain cache is bound by its allowlisted directories only (exec)
     tests::write_file(cache / "pip/wheelhouse/x.whl", "wheel\n");
     fs::create_directory(dir / "work");
     const auto ran = exec(dir / "work", {"--toolchain-cache", cache.string(), "--", "sh", "-c",
-                                         "cat " + (cache / "credentials.toml").string() + " 2>/dev/null || echo NO-CREDENTIALS; "
-                                         "cat " + (cache / "pip/wheelhouse/x.whl").string() + "; cat ~/.cargo/registry/index/entry"});
+                                         "cat " + (cache / "credentials.toml").string() +
+                                             " 2>/dev/null || echo NO-CREDENTIALS; "
+                                             "cat " +
+                                             (cache / "pip/wheelhouse/x.whl").string() +
+                                             "; cat ~/.cargo/registry/index/entry"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("cargo-secret-20") == std::string::npos);
     CHECK(ran.output.find("NO-CREDENTIALS") != std::string::npos);
@@ -461,9 +483,10 @@ TEST_CASE("a kept scratch is seeded once: a link left in it is not written throu
     const auto dir = tests::make_temp_dir("seams");
     fs::create_directory(dir / "work");
     const auto scratch = (dir / "scratch").string();
-    auto first = exec(dir / "work", {"--scratch", scratch, "--", "sh", "-c",
-                                     "grep -q offline ~/.m2/settings.xml && rm ~/.m2/settings.xml && ln -s " +
-                                         host.secret.string() + " ~/.m2/settings.xml"});
+    auto first = exec(dir / "work",
+                      {"--scratch", scratch, "--", "sh", "-c",
+                       "grep -q offline ~/.m2/settings.xml && rm ~/.m2/settings.xml && ln -s " +
+                           host.secret.string() + " ~/.m2/settings.xml"});
     CHECK(first.exit_code == 0);
     auto second = exec(dir / "work", {"--scratch", scratch, "--", "true"});
     CHECK(second.exit_code == 0);

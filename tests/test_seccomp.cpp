@@ -55,19 +55,40 @@ std::uint32_t run_filter(const std::vector<sock_filter>& program, const seccomp_
                     FAIL("unexpected load mode " << op.code);
                 }
                 break;
-            case BPF_LDX: x = BPF_MODE(op.code) == BPF_MEM ? memory[op.k] : op.k; break;
-            case BPF_ST: memory[op.k] = a; break;
-            case BPF_STX: memory[op.k] = x; break;
+            case BPF_LDX:
+                x = BPF_MODE(op.code) == BPF_MEM ? memory[op.k] : op.k;
+                break;
+            case BPF_ST:
+                memory[op.k] = a;
+                break;
+            case BPF_STX:
+                memory[op.k] = x;
+                break;
             case BPF_ALU:
                 switch (BPF_OP(op.code)) {
-                    case BPF_ADD: a += operand; break;
-                    case BPF_SUB: a -= operand; break;
-                    case BPF_AND: a &= operand; break;
-                    case BPF_OR: a |= operand; break;
-                    case BPF_LSH: a <<= operand; break;
-                    case BPF_RSH: a >>= operand; break;
-                    case BPF_NEG: a = -a; break;
-                    default: FAIL("unexpected ALU op " << op.code);
+                    case BPF_ADD:
+                        a += operand;
+                        break;
+                    case BPF_SUB:
+                        a -= operand;
+                        break;
+                    case BPF_AND:
+                        a &= operand;
+                        break;
+                    case BPF_OR:
+                        a |= operand;
+                        break;
+                    case BPF_LSH:
+                        a <<= operand;
+                        break;
+                    case BPF_RSH:
+                        a >>= operand;
+                        break;
+                    case BPF_NEG:
+                        a = -a;
+                        break;
+                    default:
+                        FAIL("unexpected ALU op " << op.code);
                 }
                 break;
             case BPF_JMP: {
@@ -77,18 +98,31 @@ std::uint32_t run_filter(const std::vector<sock_filter>& program, const seccomp_
                 }
                 bool taken = false;
                 switch (BPF_OP(op.code)) {
-                    case BPF_JEQ: taken = a == operand; break;
-                    case BPF_JGT: taken = a > operand; break;
-                    case BPF_JGE: taken = a >= operand; break;
-                    case BPF_JSET: taken = (a & operand) != 0; break;
-                    default: FAIL("unexpected jump " << op.code);
+                    case BPF_JEQ:
+                        taken = a == operand;
+                        break;
+                    case BPF_JGT:
+                        taken = a > operand;
+                        break;
+                    case BPF_JGE:
+                        taken = a >= operand;
+                        break;
+                    case BPF_JSET:
+                        taken = (a & operand) != 0;
+                        break;
+                    default:
+                        FAIL("unexpected jump " << op.code);
                 }
                 pc += taken ? op.jt : op.jf;
                 break;
             }
-            case BPF_RET: return BPF_RVAL(op.code) == BPF_A ? a : op.k;
-            case BPF_MISC: (BPF_MISCOP(op.code) == BPF_TAX ? x : a) = (BPF_MISCOP(op.code) == BPF_TAX ? a : x); break;
-            default: FAIL("unexpected instruction class " << op.code);
+            case BPF_RET:
+                return BPF_RVAL(op.code) == BPF_A ? a : op.k;
+            case BPF_MISC:
+                (BPF_MISCOP(op.code) == BPF_TAX ? x : a) = (BPF_MISCOP(op.code) == BPF_TAX ? a : x);
+                break;
+            default:
+                FAIL("unexpected instruction class " << op.code);
         }
     }
     FAIL("the program fell off its end");
@@ -110,7 +144,8 @@ struct Arch {
 };
 
 std::vector<Arch> filtered_arches() {
-    if (seccomp_arch_native() != SCMP_ARCH_X86_64) return {{seccomp_arch_native(), seccomp_arch_native(), "native"}};
+    if (seccomp_arch_native() != SCMP_ARCH_X86_64)
+        return {{seccomp_arch_native(), seccomp_arch_native(), "native"}};
     // x32 syscalls arrive as AUDIT_ARCH_X86_64 with __X32_SYSCALL_BIT in the number.
     return {{SCMP_ARCH_X86_64, AUDIT_ARCH_X86_64, "x86_64"},
             {SCMP_ARCH_X86, AUDIT_ARCH_I386, "x86"},
@@ -132,7 +167,8 @@ TEST_CASE("the program linked at build time is what libseccomp compiles from the
     auto fd = sandbox::seccomp_filter_fd();
     REQUIRE(fd);
     std::string read_back(generated.size() + 1, '\0');
-    CHECK(::pread(fd->get(), read_back.data(), read_back.size(), 0) == static_cast<ssize_t>(generated.size()));
+    CHECK(::pread(fd->get(), read_back.data(), read_back.size(), 0) ==
+          static_cast<ssize_t>(generated.size()));
     read_back.resize(generated.size());
     CHECK(read_back == std::string(generated));
 }
@@ -175,15 +211,17 @@ TEST_CASE("TIOCSTI and TIOCLINUX are denied on the low 32 bits; other ioctls pas
         INFO("arch " << arch.name);
         const int ioctl_nr = seccomp_syscall_resolve_name_arch(arch.token, "ioctl");
         REQUIRE(ioctl_nr >= 0);
-        for (const std::uint64_t request : {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX},
-                                            std::uint64_t{TIOCSTI} | (std::uint64_t{1} << 32),
-                                            std::uint64_t{TIOCLINUX} | (std::uint64_t{0xffff} << 48)}) {
+        for (const std::uint64_t request :
+             {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX},
+              std::uint64_t{TIOCSTI} | (std::uint64_t{1} << 32),
+              std::uint64_t{TIOCLINUX} | (std::uint64_t{0xffff} << 48)}) {
             INFO("request " << std::hex << request);
             CHECK(run_filter(program, call(arch.audit, ioctl_nr, {0, request})) == k_eperm);
         }
-        for (const std::uint64_t request : {std::uint64_t{TCGETS}, std::uint64_t{FIONREAD},
-                                            std::uint64_t{TIOCSTI} + 1})
-            CHECK(run_filter(program, call(arch.audit, ioctl_nr, {0, request})) == SECCOMP_RET_ALLOW);
+        for (const std::uint64_t request :
+             {std::uint64_t{TCGETS}, std::uint64_t{FIONREAD}, std::uint64_t{TIOCSTI} + 1})
+            CHECK(run_filter(program, call(arch.audit, ioctl_nr, {0, request})) ==
+                  SECCOMP_RET_ALLOW);
     }
 }
 
@@ -196,18 +234,24 @@ TEST_CASE("unshare makes a user namespace alone and no other namespace; clone ma
         REQUIRE(unshare_nr >= 0);
         REQUIRE(clone_nr >= 0);
         // The sandbox's sudo: a user namespace, and nothing else with it.
-        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_NEWUSER})) == SECCOMP_RET_ALLOW);
-        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_NEWUSER | CLONE_FS})) == SECCOMP_RET_ALLOW);
-        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_FILES})) == SECCOMP_RET_ALLOW);
+        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_NEWUSER})) ==
+              SECCOMP_RET_ALLOW);
+        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_NEWUSER | CLONE_FS})) ==
+              SECCOMP_RET_ALLOW);
+        CHECK(run_filter(program, call(arch.audit, unshare_nr, {CLONE_FILES})) ==
+              SECCOMP_RET_ALLOW);
         CHECK(run_filter(program, call(arch.audit, clone_nr, {CLONE_NEWUSER})) == k_eperm);
-        CHECK(run_filter(program, call(arch.audit, clone_nr, {CLONE_NEWUSER | SIGCHLD})) == k_eperm);
+        CHECK(run_filter(program, call(arch.audit, clone_nr, {CLONE_NEWUSER | SIGCHLD})) ==
+              k_eperm);
         CHECK(run_filter(program, call(arch.audit, clone_nr, {SIGCHLD})) == SECCOMP_RET_ALLOW);
-        CHECK(run_filter(program, call(arch.audit, clone_nr, {CLONE_VM | CLONE_THREAD | CLONE_SIGHAND})) ==
+        CHECK(run_filter(program,
+                         call(arch.audit, clone_nr, {CLONE_VM | CLONE_THREAD | CLONE_SIGHAND})) ==
               SECCOMP_RET_ALLOW);
         for (const unsigned long flag : sandbox::seccomp_refused_namespaces()) {
             INFO("flag " << std::hex << flag);
             CHECK(run_filter(program, call(arch.audit, unshare_nr, {flag})) == k_eperm);
-            CHECK(run_filter(program, call(arch.audit, unshare_nr, {flag | CLONE_NEWUSER})) == k_eperm);
+            CHECK(run_filter(program, call(arch.audit, unshare_nr, {flag | CLONE_NEWUSER})) ==
+                  k_eperm);
             if (flag == CLONE_NEWTIME) continue;  // clone's exit-signal byte, not a clone flag
             CHECK(run_filter(program, call(arch.audit, clone_nr, {flag | SIGCHLD})) == k_eperm);
         }
@@ -225,8 +269,9 @@ TEST_CASE("the kernel enforces the linked program: ptrace and a nested namespace
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        sock_fprog prog{static_cast<unsigned short>(program.size() / sizeof(sock_filter)),
-                        const_cast<sock_filter*>(reinterpret_cast<const sock_filter*>(program.data()))};
+        sock_fprog prog{
+            static_cast<unsigned short>(program.size() / sizeof(sock_filter)),
+            const_cast<sock_filter*>(reinterpret_cast<const sock_filter*>(program.data()))};
         if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(10);
         if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) ::_exit(11);
         if (::syscall(SYS_getpid) != ::getpid()) ::_exit(12);

@@ -24,7 +24,8 @@ TEST_CASE("the token file is read again when GitHub refuses its token") {
     auto source = agent::SecretFileToken::open(dir / "token");
     REQUIRE(source);
     CHECK((*source)->token().value() == "ghs_oldTokenFromTheFile");
-    CHECK((*source)->refused("ghs_oldTokenFromTheFile") == sandbox::Renewal::none);  // unchanged file
+    CHECK((*source)->refused("ghs_oldTokenFromTheFile") ==
+          sandbox::Renewal::none);  // unchanged file
 
     // A refresher replaced the file: the next refusal picks the new token up, and a request
     // refused with the old one is sent again with it.
@@ -35,16 +36,20 @@ TEST_CASE("the token file is read again when GitHub refuses its token") {
     options.api_url = server.url();
     auto client = github::HttpClient::create(options, *source);
     REQUIRE(client);
-    auto sent = client->request(github::Method::post, "/repos/o/r/statuses/abc", R"({"state":"success","context":"gate"})");
+    auto sent = client->request(github::Method::post, "/repos/o/r/statuses/abc",
+                                R"({"state":"success","context":"gate"})");
     REQUIRE(sent);
     CHECK(sent->status == 201);
     CHECK((*source)->token().value() == "ghs_newTokenFromTheFile");
-    CHECK_THAT(server.requests(), Catch::Contains("\"status\": 401") && Catch::Contains("\"status\": 201"));
+    CHECK_THAT(server.requests(),
+               Catch::Contains("\"status\": 401") && Catch::Contains("\"status\": 201"));
 
     // The file emptied (a refresher half-way): the refusal stands, nothing empty is sent.
     tests::write_file(dir / "token", "");
-    CHECK((*source)->refused("ghs_newTokenFromTheFile") == sandbox::Renewal::none);  // unreadable: the refusal stands
-    CHECK((*source)->refused("ghs_someOlderToken") == sandbox::Renewal::minted);     // already replaced here
+    CHECK((*source)->refused("ghs_newTokenFromTheFile") ==
+          sandbox::Renewal::none);  // unreadable: the refusal stands
+    CHECK((*source)->refused("ghs_someOlderToken") ==
+          sandbox::Renewal::minted);  // already replaced here
 
     auto missing = agent::SecretFileToken::open(dir / "absent");
     REQUIRE_FALSE(missing);

@@ -1,7 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "jobs/shell.hpp"
@@ -27,7 +26,8 @@ TEST_CASE("built-in shells resolve to the runner's templates") {
     auto bash = resolve_shell("bash", path);
     REQUIRE(bash);
     CHECK(bash->program == (dir / "bin" / "bash").string());
-    CHECK(bash->args == std::vector<std::string>{"--noprofile", "--norc", "-eo", "pipefail", "{0}"});
+    CHECK(bash->args ==
+          std::vector<std::string>{"--noprofile", "--norc", "-eo", "pipefail", "{0}"});
     CHECK(bash->extension == ".sh");
     auto sh = resolve_shell("sh", path);
     REQUIRE(sh);
@@ -76,7 +76,8 @@ TEST_CASE("custom templates need {0}; missing programs are unavailable") {
     auto no_placeholder = resolve_shell("perl -w", path);
     REQUIRE_FALSE(no_placeholder);
     CHECK(no_placeholder.error().kind == sandbox::ErrorKind::invalid_input);
-    CHECK(no_placeholder.error().message.find("format string containing '{0}'") != std::string::npos);
+    CHECK(no_placeholder.error().message.find("format string containing '{0}'") !=
+          std::string::npos);
     auto unknown = resolve_shell("zsh", path);
     REQUIRE_FALSE(unknown);
     CHECK(unknown.error().kind == sandbox::ErrorKind::invalid_input);
@@ -104,12 +105,14 @@ TEST_CASE("prepare_script writes the script and substitutes its path") {
     auto ps = prepare_script("pwsh", "Write-Host hi", *temp, {}, path);
     REQUIRE(ps);
     CHECK(ps->argv[2] == ". '" + ps->script.string() + "'");
-    CHECK(tests::read_file(ps->script).starts_with("$ErrorActionPreference = 'stop'\nWrite-Host hi\n"));
+    CHECK(tests::read_file(ps->script)
+              .starts_with("$ErrorActionPreference = 'stop'\nWrite-Host hi\n"));
 
     auto custom = prepare_script("perl {0} {0}", "print 1", *temp, {}, path);
     REQUIRE(custom);
     CHECK(custom->argv == std::vector<std::string>{(dir / "bin" / "perl").string(),
-                                                   custom->script.string(), custom->script.string()});
+                                                   custom->script.string(),
+                                                   custom->script.string()});
     CHECK(custom->script.extension().empty());
     CHECK(command->script != custom->script);
 }

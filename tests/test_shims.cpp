@@ -65,15 +65,19 @@ TEST_CASE("sudo runs a command as root of the sandbox's own user namespace, neve
     // The host uid the sandbox maps: the --sandbox-user (65534 by default) as root, else ours.
     const auto check = [&](std::vector<std::string> prefix, uid_t host_uid) {
         std::vector<std::string> argv = std::move(prefix);
-        argv.insert(argv.end(), {binary.string(), "exec", "--cwd", work.string(), "--", "/bin/sh", "-c", script});
+        argv.insert(argv.end(), {binary.string(), "exec", "--cwd", work.string(), "--", "/bin/sh",
+                                 "-c", script});
         const auto result = run_unwrapped(work, argv);
         INFO("stdout: " << result.out.head << "\nstderr: " << result.err.head);
         CHECK(result.exit_status() == 0);
         CHECK(result.out.head == "1000\n0\n0\nrefused=1\n0\nbar\n");
         // One line for the refusal, naming the user.
-        CHECK(result.err.head.find("sudo: -u nobody: the sandbox has only root") != std::string::npos);
+        CHECK(result.err.head.find("sudo: -u nobody: the sandbox has only root") !=
+              std::string::npos);
         std::size_t sudo_lines = 0;
-        for (std::size_t at = 0; (at = result.err.head.find("sudo:", at)) != std::string::npos; ++at) ++sudo_lines;
+        for (std::size_t at = 0; (at = result.err.head.find("sudo:", at)) != std::string::npos;
+             ++at)
+            ++sudo_lines;
         CHECK(sudo_lines == 1);
         struct stat st {};
         REQUIRE(::stat((work / "rootfile").c_str(), &st) == 0);
@@ -82,7 +86,9 @@ TEST_CASE("sudo runs a command as root of the sandbox's own user namespace, neve
         std::filesystem::remove(work / "rootfile");
     };
     if (::geteuid() == 0) {
-        SECTION("sandgate as root: the sandbox's host uid is --sandbox-user's (65534)") { check({}, 65534); }
+        SECTION("sandgate as root: the sandbox's host uid is --sandbox-user's (65534)") {
+            check({}, 65534);
+        }
         SECTION("sandgate unprivileged: the sandbox's host uid is sandgate's own") {
             check({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}, 65534);
         }
@@ -91,16 +97,19 @@ TEST_CASE("sudo runs a command as root of the sandbox's own user namespace, neve
     }
 }
 
-TEST_CASE("apt-get install: the machine's packages succeed with one line, missing ones fail with 100") {
+TEST_CASE(
+    "apt-get install: the machine's packages succeed with one line, missing ones fail with 100") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("shims-apt");
     REQUIRE(installed("coreutils"));
     REQUIRE(installed("dpkg"));
     REQUIRE_FALSE(installed("sandgate-no-such-package"));
 
-    auto present = wrapped(dir, "sudo apt-get install -y -q --no-install-recommends coreutils dpkg=1.0");
+    auto present =
+        wrapped(dir, "sudo apt-get install -y -q --no-install-recommends coreutils dpkg=1.0");
     CHECK(present.exit_status() == 0);
-    CHECK(present.out.head == "apt-get install: already installed on this machine: coreutils dpkg\n");
+    CHECK(present.out.head ==
+          "apt-get install: already installed on this machine: coreutils dpkg\n");
     CHECK(present.err.head.empty());
 
     auto apt = wrapped(dir, "apt install -y coreutils");
@@ -149,8 +158,10 @@ TEST_CASE("the shims go on PATH before its first system directory") {
             if (key == "PATH") return value;
         return std::string("(none)");
     };
-    CHECK(path_of({{"PATH", "/usr/local/bin:/usr/bin:/bin"}}) == shim + ":/usr/local/bin:/usr/bin:/bin");
-    CHECK(path_of({{"PATH", "/__e:/opt/x/bin:/usr/bin:/bin"}}) == "/__e:/opt/x/bin:" + shim + ":/usr/bin:/bin");
+    CHECK(path_of({{"PATH", "/usr/local/bin:/usr/bin:/bin"}}) ==
+          shim + ":/usr/local/bin:/usr/bin:/bin");
+    CHECK(path_of({{"PATH", "/__e:/opt/x/bin:/usr/bin:/bin"}}) ==
+          "/__e:/opt/x/bin:" + shim + ":/usr/bin:/bin");
     CHECK(path_of({{"PATH", "/opt/only"}}) == "/opt/only:" + shim);
     CHECK(path_of({{"PATH", ""}}) == shim);
     CHECK(path_of({{"HOME", "/h"}}) == shim + ":/usr/local/bin:/usr/bin:/bin");
@@ -160,9 +171,10 @@ TEST_CASE("the shims cannot be replaced by a step, not even under sudo") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("shims-ro");
     const std::string shim = std::string(sandbox::k_shim_dir);
-    const std::string attempt = "for target in " + shim + "/sudo " + shim + "/apt-get " + shim +
-                                "/new; do if (echo x > $target) 2>/dev/null; then echo wrote $target; "
-                                "else echo refused; fi; done";
+    const std::string attempt =
+        "for target in " + shim + "/sudo " + shim + "/apt-get " + shim +
+        "/new; do if (echo x > $target) 2>/dev/null; then echo wrote $target; "
+        "else echo refused; fi; done";
     auto result = wrapped(dir, attempt + "; sudo sh -c '" + attempt + "'");
     CHECK(result.out.head == "refused\nrefused\nrefused\nrefused\nrefused\nrefused\n");
 }

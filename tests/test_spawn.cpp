@@ -1,19 +1,18 @@
 // spawn(): the child's descriptors, exec errors through the error pipe, both supervisions.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "sandbox/fd.hpp"
 #include "sandbox/spawn.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/read_fd.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -33,7 +32,8 @@ using tests::read_to_eof;
 }  // namespace
 
 TEST_CASE("inherited fds land at 3, 4, ... and nothing else stays open") {
-    const auto supervision = GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
+    const auto supervision =
+        GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
     Pipe out = make_pipe();
     Pipe extra = make_pipe();
     sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -55,7 +55,8 @@ TEST_CASE("inherited fds land at 3, 4, ... and nothing else stays open") {
 }
 
 TEST_CASE("exec failures come back with their errno, from the right step") {
-    const auto supervision = GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
+    const auto supervision =
+        GENERATE(sandbox::Supervision::direct, sandbox::Supervision::subreaper);
     sandbox::Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
     sandbox::SpawnSpec spec;
     spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null.get();

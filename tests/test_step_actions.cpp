@@ -4,7 +4,6 @@
 // (real actions from ../shared/corpora/actions, and small ones made here) before the jobs
 // start, run from read-only trees, locked in the report; misses fail closed.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <string>
 
@@ -65,7 +64,8 @@ jobs:
       - id: py
         uses: actions/setup-python@v7
         env:
-          RUNNER_TOOL_CACHE: )" + cache.string() + R"(
+          RUNNER_TOOL_CACHE: )" + cache.string() +
+                                                 R"(
         with:
           python-version: '3.11'
       - run: python --version && test "${{ steps.py.outputs.python-version }}" = 3.11.2
@@ -78,8 +78,9 @@ jobs:
         args.insert(args.end(), bind.begin(), bind.end());
         return args;
     };
-    auto ran = tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source",
-                                                    "file://" + source.string()}));
+    auto ran =
+        tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--report", "r.json",
+                                             "--actions-source", "file://" + source.string()}));
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("Successfully set up CPython (3.11.2)") != std::string::npos);
     CHECK(ran.output.find("Python 3.11") != std::string::npos);
@@ -91,17 +92,22 @@ jobs:
     CHECK(text(*entry, "repository") == "actions/setup-python");
 
     // Pinned now: with no source at all the same workflow resolves and runs from the store.
-    auto offline = tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--actions-source", "none"}));
+    auto offline =
+        tests::run_workflows(dir, with_bind({"-C", "repo", "-W", "w", "--actions-source", "none"}));
     CHECK(offline.exit_code == 0);
     CHECK(offline.output.find("Successfully set up CPython (3.11.2)") != std::string::npos);
 }
 
-TEST_CASE("remote composite and node actions: recursion, inputs, pre/post and state, read-only trees, misses, docker") {
+TEST_CASE(
+    "remote composite and node actions: recursion, inputs, pre/post and state, read-only trees, "
+    "misses, docker") {
     const auto dir = tests::make_temp_dir("remote");
     tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
     const auto source = dir / "source";
-    const auto hello = tests::make_action_repo(source, "acme", "hello", "v1", {
-        {"action.yml", R"(name: hello
+    const auto hello = tests::make_action_repo(
+        source, "acme", "hello", "v1",
+        {
+            {"action.yml", R"(name: hello
 inputs:
   who:
     default: world
@@ -117,8 +123,9 @@ runs:
   post: post.js
   post-if: success()
 )"},
-        {"pre.js", "require('fs').appendFileSync(process.env.GITHUB_STATE, 'from_pre=1\\n');\n"},
-        {"main.js", R"(const fs = require('fs');
+            {"pre.js",
+             "require('fs').appendFileSync(process.env.GITHUB_STATE, 'from_pre=1\\n');\n"},
+            {"main.js", R"(const fs = require('fs');
 const e = process.env;
 const checks = [e.STATE_from_pre === '1', e.INPUT_LOUD === 'false', e.GITHUB_ACTION_REPOSITORY === 'acme/hello',
                 e.GITHUB_ACTION_REF === 'v1', fs.existsSync(e.GITHUB_ACTION_PATH + '/main.js')];
@@ -129,10 +136,10 @@ if (!refused) { console.log('the action tree is writable'); process.exit(6); }
 fs.appendFileSync(e.GITHUB_STATE, 'token=' + e.INPUT_WHO + '\n');
 fs.appendFileSync(e.GITHUB_OUTPUT, 'greeting=hi-' + e.INPUT_WHO + '\n');
 )"},
-        {"post.js", "console.log('post saw ' + process.env.STATE_token);\n"},
-    });
-    const auto greet = tests::make_action_repo(source, "acme", "greet", "v2", {
-        {"action.yml", R"(name: greet
+            {"post.js", "console.log('post saw ' + process.env.STATE_token);\n"},
+        });
+    const auto greet =
+        tests::make_action_repo(source, "acme", "greet", "v2", {{"action.yml", R"(name: greet
 inputs:
   name:
     default: composite
@@ -156,7 +163,8 @@ runs:
       shell: bash
 )"}});
     tests::make_action_repo(source, "acme", "boxed", "v1",
-                            {{"action.yml", "runs:\n  using: docker\n  image: Dockerfile\n"}, {"Dockerfile", "FROM scratch\n"}});
+                            {{"action.yml", "runs:\n  using: docker\n  image: Dockerfile\n"},
+                             {"Dockerfile", "FROM scratch\n"}});
     tests::write_file(dir / "repo/w/remote.yml", R"(on: push
 jobs:
   remote:
@@ -180,7 +188,8 @@ jobs:
     steps:
       - uses: acme/absent@v1
 )");
-    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", source.string()});
+    auto ran = tests::run_workflows(
+        dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", source.string()});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("post saw tester") != std::string::npos);
     CHECK(ran.output.find("composite from acme/greet") != std::string::npos);
@@ -191,7 +200,8 @@ jobs:
     CHECK(text(writer, "conclusion") == "failure");
     const auto& docker = job_named(report, "docker");
     CHECK(text(docker, "conclusion") == "failure");
-    CHECK(text(docker.get("steps")->as_array().at(0), "message").find("runs.using: docker") != std::string::npos);
+    CHECK(text(docker.get("steps")->as_array().at(0), "message").find("runs.using: docker") !=
+          std::string::npos);
     const auto& missing = job_named(report, "missing");
     const std::string miss = text(missing.get("steps")->as_array().at(0), "message");
     CHECK(miss.find("'acme/absent@v1' is not in the action cache") != std::string::npos);
@@ -202,16 +212,20 @@ jobs:
     REQUIRE(locked(report, "acme/hello@v1") != nullptr);
     CHECK(text(*locked(report, "acme/hello@v1"), "sha") == hello);
     REQUIRE(locked(report, "acme/absent@v1") != nullptr);
-    CHECK(text(*locked(report, "acme/absent@v1"), "error").find("acme/absent@v1") != std::string::npos);
+    CHECK(text(*locked(report, "acme/absent@v1"), "error").find("acme/absent@v1") !=
+          std::string::npos);
     const auto trees = dir / "state/sandgate/action-work/trees";
     CHECK(fs::exists(trees / "acme_hello" / hello / "main.js"));
     CHECK_FALSE(fs::exists(trees / "acme_hello" / hello / "planted.js"));
     bool planted = false;
-    for (const auto& entry : fs::recursive_directory_iterator(trees)) planted = planted || entry.path().filename() == "planted";
+    for (const auto& entry : fs::recursive_directory_iterator(trees))
+        planted = planted || entry.path().filename() == "planted";
     CHECK_FALSE(planted);
 }
 
-TEST_CASE("a remote action missing from an offline store fails its step closed, naming the pull command") {
+TEST_CASE(
+    "a remote action missing from an offline store fails its step closed, naming the pull "
+    "command") {
     const auto dir = tests::make_temp_dir("remote");
     tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
     tests::write_file(dir / "repo/w/a.yml", R"(on: push
@@ -222,18 +236,22 @@ jobs:
       - uses: actions/setup-python@v7
       - run: echo never
 )");
-    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
+    auto ran = tests::run_workflows(
+        dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
     CHECK(ran.exit_code == 1);
     auto report = tests::read_report(dir / "r.json");
     const auto& job = job_named(report, "a");
     CHECK(text(job.get("steps")->as_array().at(1), "conclusion") == "skipped");
     const std::string message = text(job.get("steps")->as_array().at(0), "message");
-    CHECK(message.find("'actions/setup-python@v7' is not in the action cache") != std::string::npos);
-    CHECK(message.find("`sandgate actions pull -C " + fs::canonical(dir / "repo").string()) != std::string::npos);
+    CHECK(message.find("'actions/setup-python@v7' is not in the action cache") !=
+          std::string::npos);
+    CHECK(message.find("`sandgate actions pull -C " + fs::canonical(dir / "repo").string()) !=
+          std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
 }
 
-TEST_CASE("the remote actions of a parallel: block are pulled and pinned like the job's own steps") {
+TEST_CASE(
+    "the remote actions of a parallel: block are pulled and pinned like the job's own steps") {
     const auto dir = tests::make_temp_dir("remote-parallel");
     tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
     const auto source = dir / "source";
@@ -252,11 +270,13 @@ jobs:
           - uses: acme/side@v1
           - run: echo beside
 )");
-    auto pulled = tests::run_sandgate(dir, {"actions", "pull", "-C", "repo", "-W", "w", "--source", source.string()});
+    auto pulled = tests::run_sandgate(
+        dir, {"actions", "pull", "-C", "repo", "-W", "w", "--source", source.string()});
     INFO(pulled.output);
     CHECK(pulled.exit_code == 0);
     // With no source, only what the pull stored can run.
-    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
+    auto ran = tests::run_workflows(
+        dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("side action from acme/side") != std::string::npos);
     auto report = tests::read_report(dir / "r.json");
@@ -264,7 +284,9 @@ jobs:
     CHECK(text(*locked(report, "acme/side@v1"), "sha") == side);
 }
 
-TEST_CASE("step-security/harden-runner is a logged no-op: the wrap already does its job, nothing is fetched") {
+TEST_CASE(
+    "step-security/harden-runner is a logged no-op: the wrap already does its job, nothing is "
+    "fetched") {
     const auto dir = tests::make_temp_dir("remote-harden");
     tests::ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
     tests::write_file(dir / "repo/w/h.yml", R"(on: push
@@ -277,9 +299,11 @@ jobs:
           egress-policy: audit
       - run: echo after
 )");
-    auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
+    auto ran = tests::run_workflows(
+        dir, {"-C", "repo", "-W", "w", "--report", "r.json", "--actions-source", "none"});
     CHECK(ran.exit_code == 0);
-    CHECK(ran.output.find("sandgate: step-security/harden-runner does nothing here") != std::string::npos);
+    CHECK(ran.output.find("sandgate: step-security/harden-runner does nothing here") !=
+          std::string::npos);
     CHECK(ran.output.find("after") != std::string::npos);
     auto report = tests::read_report(dir / "r.json");
     CHECK(text(job_named(report, "h"), "conclusion") == "success");

@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -98,7 +97,8 @@ TEST_CASE("GITHUB_ENV and GITHUB_PATH reach the next step, step env wins") {
     std::filesystem::permissions(tools / "mytool", std::filesystem::perms::owner_all);
     h.job.env = {{"JOB_LEVEL", "job"}, {"OVERRIDDEN", "job"}};
     REQUIRE(h.run("echo 'FROM_ENV_FILE=first' >> $GITHUB_ENV\necho '" + tools.string() +
-                  "' >> $GITHUB_PATH\n").outcome == Outcome::success);
+                  "' >> $GITHUB_PATH\n")
+                .outcome == Outcome::success);
     StepSpec spec;
     spec.script = "echo \"$JOB_LEVEL $FROM_ENV_FILE $OVERRIDDEN\"\nmytool\n";
     spec.shell = "sh";

@@ -4,7 +4,6 @@
 // any the tables describe differently, or that one side lacks, so new GitHub syntax shows up
 // here; it also holds the definitions sandgate's code names to what the code assumes.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <string>
 
@@ -14,19 +13,22 @@
 
 namespace {
 
-const std::filesystem::path k_dir = std::filesystem::path(SANDGATE_SHARED_DIR) / "corpora/workflow-schema";
+const std::filesystem::path k_dir =
+    std::filesystem::path(SANDGATE_SHARED_DIR) / "corpora/workflow-schema";
 
 // Every difference between the file and the tables, one per line.
 std::string differences(const tests::SchemaFile& file, const jobs::schema::Schema& schema) {
     std::string out;
     if (file.version != schema.version)
-        out += "version: the file has '" + file.version + "', the tables '" + std::string(schema.version) + "'\n";
+        out += "version: the file has '" + file.version + "', the tables '" +
+               std::string(schema.version) + "'\n";
     for (const auto& [name, described] : file.described) {
         const auto* definition = schema.find(name);
         if (definition == nullptr || definition->name != name) {
             out += name + ": in the schema, not in sandgate's tables\n";
         } else if (jobs::schema::describe(*definition) != described) {
-            out += name + ":\n  schema:  " + described + "\n  sandgate: " + jobs::schema::describe(*definition) + "\n";
+            out += name + ":\n  schema:  " + described +
+                   "\n  sandgate: " + jobs::schema::describe(*definition) + "\n";
         }
     }
     for (const auto& definition : schema.definitions) {
@@ -42,9 +44,12 @@ void check_file(const std::string& file_name, const jobs::schema::Schema& schema
     REQUIRE(file.error.empty());
     REQUIRE(file.described.size() > 20);
     const std::string diff = differences(file, schema);
-    INFO("sandgate's tables disagree with GitHub's schema; regenerate them with\n"
-         "  build/tests/sandgate-schema-gen ../shared/corpora/workflow-schema > jobs/template_schema_tables.cpp\n"
-         "and make the code follow what changed:\n" << diff);
+    INFO(
+        "sandgate's tables disagree with GitHub's schema; regenerate them with\n"
+        "  build/tests/sandgate-schema-gen ../shared/corpora/workflow-schema > "
+        "jobs/template_schema_tables.cpp\n"
+        "and make the code follow what changed:\n"
+        << diff);
     CHECK(diff.empty());
 }
 
@@ -68,10 +73,11 @@ TEST_CASE("the definitions sandgate's parsers name exist with the shape they ass
     const auto& workflow = jobs::schema::workflow_schema();
     const auto& action = jobs::schema::action_schema();
     // Roots and the definitions read on their own (workflow_model.cpp, action_model.cpp).
-    for (const char* name : {"workflow-root", "on-mapping-strict", "workflow-dispatch-inputs", "job-if", "step-if",
-                             "snapshot-if", "on-string-strict"})
+    for (const char* name : {"workflow-root", "on-mapping-strict", "workflow-dispatch-inputs",
+                             "job-if", "step-if", "snapshot-if", "on-string-strict"})
         CHECK(workflow.find(name) != nullptr);
-    for (const char* name : {"action-root", "step-if", "using"}) CHECK(action.find(name) != nullptr);
+    for (const char* name : {"action-root", "step-if", "using"})
+        CHECK(action.find(name) != nullptr);
     CHECK(action.find("using")->kind == jobs::schema::Kind::allowed_values);
     // Each event's name form is `<event>-string`, a constant equal to the event: the parser
     // takes the names from on-mapping-strict instead (one constant is wrong upstream, and this
@@ -91,5 +97,6 @@ TEST_CASE("the definitions sandgate's parsers name exist with the shape they ass
     // The background-step properties the reader refuses while GitHub's feature is off.
     const auto* regular = workflow.find("regular-step");
     REQUIRE(regular != nullptr);
-    CHECK(std::ranges::any_of(regular->properties, [](const auto& p) { return p.name == "background"; }));
+    CHECK(std::ranges::any_of(regular->properties,
+                              [](const auto& p) { return p.name == "background"; }));
 }

@@ -3,13 +3,15 @@
 // still works. The attacks run as tests/helpers/attack.cpp (sandgate-attack) or sh/python3.
 // Rows 26, 28 and 29 (CPU hog, SIGTERM/SIGSTOP, output floods) belong to sandbox::run's own
 // tests; row 19 (symlinks the agent follows afterwards) to the worktree tests.
-#include <netinet/in.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,8 +21,6 @@
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
-#include <fcntl.h>
-#include <csignal>
 
 namespace {
 
@@ -50,7 +50,8 @@ sandbox::RunRequest attack(const std::filesystem::path& cwd, std::vector<std::st
 // Runs through sandbox::run, the way every caller does.
 Outcome wrapped(const sandbox::RunRequest& r) {
     const auto result = sandbox::run(r);
-    const bool refused = result.error.has_value() && result.error->kind != sandbox::RunErrorKind::timeout;
+    const bool refused =
+        result.error.has_value() && result.error->kind != sandbox::RunErrorKind::timeout;
     const std::string message = result.error.has_value() ? result.error->message : std::string();
     INFO("sandbox: " << sandbox::posture_text(result) << "\nerror: " << message);
     CHECK_FALSE(refused);
@@ -108,11 +109,10 @@ Listener unix_listener(const std::string& name, bool abstract) {
 TEST_CASE("rows 6, 7, 15-18: the seccomp filter and the namespaces refuse kernel attack surface") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
-    const std::string mode = GENERATE("ptrace", "vm-read", "tiocsti", "tiocsti-high", "tioclinux",
-                                      "keyctl", "add-key", "request-key", "perf", "bpf",
-                                      "userfaultfd", "mount", "fsopen", "open-tree",
-                                      "unshare-user", "clone-user", "nested-root", "clone3",
-                                      "settime");
+    const std::string mode =
+        GENERATE("ptrace", "vm-read", "tiocsti", "tiocsti-high", "tioclinux", "keyctl", "add-key",
+                 "request-key", "perf", "bpf", "userfaultfd", "mount", "fsopen", "open-tree",
+                 "unshare-user", "clone-user", "nested-root", "clone3", "settime");
     INFO("attack: " << mode);
     require_blocked(wrapped(attack(dir, {mode})));
 }
@@ -123,8 +123,9 @@ TEST_CASE("row 30 and 13: no capabilities, no new privileges, setuid binaries do
     require_blocked(wrapped(attack(dir, {"caps"})));
     require_blocked(wrapped(attack(dir, {"no-new-privs"})));
     // su is setuid root on the host; inside it must not become root.
-    auto su = wrapped(request(dir, {"sh", "-c", "su -c 'id -u' root </dev/null 2>&1; id -u; "
-                                                "grep -c nosuid /proc/self/mountinfo"}));
+    auto su = wrapped(request(dir, {"sh", "-c",
+                                    "su -c 'id -u' root </dev/null 2>&1; id -u; "
+                                    "grep -c nosuid /proc/self/mountinfo"}));
     CHECK(su.out.find("\n0\n") == std::string::npos);
     CHECK(su.out.find("1000\n") != std::string::npos);
 }
@@ -133,29 +134,38 @@ TEST_CASE("rows 1 and 4: the agent's environment is not readable, not even throu
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
     ScopedEnv token("SANDGATE_TEST_GITHUB_TOKEN", "CANARY-ENV-TOKEN");
-    auto result = wrapped(request(dir, {"sh", "-c", "env; cat /proc/1/environ /proc/1/cmdline "
-                                                    "/proc/self/environ; echo; echo done"}));
+    auto result = wrapped(request(dir, {"sh", "-c",
+                                        "env; cat /proc/1/environ /proc/1/cmdline "
+                                        "/proc/self/environ; echo; echo done"}));
     CHECK(result.out.find("done") != std::string::npos);
     CHECK(result.out.find("CANARY-ENV-TOKEN") == std::string::npos);
-    require_blocked(wrapped(attack(dir, {"read", "/proc/" + std::to_string(::getpid()) + "/environ"})));
-    require_blocked(wrapped(attack(dir, {"read", "/proc/" + std::to_string(::getpid()) + "/cmdline"})));
+    require_blocked(
+        wrapped(attack(dir, {"read", "/proc/" + std::to_string(::getpid()) + "/environ"})));
+    require_blocked(
+        wrapped(attack(dir, {"read", "/proc/" + std::to_string(::getpid()) + "/cmdline"})));
 }
 
 TEST_CASE("row 2: home credentials are out of reach; HOME is a private scratch") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
     const auto home = tests::make_temp_dir("threat-home");
-    const std::vector<std::string> files = {
-        ".ssh/id_ed25519", ".git-credentials", ".netrc", ".docker/config.json", ".npmrc",
-        ".cargo/credentials.toml", ".m2/settings.xml", ".gradle/gradle.properties",
-        ".nuget/NuGet/NuGet.Config"};
+    const std::vector<std::string> files = {".ssh/id_ed25519",
+                                            ".git-credentials",
+                                            ".netrc",
+                                            ".docker/config.json",
+                                            ".npmrc",
+                                            ".cargo/credentials.toml",
+                                            ".m2/settings.xml",
+                                            ".gradle/gradle.properties",
+                                            ".nuget/NuGet/NuGet.Config"};
     std::string script;
     for (const auto& file : files) {
         tests::write_file(home / file, "CANARY-HOME " + file);
         script += "cat \"$HOME/" + file + "\" \"$1/" + file + "\" 2>/dev/null; ";
     }
     ScopedEnv fake_home("HOME", home.string());
-    auto result = wrapped(request(dir, {"sh", "-c", script + "echo home=$HOME", "sh", home.string()}));
+    auto result =
+        wrapped(request(dir, {"sh", "-c", script + "echo home=$HOME", "sh", home.string()}));
     CHECK(result.out.find("CANARY") == std::string::npos);
     CHECK(result.out.find("home=" + home.string()) == std::string::npos);
     require_blocked(wrapped(attack(dir, {"read", (home / ".ssh/id_ed25519").string()})));
@@ -173,12 +183,14 @@ TEST_CASE("row 3: the agent's state, config and other jobs' worktrees stay hidde
     ScopedEnv state("XDG_STATE_HOME", (root / "state").string());
     ScopedEnv config("SANDGATE_CONFIG", (root / "config.toml").string());
     // The job's worktree lies inside the state dir: it is visible, its siblings are not.
-    auto in_job = wrapped(request(job, {"sh", "-c", "cat src.txt ../job-2/secret.txt ../../journal.db 2>&1; echo"}));
+    auto in_job = wrapped(
+        request(job, {"sh", "-c", "cat src.txt ../job-2/secret.txt ../../journal.db 2>&1; echo"}));
     CHECK(in_job.out.find("mine") != std::string::npos);
     CHECK(in_job.out.find("CANARY") == std::string::npos);
     // Even a step whose working directory contains the state dir cannot read it.
-    auto above = wrapped(request(root, {"sh", "-c", "cat config.toml state/sandgate/journal.db "
-                                                    "state/sandgate/worktrees/job-2/secret.txt 2>&1; echo"}));
+    auto above = wrapped(request(root, {"sh", "-c",
+                                        "cat config.toml state/sandgate/journal.db "
+                                        "state/sandgate/worktrees/job-2/secret.txt 2>&1; echo"}));
     CHECK(above.out.find("CANARY") == std::string::npos);
 }
 
@@ -205,7 +217,8 @@ TEST_CASE("row 8: descriptors the agent left open (files, sockets, pipes) do not
     require_blocked(wrapped(attack(dir, {"fds"})));
 }
 
-TEST_CASE("rows 9-11: no egress; the host's loopback listener and abstract sockets are out of reach") {
+TEST_CASE(
+    "rows 9-11: no egress; the host's loopback listener and abstract sockets are out of reach") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
     auto tcp = tcp_listener();
@@ -215,7 +228,10 @@ TEST_CASE("rows 9-11: no egress; the host's loopback listener and abstract socke
     require_blocked(wrapped(attack(dir, {"abstract", abstract_name})));
     require_blocked(wrapped(attack(dir, {"udp-dns"})));
     require_blocked(wrapped(attack(dir, {"metadata"})));
-    auto dns = wrapped(request(dir, {"python3", "-c", "import socket\ntry:\n socket.getaddrinfo('example.com', 443)\n print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)"}));
+    auto dns =
+        wrapped(request(dir, {"python3", "-c",
+                              "import socket\ntry:\n socket.getaddrinfo('example.com', 443)\n "
+                              "print('ESCAPED')\nexcept OSError as e:\n print('BLOCKED', e)"}));
     require_blocked(dns);
 }
 
@@ -227,10 +243,11 @@ TEST_CASE("row 12: host path sockets (ssh-agent, docker, D-Bus, /run) are not th
     auto listener = unix_listener(socket_path, false);
     ScopedEnv ssh("SSH_AUTH_SOCK", socket_path);
     require_blocked(wrapped(attack(dir, {"unix", socket_path})));
-    for (const char* path : {"/run/docker.sock", "/var/run/docker.sock", "/run/dbus/system_bus_socket",
-                             "/run/systemd/private"})
+    for (const char* path : {"/run/docker.sock", "/var/run/docker.sock",
+                             "/run/dbus/system_bus_socket", "/run/systemd/private"})
         require_blocked(wrapped(attack(dir, {"unix", path})));
-    auto listing = wrapped(request(dir, {"sh", "-c", "ls /run /var/run 2>&1; echo $SSH_AUTH_SOCK"}));
+    auto listing =
+        wrapped(request(dir, {"sh", "-c", "ls /run /var/run 2>&1; echo $SSH_AUTH_SOCK"}));
     CHECK(listing.out.find(socket_path) == std::string::npos);
     CHECK(listing.out.find("No such file") != std::string::npos);
 }
@@ -238,19 +255,22 @@ TEST_CASE("row 12: host path sockets (ssh-agent, docker, D-Bus, /run) are not th
 TEST_CASE("row 14: /proc/sys, /proc/sysrq-trigger and /sys are read-only or absent") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
-    for (const char* path : {"/proc/sys/kernel/hostname", "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches",
-                             "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/fs/cgroup/cgroup.procs"})
+    for (const char* path :
+         {"/proc/sys/kernel/hostname", "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches",
+          "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/fs/cgroup/cgroup.procs"})
         require_blocked(wrapped(attack(dir, {"write", path})));
 }
 
-TEST_CASE("rows 20-22: no hard links from outside, nothing writable beyond the worktree and scratch") {
+TEST_CASE(
+    "rows 20-22: no hard links from outside, nothing writable beyond the worktree and scratch") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
     const auto cache = tests::make_temp_dir("threat-cache");
     tests::write_file(cache / "cargo/registry/index/crate", "clean");
     require_blocked(wrapped(attack(dir, {"link", "/etc/passwd", (dir / "passwd").string()})));
     require_blocked(wrapped(attack(dir, {"link", SANDGATE_ATTACK, (dir / "attack").string()})));
-    for (const char* path : {"/usr/sandgate-x", "/etc/sandgate-x", "/sandgate-x", "/work/sandgate-x"})
+    for (const char* path :
+         {"/usr/sandgate-x", "/etc/sandgate-x", "/sandgate-x", "/work/sandgate-x"})
         require_blocked(wrapped(attack(dir, {"write", path})));
     auto poison = attack(dir, {"write", (cache / "cargo/registry/index/crate").string()});
     poison.policy.toolchain_cache = cache;
@@ -287,8 +307,8 @@ TEST_CASE("row 25: /tmp is a private tmpfs bounded by --tmp-size") {
     auto fill = attack(dir, {"fill", "/tmp/fill", "64"});
     fill.policy.tmp_size_bytes = 8ull << 20;
     require_blocked(wrapped(fill));
-    auto host_tmp = wrapped(request(dir, {"sh", "-c", "echo private > /tmp/sandgate-private-" +
-                                                          std::to_string(::getpid())}));
+    auto host_tmp = wrapped(request(
+        dir, {"sh", "-c", "echo private > /tmp/sandgate-private-" + std::to_string(::getpid())}));
     CHECK(host_tmp.status == 0);
     CHECK_FALSE(std::filesystem::exists("/tmp/sandgate-private-" + std::to_string(::getpid())));
 }
@@ -326,10 +346,13 @@ TEST_CASE("rows 31-32: option injection and symlinked bind destinations do not g
     CHECK(plan.error().kind == sandbox::ErrorKind::invalid_input);
 }
 
-TEST_CASE("a normal build still works: worktree, HOME and TMPDIR writable, python3, a compiler, loopback") {
+TEST_CASE(
+    "a normal build still works: worktree, HOME and TMPDIR writable, python3, a compiler, "
+    "loopback") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("threat");
-    tests::write_file(dir / "main.cpp", "#include <cstdio>\nint main() { std::puts(\"built\"); }\n");
+    tests::write_file(dir / "main.cpp",
+                      "#include <cstdio>\nint main() { std::puts(\"built\"); }\n");
     const std::string script =
         "set -e; c++ -o hello main.cpp && ./hello; echo x > $HOME/h; echo y > $TMPDIR/t; "
         "python3 - <<'EOF'\n"

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,8 +37,10 @@ std::string host_version(const std::vector<std::string>& argv, const std::string
     return line.substr(prefix.size());
 }
 
-const sandbox::MachineTool* find_tool(const std::vector<sandbox::MachineTool>& tools, const std::string& name) {
-    auto it = std::find_if(tools.begin(), tools.end(), [&](const auto& tool) { return tool.tool == name; });
+const sandbox::MachineTool* find_tool(const std::vector<sandbox::MachineTool>& tools,
+                                      const std::string& name) {
+    auto it = std::find_if(tools.begin(), tools.end(),
+                           [&](const auto& tool) { return tool.tool == name; });
     return it == tools.end() ? nullptr : &*it;
 }
 
@@ -100,8 +102,9 @@ TEST_CASE("the tool cache is built from this machine's toolchains in the hosted 
     CHECK(std::filesystem::exists(cache / "node" / node->version / (arch + ".complete")));
     if (const auto* java = find_tool(tools, "Java_Temurin-Hotspot_jdk")) {
         // The JDK's root, as a link: its bin/java is the machine's java.
-        CHECK(std::filesystem::equivalent(cache / java->tool / java->version / arch / "bin" / "java",
-                                          std::filesystem::canonical("/usr/bin/java")));
+        CHECK(
+            std::filesystem::equivalent(cache / java->tool / java->version / arch / "bin" / "java",
+                                        std::filesystem::canonical("/usr/bin/java")));
         CHECK(std::filesystem::exists(cache / java->tool / java->version / (arch + ".complete")));
     }
 
@@ -120,7 +123,8 @@ TEST_CASE("the tool cache is built from this machine's toolchains in the hosted 
         std::filesystem::remove(python_dir / "bin" / "python");
         auto listed_again = sandbox::list_tool_cache(cache);
         REQUIRE(listed_again);
-        CHECK(std::count_if(listed_again->begin(), listed_again->end(), [](const auto& e) { return !e.complete; }) == 1);
+        CHECK(std::count_if(listed_again->begin(), listed_again->end(),
+                            [](const auto& e) { return !e.complete; }) == 1);
         auto again = sandbox::add_machine_tools(cache, tools);
         REQUIRE(again);
         REQUIRE(again->added.size() == 1);
@@ -134,11 +138,13 @@ TEST_CASE("the tool cache is built from this machine's toolchains in the hosted 
         REQUIRE(empty);
         CHECK(empty->empty());
         const auto other = dir / "cli-cache";
-        auto ran = run_unwrapped(dir, {SANDGATE_BINARY, "tools", "add", "--tool-cache", other.string()});
+        auto ran =
+            run_unwrapped(dir, {SANDGATE_BINARY, "tools", "add", "--tool-cache", other.string()});
         INFO(ran.out.head << ran.err.head);
         CHECK(ran.exit_status() == 0);
         CHECK(ran.out.head.find("added Python/" + python + "/" + arch) != std::string::npos);
-        auto list = run_unwrapped(dir, {SANDGATE_BINARY, "tools", "list", "--tool-cache", other.string()});
+        auto list =
+            run_unwrapped(dir, {SANDGATE_BINARY, "tools", "list", "--tool-cache", other.string()});
         CHECK(list.exit_status() == 0);
         CHECK(list.out.head.find("  Python/" + python + "/" + arch + " -> ") != std::string::npos);
         CHECK(list.out.head.find("incomplete") == std::string::npos);
@@ -155,22 +161,28 @@ TEST_CASE("inside the wrap the tool cache is RUNNER_TOOL_CACHE, read-only even u
     const std::string arch = sandbox::tool_cache_arch();
     const std::string bin = "$RUNNER_TOOL_CACHE/Python/" + python + "/" + arch + "/bin";
     const std::string attempts =
-        "for target in $RUNNER_TOOL_CACHE/new $RUNNER_TOOL_CACHE/Python/" + python + "/x.complete " + bin +
-        "/python " + bin + "/new; do if (echo x > $target) 2>/dev/null; then echo wrote $target; else echo "
-        "refused; fi; done; mkdir $RUNNER_TOOL_CACHE/Python/9.9.9 2>/dev/null && echo made || echo refused";
-    auto result = wrapped(dir, cache, {"/bin/sh", "-c",
-                                       "echo $RUNNER_TOOL_CACHE $AGENT_TOOLSDIRECTORY; " + bin + "/python --version; " +
-                                           attempts + "; sudo sh -c '" + attempts + "'"});
+        "for target in $RUNNER_TOOL_CACHE/new $RUNNER_TOOL_CACHE/Python/" + python +
+        "/x.complete " + bin + "/python " + bin +
+        "/new; do if (echo x > $target) 2>/dev/null; then echo wrote $target; else echo "
+        "refused; fi; done; mkdir $RUNNER_TOOL_CACHE/Python/9.9.9 2>/dev/null && echo made || echo "
+        "refused";
+    auto result =
+        wrapped(dir, cache,
+                {"/bin/sh", "-c",
+                 "echo $RUNNER_TOOL_CACHE $AGENT_TOOLSDIRECTORY; " + bin + "/python --version; " +
+                     attempts + "; sudo sh -c '" + attempts + "'"});
     CHECK(result.exit_status() == 0);
     const std::string refused = "refused\nrefused\nrefused\nrefused\nrefused\n";
-    CHECK(result.out.head == "/opt/hostedtoolcache /opt/hostedtoolcache\nPython " + python + "\n" + refused + refused);
+    CHECK(result.out.head ==
+          "/opt/hostedtoolcache /opt/hostedtoolcache\nPython " + python + "\n" + refused + refused);
     auto listed = sandbox::list_tool_cache(cache);
     REQUIRE(listed);
     for (const auto& entry : *listed) CHECK(entry.version != "9.9.9");
     CHECK_FALSE(std::filesystem::exists(cache / "new"));
 }
 
-TEST_CASE("the real actions/setup-python finds the machine's Python in the tool cache, no download") {
+TEST_CASE(
+    "the real actions/setup-python finds the machine's Python in the tool cache, no download") {
     SKIP_UNDER_WRAP("the wrap refuses the nested bwrap a test would start");
     const auto dir = tests::make_temp_dir("tool-cache-setup-python");
     const auto cache = build_cache(dir);
@@ -182,7 +194,8 @@ TEST_CASE("the real actions/setup-python finds the machine's Python in the tool 
     REQUIRE(std::filesystem::exists(archive));
     const auto work = dir / "work";
     std::filesystem::create_directories(work / "action");
-    REQUIRE(run_unwrapped(work, {"tar", "-xzf", archive, "-C", "action", "--strip-components=1"}).exit_status() == 0);
+    REQUIRE(run_unwrapped(work, {"tar", "-xzf", archive, "-C", "action", "--strip-components=1"})
+                .exit_status() == 0);
     for (const char* file : {"output", "path", "env", "state"}) tests::write_file(work / file, "");
     std::filesystem::create_directories(work / "temp");
     // The inputs as the runner sets them from action.yml: the given one and every default.
@@ -203,12 +216,15 @@ TEST_CASE("the real actions/setup-python finds the machine's Python in the tool 
         {"RUNNER_OS", "Linux"},
         {"GITHUB_ACTIONS", "true"},
     };
-    auto result = wrapped(work, cache, {"node", (work / "action/dist/setup/index.js").string()}, env);
+    auto result =
+        wrapped(work, cache, {"node", (work / "action/dist/setup/index.js").string()}, env);
     CHECK(result.exit_status() == 0);
-    CHECK(result.out.head.find("Successfully set up CPython (" + python + ")") != std::string::npos);
+    CHECK(result.out.head.find("Successfully set up CPython (" + python + ")") !=
+          std::string::npos);
     CHECK(result.out.head.find("not found in the local cache") == std::string::npos);
     CHECK(result.out.head.find("##[add-matcher]") != std::string::npos);
-    const std::string install = "/opt/hostedtoolcache/Python/" + python + "/" + sandbox::tool_cache_arch();
+    const std::string install =
+        "/opt/hostedtoolcache/Python/" + python + "/" + sandbox::tool_cache_arch();
     const std::string outputs = tests::read_file(work / "output");
     CHECK(outputs.find("python-version") != std::string::npos);
     CHECK(outputs.find(python) != std::string::npos);
@@ -232,6 +248,7 @@ jobs:
 )");
     auto bound = tests::run_workflows(dir, {"-W", "w", "--tool-cache", cache.string()});
     CHECK(bound.exit_code == 0);
-    CHECK(bound.output.find("context=/opt/hostedtoolcache env=/opt/hostedtoolcache") != std::string::npos);
+    CHECK(bound.output.find("context=/opt/hostedtoolcache env=/opt/hostedtoolcache") !=
+          std::string::npos);
     CHECK(bound.output.find("same") != std::string::npos);
 }

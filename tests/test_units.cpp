@@ -13,7 +13,8 @@ TEST_CASE("durations") {
     CHECK(agent::parse_duration("1.5s").value() == 1500ms);
     CHECK(agent::parse_duration("7").value() == 7s);
     CHECK(agent::parse_duration("0s").value() == 0ms);
-    for (const char* bad : {"", "s", "5 m", "-1s", "5x", "1h30", "1..5s", "5mm", "99999999999999999h"}) {
+    for (const char* bad :
+         {"", "s", "5 m", "-1s", "5x", "1h30", "1..5s", "5mm", "99999999999999999h"}) {
         INFO(bad);
         auto parsed = agent::parse_duration(bad);
         REQUIRE_FALSE(parsed);

@@ -1,9 +1,7 @@
 // The Value model: coercions, number formatting, case-insensitive objects, JSON both ways.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "jobs/value.hpp"
@@ -120,7 +118,8 @@ TEST_CASE("copies share containers; mutation copies on write") {
 }
 
 TEST_CASE("JSON parses with simdjson and prints compact or GitHub-pretty") {
-    auto parsed = jobs::parse_json(R"({"b": [1, 2.5, -0, true, null, "s\u00e9"], "a": {}, "c": 12345678901})");
+    auto parsed = jobs::parse_json(
+        R"({"b": [1, 2.5, -0, true, null, "s\u00e9"], "a": {}, "c": 12345678901})");
     REQUIRE(parsed.has_value());
     CHECK(parsed->as_object().entries()[0].first == "b");
     CHECK(jobs::to_json(*parsed, jobs::JsonStyle::compact) ==
@@ -128,9 +127,12 @@ TEST_CASE("JSON parses with simdjson and prints compact or GitHub-pretty") {
     CHECK(jobs::to_json(Value(jobs::Array{1, Value(jobs::Object{})}), jobs::JsonStyle::pretty) ==
           "[\n  1,\n  {}\n]");
     CHECK(jobs::to_json(Value(std::nan("")), jobs::JsonStyle::compact) == "null");
-    CHECK(jobs::to_json(Value(std::ldexp(1.0, 60)), jobs::JsonStyle::compact) == "1152921504606847000");
-    CHECK(jobs::to_json(Value(-9007199254740993.0), jobs::JsonStyle::compact) == "-9007199254740992");
-    CHECK(jobs::to_json(Value(std::string("bad \xff byte")), jobs::JsonStyle::compact) == "\"bad \xEF\xBF\xBD byte\"");
+    CHECK(jobs::to_json(Value(std::ldexp(1.0, 60)), jobs::JsonStyle::compact) ==
+          "1152921504606847000");
+    CHECK(jobs::to_json(Value(-9007199254740993.0), jobs::JsonStyle::compact) ==
+          "-9007199254740992");
+    CHECK(jobs::to_json(Value(std::string("bad \xff byte")), jobs::JsonStyle::compact) ==
+          "\"bad \xEF\xBF\xBD byte\"");
     auto duplicate = jobs::parse_json(R"({"k": 1, "K": 2})");
     REQUIRE(duplicate.has_value());
     CHECK(duplicate->as_object().size() == 1);
@@ -148,7 +150,8 @@ TEST_CASE("JSON parses with simdjson and prints compact or GitHub-pretty") {
     CHECK(jobs::parse_json("\"s\"")->as_string() == "s");
     CHECK(jobs::parse_json("null")->is_null());
     // Integers beyond 64 bits are doubles, as in JavaScript's JSON.parse.
-    CHECK(jobs::parse_json("[123456789012345680000]")->as_array()[0].as_number() == 1.2345678901234568e20);
+    CHECK(jobs::parse_json("[123456789012345680000]")->as_array()[0].as_number() ==
+          1.2345678901234568e20);
 
     const Value round = jobs::from_ordered_json(jobs::to_ordered_json(*parsed));
     CHECK(deep_equal(round, *parsed));

@@ -1,7 +1,6 @@
 // GitHub webhook deliveries turned into queue actions (agent/webhook_events.cpp), at the level
 // of the function; the signed /webhook endpoint that calls it is tested in test_api.cpp.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "agent/job_base.hpp"
@@ -31,12 +30,15 @@ TEST_CASE("a push to a branch or a tag is a push job at its after, based on its 
         CHECK(action->spec.event == "push");
         CHECK(action->spec.source == "webhook");
         CHECK(agent::recorded_base(action->spec).sha == k_before);
-        CHECK(agent::base_arguments(action->spec) == std::vector<std::string>{"--base-sha", k_before});
+        CHECK(agent::base_arguments(action->spec) ==
+              std::vector<std::string>{"--base-sha", k_before});
     }
 }
 
-TEST_CASE("a push that deletes, or to another kind of ref, runs nothing; a malformed one is refused") {
-    auto deleted = agent::webhook_action("push", push_body("refs/heads/old", std::string(40, '0'), true), {});
+TEST_CASE(
+    "a push that deletes, or to another kind of ref, runs nothing; a malformed one is refused") {
+    auto deleted =
+        agent::webhook_action("push", push_body("refs/heads/old", std::string(40, '0'), true), {});
     REQUIRE(deleted);
     CHECK(deleted->verb == agent::WebhookVerb::ignore);
     CHECK(deleted->reason == "push deleting refs/heads/old");
@@ -63,8 +65,8 @@ TEST_CASE("a push that deletes, or to another kind of ref, runs nothing; a malfo
 }
 
 TEST_CASE("events other than push still need an action") {
-    auto missing = agent::webhook_action(
-        "pull_request", R"({"repository":{"full_name":"octo/repo"}})", {});
+    auto missing =
+        agent::webhook_action("pull_request", R"({"repository":{"full_name":"octo/repo"}})", {});
     REQUIRE_FALSE(missing);
     CHECK(missing.error().message == "webhook pull_request: field action is missing");
     auto unknown = agent::webhook_action("issues", R"({"action":"opened"})", {});

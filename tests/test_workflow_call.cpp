@@ -1,7 +1,6 @@
 // Calls of local reusable workflows around the nested run: loading the called workflow,
 // the arguments a caller passes, and the called workflow's outputs.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "jobs/workflow_call.hpp"
@@ -36,7 +35,8 @@ jobs:
 )";
 
 jobs::Workflow caller(std::string_view jobs_yaml) {
-    auto workflow = jobs::parse_workflow("on: push\njobs:\n" + std::string(jobs_yaml), "caller.yml");
+    auto workflow =
+        jobs::parse_workflow("on: push\njobs:\n" + std::string(jobs_yaml), "caller.yml");
     REQUIRE(workflow);
     return std::move(*workflow);
 }
@@ -58,7 +58,8 @@ jobs::Object secrets_of(std::initializer_list<std::pair<std::string, std::string
 TEST_CASE("load_called_workflow: local and callable only, errors name the uses: line") {
     auto dir = tests::make_temp_dir("call");
     tests::write_file(dir / ".github/workflows/called.yml", k_called);
-    tests::write_file(dir / ".github/workflows/plain.yml", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: true\n");
+    tests::write_file(dir / ".github/workflows/plain.yml",
+                      "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: true\n");
     auto load = [&](std::string_view uses) {
         const auto workflow = caller("  call:\n    uses: " + std::string(uses) + "\n");
         return jobs::load_called_workflow(dir, workflow.jobs.at(0));
@@ -72,18 +73,21 @@ TEST_CASE("load_called_workflow: local and callable only, errors name the uses: 
     REQUIRE_FALSE(remote);
     CHECK(remote.error().kind == sandbox::ErrorKind::unavailable);
     CHECK(remote.error().message ==
-          "caller.yml:4:11: the remote reusable workflow 'octo/repo/.github/workflows/x.yml@main' is not available: "
+          "caller.yml:4:11: the remote reusable workflow 'octo/repo/.github/workflows/x.yml@main' "
+          "is not available: "
           "sandgate runs offline");
 
     auto missing = load("./.github/workflows/missing.yml");
     REQUIRE_FALSE(missing);
     CHECK(missing.error().kind == sandbox::ErrorKind::invalid_input);
-    CHECK(missing.error().message == "caller.yml:4:11: the called workflow './.github/workflows/missing.yml' does not exist");
+    CHECK(missing.error().message ==
+          "caller.yml:4:11: the called workflow './.github/workflows/missing.yml' does not exist");
 
     auto plain = load("./.github/workflows/plain.yml");
     REQUIRE_FALSE(plain);
     CHECK(plain.error().message ==
-          "caller.yml:4:11: the workflow './.github/workflows/plain.yml' is not callable: its 'on' lacks workflow_call");
+          "caller.yml:4:11: the workflow './.github/workflows/plain.yml' is not callable: its 'on' "
+          "lacks workflow_call");
 }
 
 TEST_CASE("call_arguments: typed inputs with defaults, explicit and inherited secrets") {
@@ -98,22 +102,28 @@ TEST_CASE("call_arguments: typed inputs with defaults, explicit and inherited se
     secrets:
       token: ${{ 'abc' }}
 )");
-    auto args = jobs::call_arguments(explicit_secrets.jobs.at(0), target, context, secrets_of({{"other", "x"}}));
+    auto args = jobs::call_arguments(explicit_secrets.jobs.at(0), target, context,
+                                     secrets_of({{"other", "x"}}));
     REQUIRE(args);
     CHECK(args->inputs.find("greeting")->as_string() == "hello world");
     CHECK(args->inputs.find("count")->as_number() == 2);
     CHECK(args->secrets.find("token")->as_string() == "abc");
     CHECK_FALSE(args->secrets.contains("other"));  // not inherited
 
-    const auto inherit = caller("  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n      count: 5\n    secrets: inherit\n");
-    args = jobs::call_arguments(inherit.jobs.at(0), target, context, secrets_of({{"token", "t"}, {"other", "x"}}));
+    const auto inherit = caller(
+        "  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n      count: 5\n    "
+        "secrets: inherit\n");
+    args = jobs::call_arguments(inherit.jobs.at(0), target, context,
+                                secrets_of({{"token", "t"}, {"other", "x"}}));
     REQUIRE(args);
     CHECK(args->inputs.find("count")->as_number() == 5);
     CHECK(args->secrets.find("token")->as_string() == "t");
     CHECK(args->secrets.find("other")->as_string() == "x");
 }
 
-TEST_CASE("call_arguments: undeclared or missing inputs, missing secrets and failing expressions are errors") {
+TEST_CASE(
+    "call_arguments: undeclared or missing inputs, missing secrets and failing expressions are "
+    "errors") {
     const auto target = called();
     const jobs::EvalContext context;
     auto error_of = [&](std::string_view job_yaml, const jobs::Object& caller_secrets = {}) {
@@ -123,15 +133,20 @@ TEST_CASE("call_arguments: undeclared or missing inputs, missing secrets and fai
         CHECK(args.error().kind == sandbox::ErrorKind::invalid_input);
         return args.error().message;
     };
-    CHECK(error_of("  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n      colour: red\n    secrets: inherit\n",
+    CHECK(error_of("  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n      colour: "
+                   "red\n    secrets: inherit\n",
                    secrets_of({{"token", "t"}})) ==
           "caller.yml:4:11: the input 'colour' is not defined by the called workflow");
-    CHECK_THAT(error_of("  call:\n    uses: ./called.yml\n    secrets: inherit\n", secrets_of({{"token", "t"}})),
-               Catch::StartsWith("caller.yml:4:11: called.yml:") && Catch::EndsWith("the required input 'greeting' was not given"));
-    CHECK(error_of("  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n    secrets: inherit\n") ==
-          "caller.yml:4:11: the required secret 'token' was not passed");
-    CHECK_THAT(error_of("  call:\n    uses: ./called.yml\n    with:\n      greeting: ${{ fromJSON('{') }}\n"),
-               Catch::StartsWith("caller.yml:6:"));
+    CHECK_THAT(error_of("  call:\n    uses: ./called.yml\n    secrets: inherit\n",
+                        secrets_of({{"token", "t"}})),
+               Catch::StartsWith("caller.yml:4:11: called.yml:") &&
+                   Catch::EndsWith("the required input 'greeting' was not given"));
+    CHECK(error_of("  call:\n    uses: ./called.yml\n    with:\n      greeting: hi\n    secrets: "
+                   "inherit\n") == "caller.yml:4:11: the required secret 'token' was not passed");
+    CHECK_THAT(
+        error_of(
+            "  call:\n    uses: ./called.yml\n    with:\n      greeting: ${{ fromJSON('{') }}\n"),
+        Catch::StartsWith("caller.yml:6:"));
 }
 
 TEST_CASE("evaluate_call_outputs: jobs.<id> and inputs; a failing output is listed and left out") {
@@ -140,8 +155,8 @@ TEST_CASE("evaluate_call_outputs: jobs.<id> and inputs; a failing output is list
     build.id = "build";
     build.conclusion = jobs::Outcome::success;
     build.outputs = {{"artifact", "app.tar"}};
-    const auto outputs =
-        jobs::evaluate_call_outputs(target, {build}, secrets_of({{"greeting", "hi"}}), jobs::EvalContext{});
+    const auto outputs = jobs::evaluate_call_outputs(
+        target, {build}, secrets_of({{"greeting", "hi"}}), jobs::EvalContext{});
     REQUIRE(outputs.values.size() == 2);
     CHECK(*jobs::find_named(outputs.values, "built") == "app.tar-hi");
     CHECK(*jobs::find_named(outputs.values, "result") == "success");

@@ -4,12 +4,12 @@
 // A signal to `sandgate run` cancels the whole run the same way.
 // The sleeping leg sleeps 600 s: a cancel that does not work hangs the test (ctest's timeout)
 // rather than passing it.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 
@@ -119,7 +119,8 @@ jobs:
       - name: work
         run: |
           touch started
-          sh -c 'sleep 600; : )" + marker + R"('
+          sh -c 'sleep 600; : )" +
+           marker + R"('
           touch finished
       - name: cleanup
         if: always()
@@ -147,9 +148,10 @@ pid_t start_run(const std::filesystem::path& dir) {
     const pid_t pid = ::fork();
     if (pid == 0) {
         const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0 || ::chdir(dir.c_str()) != 0) ::_exit(99);
-        ::execl(binary.c_str(), binary.c_str(), "run", "--report", report.c_str(), "--sandbox", sandbox,
-                static_cast<char*>(nullptr));
+        if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0 || ::chdir(dir.c_str()) != 0)
+            ::_exit(99);
+        ::execl(binary.c_str(), binary.c_str(), "run", "--report", report.c_str(), "--sandbox",
+                sandbox, static_cast<char*>(nullptr));
         ::_exit(98);
     }
     return pid;
@@ -157,7 +159,8 @@ pid_t start_run(const std::filesystem::path& dir) {
 
 }  // namespace
 
-TEST_CASE("SIGTERM to sandgate run stops the running step, concludes the run cancelled, exits 143") {
+TEST_CASE(
+    "SIGTERM to sandgate run stops the running step, concludes the run cancelled, exits 143") {
     auto dir = tests::make_temp_dir("cancel");
     const std::string marker = tests::unique_marker();
     tests::write_file(dir / ".github/workflows/w.yml", interrupted_workflow(marker));

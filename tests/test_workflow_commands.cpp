@@ -49,7 +49,8 @@ struct Fixture {
 TEST_CASE("annotations are collected with their properties, validated and masked") {
     Fixture f;
     f.masker.add_secret("topsecret");
-    f.processor.process_line("::error file=a.c,line=3,endLine=4,col=1,endColumn=2,title=T topsecret::bad topsecret");
+    f.processor.process_line(
+        "::error file=a.c,line=3,endLine=4,col=1,endColumn=2,title=T topsecret::bad topsecret");
     f.processor.process_line("::warning endLine=7::w");
     f.processor.process_line("::notice col=5::n");
     auto& annotations = f.processor.effects().annotations;
@@ -61,8 +62,8 @@ TEST_CASE("annotations are collected with their properties, validated and masked
     CHECK(*annotations[0].line == 3);
     CHECK(*annotations[0].end_line == 4);
     CHECK_FALSE(annotations[0].column);  // columns need line == endLine
-    CHECK(*annotations[1].line == 7);     // endLine alone becomes line
-    CHECK_FALSE(annotations[2].column);   // a column without a line is dropped
+    CHECK(*annotations[1].line == 7);    // endLine alone becomes line
+    CHECK_FALSE(annotations[2].column);  // a column without a line is dropped
     CHECK(f.log.joined().find("topsecret") == std::string::npos);
 }
 
@@ -90,10 +91,10 @@ TEST_CASE("groups, debug and unknown commands") {
     f.processor.process_line("::endgroup::");  // nothing open: no event
     f.processor.process_line("::group::third");
     f.processor.finish();  // closes the open group
-    CHECK(f.log.events() == std::vector<std::string>{
-                                "group:Build % stuff", "output:inside", "debug:dbg",
-                                "output:::frobnicate::x", "endgroup", "group:second", "endgroup",
-                                "group:third", "endgroup"});
+    CHECK(f.log.events() == std::vector<std::string>{"group:Build % stuff", "output:inside",
+                                                     "debug:dbg", "output:::frobnicate::x",
+                                                     "endgroup", "group:second", "endgroup",
+                                                     "group:third", "endgroup"});
 }
 
 TEST_CASE("stop-commands pauses processing until its token comes back") {
@@ -126,7 +127,8 @@ TEST_CASE("set-output and save-state need a name") {
     REQUIRE(f.processor.effects().outputs.size() == 1);
     CHECK(f.processor.effects().outputs[0].second == "value\ntwo");
     REQUIRE(f.processor.effects().failures.size() == 1);
-    CHECK(f.processor.effects().failures[0] == "Required field 'name' is missing in ##[set-output] command.");
+    CHECK(f.processor.effects().failures[0] ==
+          "Required field 'name' is missing in ##[set-output] command.");
 }
 
 TEST_CASE("set-env and add-path fail the step unless unsecure commands are allowed") {
@@ -201,7 +203,7 @@ TEST_CASE("the legacy ##[name k=v;]data form is still understood") {
     Fixture f;
     f.processor.process_line("log ##[error line=4]legacy error");
     f.processor.process_line("::unknown::then ##[notice]n");  // `::` form unknown: legacy tried
-    f.processor.process_line("##[section]Starting");           // unregistered: plain output
+    f.processor.process_line("##[section]Starting");          // unregistered: plain output
     const auto& annotations = f.processor.effects().annotations;
     REQUIRE(annotations.size() == 2);
     CHECK(annotations[0].message == "legacy error");

@@ -10,8 +10,10 @@
 namespace {
 
 jobs::Workflow workflow(const std::string& on) {
-    auto parsed = jobs::parse_workflow("on:\n" + on + "jobs:\n  a:\n    runs-on: ubuntu-latest\n"
-                                       "    steps:\n      - run: true\n", "w.yml");
+    auto parsed = jobs::parse_workflow("on:\n" + on +
+                                           "jobs:\n  a:\n    runs-on: ubuntu-latest\n"
+                                           "    steps:\n      - run: true\n",
+                                       "w.yml");
     REQUIRE(parsed);
     return *parsed;
 }
@@ -22,7 +24,9 @@ jobs::Value payload(const std::string& json) {
     return *value;
 }
 
-jobs::Value push_to(const std::string& ref) { return payload("{\"ref\":\"" + ref + "\"}"); }
+jobs::Value push_to(const std::string& ref) {
+    return payload("{\"ref\":\"" + ref + "\"}");
+}
 
 }  // namespace
 
@@ -59,9 +63,11 @@ TEST_CASE("events: the cheat sheet's path patterns, ? and + quantify the precedi
     CHECK_FALSE(glob_match("a\\*b", "axb"));
 }
 
-TEST_CASE("events: a branches list is ordered, a later !pattern excludes, a later pattern re-admits") {
-    const auto wf = workflow("  push:\n    branches:\n      - 'releases/**'\n      - '!releases/**-alpha'\n"
-                             "      - 'releases/keep-alpha'\n");
+TEST_CASE(
+    "events: a branches list is ordered, a later !pattern excludes, a later pattern re-admits") {
+    const auto wf = workflow(
+        "  push:\n    branches:\n      - 'releases/**'\n      - '!releases/**-alpha'\n"
+        "      - 'releases/keep-alpha'\n");
     CHECK(jobs::event_matches(wf, "push", push_to("refs/heads/releases/10")));
     CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/releases/10-alpha")));
     CHECK(jobs::event_matches(wf, "push", push_to("refs/heads/releases/keep-alpha")));
@@ -69,7 +75,8 @@ TEST_CASE("events: a branches list is ordered, a later !pattern excludes, a late
 }
 
 TEST_CASE("events: branches-ignore, tags and tags-ignore") {
-    const auto ignore = workflow("  push:\n    branches-ignore: ['mona/octocat', 'releases/**-alpha']\n");
+    const auto ignore =
+        workflow("  push:\n    branches-ignore: ['mona/octocat', 'releases/**-alpha']\n");
     CHECK_FALSE(jobs::event_matches(ignore, "push", push_to("refs/heads/mona/octocat")));
     CHECK_FALSE(jobs::event_matches(ignore, "push", push_to("refs/heads/releases/beta/3-alpha")));
     CHECK(jobs::event_matches(ignore, "push", push_to("refs/heads/main")));
@@ -82,27 +89,33 @@ TEST_CASE("events: branches-ignore, tags and tags-ignore") {
     CHECK_FALSE(jobs::event_matches(branches, "push", push_to("refs/tags/v1.0.0")));
 }
 
-TEST_CASE("events: pull requests and merge queues filter on their base branch, types on the action") {
-    const auto wf = workflow("  pull_request:\n    types: [opened, synchronize]\n    branches: [main]\n"
-                             "  merge_group:\n    types: [checks_requested]\n    branches: [main]\n");
+TEST_CASE(
+    "events: pull requests and merge queues filter on their base branch, types on the action") {
+    const auto wf = workflow(
+        "  pull_request:\n    types: [opened, synchronize]\n    branches: [main]\n"
+        "  merge_group:\n    types: [checks_requested]\n    branches: [main]\n");
     const auto pr = [](const std::string& action, const std::string& base) {
-        return payload("{\"action\":\"" + action + "\",\"pull_request\":{\"base\":{\"ref\":\"" + base + "\"}}}");
+        return payload("{\"action\":\"" + action + "\",\"pull_request\":{\"base\":{\"ref\":\"" +
+                       base + "\"}}}");
     };
     CHECK(jobs::event_matches(wf, "pull_request", pr("opened", "main")));
     CHECK_FALSE(jobs::event_matches(wf, "pull_request", pr("closed", "main")));
     CHECK_FALSE(jobs::event_matches(wf, "pull_request", pr("opened", "develop")));
     const auto queue = [](const std::string& base) {
-        return payload("{\"action\":\"checks_requested\",\"merge_group\":{\"head_ref\":"
-                       "\"refs/heads/gh-readonly-queue/" + base + "/pr-1-abc\",\"base_ref\":\"refs/heads/" +
-                       base + "\"}}");
+        return payload(
+            "{\"action\":\"checks_requested\",\"merge_group\":{\"head_ref\":"
+            "\"refs/heads/gh-readonly-queue/" +
+            base + "/pr-1-abc\",\"base_ref\":\"refs/heads/" + base + "\"}}");
     };
     CHECK(jobs::event_matches(wf, "merge_group", queue("main")));
     CHECK_FALSE(jobs::event_matches(wf, "merge_group", queue("release")));
     CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/main")));  // not under on:
 }
 
-TEST_CASE("events: a merge queue payload without base_ref filters on the branch its head_ref names") {
-    CHECK(jobs::merge_queue_base_ref("refs/heads/gh-readonly-queue/main/pr-7-0123abcd") == "refs/heads/main");
+TEST_CASE(
+    "events: a merge queue payload without base_ref filters on the branch its head_ref names") {
+    CHECK(jobs::merge_queue_base_ref("refs/heads/gh-readonly-queue/main/pr-7-0123abcd") ==
+          "refs/heads/main");
     CHECK(jobs::merge_queue_base_ref("refs/heads/gh-readonly-queue/release/1.x/pr-42-ff00") ==
           "refs/heads/release/1.x");
     CHECK(jobs::merge_queue_base_ref("refs/heads/main").empty());
@@ -111,8 +124,10 @@ TEST_CASE("events: a merge queue payload without base_ref filters on the branch 
     const auto group = [](const std::string& head_ref) {
         return payload("{\"merge_group\":{\"head_ref\":\"" + head_ref + "\"}}");
     };
-    CHECK(jobs::event_matches(wf, "merge_group", group("refs/heads/gh-readonly-queue/release/1.x/pr-42-ff00")));
-    CHECK_FALSE(jobs::event_matches(wf, "merge_group", group("refs/heads/gh-readonly-queue/main/pr-7-0123")));
+    CHECK(jobs::event_matches(wf, "merge_group",
+                              group("refs/heads/gh-readonly-queue/release/1.x/pr-42-ff00")));
+    CHECK_FALSE(jobs::event_matches(wf, "merge_group",
+                                    group("refs/heads/gh-readonly-queue/main/pr-7-0123")));
 }
 
 namespace {
@@ -127,16 +142,17 @@ jobs::ChangedFiles changed(std::vector<std::string> paths) {
 }  // namespace
 
 TEST_CASE("events: paths runs when one changed file's last matching pattern is not a !pattern") {
-    const auto wf = workflow("  push:\n    paths:\n      - 'src/**'\n      - '!src/**/*.md'\n"
-                             "      - 'src/keep/README.md'\n      - '**.c'\n");
+    const auto wf = workflow(
+        "  push:\n    paths:\n      - 'src/**'\n      - '!src/**/*.md'\n"
+        "      - 'src/keep/README.md'\n      - '**.c'\n");
     const auto pushed = push_to("refs/heads/main");
     const auto runs = [&](std::vector<std::string> paths) {
         const auto files = changed(std::move(paths));
         return jobs::event_matches(wf, "push", pushed, &files);
     };
     CHECK(runs({"src/a/b/main.cpp"}));
-    CHECK_FALSE(runs({"src/docs/guide.md"}));               // excluded by the later !pattern
-    CHECK(runs({"src/keep/README.md"}));                    // re-admitted by a still later one
+    CHECK_FALSE(runs({"src/docs/guide.md"}));                    // excluded by the later !pattern
+    CHECK(runs({"src/keep/README.md"}));                         // re-admitted by a still later one
     CHECK(runs({"docs/x.md", "src/docs/y.md", "tools/gen.c"}));  // one admitted file is enough
     CHECK_FALSE(runs({"docs/x.md", "src/y.md"}));
     CHECK(runs({"deep/down/file.c"}));  // `**.c` crosses directories
@@ -149,7 +165,8 @@ TEST_CASE("events: paths runs when one changed file's last matching pattern is n
 
 TEST_CASE("events: paths-ignore skips only when every changed file is ignored") {
     const auto wf = workflow("  pull_request:\n    paths-ignore: ['docs/**', '**.md']\n");
-    const auto pr = payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\"}}}");
+    const auto pr =
+        payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\"}}}");
     const auto runs = [&](std::vector<std::string> paths) {
         const auto files = changed(std::move(paths));
         return jobs::event_matches(wf, "pull_request", pr, &files);
@@ -157,35 +174,46 @@ TEST_CASE("events: paths-ignore skips only when every changed file is ignored") 
     CHECK_FALSE(runs({"docs/a.txt", "README.md", "sub/dir/notes.md"}));
     CHECK(runs({"docs/a.txt", "src/main.c"}));
     CHECK_FALSE(runs({}));
-    CHECK(jobs::paths_filter_admits(wf.on.find("pull_request")->filters, std::vector<std::string>{"x"}));
+    CHECK(jobs::paths_filter_admits(wf.on.find("pull_request")->filters,
+                                    std::vector<std::string>{"x"}));
 }
 
 TEST_CASE("events: branches and paths filters must both pass; tag pushes ignore paths") {
-    const auto wf = workflow("  push:\n    branches: [main]\n    tags: ['v*']\n    paths: ['src/**']\n");
+    const auto wf =
+        workflow("  push:\n    branches: [main]\n    tags: ['v*']\n    paths: ['src/**']\n");
     const auto src = changed({"src/a.c"});
     const auto docs = changed({"docs/a.md"});
     CHECK(jobs::event_matches(wf, "push", push_to("refs/heads/main"), &src));
     CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/main"), &docs));
     CHECK_FALSE(jobs::event_matches(wf, "push", push_to("refs/heads/dev"), &src));
-    CHECK(jobs::event_matches(wf, "push", push_to("refs/tags/v1"), &docs));  // GitHub: not evaluated for tags
-    const auto pr = workflow("  pull_request_target:\n    branches: [main]\n    paths: ['src/**']\n");
+    CHECK(jobs::event_matches(wf, "push", push_to("refs/tags/v1"),
+                              &docs));  // GitHub: not evaluated for tags
+    const auto pr =
+        workflow("  pull_request_target:\n    branches: [main]\n    paths: ['src/**']\n");
     const auto base = [](const std::string& ref) {
-        return payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"" + ref + "\"}}}");
+        return payload("{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"" + ref +
+                       "\"}}}");
     };
     CHECK(jobs::event_matches(pr, "pull_request_target", base("main"), &src));
     CHECK_FALSE(jobs::event_matches(pr, "pull_request_target", base("main"), &docs));
     CHECK_FALSE(jobs::event_matches(pr, "pull_request_target", base("dev"), &src));
 }
 
-TEST_CASE("events: paths with paths-ignore is GitHub's (paths decides); merge_group has no paths filter") {
-    auto both = jobs::parse_workflow("on:\n  push:\n    paths: [a]\n    paths-ignore: [b]\njobs:\n  a:\n"
-                                     "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
+TEST_CASE(
+    "events: paths with paths-ignore is GitHub's (paths decides); merge_group has no paths "
+    "filter") {
+    auto both = jobs::parse_workflow(
+        "on:\n  push:\n    paths: [a]\n    paths-ignore: [b]\njobs:\n  a:\n"
+        "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n",
+        "w.yml");
     REQUIRE(both);
     const std::vector<std::string> changed_a = {"a"}, changed_b = {"b"};
     CHECK(jobs::paths_filter_admits(both->on.find("push")->filters, changed_a));
     CHECK_FALSE(jobs::paths_filter_admits(both->on.find("push")->filters, changed_b));
-    auto queue = jobs::parse_workflow("on:\n  merge_group:\n    paths: [a]\njobs:\n  a:\n"
-                                      "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n", "w.yml");
+    auto queue = jobs::parse_workflow(
+        "on:\n  merge_group:\n    paths: [a]\njobs:\n  a:\n"
+        "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n",
+        "w.yml");
     REQUIRE_FALSE(queue);
     CHECK_THAT(queue.error().message, Catch::Contains("w.yml:3:") && Catch::Contains("paths"));
 }

@@ -2,7 +2,6 @@
 // with loop), their validation, add-matcher / remove-matcher through the command processor,
 // and real steps whose output is matched (matchers persisting across a job's steps).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <string>
 
@@ -78,7 +77,8 @@ TEST_CASE("a gcc matcher turns compiler lines into annotations, the line itself 
     f.processor.process_line("::add-matcher::.github/gcc.json");
     REQUIRE(f.job_matchers.size() == 1);
     f.processor.process_line("src/main.c:12:5: warning: unused variable 'x' [-Wunused-variable]");
-    f.processor.process_line(f.dir.string() + "/src/main.c:3:1: fatal error: stdio.h: No such file");
+    f.processor.process_line(f.dir.string() +
+                             "/src/main.c:3:1: fatal error: stdio.h: No such file");
     f.processor.process_line("missing.c:1:1: error: gone");
     f.processor.process_line("plain output");
     REQUIRE(f.annotations().size() == 3);
@@ -98,7 +98,8 @@ TEST_CASE("a gcc matcher turns compiler lines into annotations, the line itself 
     CHECK_FALSE(f.annotations()[2].file);
     CHECK(f.annotations()[2].message == "gone");
     CHECK(f.logged("output:plain output"));
-    CHECK_FALSE(f.logged("output:src/main.c:12:5: warning: unused variable 'x' [-Wunused-variable]"));
+    CHECK_FALSE(
+        f.logged("output:src/main.c:12:5: warning: unused variable 'x' [-Wunused-variable]"));
     CHECK(f.processor.effects().failures.empty());
 }
 
@@ -124,9 +125,11 @@ TEST_CASE("a multi-line loop matcher carries the file to every problem line") {
     CHECK(f.logged("output:  4:4  error  Not matched  any"));
 }
 
-TEST_CASE("severity: the matcher's default, unsupported severities and blank messages are dropped") {
+TEST_CASE(
+    "severity: the matcher's default, unsupported severities and blank messages are dropped") {
     Fixture f;
-    tests::write_file(f.dir / "m.json", R"J({"problemMatcher": [{"owner": "lint", "severity": "warning",
+    tests::write_file(f.dir / "m.json",
+                      R"J({"problemMatcher": [{"owner": "lint", "severity": "warning",
         "pattern": [{"regexp": "^lint(?:\\[(\\w*)\\])?: (.*)$", "severity": 1, "message": 2}]}]})J");
     f.processor.process_line("::add-matcher::m.json");
     f.processor.process_line("lint: defaulted");
@@ -137,7 +140,9 @@ TEST_CASE("severity: the matcher's default, unsupported severities and blank mes
     CHECK(f.annotations()[0].level == AnnotationLevel::warning);
     CHECK(f.annotations()[1].level == AnnotationLevel::error);
     CHECK(f.logged("output:lint[info]: unsupported"));
-    CHECK(f.logged("debug:Skipped logging an issue for the matched line because the severity 'info' is not supported."));
+    CHECK(
+        f.logged("debug:Skipped logging an issue for the matched line because the severity 'info' "
+                 "is not supported."));
 }
 
 TEST_CASE("colour codes are stripped before matching; messages and codes are masked") {
@@ -156,7 +161,7 @@ TEST_CASE("remove-matcher by owner or by file; replacing an owner; the runner's 
     f.processor.process_line("::add-matcher::.github/gcc.json");
     f.processor.process_line("::add-matcher::.github/stylish.json");
     REQUIRE(f.job_matchers.size() == 2);
-    CHECK(f.job_matchers[0].owner == "eslint-stylish");  // newest first
+    CHECK(f.job_matchers[0].owner == "eslint-stylish");           // newest first
     f.processor.process_line("::add-matcher::.github/gcc.json");  // replaces, moves to the front
     REQUIRE(f.job_matchers.size() == 2);
     CHECK(f.job_matchers[0].owner == "gcc-problem-matcher");
@@ -171,7 +176,8 @@ TEST_CASE("remove-matcher by owner or by file; replacing an owner; the runner's 
     f.processor.process_line("::add-matcher::");
     REQUIRE(f.annotations().size() == 3);
     CHECK(f.annotations()[0].message ==
-          "Either specify an owner name or a file path in ##[remove-matcher] command. Both values cannot be set.");
+          "Either specify an owner name or a file path in ##[remove-matcher] command. Both values "
+          "cannot be set.");
     CHECK(f.annotations()[1].message ==
           "Either an owner name or a file path must be specified in ##[remove-matcher] command.");
     CHECK(f.annotations()[2].message == "File path must be specified.");
@@ -180,13 +186,16 @@ TEST_CASE("remove-matcher by owner or by file; replacing an owner; the runner's 
 
 TEST_CASE("an invalid or missing matcher file fails the step with the runner's message") {
     Fixture f;
-    tests::write_file(f.dir / "bad.json", R"J({"problemMatcher": [{"owner": "x", "pattern": [{"regexp": "(a)", "message": 2}]}]})J");
+    tests::write_file(
+        f.dir / "bad.json",
+        R"J({"problemMatcher": [{"owner": "x", "pattern": [{"regexp": "(a)", "message": 2}]}]})J");
     f.processor.process_line("::add-matcher::bad.json");
     f.processor.process_line("::add-matcher::nowhere.json");
     const auto& failures = f.processor.effects().failures;
     REQUIRE(failures.size() == 2);
-    CHECK(failures[0] == (f.dir / "bad.json").string() +
-                             ": matcher 'x', pattern 0: The property 'message' is set to 2 which is out of range");
+    CHECK(failures[0] ==
+          (f.dir / "bad.json").string() +
+              ": matcher 'x', pattern 0: The property 'message' is set to 2 which is out of range");
     CHECK(failures[1] == (f.dir / "nowhere.json").string() + ": cannot be read");
     CHECK(f.job_matchers.empty());
 }
@@ -196,23 +205,39 @@ TEST_CASE("matcher validation follows the runner's rules") {
           "m.json: Owner must not be empty");
     CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": []}]})J") ==
           "m.json: Matcher 'o' does not contain any patterns");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "severity": "info", "pattern": [{"regexp": "a", "message": 0}]}]})J") ==
-          "m.json: Matcher 'o' contains unexpected default severity 'info'");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "message": 1, "loop": true}]}]})J") ==
-          "m.json: matcher 'o', pattern 0: Only the last pattern in a multiline matcher may set 'loop'");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}, {"regexp": "(b)", "line": 1, "loop": true}]}]})J") ==
-          "m.json: matcher 'o', pattern 1: The loop pattern must set 'message'");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}, {"regexp": "(b)", "file": 1, "message": 1}]}]})J") ==
-          "m.json: matcher 'o', pattern 1: The property 'file' is set twice");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}]}]})J") ==
-          "m.json: At least one pattern must set 'message'");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a", "message": 0}]}]})J")
-              .starts_with("m.json: matcher 'o', pattern 0: invalid regexp '(a'"));
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "a", "message": 0}]},
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "severity": "info", "pattern": [{"regexp": "a", "message": 0}]}]})J") ==
+        "m.json: Matcher 'o' contains unexpected default severity 'info'");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "message": 1, "loop": true}]}]})J") ==
+        "m.json: matcher 'o', pattern 0: Only the last pattern in a multiline matcher may set "
+        "'loop'");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}, {"regexp": "(b)", "line": 1, "loop": true}]}]})J") ==
+        "m.json: matcher 'o', pattern 1: The loop pattern must set 'message'");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}, {"regexp": "(b)", "file": 1, "message": 1}]}]})J") ==
+        "m.json: matcher 'o', pattern 1: The property 'file' is set twice");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a)", "file": 1}]}]})J") ==
+        "m.json: At least one pattern must set 'message'");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "(a", "message": 0}]}]})J")
+            .starts_with("m.json: matcher 'o', pattern 0: invalid regexp '(a'"));
+    CHECK(
+        error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "a", "message": 0}]},
                                            {"owner": "O", "pattern": [{"regexp": "a", "message": 0}]}]})J") ==
-          "m.json: Duplicate owner name 'O'");
-    CHECK(error_of(R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "a", "message": "0"}]}]})J") ==
-          "m.json: matcher 'o', pattern 0: The property 'message' must be a whole number");
+        "m.json: Duplicate owner name 'O'");
+    CHECK(
+        error_of(
+            R"J({"problemMatcher": [{"owner": "o", "pattern": [{"regexp": "a", "message": "0"}]}]})J") ==
+        "m.json: matcher 'o', pattern 0: The property 'message' must be a whole number");
     CHECK(error_of("{not json").starts_with("m.json: invalid JSON"));
     auto empty = parse_problem_matchers(R"J({"other": 1})J", "m.json");
     REQUIRE(empty);
@@ -221,7 +246,9 @@ TEST_CASE("matcher validation follows the runner's rules") {
 
 TEST_CASE("a catastrophic regexp hits the match limit and its matcher is removed with a warning") {
     Fixture f;
-    tests::write_file(f.dir / "slow.json", R"J({"problemMatcher": [{"owner": "slow", "pattern": [{"regexp": "^(a+)+$", "message": 1}]}]})J");
+    tests::write_file(
+        f.dir / "slow.json",
+        R"J({"problemMatcher": [{"owner": "slow", "pattern": [{"regexp": "^(a+)+$", "message": 1}]}]})J");
     f.processor.process_line("::add-matcher::slow.json");
     f.processor.process_line(std::string(40, 'a') + "!");
     REQUIRE(f.annotations().size() == 1);
@@ -253,7 +280,8 @@ TEST_CASE("real steps: a matcher added by one step matches the output of the job
         spec.working_directory = dir;
         return run_step(spec, context, job);
     };
-    const auto first = step("echo '::add-matcher::gcc.json'\necho 'lib/util.c:7:3: error: boom' >&2\n");
+    const auto first =
+        step("echo '::add-matcher::gcc.json'\necho 'lib/util.c:7:3: error: boom' >&2\n");
     CHECK(first.outcome == Outcome::success);
     REQUIRE(first.annotations.size() == 1);
     CHECK(first.annotations[0].file.value_or("") == "lib/util.c");
@@ -263,10 +291,13 @@ TEST_CASE("real steps: a matcher added by one step matches the output of the job
     REQUIRE(second.annotations.size() == 1);
     CHECK(second.annotations[0].level == AnnotationLevel::warning);
     CHECK(second.annotations[0].code.value_or("") == "-Wall");
-    const auto third = step("echo '::remove-matcher owner=gcc-problem-matcher::'\necho 'lib/util.c:1:1: error: x'\n");
+    const auto third = step(
+        "echo '::remove-matcher owner=gcc-problem-matcher::'\necho 'lib/util.c:1:1: error: x'\n");
     CHECK(third.annotations.empty());
     CHECK(job.matchers.empty());
-    const auto bad = step("echo '{}' > broken.json; echo '{\"problemMatcher\": 3}' > broken.json\necho '::add-matcher::broken.json'\n");
+    const auto bad = step(
+        "echo '{}' > broken.json; echo '{\"problemMatcher\": 3}' > broken.json\necho "
+        "'::add-matcher::broken.json'\n");
     CHECK(bad.outcome == Outcome::failure);  // the runner fails a step whose command failed
 }
 
@@ -285,7 +316,8 @@ jobs:
           echo "$GITHUB_WORKSPACE/src/main.c:4:2: warning: shadowed [-Wshadow]"
 )J");
     const std::string posture = tests::under_wrap() ? "off" : "bwrap";
-    auto ran = tests::run_sandgate(dir, {"run", "--sandbox", posture, "--report", (dir / "r.json").string()});
+    auto ran = tests::run_sandgate(
+        dir, {"run", "--sandbox", posture, "--report", (dir / "r.json").string()});
     UNSCOPED_INFO(ran.output);
     REQUIRE(ran.exit_code == 0);
     auto report = jobs::parse_json(tests::read_file(dir / "r.json"));

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
 #include <sys/utsname.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,9 +12,6 @@
 #include "tests/support/wrap_detect.hpp"
 
 namespace {
-
-
-
 
 const jobs::Value& at(const jobs::Value& value, std::initializer_list<std::string_view> keys) {
     const jobs::Value* current = &value;
@@ -29,9 +26,13 @@ const jobs::Value& job_at(const jobs::Value& report, std::size_t workflow, std::
     return at(report, {"workflows"}).as_array().at(workflow).get("jobs")->as_array().at(job);
 }
 
-const jobs::Value& step_at(const jobs::Value& job, std::size_t step) { return job.get("steps")->as_array().at(step); }
+const jobs::Value& step_at(const jobs::Value& job, std::size_t step) {
+    return job.get("steps")->as_array().at(step);
+}
 
-std::string text(const jobs::Value& value, std::string_view key) { return value.get(key)->to_display_string(); }
+std::string text(const jobs::Value& value, std::string_view key) {
+    return value.get(key)->to_display_string();
+}
 
 }  // namespace
 
@@ -124,7 +125,9 @@ jobs:
     CHECK(text(job_at(report, 0, 1), "conclusion") == "skipped");
     CHECK(text(job_at(report, 0, 2), "conclusion") == "success");
 
-    tests::write_file(dir / "bad/bad.yml", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        uses: ./b\n");
+    tests::write_file(
+        dir / "bad/bad.yml",
+        "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        uses: ./b\n");
     auto bad = tests::run_workflows(dir, {"-W", "bad"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.output.find("bad/bad.yml:7:9: Unexpected value 'uses'") != std::string::npos);
@@ -133,7 +136,8 @@ jobs:
     CHECK(tests::run_workflows(dir, {"-j", "nosuchjob"}).exit_code == 2);
 }
 
-TEST_CASE("a job below a skipped one is skipped, through a job that ran, unless its if calls always()") {
+TEST_CASE(
+    "a job below a skipped one is skipped, through a job that ran, unless its if calls always()") {
     // GitHub (and act): success() over every ancestor is false once one was skipped;
     // failure() and cancelled() are false too, so `!failure() && !cancelled()` runs.
     auto dir = tests::make_temp_dir("run");
@@ -183,10 +187,13 @@ jobs:
     CHECK(ran.exit_code == 0);
     for (const char* job : {"gate", "direct", "build", "explicit"})
         CHECK(ran.output.find(std::string(job) + "-ran") == std::string::npos);
-    for (const char* job : {"plan", "guarded", "tested"}) CHECK(ran.output.find(std::string(job) + "-ran") != std::string::npos);
+    for (const char* job : {"plan", "guarded", "tested"})
+        CHECK(ran.output.find(std::string(job) + "-ran") != std::string::npos);
     auto report = tests::read_report(dir / "r.json");
-    const std::vector<std::string> expected{"skipped", "skipped", "success", "skipped", "skipped", "success", "success"};
-    for (std::size_t i = 0; i < expected.size(); ++i) CHECK(text(job_at(report, 0, i), "conclusion") == expected[i]);
+    const std::vector<std::string> expected{"skipped", "skipped", "success", "skipped",
+                                            "skipped", "success", "success"};
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        CHECK(text(job_at(report, 0, i), "conclusion") == expected[i]);
     CHECK(text(job_at(report, 0, 3), "message").find("a job it needs") != std::string::npos);
 }
 
@@ -241,7 +248,8 @@ jobs:
           echo "sum: first-line-secret" >> "$GITHUB_STEP_SUMMARY"
           echo "::warning title=t::warn first-line-secret"
 )");
-    auto ran = tests::run_workflows(dir, {"-W", "w", "--secret-file", ".secrets", "--report", "r.json"});
+    auto ran =
+        tests::run_workflows(dir, {"-W", "w", "--secret-file", ".secrets", "--report", "r.json"});
     REQUIRE(ran.exit_code == 0);
     CHECK(ran.output.find("first-line-secret") == std::string::npos);
     CHECK(ran.output.find("second-line-secret") == std::string::npos);
@@ -274,7 +282,8 @@ jobs:
       - if: always()
         run: echo after-timeout
 )");
-    auto ran = tests::run_workflows(dir, {"-W", "w", "--var", "COLOR=blue", "--env-file", "env.txt", "--report", "r.json"});
+    auto ran = tests::run_workflows(
+        dir, {"-W", "w", "--var", "COLOR=blue", "--env-file", "env.txt", "--report", "r.json"});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("My Group") != std::string::npos);
     CHECK(ran.output.find("after-timeout") != std::string::npos);
@@ -403,7 +412,8 @@ jobs:
   call:
     uses: ./.github/workflows/nope.yml
 )");
-    auto ran = tests::run_workflows(dir, {"-W", "w", "-s", "KEY=s3cr3t-value", "--report", "r.json"});
+    auto ran =
+        tests::run_workflows(dir, {"-W", "w", "-s", "KEY=s3cr3t-value", "--report", "r.json"});
     REQUIRE(ran.exit_code == 0);
     CHECK(ran.output.find("s3cr3t-value") == std::string::npos);
     auto report = tests::read_report(dir / "r.json");
@@ -411,8 +421,8 @@ jobs:
     CHECK(job_at(report, 0, 0).get("jobs")->as_array().size() == 1);
     auto bad = tests::run_workflows(dir, {"-W", "w2"});
     CHECK(bad.exit_code == 2);
-    CHECK(bad.output.find("w2/bad-call.yml:4:11: the called workflow './.github/workflows/nope.yml' does not exist") !=
-          std::string::npos);
+    CHECK(bad.output.find("w2/bad-call.yml:4:11: the called workflow "
+                          "'./.github/workflows/nope.yml' does not exist") != std::string::npos);
 }
 
 TEST_CASE("node actions run pre, main and post with state; remote actions fail clearly") {
@@ -428,12 +438,15 @@ runs:
   post: post.js
   post-if: success()
 )");
-    tests::write_file(dir / "js/pre.js", "require('fs').appendFileSync(process.env.GITHUB_STATE, 'from_pre=1\\n');\n");
-    tests::write_file(dir / "js/main.js",
-                      "const fs = require('fs');\n"
-                      "if (process.env.STATE_from_pre !== '1') process.exit(5);\n"
-                      "fs.appendFileSync(process.env.GITHUB_STATE, 'token=' + process.env.INPUT_WHO + '\\n');\n"
-                      "fs.appendFileSync(process.env.GITHUB_OUTPUT, 'greeting=hi-' + process.env.INPUT_WHO + '\\n');\n");
+    tests::write_file(dir / "js/pre.js",
+                      "require('fs').appendFileSync(process.env.GITHUB_STATE, 'from_pre=1\\n');\n");
+    tests::write_file(
+        dir / "js/main.js",
+        "const fs = require('fs');\n"
+        "if (process.env.STATE_from_pre !== '1') process.exit(5);\n"
+        "fs.appendFileSync(process.env.GITHUB_STATE, 'token=' + process.env.INPUT_WHO + '\\n');\n"
+        "fs.appendFileSync(process.env.GITHUB_OUTPUT, 'greeting=hi-' + process.env.INPUT_WHO + "
+        "'\\n');\n");
     tests::write_file(dir / "js/post.js", "console.log('post saw ' + process.env.STATE_token);\n");
     tests::write_file(dir / "w/n.yml", R"(on: push
 jobs:
@@ -451,8 +464,8 @@ jobs:
     steps:
       - uses: actions/setup-node@v4
 )");
-    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json", "--actions-source", "none",
-                                          "--actions-dir", (dir / "no-store").string()});
+    auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json", "--actions-source",
+                                          "none", "--actions-dir", (dir / "no-store").string()});
     CHECK(ran.exit_code == 1);
     CHECK(ran.output.find("post saw tester") != std::string::npos);
     auto report = tests::read_report(dir / "r.json");
@@ -464,7 +477,8 @@ jobs:
     CHECK(text(step_at(job, 3), "conclusion") == "success");
     const auto& remote = job_at(report, 0, 1);
     CHECK(text(remote, "conclusion") == "failure");
-    CHECK(text(step_at(remote, 0), "message").find("fill it with `sandgate actions pull") != std::string::npos);
+    CHECK(text(step_at(remote, 0), "message").find("fill it with `sandgate actions pull") !=
+          std::string::npos);
 }
 
 TEST_CASE("workflow_dispatch inputs are typed; --list and -j select") {
@@ -491,11 +505,13 @@ jobs:
     steps:
       - run: echo c-ran
 )");
-    CHECK(tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "--input", "flag=true"}).exit_code == 0);
+    CHECK(tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "--input", "flag=true"})
+              .exit_code == 0);
     auto listed = tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "-l"});
     CHECK(listed.exit_code == 0);
     CHECK(listed.output.find("b ") != std::string::npos);
-    auto selected = tests::run_workflows(dir, {"workflow_dispatch", "-W", "w", "-j", "b", "--input", "flag=true"});
+    auto selected = tests::run_workflows(
+        dir, {"workflow_dispatch", "-W", "w", "-j", "b", "--input", "flag=true"});
     CHECK(selected.exit_code == 0);
     CHECK(selected.output.find("b-ran") != std::string::npos);
     CHECK(selected.output.find("c-ran") == std::string::npos);
@@ -507,9 +523,11 @@ jobs:
 TEST_CASE("sandgate run applies paths filters to the commits the event payload names") {
     auto dir = tests::make_temp_dir("run");
     const auto git = [&](const std::string& args) {
-        const std::string command = "cd " + tests::shell_quote(dir.string()) +
-                                    " && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c user.name=t "
-                                    "-c user.email=t@example.com " + args + " 2>&1";
+        const std::string command =
+            "cd " + tests::shell_quote(dir.string()) +
+            " && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c user.name=t "
+            "-c user.email=t@example.com " +
+            args + " 2>&1";
         FILE* pipe = ::popen(command.c_str(), "r");
         REQUIRE(pipe != nullptr);
         std::string out;
@@ -520,11 +538,13 @@ TEST_CASE("sandgate run applies paths filters to the commits the event payload n
         return out;
     };
     tests::write_file(dir / ".github/workflows/always.yml",
-                      "on: pull_request\njobs:\n  always_job:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n");
+                      "on: pull_request\njobs:\n  always_job:\n    runs-on: ubuntu-latest\n    "
+                      "steps:\n      - run: true\n");
     tests::write_file(dir / ".github/workflows/src.yml",
                       "on:\n  pull_request:\n    paths-ignore: ['docs/**']\njobs:\n  paths_job:\n"
                       "    runs-on: ubuntu-latest\n    steps:\n      - run: true\n");
-    git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@example.com commit -q -m one");
+    git("init -q -b main . && git add -A && git -c user.name=t -c user.email=t@example.com commit "
+        "-q -m one");
     const std::string base = git("rev-parse HEAD");
     tests::write_file(dir / "docs/a.md", "a\n");
     git("add -A && git -c user.name=t -c user.email=t@example.com commit -q -m docs");
@@ -533,8 +553,10 @@ TEST_CASE("sandgate run applies paths filters to the commits the event payload n
     git("add -A && git -c user.name=t -c user.email=t@example.com commit -q -m src");
     const std::string src = git("rev-parse HEAD");
     const auto event = [&](const std::string& head) {
-        tests::write_file(dir / "event.json", "{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\",\"sha\":\"" +
-                                                  base + "\"},\"head\":{\"sha\":\"" + head + "\"}}}");
+        tests::write_file(
+            dir / "event.json",
+            "{\"action\":\"opened\",\"pull_request\":{\"base\":{\"ref\":\"main\",\"sha\":\"" +
+                base + "\"},\"head\":{\"sha\":\"" + head + "\"}}}");
         return tests::run_workflows(dir, {"pull_request", "-e", "event.json", "-l"});
     };
     auto only_docs = event(docs);
@@ -564,15 +586,21 @@ std::string machine_arch() {
 
 }  // namespace
 
-TEST_CASE("runs-on naming another architecture or OS is skipped with the reason; --label vouches for it") {
+TEST_CASE(
+    "runs-on naming another architecture or OS is skipped with the reason; --label vouches for "
+    "it") {
     const std::string arch = machine_arch();
     // The hosted image of the other architecture: x64's ubuntu-24.04 on arm64, else -arm.
     const std::string foreign = arch == "ARM64" ? "ubuntu-24.04" : "ubuntu-24.04-arm";
     auto dir = tests::make_temp_dir("run");
-    tests::write_file(dir / "w/arch.yml", "on: push\njobs:\n  native:\n    runs-on: [self-hosted, linux]\n    steps:\n"
-                                          "      - run: test \"${{ runner.arch }}\" = \"$RUNNER_ARCH\" && echo \"arch=$RUNNER_ARCH os=${{ runner.os }}\"\n"
-                                          "  foreign:\n    runs-on: " + foreign + "\n    steps:\n      - run: echo foreign-ran\n"
-                                          "  mac:\n    runs-on: macos-14\n    steps:\n      - run: echo mac-ran\n");
+    tests::write_file(dir / "w/arch.yml",
+                      "on: push\njobs:\n  native:\n    runs-on: [self-hosted, linux]\n    steps:\n"
+                      "      - run: test \"${{ runner.arch }}\" = \"$RUNNER_ARCH\" && echo "
+                      "\"arch=$RUNNER_ARCH os=${{ runner.os }}\"\n"
+                      "  foreign:\n    runs-on: " +
+                          foreign +
+                          "\n    steps:\n      - run: echo foreign-ran\n"
+                          "  mac:\n    runs-on: macos-14\n    steps:\n      - run: echo mac-ran\n");
     auto ran = tests::run_workflows(dir, {"-W", "w", "--report", "r.json"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find("arch=" + arch + " os=Linux") != std::string::npos);
@@ -582,15 +610,18 @@ TEST_CASE("runs-on naming another architecture or OS is skipped with the reason;
     CHECK(text(job_at(report, 0, 0), "conclusion") == "success");
     const auto& skipped = job_at(report, 0, 1);
     CHECK(text(skipped, "conclusion") == "skipped");
-    CHECK(text(skipped, "message").find(foreign + " asks for a Linux " + (arch == "ARM64" ? "X64" : "ARM64") +
-                                        " machine; this one is Linux " + arch) != std::string::npos);
-    CHECK(text(job_at(report, 0, 2), "message").find("macos-14 asks for a macOS machine") != std::string::npos);
+    CHECK(text(skipped, "message")
+              .find(foreign + " asks for a Linux " + (arch == "ARM64" ? "X64" : "ARM64") +
+                    " machine; this one is Linux " + arch) != std::string::npos);
+    CHECK(text(job_at(report, 0, 2), "message").find("macos-14 asks for a macOS machine") !=
+          std::string::npos);
     auto vouched = tests::run_workflows(dir, {"-W", "w", "-j", "foreign", "--label", foreign});
     CHECK(vouched.exit_code == 0);
     CHECK(vouched.output.find("foreign-ran") != std::string::npos);
 }
 
-TEST_CASE("a job with a container: is skipped naming the image; an empty container runs on the runner") {
+TEST_CASE(
+    "a job with a container: is skipped naming the image; an empty container runs on the runner") {
     auto dir = tests::make_temp_dir("run");
     tests::write_file(dir / "w/c.yml", R"(on: push
 jobs:
@@ -616,13 +647,16 @@ jobs:
     CHECK(ran.output.find("leg-ran-[alpine") == std::string::npos);
     auto report = tests::read_report(dir / "r.json");
     CHECK(text(job_at(report, 0, 0), "conclusion") == "skipped");
-    CHECK(text(job_at(report, 0, 0), "message").find("container: node:20-bookworm") != std::string::npos);
+    CHECK(text(job_at(report, 0, 0), "message").find("container: node:20-bookworm") !=
+          std::string::npos);
     CHECK(text(job_at(report, 0, 1), "conclusion") == "success");
     CHECK(text(job_at(report, 0, 2), "conclusion") == "skipped");
     CHECK(text(job_at(report, 0, 2), "message").find("container: alpine:3") != std::string::npos);
 }
 
-TEST_CASE("runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the contexts") {
+TEST_CASE(
+    "runner.workspace and RUNNER_WORKSPACE are the workspace's parent, in the env and the "
+    "contexts") {
     auto dir = tests::make_temp_dir("run");
     tests::write_file(dir / "w/ws.yml", R"WF(on: push
 jobs:
@@ -637,29 +671,39 @@ jobs:
 )WF");
     auto ran = tests::run_workflows(dir, {"-W", "w"});
     CHECK(ran.exit_code == 0);
-    CHECK(ran.output.find("runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() + "\n") !=
-          std::string::npos);
+    CHECK(ran.output.find(
+              "runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() +
+              "\n") != std::string::npos);
 }
 
-TEST_CASE("without -e, branch and tag filters match the ref github.ref names: the branch, or the tag HEAD is at") {
+TEST_CASE(
+    "without -e, branch and tag filters match the ref github.ref names: the branch, or the tag "
+    "HEAD is at") {
     auto dir = tests::make_temp_dir("run");
     const auto on_push = [](const std::string& filter, const std::string& word) {
-        return "on:\n  push:\n" + filter + "jobs:\n  " + word + ":\n    runs-on: ubuntu-latest\n    steps:\n"
-               "      - run: echo \"" + word + "-ran ${{ github.ref }} ${{ github.event.ref }}\"\n";
+        return "on:\n  push:\n" + filter + "jobs:\n  " + word +
+               ":\n    runs-on: ubuntu-latest\n    steps:\n"
+               "      - run: echo \"" +
+               word + "-ran ${{ github.ref }} ${{ github.event.ref }}\"\n";
     };
-    tests::make_repo(dir, {{".github/workflows/ci.yml", on_push("    branches: [main]\n", "ci")},
-                           {".github/workflows/release.yml", on_push("    tags: ['v*']\n", "release")},
-                           {".github/workflows/dev.yml", on_push("    branches-ignore: [main]\n", "dev")}});
+    tests::make_repo(
+        dir, {{".github/workflows/ci.yml", on_push("    branches: [main]\n", "ci")},
+              {".github/workflows/release.yml", on_push("    tags: ['v*']\n", "release")},
+              {".github/workflows/dev.yml", on_push("    branches-ignore: [main]\n", "dev")}});
     auto branch = tests::run_workflows(dir, {"push"});
     CHECK(branch.exit_code == 0);
     CHECK(branch.output.find("ci-ran refs/heads/main refs/heads/main") != std::string::npos);
     CHECK(branch.output.find("release-ran") == std::string::npos);
     CHECK(branch.output.find("dev-ran") == std::string::npos);
     auto listed = tests::run_workflows(dir, {"push", "-l"});
-    CHECK(listed.output.find("not run for 'push' (its on: filters): .github/workflows/release.yml") != std::string::npos);
+    CHECK(
+        listed.output.find("not run for 'push' (its on: filters): .github/workflows/release.yml") !=
+        std::string::npos);
 
     // The run may leave the checkout owned by the sandbox's user: git is told it is ours.
-    tests::sh("cd " + dir.string() + " && git -c safe.directory='*' tag v1.0 && git -c safe.directory='*' checkout -q --detach v1.0");
+    tests::sh("cd " + dir.string() +
+              " && git -c safe.directory='*' tag v1.0 && git -c safe.directory='*' checkout -q "
+              "--detach v1.0");
     auto tag = tests::run_workflows(dir, {"push"});
     CHECK(tag.exit_code == 0);
     CHECK(tag.output.find("release-ran refs/tags/v1.0 refs/tags/v1.0") != std::string::npos);
@@ -686,7 +730,8 @@ jobs:
     steps:
       - run: echo "leg-${{ matrix.os }}-${{ github.event_name }}"
 )");
-    auto after_matrix = tests::run_workflows(dir, {"-W", "w", "-j", "m", "--matrix", "os:a", "workflow_dispatch"});
+    auto after_matrix =
+        tests::run_workflows(dir, {"-W", "w", "-j", "m", "--matrix", "os:a", "workflow_dispatch"});
     CHECK(after_matrix.exit_code == 0);
     CHECK(after_matrix.output.find("leg-a-workflow_dispatch") != std::string::npos);
     CHECK(after_matrix.output.find("leg-b-") == std::string::npos);
@@ -754,7 +799,8 @@ jobs:
     CHECK(line_of("build (arm64)").find("ubuntu-24.04-arm") != std::string::npos);
     CHECK(line_of("build (" + foreign_arm + ")").find("no: runs-on") != std::string::npos);
     CHECK(line_of("docs").find("no: if: github.event_name == 'pull_request'") != std::string::npos);
-    CHECK(line_of("docs").find("ubuntu-22.04") == std::string::npos);  // not evaluated: it does not run
+    CHECK(line_of("docs").find("ubuntu-22.04") ==
+          std::string::npos);  // not evaluated: it does not run
     CHECK(line_of("publish").find("no: a job it needs does not run") != std::string::npos);
     CHECK(line_of("boxed").find("no: container: debian:12") != std::string::npos);
     // 17 x 16 legs before exclude, 240 after: GitHub's limit of 256 counts these.
@@ -765,17 +811,23 @@ jobs:
 TEST_CASE("the summary names each failed job's workflow, failing step and reason") {
     auto dir = tests::make_temp_dir("run");
     const auto failing = [](const std::string& step, int code) {
-        return "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: true\n"
-               "      - name: " + step + "\n        run: |\n          echo '::error::" + step + " broke'\n"
-               "          exit " + std::to_string(code) + "\n";
+        return "on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: "
+               "true\n"
+               "      - name: " +
+               step + "\n        run: |\n          echo '::error::" + step +
+               " broke'\n"
+               "          exit " +
+               std::to_string(code) + "\n";
     };
     tests::write_file(dir / "w/a.yml", failing("compile", 3));
     tests::write_file(dir / "w/b.yml", failing("link", 4));
     auto ran = tests::run_workflows(dir, {"-W", "w"});
     CHECK(ran.exit_code == 1);
-    CHECK(ran.output.find("sandgate run: failure   w/a.yml: build: step 'compile': Process completed with exit code 3 "
+    CHECK(ran.output.find("sandgate run: failure   w/a.yml: build: step 'compile': Process "
+                          "completed with exit code 3 "
                           "(error: compile broke)\n") != std::string::npos);
-    CHECK(ran.output.find("sandgate run: failure   w/b.yml: build: step 'link': Process completed with exit code 4 "
+    CHECK(ran.output.find("sandgate run: failure   w/b.yml: build: step 'link': Process completed "
+                          "with exit code 4 "
                           "(error: link broke)\n") != std::string::npos);
     CHECK(ran.output.find("job 'build' failed (w/a.yml): step 'compile'") != std::string::npos);
 }

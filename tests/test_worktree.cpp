@@ -1,13 +1,12 @@
 // Per-job worktrees: git works in them (also inside bwrap with the mirror read-only), shallow
 // depth and submodules as actions/checkout, removal never follows a planted symlink, leases
 // and the reaping of a crashed run's worktrees, and a mirror damaged under a checkout.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 
 #include "jobs/git_handles.hpp"
@@ -25,7 +24,8 @@ using tests::sh;
 
 namespace {
 
-jobs::GitCheckoutRequest checkout_request(const std::string& remote, const std::string& sha, const fs::path& path) {
+jobs::GitCheckoutRequest checkout_request(const std::string& remote, const std::string& sha,
+                                          const fs::path& path) {
     jobs::GitCheckoutRequest request;
     request.source.remote = remote;
     request.source.sha = sha;
@@ -43,7 +43,9 @@ TEST_CASE("a worktree is the exact commit, detached, and git works in it") {
     const auto dir = tests::make_temp_dir("worktree");
     const fs::path origin = dir / "origin";
     tests::make_repo(origin, {{"README.md", "hello\n"}, {"src/main.c", "int main(){}\n"}});
-    sh("cd " + origin.string() + " && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && ln -s README.md link && git add -A && git commit -qm second");
+    sh("cd " + origin.string() +
+       " && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && ln -s README.md link && "
+       "git add -A && git commit -qm second");
     const std::string wanted = git_in(origin, "rev-parse HEAD");
     tests::commit_file(origin, "later.txt", "not in the worktree\n");
 
@@ -71,7 +73,8 @@ TEST_CASE("a worktree is the exact commit, detached, and git works in it") {
     CHECK((fs::status(path / "run.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
     CHECK_FALSE(fs::exists(path / "later.txt"));
     // The objects live in the mirror, not in the worktree.
-    CHECK(tests::read_file(path / ".git/objects/info/alternates") == (done->mirror.gitdir / "objects").string() + "\n");
+    CHECK(tests::read_file(path / ".git/objects/info/alternates") ==
+          (done->mirror.gitdir / "objects").string() + "\n");
     CHECK(git_in(path, "count-objects") == "0 objects, 0 kilobytes");
 
     REQUIRE(worktree->remove());
@@ -89,23 +92,30 @@ TEST_CASE("inside bwrap, git works in the worktree while the mirror is read-only
     jobs::WorktreeArea area(dir / "state");
     auto worktree = area.create("wrapped");
     REQUIRE(worktree);
-    auto done = jobs::checkout_commit(cache, checkout_request("file://" + origin.string(), sha, worktree->path()));
+    auto done = jobs::checkout_commit(
+        cache, checkout_request("file://" + origin.string(), sha, worktree->path()));
     REQUIRE(done);
     const std::string wt = worktree->path().string();
     const std::string mirror = done->mirror.gitdir.string();
     // Everything read-only but the worktree; an unprivileged uid inside.
-    const std::string script =
-        "cd " + wt + " && git rev-parse HEAD && git log --oneline | wc -l && test -z \"$(git status --porcelain)\" && "
-        "echo changed > a.txt && git -c user.name=s -c user.email=s@x commit -qam step && git log --oneline | wc -l && "
-        "! touch " + mirror + "/objects/x 2>/dev/null && id -u";
-    auto result = tests::shell("bwrap --unshare-user --uid 1000 --gid 1000 --ro-bind / / --dev /dev --bind " + wt + " " + wt +
-                               " --tmpfs /var/tmp --setenv HOME /var/tmp -- /bin/sh -c '" + script + "'");
+    const std::string script = "cd " + wt +
+                               " && git rev-parse HEAD && git log --oneline | wc -l && test -z "
+                               "\"$(git status --porcelain)\" && "
+                               "echo changed > a.txt && git -c user.name=s -c user.email=s@x "
+                               "commit -qam step && git log --oneline | wc -l && "
+                               "! touch " +
+                               mirror + "/objects/x 2>/dev/null && id -u";
+    auto result = tests::shell(
+        "bwrap --unshare-user --uid 1000 --gid 1000 --ro-bind / / --dev /dev --bind " + wt + " " +
+        wt + " --tmpfs /var/tmp --setenv HOME /var/tmp -- /bin/sh -c '" + script + "'");
     INFO(result.out);
     REQUIRE(result.code == 0);
     CHECK(result.out == sha + "\n1\n2\n1000\n");
     CHECK_FALSE(fs::exists(done->mirror.gitdir / "objects/x"));
     // The step's commit landed in the worktree's own object store, not the mirror's.
-    CHECK(tests::shell("git --git-dir=" + mirror + " cat-file -e " + git_in(worktree->path(), "rev-parse HEAD")).code != 0);
+    CHECK(tests::shell("git --git-dir=" + mirror + " cat-file -e " +
+                       git_in(worktree->path(), "rev-parse HEAD"))
+              .code != 0);
 }
 
 TEST_CASE("fetch-depth makes the worktree shallow like actions/checkout") {
@@ -113,7 +123,9 @@ TEST_CASE("fetch-depth makes the worktree shallow like actions/checkout") {
     const fs::path origin = dir / "origin";
     tests::make_repo(origin, {{"a.txt", "1\n"}});
     for (int i = 0; i < 4; ++i) tests::commit_file(origin, "a.txt", std::to_string(i) + "\n");
-    sh("cd " + origin.string() + " && git checkout -qb side HEAD~2 && echo s > s.txt && git add s.txt && git commit -qm side && git checkout -q main && git merge -q --no-edit side");
+    sh("cd " + origin.string() +
+       " && git checkout -qb side HEAD~2 && echo s > s.txt && git add s.txt && git commit -qm side "
+       "&& git checkout -q main && git merge -q --no-edit side");
     const std::string tip = git_in(origin, "rev-parse HEAD");
     const jobs::MirrorCache cache(dir / "state");
     for (const unsigned depth : {1u, 2u, 0u}) {
@@ -135,9 +147,11 @@ TEST_CASE("submodules are checked out on request, recursively if asked") {
     const std::string leaf = tests::make_repo(dir / "leaf", {{"leaf.txt", "leaf\n"}});
     tests::make_repo(dir / "middle", {{"middle.txt", "middle\n"}});
     const std::string allow = "git -c protocol.file.allow=always ";
-    sh("cd " + (dir / "middle").string() + " && " + allow + "submodule -q add ../leaf deps/leaf && git commit -qm leaf");
+    sh("cd " + (dir / "middle").string() + " && " + allow +
+       "submodule -q add ../leaf deps/leaf && git commit -qm leaf");
     tests::make_repo(dir / "top", {{"top.txt", "top\n"}});
-    sh("cd " + (dir / "top").string() + " && " + allow + "submodule -q add " + (dir / "middle").string() + " middle && git commit -qm middle");
+    sh("cd " + (dir / "top").string() + " && " + allow + "submodule -q add " +
+       (dir / "middle").string() + " middle && git commit -qm middle");
     const std::string top = git_in(dir / "top", "rev-parse HEAD");
     const jobs::MirrorCache cache(dir / "state");
 
@@ -165,22 +179,27 @@ TEST_CASE("submodules are checked out on request, recursively if asked") {
     CHECK(git_in(dir / "all/middle", "status --porcelain").empty());
     // Every mirror the checkout reads, the submodule's submodule's too, lies in top's scope.
     for (const auto& gitdir : all_done->mirror_gitdirs)
-        CHECK((gitdir == all_done->mirror.scope / "repo.git" || gitdir.parent_path() == all_done->mirror.scope / "modules"));
+        CHECK((gitdir == all_done->mirror.scope / "repo.git" ||
+               gitdir.parent_path() == all_done->mirror.scope / "modules"));
 
     // What a wrap must bind read-only for git inside those submodules: found from the
     // commit's own .gitmodules, before any checkout.
     const auto prefetched = jobs::submodule_mirrors(cache, all_done->mirror, std::nullopt);
     CHECK(prefetched.size() == 2);
     for (const auto& gitdir : prefetched)
-        CHECK(std::find(all_done->mirror_gitdirs.begin(), all_done->mirror_gitdirs.end(), gitdir) != all_done->mirror_gitdirs.end());
+        CHECK(std::find(all_done->mirror_gitdirs.begin(), all_done->mirror_gitdirs.end(), gitdir) !=
+              all_done->mirror_gitdirs.end());
     CHECK(jobs::submodule_mirrors(cache, one_done->mirror, std::nullopt).size() == 2);
 }
 
 TEST_CASE("relative submodule URLs resolve like git's") {
-    CHECK(jobs::resolve_submodule_url("https://github.com/o/top.git", "../lib.git") == "https://github.com/o/lib.git");
-    CHECK(jobs::resolve_submodule_url("https://github.com/o/top", "./sub") == "https://github.com/o/top/sub");
+    CHECK(jobs::resolve_submodule_url("https://github.com/o/top.git", "../lib.git") ==
+          "https://github.com/o/lib.git");
+    CHECK(jobs::resolve_submodule_url("https://github.com/o/top", "./sub") ==
+          "https://github.com/o/top/sub");
     CHECK(jobs::resolve_submodule_url("/srv/git/top/", "../../other/x") == "/srv/other/x");
-    CHECK(jobs::resolve_submodule_url("/srv/top", "https://example.com/a") == "https://example.com/a");
+    CHECK(jobs::resolve_submodule_url("/srv/top", "https://example.com/a") ==
+          "https://example.com/a");
 }
 
 TEST_CASE("removal never follows a symlink out of the worktree") {
@@ -206,7 +225,9 @@ TEST_CASE("removal never follows a symlink out of the worktree") {
         // Go deeper relative to the last level (PATH_MAX forbids absolute paths this long).
         std::string rel;
         for (int i = 0; i < 1500; ++i) rel += "d/";
-        REQUIRE(tests::shell("cd " + wt.string() + " && mkdir -p " + rel + " && cd " + rel + " && ln -s " + outside.string() + " escape").code == 0);
+        REQUIRE(tests::shell("cd " + wt.string() + " && mkdir -p " + rel + " && cd " + rel +
+                             " && ln -s " + outside.string() + " escape")
+                    .code == 0);
     }
 
     REQUIRE(worktree->remove());
@@ -265,14 +286,17 @@ TEST_CASE("a mirror whose blob is corrupt under a checkout is re-cloned and the 
     const std::string sha = tests::make_repo(origin, {{"big.txt", big}, {"small.txt", "s\n"}});
     const jobs::MirrorCache cache(dir / "state");
     REQUIRE(jobs::checkout_commit(cache, checkout_request(origin.string(), sha, dir / "first")));
-    const fs::path gitdir = cache.mirrors_dir() / jobs::mirror_dir_name(*jobs::parse_remote(origin.string())) / "repo.git";
+    const fs::path gitdir = cache.mirrors_dir() /
+                            jobs::mirror_dir_name(*jobs::parse_remote(origin.string())) /
+                            "repo.git";
     // Overwrite bytes in the middle of big.txt's compressed data: the index still lists it.
     const std::string blob = git_in(origin, "rev-parse HEAD:big.txt");
     fs::path pack;
     for (const auto& entry : fs::directory_iterator(gitdir / "objects/pack"))
         if (entry.path().extension() == ".pack") pack = entry.path();
     REQUIRE_FALSE(pack.empty());
-    const std::string verify = sh("git verify-pack -v " + pack.replace_extension(".idx").string() + " | grep ^" + blob);
+    const std::string verify =
+        sh("git verify-pack -v " + pack.replace_extension(".idx").string() + " | grep ^" + blob);
     std::istringstream fields(verify);
     std::string id, type;
     long size = 0, packed = 0, offset = 0;
@@ -280,9 +304,11 @@ TEST_CASE("a mirror whose blob is corrupt under a checkout is re-cloned and the 
     REQUIRE(packed > 100);
     pack.replace_extension(".pack");
     fs::permissions(pack, fs::perms::owner_write, fs::perm_options::add);
-    sh("printf 'CORRUPTCORRUPTCORRUPT' | dd of=" + pack.string() + " bs=1 seek=" + std::to_string(offset + packed / 2) + " conv=notrunc status=none");
+    sh("printf 'CORRUPTCORRUPTCORRUPT' | dd of=" + pack.string() +
+       " bs=1 seek=" + std::to_string(offset + packed / 2) + " conv=notrunc status=none");
 
-    auto second = jobs::checkout_commit(cache, checkout_request(origin.string(), sha, dir / "second"));
+    auto second =
+        jobs::checkout_commit(cache, checkout_request(origin.string(), sha, dir / "second"));
     REQUIRE(second);
     CHECK(second->mirror.event == jobs::MirrorEvent::recloned);
     CHECK(tests::read_file(dir / "second/big.txt") == big);
@@ -300,21 +326,29 @@ TEST_CASE("under sandgate's own wrap, git works in the worktree and the mirror i
     jobs::WorktreeArea area(dir / "state");
     auto worktree = area.create("wrapped");
     REQUIRE(worktree);
-    auto done = jobs::checkout_commit(cache, checkout_request(origin.string(), tip, worktree->path()));
+    auto done =
+        jobs::checkout_commit(cache, checkout_request(origin.string(), tip, worktree->path()));
     REQUIRE(done);
     tests::commit_file(origin, "c.txt", "c\n");
-    auto other = cache.ensure_commit(jobs::MirrorRequest{origin.string(), git_in(origin, "rev-parse HEAD"), "", std::nullopt, ""});
+    auto other = cache.ensure_commit(jobs::MirrorRequest{
+        origin.string(), git_in(origin, "rev-parse HEAD"), "", std::nullopt, ""});
     REQUIRE(other);
     tests::make_repo(dir / "secret", {{"s.txt", "private\n"}});
-    auto secret = cache.ensure_commit(jobs::MirrorRequest{(dir / "secret").string(), git_in(dir / "secret", "rev-parse HEAD"), "", std::nullopt, ""});
+    auto secret = cache.ensure_commit(jobs::MirrorRequest{
+        (dir / "secret").string(), git_in(dir / "secret", "rev-parse HEAD"), "", std::nullopt, ""});
     REQUIRE(secret);
 
     sandbox::RunRequest request;
-    request.argv = {"/bin/sh", "-c",
-                    "git rev-parse HEAD && git log --format=%s && test -z \"$(git status --porcelain)\" && "
-                    "echo x > new.txt && git add new.txt && git -c user.name=s -c user.email=s@x commit -qm step && "
-                    "git rev-list --count HEAD && ! touch " + done->mirror.gitdir.string() + "/objects/x 2>/dev/null && "
-                    "! ls " + secret->gitdir.string() + " 2>/dev/null && echo ok"};
+    request.argv = {
+        "/bin/sh", "-c",
+        "git rev-parse HEAD && git log --format=%s && test -z \"$(git status --porcelain)\" && "
+        "echo x > new.txt && git add new.txt && git -c user.name=s -c user.email=s@x commit -qm "
+        "step && "
+        "git rev-list --count HEAD && ! touch " +
+            done->mirror.gitdir.string() +
+            "/objects/x 2>/dev/null && "
+            "! ls " +
+            secret->gitdir.string() + " 2>/dev/null && echo ok"};
     request.cwd = worktree->path();
     request.env = sandbox::child_environment(sandbox::current_environment(), {}, {});
     request.policy.mode = sandbox::SandboxMode::bwrap;
@@ -331,14 +365,17 @@ TEST_CASE("GitWorkspace backs actions/checkout: ref, path, fetch-depth, submodul
     const fs::path origin = dir / "origin";
     const std::string first = tests::make_repo(origin, {{"a.txt", "1\n"}});
     const std::string second = tests::commit_file(origin, "a.txt", "2\n");
-    sh("git -C " + origin.string() + " tag v1 " + first + " && git -C " + origin.string() + " tag -a -m annotated v1a " + first);
+    sh("git -C " + origin.string() + " tag v1 " + first + " && git -C " + origin.string() +
+       " tag -a -m annotated v1a " + first);
     const std::string third = tests::commit_file(origin, "a.txt", "3\n");
     sh("git -C " + origin.string() + " branch older " + second);
     const jobs::MirrorCache cache(dir / "state");
     jobs::WorktreeArea area(dir / "state");
     fs::path kept;
     {
-        jobs::GitWorkspace provider(cache, area, jobs::GitSource{origin.string(), third, "refs/heads/main", "o/r", std::nullopt});
+        jobs::GitWorkspace provider(
+            cache, area,
+            jobs::GitSource{origin.string(), third, "refs/heads/main", "o/r", std::nullopt});
         auto workspace = provider.workspace_for("build (linux)");
         REQUIRE(workspace);
         kept = *workspace;
@@ -359,7 +396,8 @@ TEST_CASE("GitWorkspace backs actions/checkout: ref, path, fetch-depth, submodul
         CHECK(git_in(*workspace, "rev-list --count HEAD") == "2");
         CHECK(git_in(*workspace, "status --porcelain").empty());
 
-        for (const std::string& ref : std::vector<std::string>{"v1", "v1a", "refs/tags/v1", first}) {
+        for (const std::string& ref :
+             std::vector<std::string>{"v1", "v1a", "refs/tags/v1", first}) {
             jobs::CheckoutRequest tagged;
             tagged.ref = ref;
             tagged.path = "sub/dir";

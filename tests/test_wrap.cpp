@@ -19,13 +19,13 @@
 #include "sandbox/shims.hpp"
 #include "sandbox/spawn.hpp"
 #include "sandbox/wrap_bwrap.hpp"
+#include "tests/run_helpers.hpp"
 #include "tests/support/processes.hpp"
+#include "tests/support/read_fd.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
-#include "tests/support/read_fd.hpp"
 #include "tests/wrap_spawn.hpp"
-#include "tests/run_helpers.hpp"
 
 namespace {
 
@@ -45,12 +45,14 @@ tests::Spawned run_plan(const sandbox::RunRequest& request) {
     return tests::spawn_plan(*plan);
 }
 
-using tests::ScopedEnv;
 using tests::request_in;
+using tests::ScopedEnv;
 
 }  // namespace
 
-TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 and -- before the payload") {
+TEST_CASE(
+    "the plan starts bwrap with a clean environment, its options on fd 3 and -- before the "
+    "payload") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
     const auto dir = tests::make_temp_dir("wrap");
     auto plan = sandbox::plan_wrap(request_in(dir, {"--bind", "/", "/"}));
@@ -65,14 +67,14 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     REQUIRE(dashdash != plan->argv.end());
     CHECK(*(dashdash + 1) == "3");
     CHECK(*(dashdash + 2) == "--");
-    CHECK(std::vector<std::string>(dashdash + 3, plan->argv.end()) !=
-          std::vector<std::string>{});
+    CHECK(std::vector<std::string>(dashdash + 3, plan->argv.end()) != std::vector<std::string>{});
     CHECK(plan->env.empty());
     CHECK(plan->inherited_fds.size() >= 3);
     CHECK(plan->tree_kill == sandbox::TreeKill::pidns);
     const auto options = options_of(*plan);
-    for (const char* flag : {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-                             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"})
+    for (const char* flag :
+         {"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+          "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"})
         CHECK(std::find(options.begin(), options.end(), flag) != options.end());
     // --unshare-uts last and only there (no --unshare-all): bwrap refuses --hostname without it.
     CHECK(options.back() == "--unshare-uts");
@@ -87,13 +89,16 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     // (the sandbox's unprivileged host identity may not reach it itself).
     bool cwd_bound = false;
     for (std::size_t i = 0; i + 2 < options.size(); ++i)
-        cwd_bound = cwd_bound || (options[i] == "--bind" && options[i + 2] == dir.string() &&
-                                  (options[i + 1] == dir.string() ||
-                                   (::geteuid() == 0 && options[i + 1].starts_with("/tmp/.sandgate-portal/"))));
+        cwd_bound = cwd_bound ||
+                    (options[i] == "--bind" && options[i + 2] == dir.string() &&
+                     (options[i + 1] == dir.string() ||
+                      (::geteuid() == 0 && options[i + 1].starts_with("/tmp/.sandgate-portal/"))));
     CHECK(cwd_bound);
     CHECK(std::find(options.begin(), options.end(), "--share-net") == options.end());
     // The runner tools first on PATH (sandbox/shims.hpp).
-    CHECK(has_sequence(options, {"--setenv", "PATH", std::string(sandbox::k_shim_dir) + ":/usr/local/bin:/usr/bin:/bin"}));
+    CHECK(has_sequence(
+        options,
+        {"--setenv", "PATH", std::string(sandbox::k_shim_dir) + ":/usr/local/bin:/usr/bin:/bin"}));
     // Never /run, the host /tmp or the real HOME.
     const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "/root";
     for (std::size_t i = 0; i + 1 < options.size(); ++i) {
@@ -108,7 +113,9 @@ TEST_CASE("the plan starts bwrap with a clean environment, its options on fd 3 a
     CHECK(plan->description["mode"] == "bwrap");
 }
 
-TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, each run reading its own offset") {
+TEST_CASE(
+    "the files handed to bwrap are sealed memfds or read-only host files, each run reading its own "
+    "offset") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
     const auto dir = tests::make_temp_dir("wrap");
     auto first = sandbox::plan_wrap(request_in(dir, {"true"}));
@@ -122,8 +129,9 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
     REQUIRE(first->status);
     REQUIRE(first->payload_status);
     const auto count = first->inherited_fds.size();
-    for (auto [fd, read_end] : {std::pair{first->inherited_fds[count - 2].get(), first->status.get()},
-                                std::pair{first->inherited_fds[count - 1].get(), first->payload_status.get()}}) {
+    for (auto [fd, read_end] :
+         {std::pair{first->inherited_fds[count - 2].get(), first->status.get()},
+          std::pair{first->inherited_fds[count - 1].get(), first->payload_status.get()}}) {
         struct stat pipe_st {};
         REQUIRE(::fstat(fd, &pipe_st) == 0);
         CHECK(S_ISFIFO(pipe_st.st_mode));
@@ -138,27 +146,33 @@ TEST_CASE("the files handed to bwrap are sealed memfds or read-only host files, 
         const int b = second->inherited_fds[i].get();
         const std::string from_first = tests::read_to_eof(a);
         CHECK_FALSE(from_first.empty());
-        CHECK(tests::read_to_eof(b) == from_first);  // the first read to EOF did not move the second
-        CHECK(::write(a, "x", 1) == -1);   // read-only
+        CHECK(tests::read_to_eof(b) ==
+              from_first);                // the first read to EOF did not move the second
+        CHECK(::write(a, "x", 1) == -1);  // read-only
         // Generated contents are memfds sealed against every writer; host files are the
         // root-owned files themselves, opened read-only.
         struct stat st {};
         REQUIRE(::fstat(a, &st) == 0);
-        if (::fcntl(a, F_GET_SEALS) < 0) CHECK((st.st_uid == 0 && (st.st_mode & 022) == 0));
-        else CHECK((::fcntl(a, F_GET_SEALS) & F_SEAL_WRITE) != 0);
+        if (::fcntl(a, F_GET_SEALS) < 0)
+            CHECK((st.st_uid == 0 && (st.st_mode & 022) == 0));
+        else
+            CHECK((::fcntl(a, F_GET_SEALS) & F_SEAL_WRITE) != 0);
     }
     const auto options = options_of(*first);
     CHECK(has_sequence(options, {"--file", "5"}));
 }
 
-TEST_CASE("a machine that refuses user namespaces gets sandbox_unavailable and what to do; nothing runs") {
+TEST_CASE(
+    "a machine that refuses user namespaces gets sandbox_unavailable and what to do; nothing "
+    "runs") {
     // No skip: here the wrap works and bwrap's own `exit 1` must stay the payload's; inside
     // the dogfood wrap (nested user namespaces disabled) bwrap refuses to start, and the run
     // says why (the probes run after that failure, not before every run).
     const auto dir = tests::make_temp_dir("wrap");
     // Inside the dogfood wrap TMPDIR lies in its private scratch, which a nested wrap refuses
     // as a working directory: there the build directory (our cwd) serves.
-    const auto cwd = sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
+    const auto cwd =
+        sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
     auto request = request_in(cwd, {"/bin/sh", "-c", "echo ran; exit 1"});
     const auto result = sandbox::run(request);
     INFO(result.err.head);
@@ -178,7 +192,8 @@ TEST_CASE("a machine that refuses user namespaces gets sandbox_unavailable and w
     }
 }
 
-TEST_CASE("a bwrap that fails before the payload is a sandbox failure, never the payload's exit 1") {
+TEST_CASE(
+    "a bwrap that fails before the payload is a sandbox failure, never the payload's exit 1") {
     // A stand-in bwrap first on PATH fails the way bwrap does when a bind source vanished:
     // a message on stderr, exit 1, no {"exit-code"} on its status channel.
     const auto dir = tests::make_temp_dir("wrap");
@@ -186,12 +201,14 @@ TEST_CASE("a bwrap that fails before the payload is a sandbox failure, never the
     std::filesystem::create_directories(bin);
     {
         std::ofstream script(bin / "bwrap");
-        script << "#!/bin/sh\necho 'bwrap: Can'\\''t find source path /gone: No such file or directory' >&2\nexit 1\n";
+        script << "#!/bin/sh\necho 'bwrap: Can'\\''t find source path /gone: No such file or "
+                  "directory' >&2\nexit 1\n";
     }
     std::filesystem::permissions(bin / "bwrap", std::filesystem::perms::owner_all);
     const char* old_path = std::getenv("PATH");
     tests::ScopedEnv path("PATH", bin.string() + ":" + (old_path ? old_path : "/usr/bin:/bin"));
-    const auto cwd = sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
+    const auto cwd =
+        sandbox::refuse_private_scratch(dir, "--cwd") ? dir : std::filesystem::current_path();
     const auto result = sandbox::run(request_in(cwd, {"/bin/sh", "-c", "echo ran; exit 1"}));
     INFO(result.err.head);
     REQUIRE(result.error);
@@ -250,10 +267,12 @@ TEST_CASE("a payload that dies of a signal reports the signal under the wrap, as
     CHECK(*exited.exit_code == 138);
     CHECK_FALSE(exited.signal);
     // The same through the command line: "signal": N in the JSON, exit 128+N.
-    const auto cli = tests::run_sandgate(dir, {"exec", "--sandbox", "bwrap", "--json", "--", "sh", "-c", "kill -TERM $$"});
+    const auto cli = tests::run_sandgate(
+        dir, {"exec", "--sandbox", "bwrap", "--json", "--", "sh", "-c", "kill -TERM $$"});
     INFO(cli.output);
     CHECK(cli.exit_code == 128 + SIGTERM);
-    CHECK((cli.output.find("\"signal\":15") != std::string::npos || cli.output.find("\"signal\": 15") != std::string::npos));
+    CHECK((cli.output.find("\"signal\":15") != std::string::npos ||
+           cli.output.find("\"signal\": 15") != std::string::npos));
     // The reporter is the payload's parent.
     auto parent = sandbox::run(request_in(dir, {"sh", "-c", "cat /proc/$PPID/comm"}));
     CHECK(parent.out.head.find(".sandgate-stat") != std::string::npos);
@@ -278,7 +297,8 @@ TEST_CASE("a bind destination through a symlink is refused before anything runs"
     CHECK(sandbox::plan_wrap(request));
 }
 
-TEST_CASE("a working directory in the private scratch is refused, even where it exists on the host") {
+TEST_CASE(
+    "a working directory in the private scratch is refused, even where it exists on the host") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can be made");
     const auto dir = tests::make_temp_dir("wrap");
     const std::filesystem::path root(sandbox::k_private_scratch);
@@ -311,16 +331,18 @@ TEST_CASE("the worktree, HOME and TMPDIR are writable; the rest is read-only; --
     tests::write_file(ro / "file", "x");
     // Readable by anyone: as root the sandbox is an unprivileged host uid, which root's 0700
     // temp dir would shut out (test_seams.cpp checks that it does).
-    std::filesystem::permissions(ro, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
-                                         std::filesystem::perms::others_exec);
-    auto request = request_in(dir, {"sh", "-c",
-                                    "echo a > worktree-file && echo b > \"$HOME/h\" && "
-                                    "echo c > \"$TMPDIR/t\" && echo d > /tmp/private && "
-                                    "! touch /usr/x 2>/dev/null && ! touch /etc/x 2>/dev/null && "
-                                    "! touch \"$1/file\" 2>/dev/null && ! touch /newfile 2>/dev/null && "
-                                    "cat \"$1/file\" && echo ok",
-                                    "sh", ro.string()});
+    std::filesystem::permissions(
+        ro, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+    auto request =
+        request_in(dir, {"sh", "-c",
+                         "echo a > worktree-file && echo b > \"$HOME/h\" && "
+                         "echo c > \"$TMPDIR/t\" && echo d > /tmp/private && "
+                         "! touch /usr/x 2>/dev/null && ! touch /etc/x 2>/dev/null && "
+                         "! touch \"$1/file\" 2>/dev/null && ! touch /newfile 2>/dev/null && "
+                         "cat \"$1/file\" && echo ok",
+                         "sh", ro.string()});
     request.policy.read_only = {ro};
     auto result = run_plan(request);
     CHECK(result.status == 0);
@@ -354,13 +376,16 @@ TEST_CASE("the per-run scratch is the wrap's own tmpfs: nothing on the host, fre
     CHECK(second.out.find("stale") == std::string::npos);
 }
 
-TEST_CASE("with a toolchain cache the per-run scratch is on the host and removed after; --scratch is kept") {
+TEST_CASE(
+    "with a toolchain cache the per-run scratch is on the host and removed after; --scratch is "
+    "kept") {
     SKIP_UNDER_WRAP("nested bwrap cannot mount a new /proc");
     const auto dir = tests::make_temp_dir("wrap");
     const auto cache = tests::make_temp_dir("wrap-cache");
     std::filesystem::path home;
     {
-        auto request = request_in(dir, {"sh", "-c", "mkdir -p $HOME/d && chmod 500 $HOME/d && echo $HOME"});
+        auto request =
+            request_in(dir, {"sh", "-c", "mkdir -p $HOME/d && chmod 500 $HOME/d && echo $HOME"});
         request.policy.toolchain_cache = cache;
         auto plan = sandbox::plan_wrap(request);
         REQUIRE(plan);
@@ -384,7 +409,10 @@ TEST_CASE("--hide masks files and directories; the agent's state dir is always m
     tests::write_file(dir / "secrets/key", "CANARY-HIDE-DIR");
     tests::write_file(dir / "state/sandgate/token", "CANARY-STATE");
     ScopedEnv state("XDG_STATE_HOME", (dir / "state").string());
-    auto request = request_in(dir, {"sh", "-c", "cat secret.txt secrets/key state/sandgate/token; ls secrets state/sandgate; echo end"});
+    auto request = request_in(
+        dir,
+        {"sh", "-c",
+         "cat secret.txt secrets/key state/sandgate/token; ls secrets state/sandgate; echo end"});
     request.policy.hide = {dir / "secret.txt", dir / "secrets", dir / "absent"};
     auto result = run_plan(request);
     CHECK(result.out.find("CANARY") == std::string::npos);
@@ -406,13 +434,15 @@ TEST_CASE("--network host shares the network and shows resolv.conf; none does no
     auto none = sandbox::plan_wrap(request);
     REQUIRE(none);
     const auto none_options = options_of(*none);
-    CHECK(std::find(none_options.begin(), none_options.end(), "/etc/resolv.conf") == none_options.end());
+    CHECK(std::find(none_options.begin(), none_options.end(), "/etc/resolv.conf") ==
+          none_options.end());
     CHECK(has_sequence(none_options, {"--setenv", "CARGO_NET_OFFLINE", "true"}));
     request.policy.offline = sandbox::Offline::off;
     auto online = sandbox::plan_wrap(request);
     REQUIRE(online);
     const auto online_options = options_of(*online);
-    CHECK(std::find(online_options.begin(), online_options.end(), "CARGO_NET_OFFLINE") == online_options.end());
+    CHECK(std::find(online_options.begin(), online_options.end(), "CARGO_NET_OFFLINE") ==
+          online_options.end());
 }
 
 TEST_CASE("the payload's environment is the request's plus the wrap's; none of the agent's") {
@@ -438,13 +468,14 @@ TEST_CASE("a warm toolchain cache seeds a per-run home by allowlist and stays re
     tests::write_file(cache / "cargo/credentials.toml", "CANARY-CARGO-TOKEN");
     tests::write_file(cache / "cargo/config.toml", "[registry]\ntoken = \"CANARY-CONFIG-TOKEN\"\n");
     tests::write_file(cache / "pip/wheelhouse/pkg-1.0-py3-none-any.whl", "wheel");
-    auto request = request_in(dir, {"sh", "-c",
-                                    "cat $CARGO_HOME/registry/index/entry; echo; "
-                                    "cat $CARGO_HOME/credentials.toml $CARGO_HOME/config.toml 2>/dev/null; "
-                                    "echo poison > $CARGO_HOME/registry/index/entry; "
-                                    "echo poison > \"$1/cargo/registry/index/entry\" 2>/dev/null || echo ro; "
-                                    "echo $PIP_FIND_LINKS; grep -c offline $HOME/.m2/settings.xml",
-                                    "sh", cache.string()});
+    auto request =
+        request_in(dir, {"sh", "-c",
+                         "cat $CARGO_HOME/registry/index/entry; echo; "
+                         "cat $CARGO_HOME/credentials.toml $CARGO_HOME/config.toml 2>/dev/null; "
+                         "echo poison > $CARGO_HOME/registry/index/entry; "
+                         "echo poison > \"$1/cargo/registry/index/entry\" 2>/dev/null || echo ro; "
+                         "echo $PIP_FIND_LINKS; grep -c offline $HOME/.m2/settings.xml",
+                         "sh", cache.string()});
     request.policy.toolchain_cache = cache;
     auto result = run_plan(request);
     CHECK(result.out.find("index\n") == 0);
@@ -485,7 +516,9 @@ TEST_CASE("the host's /tmp, /run, HOME and the root are never bound, whatever th
     CHECK_FALSE(sandbox::plan_wrap(ro));
 }
 
-TEST_CASE("an egress allowlist: the container arm, --network host and --sandbox off refuse it, naming the flag; nothing runs") {
+TEST_CASE(
+    "an egress allowlist: the container arm, --network host and --sandbox off refuse it, naming "
+    "the flag; nothing runs") {
     const auto dir = tests::make_temp_dir("wrap");
     const auto marker = dir / "ran";
     auto request = request_in(dir, {"touch", marker.string()});
@@ -526,7 +559,8 @@ TEST_CASE("sandbox::run under the wrap returns only once every process of the sa
     // only after it, and the run waits for that pid 1 (the test process adopts nothing).
     const auto dir = tests::make_temp_dir("wrap");
     const std::string name = tests::unique_process_name();
-    const auto result = sandbox::run(request_in(dir, {"python3", "-c", tests::k_slow_dying_daemon, name}));
+    const auto result =
+        sandbox::run(request_in(dir, {"python3", "-c", tests::k_slow_dying_daemon, name}));
     const auto left = tests::processes_named(name);  // before anything else, right after the return
     CHECK(result.exit_status() == 0);
     CHECK(left.empty());

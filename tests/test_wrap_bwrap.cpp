@@ -45,7 +45,8 @@ std::string packed(const std::vector<std::string>& options) {
 void replace_options(sandbox::WrapPlan& plan, const std::string& text) {
     sandbox::Fd memfd(::memfd_create("options", MFD_CLOEXEC));
     REQUIRE(memfd);
-    REQUIRE(::pwrite(memfd.get(), text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()));
+    REQUIRE(::pwrite(memfd.get(), text.data(), text.size(), 0) ==
+            static_cast<ssize_t>(text.size()));
     plan.inherited_fds[0] = std::move(memfd);
 }
 
@@ -134,7 +135,8 @@ TEST_CASE("a pending plan's bwrap waits for its options, and runs nothing if the
         const auto finished = tests::finish_plan(started);
         CHECK(finished.status == 1);
         CHECK(finished.out.empty());
-        CHECK(finished.err.find("Specifying --hostname requires --unshare-uts") != std::string::npos);
+        CHECK(finished.err.find("Specifying --hostname requires --unshare-uts") !=
+              std::string::npos);
         CHECK_FALSE(std::filesystem::exists(dir / "ran"));
     }
 }
@@ -180,7 +182,9 @@ TEST_CASE("under --network none a pending plan starts bwrap in a namespace of it
     CHECK(finished.out == "net:[" + std::to_string(st.st_ino) + "]\n");
 }
 
-TEST_CASE("run(): a plan refused once bwrap has started, or whose payload is replaced, leaves no process") {
+TEST_CASE(
+    "run(): a plan refused once bwrap has started, or whose payload is replaced, leaves no "
+    "process") {
     SKIP_UNDER_WRAP("nested user namespaces are disabled inside the wrap, so no plan can run");
     const auto dir = tests::make_temp_dir("wrap-refused");
     std::filesystem::create_directory(dir / "real");
@@ -196,7 +200,8 @@ TEST_CASE("run(): a plan refused once bwrap has started, or whose payload is rep
         CHECK_FALSE(std::filesystem::exists(dir / "real" / "ran"));
         CHECK(own_children().empty());
     }
-    SECTION("a command not found inside: the stand-in payload says so, from a wrapper started anew") {
+    SECTION(
+        "a command not found inside: the stand-in payload says so, from a wrapper started anew") {
         const auto result = sandbox::run(request_in(dir / "real", {"no-such-command-sandgate"}));
         CHECK_FALSE(result.error);
         CHECK(result.exit_code == 127);

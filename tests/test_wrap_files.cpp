@@ -9,8 +9,8 @@
 #include <string>
 
 #include "sandbox/wrap_files.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/read_fd.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -18,13 +18,15 @@ using tests::read_to_eof;
 
 std::size_t open_fds() {
     std::size_t count = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++count;
     return count;
 }
 
 }  // namespace
 
-TEST_CASE("one content, many readers: each fd reads all of it from offset 0; a kept one is sealed") {
+TEST_CASE(
+    "one content, many readers: each fd reads all of it from offset 0; a kept one is sealed") {
     const std::string content(100000, 'e');
     auto first = sandbox::content_fd("test", content);   // first sight: the caller's alone
     auto second = sandbox::content_fd("test", content);  // second: the cache's sealed memfd
@@ -73,7 +75,8 @@ TEST_CASE("the shared memfds are bounded however many distinct contents a proces
     CHECK(open_fds() <= before + 48);
 }
 
-TEST_CASE("host files are handed over as read-only fds of the file; odd and large files are refused") {
+TEST_CASE(
+    "host files are handed over as read-only fds of the file; odd and large files are refused") {
     const auto dir = tests::make_temp_dir("wrap-files");
     tests::write_file(dir / "file", "one");
     std::filesystem::create_symlink(dir / "file", dir / "link");

@@ -3,8 +3,8 @@
 // captured), for exercising plan_wrap() independently of sandbox::run.
 
 #include <fcntl.h>
-#include <sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +20,8 @@ namespace tests {
 
 // A request for `argv` in `cwd` with a small fixed environment (PATH, LANG): the wrap's
 // default posture, as the wrap's tests start from.
-inline sandbox::RunRequest request_in(const std::filesystem::path& cwd, std::vector<std::string> argv) {
+inline sandbox::RunRequest request_in(const std::filesystem::path& cwd,
+                                      std::vector<std::string> argv) {
     sandbox::RunRequest request;
     request.argv = std::move(argv);
     request.cwd = cwd;
@@ -66,14 +67,16 @@ inline StartedPlan start_plan(sandbox::WrapPlan& plan, const std::string& stdin_
         if (plan.netns && ::setns(plan.netns.get(), CLONE_NEWNET) != 0) ::_exit(125);
         // As root, the portal and the host identity, as the process core does them.
         if (!plan.portal_fds.empty() &&
-            !sandbox::enter_portal(plan.portal_dir.c_str(), portal_sources, portal_targets, plan.portal_directories))
+            !sandbox::enter_portal(plan.portal_dir.c_str(), portal_sources, portal_targets,
+                                   plan.portal_directories))
             ::_exit(125);
         if (plan.identity && !sandbox::drop_identity(*plan.identity)) ::_exit(125);
         for (auto& fd : plan.join_cgroups)
             if (::write(fd.get(), "0", 1) != 1) ::_exit(125);
         for (const auto& limit : plan.rlimits) {
             const rlimit value{limit.value, limit.value};
-            if (::setrlimit(static_cast<__rlimit_resource_t>(limit.resource), &value) != 0) ::_exit(125);
+            if (::setrlimit(static_cast<__rlimit_resource_t>(limit.resource), &value) != 0)
+                ::_exit(125);
         }
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);

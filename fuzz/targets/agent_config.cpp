@@ -1,11 +1,12 @@
 // The agent's configuration file (agent/agent_config.hpp) and the units its values use.
+#include "agent/agent_config.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include "agent/agent_config.hpp"
 #include "agent/units.hpp"
 #include "fuzz/fuzz_target.hpp"
 
@@ -14,7 +15,8 @@ SANDGATE_FUZZ_TARGET(agent_config) {
     (void)agent::parse_duration(input);
     (void)agent::parse_bytes(input);
     static const std::filesystem::path file =
-        std::filesystem::temp_directory_path() / ("sandgate-fuzz-config-" + std::to_string(::getpid()) + ".yml");
+        std::filesystem::temp_directory_path() /
+        ("sandgate-fuzz-config-" + std::to_string(::getpid()) + ".yml");
     if (std::FILE* out = std::fopen(file.c_str(), "wb")) {
         std::fwrite(input.data(), 1, input.size(), out);
         std::fclose(out);

@@ -1,6 +1,7 @@
 // The file commands a step writes (GITHUB_OUTPUT, GITHUB_ENV, GITHUB_STATE and GITHUB_PATH).
-#include "fuzz/fuzz_target.hpp"
 #include "jobs/file_commands.hpp"
+
+#include "fuzz/fuzz_target.hpp"
 
 SANDGATE_FUZZ_TARGET(file_commands) {
     const std::string_view input = fuzz::text(data, size);

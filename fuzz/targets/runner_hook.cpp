@@ -1,5 +1,6 @@
 // The official runner's container-hook input (agent/runner_hook.hpp).
 #include "agent/runner_hook.hpp"
+
 #include "fuzz/fuzz_target.hpp"
 
 SANDGATE_FUZZ_TARGET(runner_hook) {

@@ -1,14 +1,18 @@
 // GitHub webhook payloads (agent/webhook_events.hpp): the first line names the event, the rest
 // is the body. Also the signature check over the same bytes.
+#include "github/webhook.hpp"
+
 #include "agent/webhook_events.hpp"
 #include "fuzz/fuzz_target.hpp"
-#include "github/webhook.hpp"
 
 SANDGATE_FUZZ_TARGET(webhook) {
     const std::string_view input = fuzz::text(data, size);
     const auto newline = input.find('\n');
-    const std::string_view event = newline == std::string_view::npos ? std::string_view("pull_request") : input.substr(0, newline);
-    const std::string_view body = newline == std::string_view::npos ? input : input.substr(newline + 1);
+    const std::string_view event = newline == std::string_view::npos
+                                       ? std::string_view("pull_request")
+                                       : input.substr(0, newline);
+    const std::string_view body =
+        newline == std::string_view::npos ? input : input.substr(newline + 1);
     agent::WebhookFilter filter;
     filter.pr_label = "gate";
     filter.repositories = {"octo/repo"};

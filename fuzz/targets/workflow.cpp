@@ -13,11 +13,13 @@ SANDGATE_FUZZ_TARGET(workflow) {
         fuzz::check(workflow.error().message.starts_with("w.yml"), "a refusal names the file");
         return 0;
     }
-    fuzz::check(jobs::topological_order(*workflow).size() == workflow->jobs.size(), "every job is ordered");
+    fuzz::check(jobs::topological_order(*workflow).size() == workflow->jobs.size(),
+                "every job is ordered");
     for (const auto& job : workflow->jobs) {
         if (!job.strategy || !job.strategy->matrix.is_mapping()) continue;
         const jobs::Value matrix = jobs::yaml_to_value(job.strategy->matrix);
-        if (auto legs = jobs::expand_matrix(matrix)) fuzz::check(legs->size() <= 256, "at most 256 legs");
+        if (auto legs = jobs::expand_matrix(matrix))
+            fuzz::check(legs->size() <= 256, "at most 256 legs");
     }
     return 0;
 }

@@ -1,11 +1,12 @@
 // Workflow commands in a step's output (`::set-output name=x::v`, `::add-mask::`, groups,
 // problem matchers, ...), one line at a time through the processor the runner uses.
+#include "jobs/workflow_commands.hpp"
+
 #include <string>
 
 #include "fuzz/fuzz_target.hpp"
 #include "jobs/log.hpp"
 #include "jobs/masker.hpp"
-#include "jobs/workflow_commands.hpp"
 #include "jobs/workflow_matchers.hpp"
 
 namespace {
@@ -28,13 +29,15 @@ SANDGATE_FUZZ_TARGET(workflow_commands) {
     NullLog log;
     const jobs::StepLabel label{"job", "step"};
     std::vector<jobs::ProblemMatcher> matchers;
-    jobs::CommandProcessor processor(masker, log, label, jobs::UnsecureCommands::enabled, jobs::Echo::on);
+    jobs::CommandProcessor processor(masker, log, label, jobs::UnsecureCommands::enabled,
+                                     jobs::Echo::on);
     processor.set_workspace("/work");
     processor.set_matchers(matchers);
     std::size_t start = 0;
     while (start <= input.size()) {
         const auto end = input.find('\n', start);
-        const auto line = input.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        const auto line = input.substr(
+            start, end == std::string_view::npos ? std::string_view::npos : end - start);
         processor.process_line(line);
         (void)jobs::parse_command(line);
         (void)jobs::parse_legacy_command(line);

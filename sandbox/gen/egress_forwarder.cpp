@@ -67,8 +67,9 @@ struct FdMessage {
 long hand_over(long channel, long socket) {
     char byte = 'c';
     IoVec io{&byte, 1};
-    FdMessage control{sizeof(unsigned long) + 2 * sizeof(int) + sizeof(int), static_cast<int>(k_sol_socket),
-                      static_cast<int>(k_scm_rights), static_cast<int>(socket), 0};
+    FdMessage control{sizeof(unsigned long) + 2 * sizeof(int) + sizeof(int),
+                      static_cast<int>(k_sol_socket), static_cast<int>(k_scm_rights),
+                      static_cast<int>(socket), 0};
     MsgHdr message{nullptr, 0, &io, 1, &control, sizeof control, 0};
     return sys(k_sendmsg, channel, reinterpret_cast<long>(&message), k_msg_nosignal);
 }
@@ -87,16 +88,20 @@ void close_others(long a, long b) {
 
 [[noreturn]] void serve(long listener, long channel) {
     close_others(listener, channel);
-    PollFd fds[2] = {{static_cast<int>(listener), k_pollin, 0}, {static_cast<int>(channel), k_pollin, 0}};
+    PollFd fds[2] = {{static_cast<int>(listener), k_pollin, 0},
+                     {static_cast<int>(channel), k_pollin, 0}};
     char line[1024];
     for (;;) {
         const long ready = sys(k_ppoll, reinterpret_cast<long>(fds), 2, 0, 0, 8);
         if (ready == -k_eintr) continue;
         if (ready < 0) leave(1);
         if (fds[1].revents != 0) {
-            const long n = sys(k_recvfrom, channel, reinterpret_cast<long>(line), sizeof line, k_msg_dontwait, 0, 0);
-            if (n > 0) sys(k_write, 2, reinterpret_cast<long>(line), n);
-            else if (n == 0 || (fds[1].revents & (k_pollhup | k_pollerr)) != 0) leave(0);  // the proxy is gone
+            const long n = sys(k_recvfrom, channel, reinterpret_cast<long>(line), sizeof line,
+                               k_msg_dontwait, 0, 0);
+            if (n > 0)
+                sys(k_write, 2, reinterpret_cast<long>(line), n);
+            else if (n == 0 || (fds[1].revents & (k_pollhup | k_pollerr)) != 0)
+                leave(0);  // the proxy is gone
         }
         if ((fds[0].revents & k_pollin) != 0) {
             const long socket = sys(k_accept4, listener, 0, 0, k_sock_cloexec);
@@ -123,9 +128,11 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
     const long listener = sys(k_socket, k_af_inet, k_sock_stream | k_sock_cloexec, 0);
     const int one = 1;
     // 127.0.0.1:3128 (sandbox/egress_proxy.hpp, k_egress_listen_*).
-    const SockaddrIn address{static_cast<unsigned short>(k_af_inet), {3128 >> 8, 3128 & 0xff}, {127, 0, 0, 1}, {}};
+    const SockaddrIn address{
+        static_cast<unsigned short>(k_af_inet), {3128 >> 8, 3128 & 0xff}, {127, 0, 0, 1}, {}};
     if (listener < 0 ||
-        sys(k_setsockopt, listener, k_sol_socket, k_so_reuseaddr, reinterpret_cast<long>(&one), sizeof one) < 0 ||
+        sys(k_setsockopt, listener, k_sol_socket, k_so_reuseaddr, reinterpret_cast<long>(&one),
+            sizeof one) < 0 ||
         sys(k_bind, listener, reinterpret_cast<long>(&address), sizeof address) < 0 ||
         sys(k_listen, listener, 256) < 0) {
         say(2, "sandgate: the egress forwarder cannot listen on 127.0.0.1:3128 in the sandbox\n");
@@ -138,7 +145,8 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
         say(2, "sandgate: cannot start the egress forwarder (fork)\n");
         leave(125);
     }
-    sys(k_execve, reinterpret_cast<long>(argv[2]), reinterpret_cast<long>(argv + 2), reinterpret_cast<long>(envp));
+    sys(k_execve, reinterpret_cast<long>(argv[2]), reinterpret_cast<long>(argv + 2),
+        reinterpret_cast<long>(envp));
     say(2, "sandgate: the egress forwarder cannot start ");
     say(2, argv[2]);
     say(2, "\n");

@@ -12,10 +12,30 @@
 namespace freestanding {
 
 #if defined(__x86_64__)
-enum : long { k_write = 1, k_close = 3, k_sigaction = 13, k_sigprocmask = 14, k_socket = 41, k_recvfrom = 45,
-              k_sendmsg = 46, k_bind = 49, k_listen = 50, k_setsockopt = 54, k_clone = 56, k_execve = 59,
-              k_wait4 = 61, k_fcntl = 72, k_getuid = 102, k_getgid = 104, k_openat = 257,
-              k_unshare = 272, k_ppoll = 271, k_accept4 = 288, k_close_range = 436, k_exit_group = 231 };
+enum : long {
+    k_write = 1,
+    k_close = 3,
+    k_sigaction = 13,
+    k_sigprocmask = 14,
+    k_socket = 41,
+    k_recvfrom = 45,
+    k_sendmsg = 46,
+    k_bind = 49,
+    k_listen = 50,
+    k_setsockopt = 54,
+    k_clone = 56,
+    k_execve = 59,
+    k_wait4 = 61,
+    k_fcntl = 72,
+    k_getuid = 102,
+    k_getgid = 104,
+    k_openat = 257,
+    k_unshare = 272,
+    k_ppoll = 271,
+    k_accept4 = 288,
+    k_close_range = 436,
+    k_exit_group = 231
+};
 
 inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     long result;
@@ -29,10 +49,30 @@ inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     return result;
 }
 #else
-enum : long { k_write = 64, k_close = 57, k_sigaction = 134, k_sigprocmask = 135, k_socket = 198, k_bind = 200,
-              k_listen = 201, k_setsockopt = 208, k_recvfrom = 207, k_sendmsg = 211, k_clone = 220,
-              k_execve = 221, k_wait4 = 260, k_fcntl = 25, k_getuid = 174, k_getgid = 176, k_openat = 56,
-              k_unshare = 97, k_ppoll = 73, k_accept4 = 242, k_close_range = 436, k_exit_group = 94 };
+enum : long {
+    k_write = 64,
+    k_close = 57,
+    k_sigaction = 134,
+    k_sigprocmask = 135,
+    k_socket = 198,
+    k_bind = 200,
+    k_listen = 201,
+    k_setsockopt = 208,
+    k_recvfrom = 207,
+    k_sendmsg = 211,
+    k_clone = 220,
+    k_execve = 221,
+    k_wait4 = 260,
+    k_fcntl = 25,
+    k_getuid = 174,
+    k_getgid = 176,
+    k_openat = 56,
+    k_unshare = 97,
+    k_ppoll = 73,
+    k_accept4 = 242,
+    k_close_range = 436,
+    k_exit_group = 94
+};
 
 inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     register long x8 __asm__("x8") = n;
@@ -42,7 +82,10 @@ inline long syscall6(long n, long a, long b, long c, long d, long e, long f) {
     register long x3 __asm__("x3") = d;
     register long x4 __asm__("x4") = e;
     register long x5 __asm__("x5") = f;
-    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+    __asm__ volatile("svc #0"
+                     : "+r"(x0)
+                     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                     : "memory");
     return x0;
 }
 #endif
@@ -105,7 +148,8 @@ inline const char* path_of(char** envp) {
 
 // execve, and for a file the kernel cannot run (no #! line) /bin/sh with it, as execvp does.
 inline long run(const char* file, char** argv, char** envp) {
-    long error = sys(k_execve, reinterpret_cast<long>(file), reinterpret_cast<long>(argv), reinterpret_cast<long>(envp));
+    long error = sys(k_execve, reinterpret_cast<long>(file), reinterpret_cast<long>(argv),
+                     reinterpret_cast<long>(envp));
     if (error != -k_enoexec) return error;
     unsigned long argc = 0;
     while (argv[argc] != nullptr) ++argc;
@@ -114,7 +158,8 @@ inline long run(const char* file, char** argv, char** envp) {
     shell_argv[0] = const_cast<char*>("sh");
     shell_argv[1] = const_cast<char*>(file);
     for (unsigned long i = 1; i <= argc; ++i) shell_argv[i + 1] = argv[i];
-    sys(k_execve, reinterpret_cast<long>("/bin/sh"), reinterpret_cast<long>(shell_argv), reinterpret_cast<long>(envp));
+    sys(k_execve, reinterpret_cast<long>("/bin/sh"), reinterpret_cast<long>(shell_argv),
+        reinterpret_cast<long>(envp));
     return error;
 }
 
@@ -142,8 +187,10 @@ inline long exec_search(char** argv, char** envp) {
             for (unsigned long i = 0; i < name_length; ++i) candidate[at++] = name[i];
             candidate[at] = '\0';
             error = run(candidate, argv, envp);
-            if (error == -k_eacces) denied = true;
-            else if (error != -k_enoent && error != -k_enotdir) break;
+            if (error == -k_eacces)
+                denied = true;
+            else if (error != -k_enoent && error != -k_enotdir)
+                break;
         }
         if (*end == '\0') break;
         p = end + 1;
@@ -159,9 +206,12 @@ extern "C" [[noreturn]] void freestanding_main(long* stack);
 
 // The entry point: the kernel's initial stack (argc, argv..., envp...) to freestanding_main.
 #if defined(__x86_64__)
-__asm__(".text\n.global _start\n_start:\n xor %rbp, %rbp\n mov %rsp, %rdi\n and $-16, %rsp\n call freestanding_main\n hlt\n");
+__asm__(
+    ".text\n.global _start\n_start:\n xor %rbp, %rbp\n mov %rsp, %rdi\n and $-16, %rsp\n call "
+    "freestanding_main\n hlt\n");
 #else
-__asm__(".text\n.global _start\n_start:\n mov x29, #0\n mov x0, sp\n bl freestanding_main\n brk #0\n");
+__asm__(
+    ".text\n.global _start\n_start:\n mov x29, #0\n mov x0, sp\n bl freestanding_main\n brk #0\n");
 #endif
 
 // What the compiler may call even in a freestanding build.

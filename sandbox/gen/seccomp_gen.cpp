@@ -32,8 +32,9 @@ int main(int argc, char** argv) {
         text += k_hex[byte & 15];
         text += "',";
     }
-    text += "\n};\n\n}  // namespace\n\nstd::string_view generated_seccomp_program() {\n"
-            "    return {k_program, sizeof k_program};\n}\n\n}  // namespace sandbox\n";
+    text +=
+        "\n};\n\n}  // namespace\n\nstd::string_view generated_seccomp_program() {\n"
+        "    return {k_program, sizeof k_program};\n}\n\n}  // namespace sandbox\n";
     const std::string temporary = std::string(argv[1]) + ".tmp";
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);

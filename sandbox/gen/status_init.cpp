@@ -64,7 +64,8 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
     }
     sys(k_fcntl, fd, k_f_setfd, k_fd_cloexec);
     unsigned long all = ~0UL, previous = 0;
-    sys(k_sigprocmask, k_sig_block, reinterpret_cast<long>(&all), reinterpret_cast<long>(&previous), 8);
+    sys(k_sigprocmask, k_sig_block, reinterpret_cast<long>(&all), reinterpret_cast<long>(&previous),
+        8);
     const long pid = sys(k_clone, k_sigchld, 0, 0, 0);
     if (pid == 0) {
         sys(k_sigprocmask, k_sig_setmask, reinterpret_cast<long>(&previous), 0, 8);

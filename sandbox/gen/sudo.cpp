@@ -68,11 +68,13 @@ bool same_name(const char* a, const char* b) {  // NAME=... against NAME=...
 }
 
 void write_file(const char* path, const char* text, unsigned long size) {
-    const long fd = sys(k_openat, k_at_fdcwd, reinterpret_cast<long>(path), k_o_wronly | k_o_cloexec);
+    const long fd =
+        sys(k_openat, k_at_fdcwd, reinterpret_cast<long>(path), k_o_wronly | k_o_cloexec);
     if (fd < 0) refuse("cannot become root in the sandbox: opening ", path);
     const long written = sys(k_write, fd, reinterpret_cast<long>(text), static_cast<long>(size));
     sys(k_close, fd);
-    if (written != static_cast<long>(size)) refuse("cannot become root in the sandbox: writing ", path);
+    if (written != static_cast<long>(size))
+        refuse("cannot become root in the sandbox: writing ", path);
 }
 
 void map_root(const char* path, long outer) {
@@ -90,8 +92,9 @@ void become_root() {
     const long gid = sys(k_getgid);
     if (uid == 0) return;  // root already (sudo under sudo)
     if (sys(k_unshare, k_clone_newuser) != 0)
-        refuse("cannot become root in the sandbox: unshare(CLONE_NEWUSER) was refused (a wrap "
-               "older than this sudo, or a kernel without user namespaces)");
+        refuse(
+            "cannot become root in the sandbox: unshare(CLONE_NEWUSER) was refused (a wrap "
+            "older than this sudo, or a kernel without user namespaces)");
     write_file("/proc/self/setgroups", "deny\n", 5);
     map_root("/proc/self/uid_map", uid);
     map_root("/proc/self/gid_map", gid);
@@ -113,8 +116,9 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
         }
         if (arg[1] == '-') {
             const char* name = arg + 2;
-            if (same(name, "preserve-env") || same(name, "set-home") || same(name, "non-interactive") ||
-                same(name, "stdin") || same(name, "reset-timestamp"))
+            if (same(name, "preserve-env") || same(name, "set-home") ||
+                same(name, "non-interactive") || same(name, "stdin") ||
+                same(name, "reset-timestamp"))
                 continue;
             const char* prefix = "preserve-env=";
             unsigned long i = 0;
@@ -135,7 +139,8 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
             refuse("option ", arg, " is not supported inside sandgate's sandbox");
         }
         for (const char* flag = arg + 1; *flag != '\0'; ++flag) {
-            if (*flag == 'E' || *flag == 'H' || *flag == 'n' || *flag == 'S' || *flag == 'k') continue;
+            if (*flag == 'E' || *flag == 'H' || *flag == 'n' || *flag == 'S' || *flag == 'k')
+                continue;
             if (*flag == 'u') {
                 if (flag[1] != '\0') {
                     check_user(flag + 1);
@@ -163,7 +168,8 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
     unsigned long count = 0;
     for (unsigned long i = 0; i < envc; ++i) {
         bool replaced = false;
-        for (long a = first_assignment; a < at; ++a) replaced = replaced || same_name(envp[i], argv[a]);
+        for (long a = first_assignment; a < at; ++a)
+            replaced = replaced || same_name(envp[i], argv[a]);
         if (!replaced) env[count++] = envp[i];
     }
     for (long a = first_assignment; a < at; ++a) env[count++] = argv[a];

@@ -19,12 +19,14 @@ inline std::vector<std::string> check_run_statuses(const FakeGitHub& server) {
     const std::string text = server.state();
     simdjson::dom::element root;
     simdjson::dom::array runs;
-    if (parser.parse(text).get(root) != simdjson::SUCCESS || root["check_runs"].get_array().get(runs) != simdjson::SUCCESS)
+    if (parser.parse(text).get(root) != simdjson::SUCCESS ||
+        root["check_runs"].get_array().get(runs) != simdjson::SUCCESS)
         return {"<unparsable state>"};
     std::vector<std::string> out;
     for (auto run : runs) {
         std::string_view status;
-        out.emplace_back(run["status"].get_string().get(status) == simdjson::SUCCESS ? status : "<no status>");
+        out.emplace_back(
+            run["status"].get_string().get(status) == simdjson::SUCCESS ? status : "<no status>");
     }
     return out;
 }

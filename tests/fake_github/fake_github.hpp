@@ -27,7 +27,7 @@ namespace tests {
 inline constexpr const char* k_fake_token = "ghp_fakeSECRETtoken0123456789abcdefABCDEF";
 
 class FakeGitHub {
-  public:
+public:
     // `extra`: more of server.py's flags, such as {"--git-root", DIR}.
     explicit FakeGitHub(std::vector<std::string> tokens = {k_fake_token}, int port = 0,
                         std::vector<std::string> extra = {}) {
@@ -92,7 +92,8 @@ class FakeGitHub {
 
     int port() const { return m_port; }
     std::string url() const {
-        return (m_ca_file.empty() ? "http://127.0.0.1:" : "https://localhost:") + std::to_string(m_port);
+        return (m_ca_file.empty() ? "http://127.0.0.1:" : "https://localhost:") +
+               std::to_string(m_port);
     }
 
     std::string get(const std::string& path) const { return call("GET", path, ""); }
@@ -108,7 +109,7 @@ class FakeGitHub {
     std::string state() const { return get("/_control/state"); }
     std::string requests() const { return get("/_control/requests"); }
 
-  private:
+private:
     static size_t collect(char* data, size_t size, size_t count, void* user) {
         static_cast<std::string*>(user)->append(data, size * count);
         return size * count;

@@ -8,13 +8,14 @@
 //   caps | no-new-privs | kill PID | tcp PORT | abstract NAME | unix PATH | udp-dns |
 //   metadata | read PATH | write PATH | link SRC DST | forkbomb | memory MIB | fill PATH MIB |
 //   daemon MARKER | fds
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -26,7 +27,6 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,13 +63,15 @@ int verdict_errno(long rc, int expected, const char* what);
 int nested_root() {
     const uid_t uid = ::getuid();
     const gid_t gid = ::getgid();
-    if (::unshare(CLONE_NEWUSER) != 0) return blocked(std::string("unshare(CLONE_NEWUSER): ") + std::strerror(errno));
+    if (::unshare(CLONE_NEWUSER) != 0)
+        return blocked(std::string("unshare(CLONE_NEWUSER): ") + std::strerror(errno));
     const auto write = [](const char* path, const std::string& text) {
         std::ofstream out(path);
         out << text;
         return static_cast<bool>(out.flush());
     };
-    if (!write("/proc/self/setgroups", "deny") || !write("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+    if (!write("/proc/self/setgroups", "deny") ||
+        !write("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
         !write("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
         return blocked("mapping root in the nested user namespace");
     if (::getuid() != 0) return blocked("not root in the nested user namespace");
@@ -86,15 +88,19 @@ int nested_root() {
         {"setns", ::setns(::open("/proc/1/ns/net", O_RDONLY), 0)},
     };
     for (const auto& attempt : tries) {
-        if (attempt.rc == 0) return escaped(std::string(attempt.what) + " as root of a nested user namespace");
+        if (attempt.rc == 0)
+            return escaped(std::string(attempt.what) + " as root of a nested user namespace");
     }
-    return blocked("root of a nested user namespace owns nothing else (netns, mntns, pidns, mount, "
-                   "sethostname, setns all refused)");
+    return blocked(
+        "root of a nested user namespace owns nothing else (netns, mntns, pidns, mount, "
+        "sethostname, setns all refused)");
 }
 
 int verdict_errno(long rc, int expected, const char* what) {
-    if (rc < 0 && errno == expected) return blocked(std::string(what) + ": " + std::strerror(errno));
-    if (rc < 0) return escaped(std::string(what) + " reached the kernel (" + std::strerror(errno) + ")");
+    if (rc < 0 && errno == expected)
+        return blocked(std::string(what) + ": " + std::strerror(errno));
+    if (rc < 0)
+        return escaped(std::string(what) + " reached the kernel (" + std::strerror(errno) + ")");
     return escaped(what);
 }
 
@@ -142,9 +148,11 @@ int unix_socket(const std::string& name, bool abstract) {
     address.sun_family = AF_UNIX;
     std::size_t offset = abstract ? 1 : 0;
     std::memcpy(address.sun_path + offset, name.data(), name.size());
-    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + offset + name.size());
-    return connect_to(reinterpret_cast<sockaddr*>(&address), length, AF_UNIX, SOCK_STREAM,
-                      abstract ? "connect to the host's abstract socket" : "connect to a host path socket");
+    const auto length =
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + offset + name.size());
+    return connect_to(
+        reinterpret_cast<sockaddr*>(&address), length, AF_UNIX, SOCK_STREAM,
+        abstract ? "connect to the host's abstract socket" : "connect to a host path socket");
 }
 
 int forkbomb() {
@@ -253,23 +261,32 @@ int main(int argc, char** argv) {
         ::kill(child, SIGKILL);
         return verdict_errno(rc, EPERM, "process_vm_readv");
     }
-    if (mode == "tiocsti") return verdict_errno(::syscall(SYS_ioctl, 0, TIOCSTI, &c), EPERM, "TIOCSTI");
+    if (mode == "tiocsti")
+        return verdict_errno(::syscall(SYS_ioctl, 0, TIOCSTI, &c), EPERM, "TIOCSTI");
     if (mode == "tiocsti-high")
-        return verdict_errno(::syscall(SYS_ioctl, 0, TIOCSTI | (1UL << 32), &c), EPERM, "TIOCSTI with high bits");
-    if (mode == "tioclinux") return verdict_errno(::syscall(SYS_ioctl, 0, TIOCLINUX, &c), EPERM, "TIOCLINUX");
+        return verdict_errno(::syscall(SYS_ioctl, 0, TIOCSTI | (1UL << 32), &c), EPERM,
+                             "TIOCSTI with high bits");
+    if (mode == "tioclinux")
+        return verdict_errno(::syscall(SYS_ioctl, 0, TIOCLINUX, &c), EPERM, "TIOCLINUX");
     if (mode == "keyctl")
-        return verdict_errno(::syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), EPERM, "keyctl");
+        return verdict_errno(
+            ::syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), EPERM,
+            "keyctl");
     if (mode == "add-key")
-        return verdict_errno(::syscall(SYS_add_key, "user", "sandgate", "x", 1, KEY_SPEC_SESSION_KEYRING), EPERM, "add_key");
+        return verdict_errno(
+            ::syscall(SYS_add_key, "user", "sandgate", "x", 1, KEY_SPEC_SESSION_KEYRING), EPERM,
+            "add_key");
     if (mode == "request-key")
-        return verdict_errno(::syscall(SYS_request_key, "user", "sandgate", nullptr, 0), EPERM, "request_key");
+        return verdict_errno(::syscall(SYS_request_key, "user", "sandgate", nullptr, 0), EPERM,
+                             "request_key");
     if (mode == "perf") {
         perf_event_attr attr{};
         attr.size = sizeof attr;
         attr.type = PERF_TYPE_SOFTWARE;
         attr.config = PERF_COUNT_SW_CPU_CLOCK;
         attr.exclude_kernel = 1;
-        return verdict_errno(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0), EPERM, "perf_event_open");
+        return verdict_errno(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0), EPERM,
+                             "perf_event_open");
     }
     if (mode == "bpf") {
         bpf_attr attr{};
@@ -279,13 +296,17 @@ int main(int argc, char** argv) {
         attr.max_entries = 1;
         return verdict_errno(::syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr), EPERM, "bpf");
     }
-    if (mode == "userfaultfd") return verdict_errno(::syscall(SYS_userfaultfd, O_CLOEXEC), EPERM, "userfaultfd");
-    if (mode == "mount") return verdict_errno(::mount("none", "/tmp", "tmpfs", 0, nullptr), EPERM, "mount");
+    if (mode == "userfaultfd")
+        return verdict_errno(::syscall(SYS_userfaultfd, O_CLOEXEC), EPERM, "userfaultfd");
+    if (mode == "mount")
+        return verdict_errno(::mount("none", "/tmp", "tmpfs", 0, nullptr), EPERM, "mount");
     if (mode == "fsopen") return verdict_errno(::syscall(SYS_fsopen, "tmpfs", 0), EPERM, "fsopen");
-    if (mode == "open-tree") return verdict_errno(::syscall(SYS_open_tree, AT_FDCWD, "/usr", 1), EPERM, "open_tree");
+    if (mode == "open-tree")
+        return verdict_errno(::syscall(SYS_open_tree, AT_FDCWD, "/usr", 1), EPERM, "open_tree");
     // A user namespace together with any other: refused by the filter.
     if (mode == "unshare-user")
-        return verdict_errno(::unshare(CLONE_NEWUSER | CLONE_NEWNS), EPERM, "unshare(CLONE_NEWUSER|CLONE_NEWNS)");
+        return verdict_errno(::unshare(CLONE_NEWUSER | CLONE_NEWNS), EPERM,
+                             "unshare(CLONE_NEWUSER|CLONE_NEWNS)");
     if (mode == "clone-user") {
         const long rc = ::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
         if (rc == 0) ::_exit(0);
@@ -314,7 +335,8 @@ int main(int argc, char** argv) {
     if (mode == "abstract") return unix_socket(arg, true);
     if (mode == "unix") return unix_socket(arg, false);
     if (mode == "udp-dns") return ipv4("8.8.8.8", 53, SOCK_DGRAM, "UDP to 8.8.8.8:53");
-    if (mode == "metadata") return ipv4("169.254.169.254", 80, SOCK_STREAM, "connect to 169.254.169.254:80");
+    if (mode == "metadata")
+        return ipv4("169.254.169.254", 80, SOCK_STREAM, "connect to 169.254.169.254:80");
     if (mode == "read") {
         const int fd = ::open(arg, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return blocked(std::string("open ") + arg + ": " + std::strerror(errno));
@@ -331,7 +353,8 @@ int main(int argc, char** argv) {
         ::close(fd);
         return verdict(rc, "write");
     }
-    if (mode == "link" && argc > 3) return verdict(::link(argv[2], argv[3]), "hard link from outside");
+    if (mode == "link" && argc > 3)
+        return verdict(::link(argv[2], argv[3]), "hard link from outside");
     if (mode == "forkbomb") return forkbomb();
     if (mode == "memory") return memory(std::atol(arg));
     if (mode == "fill" && argc > 3) return fill(argv[2], std::atol(argv[3]));

@@ -24,6 +24,7 @@
 //   stop-child MARKER            fork a grandchild that stops itself; exit 0 once it is stopped
 //   term-tree MARKER             fork a grandchild that ignores SIGTERM, then sleep forever
 //                                (itself dying of SIGTERM)
+#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +33,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -42,7 +42,9 @@ extern char** environ;
 
 namespace {
 
-int stream_fd(std::string_view name) { return name == "err" ? 2 : 1; }
+int stream_fd(std::string_view name) {
+    return name == "err" ? 2 : 1;
+}
 
 void write_all(int fd, const char* data, std::size_t size) {
     while (size > 0) {
@@ -53,7 +55,9 @@ void write_all(int fd, const char* data, std::size_t size) {
     }
 }
 
-void write_all(int fd, std::string_view text) { write_all(fd, text.data(), text.size()); }
+void write_all(int fd, std::string_view text) {
+    write_all(fd, text.data(), text.size());
+}
 
 [[noreturn]] void forever() {
     for (;;) ::pause();
@@ -147,7 +151,8 @@ int run_mode(int argc, char** argv) {
     }
     if (mode == "cat") {
         char buf[65536];
-        for (ssize_t n; (n = ::read(0, buf, sizeof buf)) > 0;) write_all(1, buf, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(0, buf, sizeof buf)) > 0;)
+            write_all(1, buf, static_cast<std::size_t>(n));
         return 0;
     }
     if (mode == "env") {

@@ -41,7 +41,8 @@ inline ShellResult shell(const std::string& command) {
     if (pipe == nullptr) throw std::runtime_error("popen failed");
     std::array<char, 4096> buffer;
     std::size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+        result.out.append(buffer.data(), n);
     const int status = ::pclose(pipe);
     result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return result;
@@ -51,8 +52,10 @@ inline ShellResult shell(const std::string& command) {
 inline std::string sh(const std::string& command) {
     auto result = shell(command);
     if (result.code != 0)
-        throw std::runtime_error("command failed (" + std::to_string(result.code) + "): " + command + "\n" + result.out);
-    while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r')) result.out.pop_back();
+        throw std::runtime_error("command failed (" + std::to_string(result.code) +
+                                 "): " + command + "\n" + result.out);
+    while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r'))
+        result.out.pop_back();
     return result.out;
 }
 
@@ -84,10 +87,11 @@ public:
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
         sandbox::Fd read_end(fds[0]), write_end(fds[1]);
-        std::vector<std::string> args = {"/usr/bin/python3",
-                                         std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/git_http_server.py",
-                                         root.string()};
-        if (!cert.empty()) args.insert(args.end(), {"--cert", cert.string(), "--key", key.string()});
+        std::vector<std::string> args = {
+            "/usr/bin/python3",
+            std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/git_http_server.py", root.string()};
+        if (!cert.empty())
+            args.insert(args.end(), {"--cert", cert.string(), "--key", key.string()});
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& arg : args) argv.push_back(arg.data());
@@ -109,7 +113,8 @@ public:
         std::string line;
         char c;
         while (::read(read_end.get(), &c, 1) == 1 && c != '\n') line += c;
-        if (!line.starts_with("PORT ")) throw std::runtime_error("git http server did not start: " + line);
+        if (!line.starts_with("PORT "))
+            throw std::runtime_error("git http server did not start: " + line);
         m_port = std::stoi(line.substr(5));
     }
     GitHttpServer(const GitHttpServer&) = delete;

@@ -13,11 +13,13 @@ namespace tests {
 
 // `mirrors`: the state's mirrors directory; `scope` and `gitdir`: the other repository's
 // mirror scope and bare mirror; `sha`: a commit of it holding s.txt.
-inline std::string mirror_attack_lines(const std::filesystem::path& mirrors, const std::filesystem::path& scope,
-                                       const std::filesystem::path& gitdir, const std::string& sha) {
+inline std::string mirror_attack_lines(const std::filesystem::path& mirrors,
+                                       const std::filesystem::path& scope,
+                                       const std::filesystem::path& gitdir,
+                                       const std::string& sha) {
     auto leak = [](const std::string& how) { return " && echo \"LE\"\"AK " + how + "\"\n"; };
-    std::string script = "ls -a '" + mirrors.string() + "' 2>/dev/null | grep -q '" + scope.filename().string() + "'" +
-                         leak("listed");
+    std::string script = "ls -a '" + mirrors.string() + "' 2>/dev/null | grep -q '" +
+                         scope.filename().string() + "'" + leak("listed");
     script += "ls '" + scope.string() + "' >/dev/null 2>&1" + leak("scope");
     script += "cat '" + (gitdir / "HEAD").string() + "' 2>/dev/null" + leak("head");
     for (const auto& entry : std::filesystem::directory_iterator(gitdir / "objects/pack"))

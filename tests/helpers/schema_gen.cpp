@@ -22,13 +22,14 @@ std::string read(const std::string& path) {
 
 int main(int argc, char** argv) {
     if (argc != 2) {
-        std::fprintf(stderr, "usage: sandgate-schema-gen DIR (../shared/corpora/workflow-schema)\n");
+        std::fprintf(stderr,
+                     "usage: sandgate-schema-gen DIR (../shared/corpora/workflow-schema)\n");
         return 2;
     }
     try {
         const std::string dir = argv[1];
-        const std::string source =
-            tests::generate_schema_tables(read(dir + "/workflow-v1.0.json"), read(dir + "/action-v1.0.json"));
+        const std::string source = tests::generate_schema_tables(read(dir + "/workflow-v1.0.json"),
+                                                                 read(dir + "/action-v1.0.json"));
         std::fwrite(source.data(), 1, source.size(), stdout);
         return 0;
     } catch (const std::exception& error) {

@@ -3,12 +3,11 @@
 // temp dir (Fixture), one HTTP request through libcurl (http), and a JSON body parsed with
 // simdjson (parse). For tests/test_api.cpp and tests/test_api_sandboxes.cpp.
 
-#include <catch2/catch.hpp>
-
 #include <curl/curl.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -48,7 +47,8 @@ inline Reply http(const std::string& method, const std::string& url, const std::
                   std::vector<std::string> headers = {}, const std::filesystem::path& socket = {}) {
     std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
     std::unique_ptr<curl_slist, ListDeleter> list;
-    for (const auto& header : headers) list.reset(curl_slist_append(list.release(), header.c_str()));
+    for (const auto& header : headers)
+        list.reset(curl_slist_append(list.release(), header.c_str()));
     Reply reply;
     curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
     if (!socket.empty()) curl_easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, socket.c_str());

@@ -13,7 +13,9 @@ namespace tests::gate_cli {
 
 // Steps run in bwrap; inside sandgate's own wrap (the dogfood run) a nested wrap cannot mount
 // /proc, so there the gate runs its steps unwrapped: the git layer is what is tested here.
-inline std::string sandbox_flag() { return tests::under_wrap() ? " --sandbox off" : " --sandbox bwrap"; }
+inline std::string sandbox_flag() {
+    return tests::under_wrap() ? " --sandbox off" : " --sandbox bwrap";
+}
 
 inline const char* const k_workflow = R"YAML(name: gate
 on: [merge_group, push]
@@ -66,13 +68,15 @@ inline Repo make_gate_repo(const std::filesystem::path& dir) {
 }
 
 inline tests::ShellResult gate(const std::string& args) {
-    return tests::shell(std::string("env -u SANDGATE_GIT_TOKEN ") + SANDGATE_BINARY + " gate" + sandbox_flag() + " " + args);
+    return tests::shell(std::string("env -u SANDGATE_GIT_TOKEN ") + SANDGATE_BINARY + " gate" +
+                        sandbox_flag() + " " + args);
 }
 
 inline int worktree_dirs(const std::filesystem::path& state) {
     int count = 0;
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(state / "worktrees", ec)) count += entry.is_directory() ? 1 : 0;
+    for (const auto& entry : std::filesystem::directory_iterator(state / "worktrees", ec))
+        count += entry.is_directory() ? 1 : 0;
     return count;
 }
 

@@ -28,15 +28,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fstream>
-#include <sstream>
 
 #include "agent/pg.hpp"
 #include "tests/support/wrap_detect.hpp"  // REQUIRE_POSTGRES only (bench/bench_pool.cpp uses the rest)
@@ -72,13 +71,15 @@ public:
         if (m_as_root && ::chown(m_dir.c_str(), k_pg_unprivileged, k_pg_unprivileged) != 0)
             throw std::runtime_error("chown " + m_dir.string() + " failed");
         ::chmod(m_dir.c_str(), 0755);
-        const int initdb = run_as_postgres({std::string(k_pg_bin) + "/initdb", "-D", data().string(), "-U",
-                                            "sandgate", "-A", "trust", "--no-sync", "-E", "UTF8",
-                                            "--locale=C"},
-                                           m_dir / "initdb.log", Wait::yes);
-        if (initdb != 0) throw std::runtime_error("initdb failed: " + pg_detail::read(m_dir / "initdb.log"));
+        const int initdb =
+            run_as_postgres({std::string(k_pg_bin) + "/initdb", "-D", data().string(), "-U",
+                             "sandgate", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C"},
+                            m_dir / "initdb.log", Wait::yes);
+        if (initdb != 0)
+            throw std::runtime_error("initdb failed: " + pg_detail::read(m_dir / "initdb.log"));
         // pw_user must give its password; everyone else on the socket is trusted.
-        pg_detail::write(data() / "pg_hba.conf", "local all pw_user scram-sha-256\nlocal all all trust\n");
+        pg_detail::write(data() / "pg_hba.conf",
+                         "local all pw_user scram-sha-256\nlocal all all trust\n");
         start();
         auto admin = connect("postgres");
         exec(admin, "CREATE ROLE pw_user LOGIN PASSWORD '" + std::string(k_pg_password) + "'");
@@ -94,22 +95,40 @@ public:
     // Starts the server (again) and waits until it accepts connections.
     void start() {
         if (m_pid > 0) return;
-        m_pid = run_as_postgres(
-            {std::string(k_pg_bin) + "/postgres", "-D", data().string(), "-k", m_dir.string(), "-p",
-             std::to_string(k_pg_port), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
-             "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
-             "-c", "dynamic_shared_memory_type=mmap", "-c", "log_min_messages=warning"},
-            m_dir / "server.log", Wait::no);
+        m_pid = run_as_postgres({std::string(k_pg_bin) + "/postgres",
+                                 "-D",
+                                 data().string(),
+                                 "-k",
+                                 m_dir.string(),
+                                 "-p",
+                                 std::to_string(k_pg_port),
+                                 "-c",
+                                 "listen_addresses=",
+                                 "-c",
+                                 "fsync=off",
+                                 "-c",
+                                 "synchronous_commit=off",
+                                 "-c",
+                                 "full_page_writes=off",
+                                 "-c",
+                                 "max_connections=200",
+                                 "-c",
+                                 "dynamic_shared_memory_type=mmap",
+                                 "-c",
+                                 "log_min_messages=warning"},
+                                m_dir / "server.log", Wait::no);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         while (true) {
             if (auto db = agent::pg::Connection::open(options("postgres"))) return;
             int status = 0;
             if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
                 m_pid = -1;
-                throw std::runtime_error("postgres exited: " + pg_detail::read(m_dir / "server.log"));
+                throw std::runtime_error("postgres exited: " +
+                                         pg_detail::read(m_dir / "server.log"));
             }
             if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("postgres did not start: " + pg_detail::read(m_dir / "server.log"));
+                throw std::runtime_error("postgres did not start: " +
+                                         pg_detail::read(m_dir / "server.log"));
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     }
@@ -134,8 +153,8 @@ public:
 
     // The queue.url of `database` as `user` (never with a password).
     std::string url(const std::string& database, const std::string& user = "sandgate") const {
-        return "postgresql://" + user + "@/" + database + "?host=" + m_dir.string() + "&port=" +
-               std::to_string(k_pg_port);
+        return "postgresql://" + user + "@/" + database + "?host=" + m_dir.string() +
+               "&port=" + std::to_string(k_pg_port);
     }
 
     agent::pg::ConnectOptions options(const std::string& database) const {
@@ -167,7 +186,8 @@ private:
     // Forks argv (as uid/gid 65534 when we are root), its output to `log`; with Wait::yes
     // returns its exit status, else its pid. It dies with us (PR_SET_PDEATHSIG, set after the
     // uid change, which would clear it).
-    int run_as_postgres(std::vector<std::string> argv, const std::filesystem::path& log, Wait wait) {
+    int run_as_postgres(std::vector<std::string> argv, const std::filesystem::path& log,
+                        Wait wait) {
         const pid_t pid = ::fork();
         if (pid < 0) throw std::runtime_error("fork failed");
         if (pid == 0) {
@@ -176,7 +196,8 @@ private:
                 ::_exit(126);
             ::prctl(PR_SET_PDEATHSIG, SIGQUIT);
             const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-            if (fd < 0 || ::dup2(fd, STDOUT_FILENO) < 0 || ::dup2(fd, STDERR_FILENO) < 0) ::_exit(127);
+            if (fd < 0 || ::dup2(fd, STDOUT_FILENO) < 0 || ::dup2(fd, STDERR_FILENO) < 0)
+                ::_exit(127);
             const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
             if (null >= 0) ::dup2(null, STDIN_FILENO);
             std::vector<char*> args;
@@ -190,7 +211,8 @@ private:
         int status = 0;
         ::waitpid(pid, &status, 0);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
-            throw std::runtime_error("cannot drop to uid 65534 to run PostgreSQL (it refuses root)");
+            throw std::runtime_error(
+                "cannot drop to uid 65534 to run PostgreSQL (it refuses root)");
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
 
@@ -228,22 +250,24 @@ inline PostgresServer* postgres() {
     return slot.server.get();
 }
 
-inline const std::string& postgres_unavailable() { return detail::postgres_slot().why; }
+inline const std::string& postgres_unavailable() {
+    return detail::postgres_slot().why;
+}
 
 }  // namespace tests
 
 // A test that needs the server: outside the wrap it must start (else the test fails); inside
 // the wrap it may be impossible (root without the uid change PostgreSQL insists on), and the
 // test then skips there with the marker the dogfood run counts.
-#define REQUIRE_POSTGRES(server)                                                            \
-    auto* server = ::tests::postgres();                                                     \
-    do {                                                                                    \
-        if (!server && ::tests::under_wrap()) {                                             \
-            std::printf("SKIP-UNDER-WRAP(PostgreSQL cannot start in the wrap: %s)\n",       \
-                        ::tests::postgres_unavailable().c_str());                           \
-            std::fflush(stdout);                                                            \
-            SUCCEED("skipped under the wrap");                                              \
-            return;                                                                         \
-        }                                                                                   \
-        if (!server) FAIL("PostgreSQL: " << ::tests::postgres_unavailable());               \
+#define REQUIRE_POSTGRES(server)                                                      \
+    auto* server = ::tests::postgres();                                               \
+    do {                                                                              \
+        if (!server && ::tests::under_wrap()) {                                       \
+            std::printf("SKIP-UNDER-WRAP(PostgreSQL cannot start in the wrap: %s)\n", \
+                        ::tests::postgres_unavailable().c_str());                     \
+            std::fflush(stdout);                                                      \
+            SUCCEED("skipped under the wrap");                                        \
+            return;                                                                   \
+        }                                                                             \
+        if (!server) FAIL("PostgreSQL: " << ::tests::postgres_unavailable());         \
     } while (false)

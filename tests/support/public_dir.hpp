@@ -2,9 +2,9 @@
 // PublicDir: a directory under /tmp that every user may enter and write (for tests that run
 // part of their work as an unprivileged uid such as 65534), removed at scope end.
 
-#include <catch2/catch.hpp>
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <string_view>

@@ -1,7 +1,6 @@
 #include "tests/support/template_schema_json.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -49,9 +48,12 @@ void read_mapping(const Json& body, Def& def) {
                 std::string type;
                 bool required = false;
                 for (const auto& [field, field_value] : property.items()) {
-                    if (field == "type") type = field_value.get<std::string>();
-                    else if (field == "required") required = field_value.get<bool>();
-                    else if (field != "description") unknown(def.name + ".properties." + name, field);
+                    if (field == "type")
+                        type = field_value.get<std::string>();
+                    else if (field == "required")
+                        required = field_value.get<bool>();
+                    else if (field != "description")
+                        unknown(def.name + ".properties." + name, field);
                 }
                 def.properties.emplace_back(name, type, required);
             }
@@ -67,11 +69,16 @@ void read_mapping(const Json& body, Def& def) {
 
 void read_string(const Json& body, Def& def) {
     for (const auto& [key, value] : body.items()) {
-        if (key == "constant") def.constant = value.get<std::string>();
-        else if (key == "require-non-empty") def.non_empty = value.get<bool>();
-        else if (key == "is-expression") def.is_expression = value.get<bool>();
-        else if (key == "ignore-case") def.ignore_case = value.get<bool>();
-        else unknown(def.name + ".string", key);
+        if (key == "constant")
+            def.constant = value.get<std::string>();
+        else if (key == "require-non-empty")
+            def.non_empty = value.get<bool>();
+        else if (key == "is-expression")
+            def.is_expression = value.get<bool>();
+        else if (key == "ignore-case")
+            def.ignore_case = value.get<bool>();
+        else
+            unknown(def.name + ".string", key);
     }
 }
 
@@ -90,15 +97,18 @@ Def read_definition(const std::string& name, const Json& node) {
             read_mapping(value, def);
         } else if (key == "sequence") {
             for (const auto& [field, field_value] : value.items()) {
-                if (field == "item-type") def.item = field_value.get<std::string>();
-                else unknown(name + ".sequence", field);
+                if (field == "item-type")
+                    def.item = field_value.get<std::string>();
+                else
+                    unknown(name + ".sequence", field);
             }
         } else if (key == "one-of" || key == "allowed-values") {
             def.one_of = strings(value, name + "." + key);
         } else if (key == "string") {
             read_string(value, def);
         } else if (key == "number" || key == "boolean" || key == "null") {
-            if (!value.is_object() || !value.empty()) throw std::runtime_error(name + "." + key + " has fields");
+            if (!value.is_object() || !value.empty())
+                throw std::runtime_error(name + "." + key + " has fields");
         } else {
             unknown(name, key);
         }
@@ -110,10 +120,13 @@ Def read_definition(const std::string& name, const Json& node) {
 std::vector<Def> read_definitions(const Json& document, std::string& version) {
     std::vector<Def> out;
     for (const auto& [key, value] : document.items()) {
-        if (key == "version") version = value.get<std::string>();
-        else if (key != "definitions") unknown("schema", key);
+        if (key == "version")
+            version = value.get<std::string>();
+        else if (key != "definitions")
+            unknown("schema", key);
     }
-    for (const auto& [name, node] : document.at("definitions").items()) out.push_back(read_definition(name, node));
+    for (const auto& [name, node] : document.at("definitions").items())
+        out.push_back(read_definition(name, node));
     return out;
 }
 
@@ -135,9 +148,11 @@ std::string describe(const Def& def) {
             first = false;
         }
     }
-    if (!def.loose_key.empty() || !def.loose_value.empty()) out += " loose=" + def.loose_key + "->" + def.loose_value;
+    if (!def.loose_key.empty() || !def.loose_value.empty())
+        out += " loose=" + def.loose_key + "->" + def.loose_value;
     if (!def.item.empty()) out += " item=" + def.item;
-    if (!def.one_of.empty()) out += (def.kind == "allowed-values" ? " values=" : " one-of=") + join(def.one_of);
+    if (!def.one_of.empty())
+        out += (def.kind == "allowed-values" ? " values=" : " one-of=") + join(def.one_of);
     if (!def.constant.empty()) out += " constant=" + def.constant;
     if (def.non_empty) out += " require-non-empty";
     if (def.is_expression) out += " is-expression";
@@ -170,18 +185,22 @@ std::string string_list(const std::vector<std::string>& items) {
     return out;
 }
 
-void generate(std::ostringstream& out, const std::string& prefix, const std::vector<Def>& defs, const std::string& version) {
+void generate(std::ostringstream& out, const std::string& prefix, const std::vector<Def>& defs,
+              const std::string& version) {
     for (std::size_t i = 0; i < defs.size(); ++i) {
         const Def& def = defs[i];
         const std::string id = prefix + std::to_string(i);
         if (!def.context.empty())
-            out << "constexpr std::string_view " << id << "_context[] = {" << string_list(def.context) << "};\n";
+            out << "constexpr std::string_view " << id << "_context[] = {"
+                << string_list(def.context) << "};\n";
         if (!def.one_of.empty())
-            out << "constexpr std::string_view " << id << "_one_of[] = {" << string_list(def.one_of) << "};\n";
+            out << "constexpr std::string_view " << id << "_one_of[] = {" << string_list(def.one_of)
+                << "};\n";
         if (!def.properties.empty()) {
             out << "constexpr Property " << id << "_properties[] = {\n";
             for (const auto& [name, type, required] : def.properties)
-                out << "    {" << literal(name) << "sv, " << literal(type) << "sv, " << (required ? "true" : "false") << "},\n";
+                out << "    {" << literal(name) << "sv, " << literal(type) << "sv, "
+                    << (required ? "true" : "false") << "},\n";
             out << "};\n";
         }
     }
@@ -193,7 +212,8 @@ void generate(std::ostringstream& out, const std::string& prefix, const std::vec
         if (!def.context.empty()) out << ", .context = " << id << "_context";
         if (!def.properties.empty()) out << ", .properties = " << id << "_properties";
         if (!def.loose_key.empty()) out << ", .loose_key_type = " << literal(def.loose_key) << "sv";
-        if (!def.loose_value.empty()) out << ", .loose_value_type = " << literal(def.loose_value) << "sv";
+        if (!def.loose_value.empty())
+            out << ", .loose_value_type = " << literal(def.loose_value) << "sv";
         if (!def.item.empty()) out << ", .item_type = " << literal(def.item) << "sv";
         if (!def.one_of.empty()) out << ", .one_of = " << id << "_one_of";
         if (!def.constant.empty()) out << ", .constant = " << literal(def.constant) << "sv";
@@ -202,7 +222,8 @@ void generate(std::ostringstream& out, const std::string& prefix, const std::vec
         if (def.ignore_case) out << ", .ignore_case = true";
         out << "},\n";
     }
-    out << "};\n\nconstexpr std::string_view " << prefix << "version = " << literal(version) << "sv;\n\n";
+    out << "};\n\nconstexpr std::string_view " << prefix << "version = " << literal(version)
+        << "sv;\n\n";
 }
 
 }  // namespace
@@ -211,30 +232,38 @@ SchemaFile read_schema_file(const std::string& json_text) {
     SchemaFile file;
     try {
         const auto document = Json::parse(json_text);
-        for (const auto& def : read_definitions(document, file.version)) file.described[def.name] = describe(def);
+        for (const auto& def : read_definitions(document, file.version))
+            file.described[def.name] = describe(def);
     } catch (const std::exception& error) {
         file.error = error.what();
     }
     return file;
 }
 
-std::string generate_schema_tables(const std::string& workflow_json, const std::string& action_json) {
+std::string generate_schema_tables(const std::string& workflow_json,
+                                   const std::string& action_json) {
     std::string workflow_version, action_version;
     const auto workflow = read_definitions(Json::parse(workflow_json), workflow_version);
     const auto action = read_definitions(Json::parse(action_json), action_version);
     std::ostringstream out;
-    out << "// GENERATED by sandgate-schema-gen from GitHub's template schemas (actions/languageservices\n"
-           "// workflow-parser/src/workflow-v1.0.json and action-v1.0.json, MIT; see template_schema.hpp).\n"
+    out << "// GENERATED by sandgate-schema-gen from GitHub's template schemas "
+           "(actions/languageservices\n"
+           "// workflow-parser/src/workflow-v1.0.json and action-v1.0.json, MIT; see "
+           "template_schema.hpp).\n"
            "// Do not edit: regenerate with\n"
-           "//   build/tests/sandgate-schema-gen ../shared/corpora/workflow-schema > jobs/template_schema_tables.cpp\n"
+           "//   build/tests/sandgate-schema-gen ../shared/corpora/workflow-schema > "
+           "jobs/template_schema_tables.cpp\n"
            "// clang-format off\n"
            "#include \"jobs/template_schema.hpp\"\n\n"
-           "namespace jobs::schema {\nnamespace {\n\nusing namespace std::string_view_literals;\n\n";
+           "namespace jobs::schema {\nnamespace {\n\nusing namespace "
+           "std::string_view_literals;\n\n";
     generate(out, "k_workflow_", workflow, workflow_version);
     generate(out, "k_action_", action, action_version);
     out << "}  // namespace\n\n"
-           "const Schema& workflow_schema() {\n    static const Schema schema{k_workflow_version, k_workflow_definitions};\n    return schema;\n}\n\n"
-           "const Schema& action_schema() {\n    static const Schema schema{k_action_version, k_action_definitions};\n    return schema;\n}\n\n"
+           "const Schema& workflow_schema() {\n    static const Schema schema{k_workflow_version, "
+           "k_workflow_definitions};\n    return schema;\n}\n\n"
+           "const Schema& action_schema() {\n    static const Schema schema{k_action_version, "
+           "k_action_definitions};\n    return schema;\n}\n\n"
            "}  // namespace jobs::schema\n";
     return out.str();
 }

@@ -22,6 +22,7 @@ struct SchemaFile {
 SchemaFile read_schema_file(const std::string& json_text);
 
 // The C++ source of jobs/template_schema_tables.cpp for the two schema files.
-std::string generate_schema_tables(const std::string& workflow_json, const std::string& action_json);
+std::string generate_schema_tables(const std::string& workflow_json,
+                                   const std::string& action_json);
 
 }  // namespace tests

@@ -18,12 +18,12 @@ bool under_wrap();
 
 }  // namespace tests
 
-#define SKIP_UNDER_WRAP(reason)                                       \
-    do {                                                              \
-        if (::tests::under_wrap()) {                                  \
-            std::printf("SKIP-UNDER-WRAP(%s)\n", reason);             \
-            std::fflush(stdout);                                      \
-            SUCCEED("skipped under the wrap: " reason);               \
-            return;                                                   \
-        }                                                             \
+#define SKIP_UNDER_WRAP(reason)                           \
+    do {                                                  \
+        if (::tests::under_wrap()) {                      \
+            std::printf("SKIP-UNDER-WRAP(%s)\n", reason); \
+            std::fflush(stdout);                          \
+            SUCCEED("skipped under the wrap: " reason);   \
+            return;                                       \
+        }                                                 \
     } while (false)
