@@ -168,8 +168,8 @@ private:
     void start(Job job) {
         const auto log = job_log_path(agent_dir(m_config) / "logs", job.id);
         std::error_code ec;
-        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(),
-                                            ec);  // trusted path: the agent's state
+        // trusted path: the agent's state
+        std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
         if (m_config.persistent_sandbox) {
@@ -212,8 +212,8 @@ private:
     sandbox::Expected<SandboxInfo> create_sandbox(const Job& job, sandbox::Environment& env) {
         auto workspace = job_workspace(m_config, job.id);
         std::error_code ec;
-        std::filesystem::create_directories(workspace / "tmp",
-                                            ec);  // trusted path: made before the job's first step
+        // trusted path: made before the job's first step
+        std::filesystem::create_directories(workspace / "tmp", ec);
         if (!ec) workspace = std::filesystem::canonical(workspace, ec);
         if (ec)
             return sandbox::fail(sandbox::ErrorKind::permanent,

@@ -54,8 +54,8 @@ sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& op
     job.id = *id;
     job.scratch = options.state_dir / "hook-jobs" / job.id;
     std::error_code ec;
-    std::filesystem::create_directories(job.scratch.parent_path(),
-                                        ec);  // trusted path: the hook's state
+    // trusted path: the hook's state
+    std::filesystem::create_directories(job.scratch.parent_path(), ec);
     if (ec)
         return fail(ErrorKind::permanent,
                     "cannot create " + job.scratch.parent_path().string() + ": " + ec.message());

@@ -73,8 +73,8 @@ std::filesystem::path ActionStore::archive_path(const ActionRef& ref,
 
 bool ActionStore::has_archive(const ActionRef& ref, const std::string& sha) const {
     struct stat st {};
-    return ::stat(archive_path(ref, sha).c_str(), &st) == 0 &&
-           S_ISREG(st.st_mode);  // trusted path: the store
+    // trusted path: the store
+    return ::stat(archive_path(ref, sha).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 std::optional<std::string> ActionStore::pinned(const ActionRef& ref) const {
@@ -136,8 +136,8 @@ sandbox::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
                              "no archive " + archive_path(ref, sha).string());
     if (auto made = make_dirs(parent); !made) return std::unexpected(made.error());
     std::string pattern = (parent / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-        return io_fail("mkdtemp " + pattern);  // trusted path: the store's own
+    // trusted path: the store's own
+    if (::mkdtemp(pattern.data()) == nullptr) return io_fail("mkdtemp " + pattern);
     const std::filesystem::path temp(pattern);
     ::chmod(temp.c_str(), 0755);
     const auto unpacked = temp / "t";

@@ -43,8 +43,8 @@ sandbox::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& tar
     if (relative.empty() || relative == "." || relative == "./") {
         if (auto removed = remove_tree(target); !removed) return removed;
         std::error_code ec;
-        fs::create_directories(target.parent_path(),
-                               ec);  // trusted path: the workspace's parent is sandgate's
+        // trusted path: the workspace's parent is sandgate's
+        fs::create_directories(target.parent_path(), ec);
         if (::mkdir(target.c_str(), 0755) != 0)
             return sandbox::fail(ErrorKind::permanent,
                                  sandbox::errno_message("mkdir " + target.string()));

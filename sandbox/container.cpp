@@ -69,8 +69,8 @@ Expected<std::filesystem::path> container_scratch(const Policy& policy,
                                                   ContainerResources& resources) {
     if (policy.scratch) {
         std::error_code ec;
-        std::filesystem::create_directories(*policy.scratch,
-                                            ec);  // trusted path: --scratch, the caller's
+        // trusted path: --scratch, the caller's
+        std::filesystem::create_directories(*policy.scratch, ec);
         return checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
     }
     auto made = owned_scratch_root();
