@@ -2,8 +2,10 @@
 // One job's process, as the daemon runs it: its own process group, stdout and stderr appended
 // to the job's log file, stdin /dev/null, no descriptor of the agent's but 0-2, and SIGKILL
 // when the agent dies (PR_SET_PDEATHSIG), so that a restarted agent never finds its jobs
-// still running unobserved. Owned: destroying a JobProcess that has not been reaped kills its
-// process group and reaps it.
+// still running unobserved. Started by sandbox::spawn (its own session, so the group's id is
+// the leader's pid). Owned: destroying a JobProcess that has not been reaped kills its process
+// group and reaps it. The group is always killed before the leader is reaped: a reaped
+// leader's pid may be handed out again, and kill(-pid) would then reach a stranger's group.
 
 #include <sys/types.h>
 
@@ -16,6 +18,7 @@
 #include "sandbox/error.hpp"
 #include "sandbox/fd.hpp"
 #include "sandbox/run.hpp"
+#include "sandbox/spawn.hpp"
 
 namespace agent {
 
@@ -45,10 +48,13 @@ public:
     void signal_group(int sig) const;
 
 private:
-    JobProcess(pid_t pid, sandbox::Fd pidfd) : m_pid(pid), m_pidfd(std::move(pidfd)) {}
+    explicit JobProcess(sandbox::Child child) : m_pid(child.pid()), m_child(std::move(child)) {}
+    // Kills the group while the leader is unreaped (its pid, the group's id, cannot be
+    // reused yet), then reaps the leader.
+    JobExit kill_group_and_reap();
     pid_t m_pid = -1;
-    sandbox::Fd m_pidfd;
-    bool m_reaped = false;
+    // Engaged until reaped.
+    std::optional<sandbox::Child> m_child;
 };
 
 }  // namespace agent
