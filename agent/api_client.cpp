@@ -1,9 +1,6 @@
 // The agent API's client side over libcurl (api_client.hpp).
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "agent/api_client.hpp"
 
-#include <curl/curl.h>
 #include <poll.h>
 #include <simdjson.h>
 
@@ -11,8 +8,10 @@
 #include <memory>
 
 #include "agent/agent_config.hpp"
+#include "agent/cli11.hpp"
 #include "agent/daemon.hpp"
 #include "agent/terminal_text.hpp"
+#include "github/curl_handles.hpp"
 
 namespace agent {
 
@@ -21,15 +20,9 @@ namespace {
 using sandbox::ErrorKind;
 using sandbox::fail;
 
-struct CurlDeleter {
-    void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-struct ListDeleter {
-    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-struct MultiDeleter {
-    void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
-};
+using github::EasyHandle;
+using github::HeaderList;
+using github::MultiHandle;
 
 std::size_t to_string_sink(char* data, std::size_t size, std::size_t count, void* body) {
     static_cast<std::string*>(body)->append(data, size * count);
@@ -44,10 +37,9 @@ std::size_t to_stdout_sink(char* data, std::size_t size, std::size_t count, void
 
 // One prepared request: the easy handle and the header list it points into.
 struct Prepared {
-    std::unique_ptr<CURL, CurlDeleter> curl;
-    std::unique_ptr<curl_slist, ListDeleter> headers;
+    EasyHandle curl;
+    HeaderList headers;
     std::string url;
-    std::string auth;
     std::string method;
 };
 
@@ -55,13 +47,12 @@ sandbox::Expected<Prepared> prepare(const ApiTarget& target, std::string_view me
                                     const std::string& path, const std::string& payload,
                                     std::string* body) {
     Prepared p;
-    p.curl.reset(curl_easy_init());
-    if (!p.curl) return fail(ErrorKind::unavailable, "cannot make a libcurl handle");
-    p.headers.reset(curl_slist_append(nullptr, "Content-Type: application/json"));
-    if (!target.token.empty()) {
-        p.auth = "Authorization: Bearer " + target.token;
-        p.headers.reset(curl_slist_append(p.headers.release(), p.auth.c_str()));
-    }
+    p.curl = github::make_easy_handle();
+    const bool headers_ok =
+        github::append_header(p.headers, "Content-Type: application/json") &&
+        (target.token.empty() ||
+         github::append_header(p.headers, "Authorization: Bearer " + target.token));
+    if (!p.curl || !headers_ok) return fail(ErrorKind::unavailable, "cannot make a libcurl handle");
     p.url = target.url + path;
     p.method = std::string(method);
     CURL* curl = p.curl.get();
@@ -159,7 +150,7 @@ sandbox::Expected<ApiResponse> api_request_cancellable(
     std::string body;
     auto prepared = prepare(target, method, path, payload, &body);
     if (!prepared) return std::unexpected(prepared.error());
-    std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+    MultiHandle multi(curl_multi_init());
     if (!multi) return fail(ErrorKind::unavailable, "cannot make a libcurl multi handle");
     CURL* curl = prepared->curl.get();
     curl_multi_add_handle(multi.get(), curl);

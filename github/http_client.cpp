@@ -2,7 +2,6 @@
 
 #include "github/http_client.hpp"
 
-#include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -11,37 +10,12 @@
 #include <mutex>
 #include <thread>
 
+#include "github/curl_handles.hpp"
+
 namespace github {
 namespace {
 
 using sandbox::ErrorKind;
-
-struct EasyDeleter {
-    void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-struct ShareDeleter {
-    void operator()(CURLSH* share) const { curl_share_cleanup(share); }
-};
-using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
-using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
-using ShareHandle = std::unique_ptr<CURLSH, ShareDeleter>;
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// Appends one header line; a failed allocation leaves the list as it was and is reported.
-bool append_header(HeaderList& list, const std::string& line) {
-    curl_slist* grown = curl_slist_append(list.get(), line.c_str());
-    if (grown == nullptr) return false;
-    (void)list.release();  // curl_slist_append returned the same head (or a new one)
-    list.reset(grown);
-    return true;
-}
 
 struct Capture {
     Response* response;
@@ -131,7 +105,7 @@ struct HttpClient::Shared {
 
 sandbox::Expected<HttpClient> HttpClient::create(ClientOptions options,
                                                  std::shared_ptr<TokenSource> tokens) {
-    global_init();
+    curl_global_once();
     auto url = normalize_api_url(options.api_url);
     if (!url) return std::unexpected(url.error());
     if (options.user_agent.empty() ||
@@ -193,7 +167,7 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
                                       const std::optional<std::string>& body,
                                       const std::string& token, std::string_view etag) const {
     Attempt result;
-    EasyHandle easy(curl_easy_init());
+    EasyHandle easy = make_easy_handle();
     HeaderList headers;
     const bool headers_ok =
         append_header(headers, "Accept: " + std::string(k_media_type)) &&
