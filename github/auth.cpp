@@ -11,8 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sandbox/strings.hpp"
+
 namespace github {
 namespace {
+
+using sandbox::trim;
 
 using sandbox::ErrorKind;
 
@@ -22,16 +26,6 @@ struct BioDeleter {
 struct MdCtxDeleter {
     void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
 };
-
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-        text.remove_prefix(1);
-    }
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-        text.remove_suffix(1);
-    }
-    return text;
-}
 
 bool all_digits(std::string_view text) {
     return !text.empty() &&

@@ -7,17 +7,10 @@
 #include <charconv>
 
 #include "github/http_client.hpp"
+#include "sandbox/strings.hpp"
 
 namespace github {
 namespace {
-
-bool iequals(std::string_view left, std::string_view right) {
-    return left.size() == right.size() &&
-           std::equal(left.begin(), left.end(), right.begin(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) ==
-                      std::tolower(static_cast<unsigned char>(b));
-           });
-}
 
 // GitHub's waits, bounded before they become durations (a header's 10^17 seconds would
 // overflow the nanoseconds of a time_point): no wait is longer than a day.
@@ -50,7 +43,7 @@ std::string_view to_string(Method method) {
 
 std::optional<std::string> Response::header(std::string_view name) const {
     for (auto it = headers.rbegin(); it != headers.rend(); ++it) {
-        if (iequals(it->first, name)) return it->second;
+        if (sandbox::ascii_iequals(it->first, name)) return it->second;
     }
     return std::nullopt;
 }

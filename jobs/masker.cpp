@@ -6,17 +6,12 @@
 #include <mutex>
 #include <utility>
 
+#include "sandbox/strings.hpp"
+
 namespace jobs {
 namespace {
 
-constexpr std::string_view k_space = " \t\r\n\f\v";
-
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(k_space);
-    if (first == std::string_view::npos) return {};
-    const auto last = text.find_last_not_of(k_space);
-    return text.substr(first, last - first + 1);
-}
+using sandbox::trim;
 
 std::string json_escape(std::string_view value) {
     static constexpr char k_hex[] = "0123456789abcdef";

@@ -12,22 +12,18 @@
 #include "jobs/expr.hpp"
 #include "jobs/expr_lexer.hpp"
 #include "jobs/value.hpp"
+#include "sandbox/strings.hpp"
 
 namespace jobs {
 namespace {
+
+using sandbox::trim;
 
 using schema::Definition;
 using schema::Kind;
 
 constexpr std::string_view k_open = "${{";
 constexpr std::string_view k_insert = "insert";
-
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r\n\f\v");
-    if (first == std::string_view::npos) return {};
-    const auto last = text.find_last_not_of(" \t\r\n\f\v");
-    return text.substr(first, last - first + 1);
-}
 
 std::string in_quotes(std::string_view text) {
     return "'" + std::string(text) + "'";

@@ -7,12 +7,14 @@
 
 #include "jobs/log.hpp"
 #include "jobs/workflow_matchers.hpp"
+#include "sandbox/strings.hpp"
 
 namespace jobs {
 namespace {
 
+using sandbox::trim;
+
 constexpr std::string_view k_key = "::";
-constexpr std::string_view k_space = " \t\r\n\f\v";
 
 constexpr std::array<std::string_view, 15> k_registered = {
     "add-mask", "group", "endgroup",      "error",       "warning",
@@ -38,34 +40,13 @@ std::string with_name(std::string_view pattern, std::string_view name) {
     return out;
 }
 
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(k_space);
-    if (first == std::string_view::npos) return {};
-    return text.substr(first, text.find_last_not_of(k_space) - first + 1);
-}
-
-char lower(char c) {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                              [](char x, char y) { return lower(x) == lower(y); });
-}
-
-std::string lowercase(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), lower);
-    return out;
-}
-
 std::string fold_owner(std::string_view owner) {
-    return lowercase(owner);
+    return sandbox::ascii_lowercase(owner);
 }
 
 bool is_registered(std::string_view name) {
     return std::any_of(k_registered.begin(), k_registered.end(),
-                       [&](std::string_view known) { return iequals(known, name); });
+                       [&](std::string_view known) { return sandbox::ascii_iequals(known, name); });
 }
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -133,7 +114,7 @@ const std::string* find_named(const NamedValues& values, std::string_view name) 
 
 const std::string* ParsedCommand::property(std::string_view key) const {
     for (const auto& [prop_name, value] : properties) {
-        if (iequals(prop_name, key)) return &value;
+        if (sandbox::ascii_iequals(prop_name, key)) return &value;
     }
     return nullptr;
 }
@@ -155,7 +136,7 @@ std::string unescape_property(std::string_view text) {
 }
 
 std::optional<ParsedCommand> parse_command(std::string_view line) {
-    const auto start = line.find_first_not_of(k_space);
+    const auto start = line.find_first_not_of(sandbox::k_ascii_space);
     if (start == std::string_view::npos) return std::nullopt;
     line.remove_prefix(start);
     if (!line.starts_with(k_key)) return std::nullopt;
@@ -173,8 +154,9 @@ std::optional<ParsedCommand> parse_command(std::string_view line) {
             const auto value = property.substr(equals + 1);
             if (value.empty()) continue;
             const auto key = property.substr(0, equals);
-            auto it = std::find_if(command.properties.begin(), command.properties.end(),
-                                   [&](const auto& pair) { return iequals(pair.first, key); });
+            auto it = std::find_if(
+                command.properties.begin(), command.properties.end(),
+                [&](const auto& pair) { return sandbox::ascii_iequals(pair.first, key); });
             if (it != command.properties.end()) {
                 it->second = unescape_property(value);
             } else {
@@ -219,7 +201,7 @@ std::optional<ParsedCommand> parse_legacy_command(std::string_view line) {
 }
 
 bool parse_bool_true(std::string_view text) {
-    return iequals(trim(text), "true");
+    return sandbox::ascii_iequals(trim(text), "true");
 }
 
 CommandProcessor::CommandProcessor(Masker& masker, LogSink& log, const StepLabel& label,
@@ -247,7 +229,7 @@ void CommandProcessor::process_line(std::string_view line) {
     // no registered command (or the stop token) is plain output.
     auto known = [this](const std::optional<ParsedCommand>& command) {
         return command && (is_registered(command->name) ||
-                           (m_stop_token && iequals(command->name, *m_stop_token)));
+                           (m_stop_token && sandbox::ascii_iequals(command->name, *m_stop_token)));
     };
     auto command = parse_command(line);
     if (!known(command)) command = parse_legacy_command(line);
@@ -257,7 +239,7 @@ void CommandProcessor::process_line(std::string_view line) {
     }
     if (m_stop_token) {
         output(line);
-        if (iequals(command->name, *m_stop_token)) {
+        if (sandbox::ascii_iequals(command->name, *m_stop_token)) {
             m_log.debug(m_label, "Resume processing commands");
             m_stop_token.reset();
         }
@@ -277,7 +259,7 @@ std::string CommandProcessor::relative_to_workspace(const std::string& file) con
 }
 
 void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw) {
-    const auto name = lowercase(command.name);
+    const auto name = sandbox::ascii_lowercase(command.name);
     if (name == "stop-commands") return stop_commands(command, raw);
     const bool omit_echo = name == "add-mask" || name == "debug" || name == "error" ||
                            name == "warning" || name == "notice";
@@ -314,7 +296,7 @@ void CommandProcessor::handle(const ParsedCommand& command, std::string_view raw
 void CommandProcessor::stop_commands(const ParsedCommand& command, std::string_view raw) {
     output(raw);
     if (command.data.empty() || is_registered(command.data) ||
-        iequals(command.data, "pause-logging")) {
+        sandbox::ascii_iequals(command.data, "pause-logging")) {
         return fail(raw, "Invalid stop-commands token '" + command.data +
                              "': it must not be empty, 'pause-logging' or a workflow command.");
     }
@@ -343,7 +325,7 @@ void CommandProcessor::end_group() {
 }
 
 void CommandProcessor::set_echo(const ParsedCommand& command, std::string_view raw) {
-    const auto value = lowercase(trim(command.data));
+    const auto value = sandbox::ascii_lowercase(trim(command.data));
     if (value == "on") {
         m_echo = Echo::on;
     } else if (value == "off") {
@@ -379,7 +361,7 @@ void CommandProcessor::set_env(const ParsedCommand& command, std::string_view ra
     const auto* key = command.property("name");
     if (key == nullptr || key->empty()) {
         fail(raw, "Required field 'name' is missing in ##[set-env] command.");
-    } else if (iequals(*key, "NODE_OPTIONS")) {
+    } else if (sandbox::ascii_iequals(*key, "NODE_OPTIONS")) {
         add_annotation({AnnotationLevel::error,
                         "Can't update NODE_OPTIONS environment variable using ::set-env:: command.",
                         {},

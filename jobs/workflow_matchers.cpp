@@ -11,6 +11,7 @@
 #include "jobs/value.hpp"
 #include "sandbox/safe_access.hpp"
 #include "sandbox/safe_read.hpp"
+#include "sandbox/strings.hpp"
 
 namespace jobs {
 
@@ -91,10 +92,6 @@ private:
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-    return equals_ignore_case(a, b);
-}
-
 sandbox::Expected<std::optional<int>> group_index(const Value& pattern, std::string_view name) {
     const Value* value = pattern.get(name);
     if (value == nullptr || value->is_null()) return std::optional<int>{};
@@ -166,8 +163,8 @@ sandbox::Expected<ProblemMatcher> parse_matcher(const Value& item) {
         return sandbox::fail(sandbox::ErrorKind::invalid_input, "Owner must not be empty");
     if (const Value* severity = item.get("severity"); severity && severity->is_string())
         matcher.severity = severity->as_string();
-    if (!matcher.severity.empty() && !iequals(matcher.severity, "error") &&
-        !iequals(matcher.severity, "warning"))
+    if (!matcher.severity.empty() && !equals_ignore_case(matcher.severity, "error") &&
+        !equals_ignore_case(matcher.severity, "warning"))
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "Matcher '" + matcher.owner +
                                  "' contains unexpected default severity '" + matcher.severity +
@@ -234,12 +231,6 @@ std::optional<int> parse_digits(const std::string& text) {
     return value;
 }
 
-std::string trimmed(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r\n\f\v");
-    if (first == std::string_view::npos) return {};
-    return std::string(text.substr(first, text.find_last_not_of(" \t\r\n\f\v") - first + 1));
-}
-
 // The runner's file rooting: fromPath's directory, then the workspace; kept when it exists
 // under the workspace.
 std::optional<std::string> repository_file(const MatcherHit& hit,
@@ -285,8 +276,9 @@ sandbox::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::strin
     for (const auto& item : list->as_array()) {
         auto matcher = parse_matcher(item);
         if (!matcher) return located(matcher.error().message);
-        const bool duplicate = std::ranges::any_of(
-            out, [&](const ProblemMatcher& m) { return iequals(m.owner, matcher->owner); });
+        const bool duplicate = std::ranges::any_of(out, [&](const ProblemMatcher& m) {
+            return equals_ignore_case(m.owner, matcher->owner);
+        });
         if (duplicate) return located("Duplicate owner name '" + matcher->owner + "'");
         out.push_back(std::move(*matcher));
     }
@@ -322,8 +314,9 @@ void MatcherSet::add(const ProblemMatcher& matcher) {
 }
 
 void MatcherSet::remove(std::string_view owner) {
-    std::erase_if(m_active,
-                  [&](const Active& active) { return iequals(active.matcher.owner, owner); });
+    std::erase_if(m_active, [&](const Active& active) {
+        return equals_ignore_case(active.matcher.owner, owner);
+    });
 }
 
 // IssueMatcher.Match: the patterns in reverse, so one line cannot advance a match twice.
@@ -386,9 +379,9 @@ std::optional<Annotation> hit_annotation(const MatcherHit& hit,
         return std::nullopt;
     }
     Annotation annotation;
-    if (!hit.severity || hit.severity->empty() || iequals(*hit.severity, "error")) {
+    if (!hit.severity || hit.severity->empty() || equals_ignore_case(*hit.severity, "error")) {
         annotation.level = AnnotationLevel::error;
-    } else if (iequals(*hit.severity, "warning")) {
+    } else if (equals_ignore_case(*hit.severity, "warning")) {
         annotation.level = AnnotationLevel::warning;
     } else {
         why = "Skipped logging an issue for the matched line because the severity '" +
@@ -398,7 +391,7 @@ std::optional<Annotation> hit_annotation(const MatcherHit& hit,
     annotation.message = *hit.message;
     if (hit.line && !hit.line->empty()) annotation.line = parse_digits(*hit.line);
     if (hit.column && !hit.column->empty()) annotation.column = parse_digits(*hit.column);
-    if (!blank(hit.code)) annotation.code = trimmed(*hit.code);
+    if (!blank(hit.code)) annotation.code = std::string(sandbox::trim(*hit.code));
     if (!blank(hit.file)) annotation.file = repository_file(hit, workspace, why);
     return annotation;
 }

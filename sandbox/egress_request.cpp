@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "sandbox/egress_rule.hpp"
+#include "sandbox/strings.hpp"
 
 namespace sandbox {
 namespace {
@@ -21,23 +22,12 @@ bool token_char(char c) {
     return false;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
-
 // The headers a forwarded request loses: the proxy's own and the hop-by-hop ones.
 bool dropped_header(std::string_view name) {
     for (std::string_view dropped :
          {"host", "connection", "proxy-connection", "proxy-authorization", "proxy-authenticate",
           "keep-alive", "te", "trailer", "upgrade"})
-        if (iequals(name, dropped)) return true;
+        if (sandbox::ascii_iequals(name, dropped)) return true;
     return false;
 }
 
@@ -132,7 +122,8 @@ Result parse_request_head(std::string_view head) {
     } else {
         request.method = ProxyMethod::forward;
         constexpr std::string_view scheme = "http://";
-        if (target.size() < scheme.size() || !iequals(target.substr(0, scheme.size()), scheme))
+        if (target.size() < scheme.size() ||
+            !sandbox::ascii_iequals(target.substr(0, scheme.size()), scheme))
             return refuse("only CONNECT and absolute http:// requests are served", 405);
         const std::string_view rest = target.substr(scheme.size());
         const auto path_at = rest.find_first_of("/?#");
