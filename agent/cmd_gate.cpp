@@ -22,8 +22,6 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +34,7 @@
 #include <vector>
 
 #include "agent/action_options.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/gate_reporting.hpp"
 #include "agent/interrupts.hpp"
@@ -55,6 +54,7 @@
 #include "jobs/workflow_events.hpp"
 #include "jobs/workflow_runner.hpp"
 #include "sandbox/identity.hpp"
+#include "sandbox/temp_dir.hpp"
 
 namespace agent {
 namespace {
@@ -210,13 +210,9 @@ public:
             m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*made));
             return m_path;
         }
-        const char* tmp = std::getenv("TMPDIR");
-        const std::string parent = tmp && *tmp ? tmp : "/tmp";
-        std::string pattern = parent + "/sandgate-" + label + "-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-            return sandbox::fail(sandbox::ErrorKind::permanent,
-                                 sandbox::errno_message("mkdtemp " + pattern));
-        m_path = pattern;
+        auto made_here = sandbox::make_host_temp_dir("sandgate-" + label + "-");
+        if (!made_here) return std::unexpected(made_here.error());
+        m_path = *made_here;
         auto opened = sandbox::SafeDir::open_trusted(m_path, "the gate's temp root");
         if (!opened) return std::unexpected(opened.error());
         m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "agent/action_options.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/job_executor.hpp"
@@ -35,6 +34,7 @@
 #include "jobs/runner_labels.hpp"
 #include "jobs/workflow_events.hpp"
 #include "jobs/workflow_runner.hpp"
+#include "sandbox/temp_dir.hpp"
 
 namespace agent {
 namespace {
@@ -106,12 +106,9 @@ void add_flags(CLI::App& app, RunFlags& f) {
 class TempRoot {
 public:
     sandbox::Expected<std::filesystem::path> create() {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-            return sandbox::fail(sandbox::ErrorKind::permanent,
-                                 sandbox::errno_message("mkdtemp " + pattern));
-        m_path = pattern;
+        auto made = sandbox::make_host_temp_dir("sandgate-run-");
+        if (!made) return std::unexpected(made.error());
+        m_path = *made;
         auto opened = sandbox::SafeDir::open_trusted(m_path, "the run's temp root");
         if (!opened) return std::unexpected(opened.error());
         m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));

@@ -12,6 +12,7 @@
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
 #include "sandbox/fd.hpp"
+#include "sandbox/temp_dir.hpp"
 
 namespace jobs {
 namespace {
@@ -118,8 +119,7 @@ std::map<std::string, GitmodulesEntry> read_gitmodules(git_repository* repositor
     if (git_blob_lookup(&blob_raw, repository, git_tree_entry_id(entry.get())) != 0) return entries;
     std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>> blob(blob_raw);
     // libgit2 parses config files only from disk: an unlinked-on-exit temp file.
-    const char* tmp = std::getenv("TMPDIR");
-    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-gitmodules-XXXXXX";
+    std::string path = (sandbox::host_temp_dir() / "sandgate-gitmodules-XXXXXX").string();
     sandbox::Fd fd(::mkstemp(path.data()));
     if (!fd) return entries;
     const auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));

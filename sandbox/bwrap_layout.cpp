@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "sandbox/offline.hpp"
+#include "sandbox/temp_dir.hpp"
 #include "sandbox/tool_cache.hpp"
 
 namespace sandbox {
@@ -57,14 +58,11 @@ Expected<Scratch> make_scratch(const Policy& policy) {
     }
     if (!policy.toolchain_cache)
         return Scratch{std::filesystem::path(k_private_scratch), ScratchPlace::in_wrap};
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-        return fail(ErrorKind::unavailable,
-                    errno_message("creating the run's scratch in " + pattern));
-    auto checked = checked_bind_path(pattern, "scratch", MustExist::yes);
+    auto made = make_host_temp_dir("sandgate-run-");
+    if (!made) return std::unexpected(made.error());
+    auto checked = checked_bind_path(*made, "scratch", MustExist::yes);
     if (!checked) {
-        ::rmdir(pattern.c_str());
+        ::rmdir(made->c_str());
         return std::unexpected(checked.error());
     }
     return Scratch{*checked, ScratchPlace::host};

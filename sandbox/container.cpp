@@ -10,6 +10,7 @@
 #include "sandbox/mounts.hpp"
 #include "sandbox/offline.hpp"
 #include "sandbox/probe.hpp"
+#include "sandbox/temp_dir.hpp"
 
 namespace sandbox {
 namespace {
@@ -32,11 +33,7 @@ std::string unique_name() {
 }
 
 Expected<std::filesystem::path> owned_scratch_root() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/sandgate-run-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-        return fail(ErrorKind::unavailable, errno_message("creating the run's scratch"));
-    return std::filesystem::path(pattern);
+    return make_host_temp_dir("sandgate-run-");
 }
 
 void volume(std::vector<std::string>& argv, const std::filesystem::path& path, const char* mode) {
