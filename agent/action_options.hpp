@@ -11,11 +11,7 @@
 #include <memory>
 #include <string>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
-#include <CLI/CLI.hpp>
-#pragma GCC diagnostic pop
-
+#include "agent/cli11.hpp"
 #include "jobs/action_resolve.hpp"
 #include "jobs/run_report.hpp"
 #include "jobs/workflow_model.hpp"

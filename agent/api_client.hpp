@@ -7,11 +7,11 @@
 // Exit codes the clients share: 2 bad usage (flags, an unreadable token file or config),
 // 3 the agent cannot be reached, 1 the API answered with an error status.
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
 
+#include "agent/cli11.hpp"
 #include "sandbox/cancel.hpp"
 #include "sandbox/error.hpp"
 

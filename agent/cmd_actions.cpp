@@ -2,14 +2,13 @@
 // command line. pull resolves every remote `uses:` of a repository's workflows (or those named)
 // from the source, pins each ref to its commit and fills the archive store; list shows what
 // the store holds; prune removes the unpacked trees and leftovers (and unpinned archives).
-#pragma GCC diagnostic ignored "-Wnull-dereference"  // CLI11 inlines trip g++ 12 (false positive)
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "agent/action_options.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/run_setup.hpp"
 #include "jobs/git_mirror.hpp"

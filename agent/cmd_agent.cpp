@@ -1,13 +1,11 @@
 // `sandgate agent --config FILE` (the daemon) and `sandgate agent init [FILE]`.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "agent/agent_config.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/daemon.hpp"
 #include "sandbox/fd.hpp"

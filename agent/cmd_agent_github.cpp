@@ -2,13 +2,11 @@
 // GitHub traffic (agent/github_worker.hpp), started by the daemon (agent/github_rounds.hpp).
 // Exit 0: the round ran (failed reports and repositories are logged and retried by a later
 // round); 1: it could not start (queue, token); 2: usage; 3: the configuration is invalid.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/github_worker.hpp"
 

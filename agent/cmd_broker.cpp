@@ -1,12 +1,10 @@
 // `sandgate broker`: the job-sandbox broker (sandbox/broker.hpp), started by the sandbox
 // manager inside a wrap. Hidden from `sandgate --help`: people never run it by hand.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "sandbox/broker.hpp"
 

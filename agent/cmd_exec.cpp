@@ -7,9 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/policy_options.hpp"

@@ -1,13 +1,13 @@
 // `sandgate expr EXPRESSION [--contexts FILE.json]`: evaluates one GitHub Actions expression
 // and prints {"kind": ..., "value": ...} (exit 0) or {"error": {"kind": phase, "message": ...}}
 // (exit 2). Usage errors: one line on stderr, exit 2.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "jobs/expr.hpp"
 

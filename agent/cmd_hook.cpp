@@ -4,14 +4,12 @@
 // prepare_job/cleanup_job; 1 with one line on stderr when the input or a flag is wrong or
 // the step could not be started (the runner fails the job).
 
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "agent/agent_config.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/runner_hook.hpp"
 

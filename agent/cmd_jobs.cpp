@@ -1,12 +1,10 @@
 // `sandgate jobs submit|list|get|cancel|log`: a client of the agent's API (api.hpp), over the
 // agent's unix socket (default) or http://127.0.0.1:PORT with a bearer token from a file.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "agent/api_client.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 
 namespace agent {

@@ -1,14 +1,12 @@
 // `sandgate sandboxes create|exec|list|get|rm|cancel`: the agent API's job sandboxes (api.hpp)
 // from the command line, over the same connection flags as `sandgate jobs` (api_client.hpp).
 // create/list/get/rm/cancel print the API's JSON answer; exec is sandbox_exec_client.hpp.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "agent/api_client.hpp"
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/exec_registry.hpp"
 #include "agent/sandbox_exec_client.hpp"

@@ -4,12 +4,10 @@
 // no download. `add` builds it from the toolchains on PATH; `list` shows what it holds.
 // Exit 0, 1 when `add` found no toolchain at all, 2 on usage, 125 when the cache cannot be
 // made or read.
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/policy_options.hpp"
 #include "sandbox/tool_cache.hpp"

@@ -8,13 +8,6 @@
 // FILE, --installation-id), or else the environment (SANDGATE_GITHUB_TOKEN, then
 // GITHUB_TOKEN).
 
-// CLI11's split() trips g++ 12's -Wnull-dereference once inlined here (a false positive in
-// the library's header, not in this code).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <CLI/CLI.hpp>
-#pragma GCC diagnostic pop
-
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -24,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/cli11.hpp"
 #include "github/check_runs.hpp"
 #include "github/job_report.hpp"
 #include "jobs/log.hpp"

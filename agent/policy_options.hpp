@@ -4,11 +4,11 @@
 // sandbox::Policy. The wrap's flags (--network, --read-only, ...) are added here too, so
 // each command gets them without repeating itself.
 
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "agent/cli11.hpp"
 #include "sandbox/error.hpp"
 #include "sandbox/run.hpp"
 

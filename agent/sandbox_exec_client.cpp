@@ -1,6 +1,4 @@
 // `sandgate sandboxes exec` (sandbox_exec_client.hpp).
-// CLI11's inlined string splitting trips g++ 12's -Wnull-dereference (a false positive).
-#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include "agent/sandbox_exec_client.hpp"
 
 #include <signal.h>
@@ -10,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "agent/cli11.hpp"
 #include "agent/exec_registry.hpp"
 #include "agent/interrupts.hpp"
 #include "agent/random_id.hpp"

@@ -12,13 +12,13 @@
 // (its cancel request for the exec id; hanging up when that is refused) and the command exits
 // 128+N once the agent says the step was stopped.
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/api_client.hpp"
+#include "agent/cli11.hpp"
 
 namespace agent {
 
