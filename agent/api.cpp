@@ -46,7 +46,8 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
 }
 
 // Streams a log file from the start; with follow, waits for more until the job is finished.
-BodyStream log_stream(std::filesystem::path path, std::int64_t id, JobQueue& queue, bool follow) {
+BodyStream log_stream(std::filesystem::path path, std::int64_t id, JobQueue& queue,
+                      LogFollow follow) {
     auto fd = std::make_shared<sandbox::Fd>(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     return [fd, path = std::move(path), id, &queue, follow]() -> std::optional<std::string> {
         if (!*fd) fd->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -56,7 +57,7 @@ BodyStream log_stream(std::filesystem::path path, std::int64_t id, JobQueue& que
             chunk.resize(static_cast<std::size_t>(got));
             return chunk;
         }
-        if (!follow) return std::nullopt;
+        if (follow == LogFollow::no) return std::nullopt;
         auto job = queue.get(id);
         // Finished and read to the end: one last read catches what was written before the end.
         if (!job || !*job || is_terminal((*job)->state)) {
@@ -197,7 +198,9 @@ HttpResponse Api::jobs(const HttpRequest& request, const std::vector<std::string
     }
     if (parts.size() == 4 && parts[3] == "log" && request.method == "GET") {
         const auto it = request.query.find("follow");
-        return log(*id, it != request.query.end() && (it->second == "1" || it->second == "true"));
+        const bool follow =
+            it != request.query.end() && (it->second == "1" || it->second == "true");
+        return log(*id, follow ? LogFollow::yes : LogFollow::no);
     }
     return error_response(404, "no route " + request.method + " " + request.path);
 }
@@ -213,7 +216,7 @@ HttpResponse Api::submit(const HttpRequest& request) {
     return json_response(submitted->outcome == SubmitOutcome::created ? 201 : 200, json);
 }
 
-HttpResponse Api::log(std::int64_t id, bool follow) {
+HttpResponse Api::log(std::int64_t id, LogFollow follow) {
     HttpResponse response;
     response.content_type = "text/plain; charset=utf-8";
     response.stream = log_stream(job_log_path(m_config.log_dir, id), id, m_queue, follow);

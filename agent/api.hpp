@@ -58,6 +58,9 @@ struct ApiConfig {
     sandbox::Policy sandbox_policy;              // the policy of API-created sandboxes
 };
 
+// A job log request's mode: LogFollow::yes streams on until the job is finished.
+enum class LogFollow { no, yes };
+
 class Api {
 public:
     Api(ApiConfig config, JobQueue& queue, SandboxManager& sandboxes);
@@ -74,7 +77,7 @@ private:
     HttpResponse webhook(const HttpRequest& request);
     HttpResponse metrics();
     HttpResponse submit(const HttpRequest& request);
-    HttpResponse log(std::int64_t id, bool follow);
+    HttpResponse log(std::int64_t id, LogFollow follow);
     void changed() const;
 
     ApiConfig m_config;

@@ -3,10 +3,10 @@
 // `sandgate doctor --packages [-C DIR]`: the apt packages DIR's workflows ask for and which
 // this machine lacks. Exit 0 when it has them all, 1 when some are missing, 125 when the
 // workflows cannot be read.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 
+#include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "sandbox/doctor.hpp"
 #include "sandbox/identity.hpp"
@@ -14,7 +14,9 @@
 namespace agent {
 namespace {
 
-int packages_report(const std::string& directory, bool json) {
+enum class ReportFormat { text, json };
+
+int packages_report(const std::string& directory, ReportFormat format) {
     std::error_code ec;
     const auto absolute = std::filesystem::absolute(directory, ec).lexically_normal();
     auto report = sandbox::workflow_packages(absolute);
@@ -22,7 +24,7 @@ int packages_report(const std::string& directory, bool json) {
         std::fprintf(stderr, "sandgate doctor --packages: %s\n", report.error().message.c_str());
         return 125;
     }
-    if (json)
+    if (format == ReportFormat::json)
         std::printf("%s\n", report->to_json().dump(2).c_str());
     else
         std::fputs(report->to_text().c_str(), stdout);
@@ -49,7 +51,7 @@ int doctor_command(CommandArgs args) {
     } catch (const CLI::ParseError& error) {
         return app.exit(error) == 0 ? 0 : 2;
     }
-    if (packages) return packages_report(directory, json);
+    if (packages) return packages_report(directory, json ? ReportFormat::json : ReportFormat::text);
     std::optional<sandbox::Owner> identity;
     if (!user.empty()) {
         auto parsed = sandbox::parse_host_identity(user, "--sandbox-user");

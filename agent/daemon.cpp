@@ -46,10 +46,10 @@ struct Running {
     JobProcess process;
     Clock::time_point started;
     Clock::time_point next_heartbeat;
-    std::optional<Clock::time_point> kill_at;  // set once SIGTERM was sent
-    std::optional<JobState> forced;            // cancelled / timed_out, decided by us
-    std::string forced_reason;
-    std::optional<SandboxInfo> sandbox;  // the job's persistent sandbox
+    std::optional<Clock::time_point> kill_at{};  // set once SIGTERM was sent
+    std::optional<JobState> forced{};            // cancelled / timed_out, decided by us
+    std::string forced_reason{};
+    std::optional<SandboxInfo> sandbox{};  // the job's persistent sandbox
 };
 
 class Loop {
@@ -200,9 +200,11 @@ private:
         }
         const auto now = Clock::now();
         const auto id = job.id;
-        m_running.emplace(
-            id, Running{std::move(job), std::move(*process), now, now + m_config.lease / 3,
-                        std::nullopt, std::nullopt, "", std::move(box)});
+        m_running.emplace(id, Running{.job = std::move(job),
+                                      .process = std::move(*process),
+                                      .started = now,
+                                      .next_heartbeat = now + m_config.lease / 3,
+                                      .sandbox = std::move(box)});
         m_stats.running = static_cast<std::int64_t>(m_running.size());
     }
 

@@ -71,7 +71,7 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
         const YamlNode* steps = runs.find("steps");
         if (steps == nullptr)
             return (void)ctx.fail(runs.mark, "a composite action needs runs.steps");
-        action.steps = ctx.steps(*steps, "the composite action", true);
+        action.steps = ctx.steps(*steps, "the composite action", detail::StepsOf::composite_action);
     } else if (action.using_.starts_with("node")) {
         action.kind = ActionKind::node;
         const YamlNode* main = runs.find("main");

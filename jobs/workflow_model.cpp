@@ -232,7 +232,8 @@ void parse_job_body(ParseContext& ctx, const YamlNode& node, Job& job, const std
     }
     if (const auto* services = node.find("services"); services && !check_services(ctx, *services))
         return;
-    if (const auto* steps = node.find("steps")) job.steps = ctx.steps(*steps, where, false);
+    if (const auto* steps = node.find("steps"))
+        job.steps = ctx.steps(*steps, where, detail::StepsOf::job);
     if (const auto* env = node.find("env")) job.env = ctx.env(*env, where + ".env");
     if (const auto* d = node.find("defaults")) job.defaults = ctx.defaults(*d, where + ".defaults");
     if (const auto* o = node.find("outputs")) job.outputs = ctx.text_map(*o, where + ".outputs");

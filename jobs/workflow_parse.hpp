@@ -14,6 +14,10 @@
 
 namespace jobs::detail {
 
+// Whose steps are parsed: a workflow job's, or a composite action's (which allow no
+// control steps and no background steps).
+enum class StepsOf { job, composite_action };
+
 // GitHub's IdBuilder.TryAddKnownId for job and step ids: the ids of one scope, compared
 // case-insensitively.
 class IdScope {
@@ -51,14 +55,14 @@ public:
     YamlNode env(const YamlNode& node, std::string_view what);
     RunDefaults defaults(const YamlNode& node, std::string_view what);
 
-    std::vector<Step> steps(const YamlNode& node, std::string_view where, bool composite);
+    std::vector<Step> steps(const YamlNode& node, std::string_view where, StepsOf owner);
     std::optional<Strategy> strategy(const YamlNode& node, std::string_view where);
 
 private:
     std::optional<Step> step(const YamlNode& node, std::size_t index, std::string_view where,
-                             bool composite, IdScope& ids);
+                             StepsOf owner, IdScope& ids);
     // wait / wait-all / cancel / parallel; false when `node` is none of them.
-    bool control_step(const YamlNode& node, Step& step, const std::string& what, bool composite,
+    bool control_step(const YamlNode& node, Step& step, const std::string& what, StepsOf owner,
                       IdScope& ids);
     // Every wait and cancel target names a background step that comes before it in the job.
     bool check_background_targets(const std::vector<Step>& steps);

@@ -200,7 +200,7 @@ bool ParseContext::check_uses(const Text& uses) {
 }
 
 std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
-                                       std::string_view where, bool composite, IdScope& ids) {
+                                       std::string_view where, StepsOf owner, IdScope& ids) {
     const std::string what = std::string(where) + " step " + std::to_string(index + 1);
     if (!require_mapping(node, what)) return std::nullopt;
     Step step;
@@ -209,7 +209,7 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
     const YamlNode* run = node.find("run");
     const YamlNode* uses = node.find("uses");
     if (run == nullptr && uses == nullptr) {
-        if (!control_step(node, step, what, composite, ids))
+        if (!control_step(node, step, what, owner, ids))
             return fail(node.mark,
                         "Expected one of uses, run, wait, wait-all, or cancel to be defined"),
                    std::nullopt;
@@ -218,7 +218,7 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
         step.run = text(*run, what + ".run");
         if (const auto* shell = node.find("shell"))
             step.shell = text(*shell, what + ".shell");
-        else if (composite)
+        else if (owner == StepsOf::composite_action)
             return fail(node.mark, "Required property is missing: shell"), std::nullopt;
         if (const auto* dir = node.find("working-directory"))
             step.working_directory = text(*dir, what + ".working-directory");
@@ -255,14 +255,14 @@ std::optional<Step> ParseContext::step(const YamlNode& node, std::size_t index,
 }
 
 bool ParseContext::control_step(const YamlNode& node, Step& step, const std::string& what,
-                                bool composite, IdScope& ids) {
+                                StepsOf owner, IdScope& ids) {
     const YamlNode* wait = node.find("wait");
     const YamlNode* wait_all = node.find("wait-all");
     const YamlNode* cancel = node.find("cancel");
     const YamlNode* parallel = node.find("parallel");
     if (wait == nullptr && wait_all == nullptr && cancel == nullptr && parallel == nullptr)
         return false;
-    if (composite)
+    if (owner == StepsOf::composite_action)
         return fail(node.mark,
                     "background steps (wait, wait-all, cancel, parallel) are for jobs, not "
                     "composite actions"),
@@ -286,7 +286,7 @@ bool ParseContext::control_step(const YamlNode& node, Step& step, const std::str
         if (!parallel->is_sequence())
             return fail(parallel->mark, what + ".parallel must be a sequence of steps"), true;
         for (std::size_t i = 0; i < parallel->items.size(); ++i) {
-            auto inner = this->step(parallel->items[i], i, what + " parallel", composite, ids);
+            auto inner = this->step(parallel->items[i], i, what + " parallel", owner, ids);
             if (!inner) return true;
             if (inner->kind != StepKind::run && inner->kind != StepKind::uses)
                 return fail(parallel->items[i].mark,
@@ -325,8 +325,7 @@ bool ParseContext::check_background_targets(const std::vector<Step>& steps) {
     return true;
 }
 
-std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where,
-                                      bool composite) {
+std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view where, StepsOf owner) {
     std::vector<Step> out;
     if (node.is_null()) return out;
     if (!node.is_sequence()) {
@@ -336,11 +335,11 @@ std::vector<Step> ParseContext::steps(const YamlNode& node, std::string_view whe
     }
     IdScope ids;
     for (std::size_t i = 0; i < node.items.size(); ++i) {
-        auto parsed = step(node.items[i], i, where, composite, ids);
+        auto parsed = step(node.items[i], i, where, owner, ids);
         if (!parsed) return out;
         out.push_back(std::move(*parsed));
     }
-    if (!composite) check_background_targets(out);
+    if (owner == StepsOf::job) check_background_targets(out);
     return out;
 }
 

@@ -194,8 +194,9 @@ bool RunSession::finished(Clock::time_point now) const {
     return (!m_out && !m_err) || now >= *m_dead_at + k_drain_deadline;
 }
 
-int RunSession::gather(pollfd* fds, Slots& at, bool with_output) const {
+int RunSession::gather(pollfd* fds, Slots& at, Watch watch) const {
     int count = 0;
+    const bool with_output = watch == Watch::exit_and_output;
     if (with_output && m_out) {
         at.out = count;
         fds[count++] = {m_out.get(), POLLIN, 0};
@@ -238,7 +239,8 @@ void RunSession::loop(RunResult& result) {
         if (finished(now)) break;
         pollfd fds[8];
         Slots at;
-        const int count = gather(fds, at, !awaiting_exit_only());
+        const int count =
+            gather(fds, at, awaiting_exit_only() ? Watch::exit_only : Watch::exit_and_output);
         const int ready = wait_ready(fds, count, poll_timeout(now));
         if (ready < 0 && errno != EINTR) break;
         if (ready <= 0) continue;

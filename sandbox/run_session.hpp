@@ -52,7 +52,8 @@ private:
     struct Slots {
         int out = -1, err = -1, in = -1, child = -1, cancel = -1, adopted = -1, status = -1;
     };
-    int gather(pollfd* fds, Slots& at, bool with_output) const;
+    enum class Watch { exit_only, exit_and_output };
+    int gather(pollfd* fds, Slots& at, Watch watch) const;
     void stop_tree(Clock::time_point now);
     void read_from(Fd& fd, Stream stream);
     void on_output_ready(short revents, Fd& fd, Stream stream);
