@@ -15,6 +15,7 @@
 #include "sandbox/run.hpp"
 #include "sandbox/unix_socket.hpp"
 #include "tests/helpers/broker_process.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -474,7 +475,8 @@ TEST_CASE("Reaper::caller: the calling subreaper kills and reaps every orphan of
         auto result = sandbox::run(request);
         if (result.exit_code != 0 || result.tree_kill != sandbox::TreeKill::subreaper) ::_exit(11);
         // Killed and reaped (a zombie would still answer kill 0), and no child is left.
-        const pid_t orphan = static_cast<pid_t>(std::stol(result.out.head));
+        const pid_t orphan = tests::to_number<pid_t>(result.out.head).value_or(-1);
+        if (orphan <= 0) ::_exit(13);
         if (::kill(orphan, 0) == 0 || errno != ESRCH) ::_exit(12);
         if (::waitpid(-1, nullptr, WNOHANG | __WALL) != -1 || errno != ECHILD) ::_exit(13);
         request.argv = {"bash", "-c", "bash -c 'exec -a " + marker + " sleep 300' & wait"};

@@ -14,6 +14,7 @@
 
 #include "sandbox/broker_protocol.hpp"
 #include "tests/agent_fixture.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -61,7 +62,7 @@ std::uint16_t bound_port(const std::filesystem::path& log) {
             const auto digits = text.substr(
                 at + mark.size(),
                 text.find_first_not_of("0123456789", at + mark.size()) - (at + mark.size()));
-            if (!digits.empty()) return static_cast<std::uint16_t>(std::stoi(digits));
+            if (auto port = tests::to_number<std::uint16_t>(digits)) return *port;
         }
         std::this_thread::sleep_for(20ms);
     }

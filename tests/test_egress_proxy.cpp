@@ -19,6 +19,7 @@
 #include "sandbox/egress_proxy.hpp"
 #include "sandbox/result_json.hpp"
 #include "sandbox/run.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/read_fd.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -65,7 +66,7 @@ public:
         }
         if (!line.starts_with("PORT "))
             throw std::runtime_error("egress_server.py did not start: " + line);
-        m_port = std::stoi(line.substr(5));
+        m_port = tests::to_number<int>(line.substr(5)).value_or(0);
     }
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;

@@ -15,6 +15,7 @@
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/support/gate_cli.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -273,7 +274,8 @@ jobs:
         started = started && !tests::processes_with(marker).empty();
     }
     REQUIRE(started);
-    const pid_t gate_pid = std::stoi(tests::read_file(pid_file));
+    const pid_t gate_pid = tests::to_number<pid_t>(tests::read_file(pid_file)).value_or(-1);
+    REQUIRE(gate_pid > 0);
     REQUIRE(::kill(gate_pid, SIGTERM) == 0);
     const auto result = running.get();
     INFO(result.out);

@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/numbers.hpp"
+
 extern char** environ;
 
 namespace {
@@ -132,7 +134,7 @@ int run_mode(int argc, char** argv) {
         std::string data;
         const std::string_view hex = arg(3);
         for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-            data += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+            data += static_cast<char>(tests::to_number<int>(hex.substr(i, 2), 16).value_or(0));
         write_all(stream_fd(arg(2)), data);
         return 0;
     }
