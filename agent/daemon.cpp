@@ -172,7 +172,9 @@ private:
         std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
-        if (m_config.persistent_sandbox) {
+        // Under job.network: allowlist each step has a wrap and a proxy of its own (its egress
+        // is evidence of that step), not a job sandbox.
+        if (m_config.persistent_sandbox && m_config.allow_egress.empty()) {
             auto created = create_sandbox(job, env);
             if (!created) {
                 spdlog::error("job {}: no sandbox: {}", job.id, created.error().message);
@@ -438,8 +440,11 @@ std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
         "--event",     job.spec.event == "api" ? "push" : job.spec.event,
         "--state-dir", config.state_dir.string(),
         "--sandbox",   std::string(sandbox::to_string(config.sandbox)),
-        "--network",   std::string(sandbox::to_string(config.network)),
-        "--report",    job_report_path(config, job.id).string()};
+        "--network",   std::string(job_network(config))};
+    for (const auto& host : config.allow_egress) argv.insert(argv.end(), {"--allow-egress", host});
+    for (const auto& range : config.allow_egress_ranges)
+        argv.insert(argv.end(), {"--allow-egress-range", range});
+    argv.insert(argv.end(), {"--report", job_report_path(config, job.id).string()});
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
     if (!job.spec.key.workflow_job.empty())
         argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});

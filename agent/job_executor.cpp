@@ -90,6 +90,11 @@ sandbox::Expected<void> check_posture(const Posture& recorded, const sandbox::Po
                            asked.mode != sandbox::SandboxMode::off;
     const bool networked = recorded.network == sandbox::to_string(sandbox::NetworkMode::host) &&
                            asked.network != sandbox::NetworkMode::host;
+    // The job sandbox's wrap has no proxy of a step's own: egress asked of it would be lost.
+    if (!asked.egress.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--network allowlist: the job sandbox has no egress proxy (each "
+                             "step needs a wrap of its own): no step runs");
     if (!unwrapped && !networked) return {};
     return sandbox::fail(sandbox::ErrorKind::invalid_input,
                          "the job sandbox (mode " + recorded.mode + ", network " +

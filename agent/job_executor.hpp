@@ -77,7 +77,8 @@ private:
 // and owned by the returned object; the posture is read from the job's recorded policy). With
 // `asked` (the posture the caller's flags ask for): invalid_input when the recorded sandbox is
 // weaker (unwrapped where a wrap was asked, the host's network where none was), so a step never
-// runs with less isolation than asked.
+// runs with less isolation than asked; invalid_input too when `asked` has egress rules (the job
+// sandbox has no proxy for them: never a silent loss of what was allowed).
 sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
     const JobSandboxEnvironment& box, const sandbox::Policy* asked = nullptr);
 
