@@ -255,12 +255,6 @@ private:
         env.emplace_back("SANDGATE_BROKER_SOCKET", box->socket.string());
         env.emplace_back("SANDGATE_BROKER_IDENTITY", identity.canonical());
         env.emplace_back("SANDGATE_JOB_WORKSPACE", workspace.string());
-        env.emplace_back("SANDGATE_STATE_DIR", m_config.state_dir.string());
-        // A pool's queue, where the job process records its steps' evidence (never a password).
-        if (!m_config.queue_url.empty()) env.emplace_back(k_queue_url_variable, m_config.queue_url);
-        if (m_config.queue_password_file)
-            env.emplace_back(k_queue_password_file_variable,
-                             m_config.queue_password_file->string());
         for (auto& [name, value] : env)
             if (name == "TMPDIR") value = (workspace / "tmp").string();
         if (std::none_of(env.begin(), env.end(),
@@ -465,6 +459,12 @@ sandbox::Environment job_environment(const AgentConfig& config, const Job& job) 
     env.emplace_back("SANDGATE_JOB_ATTEMPT", std::to_string(job.spec.key.attempt));
     env.emplace_back("SANDGATE_JOB_CLONE_URL", repository_url(config, job.spec.key.repository));
     env.emplace_back("SANDGATE_JOB_REPORT", job_report_path(config, job.id).string());
+    // Where the job process records its steps' evidence: the state directory's queue, or a
+    // pool's (never a password).
+    env.emplace_back("SANDGATE_STATE_DIR", config.state_dir.string());
+    if (!config.queue_url.empty()) env.emplace_back(k_queue_url_variable, config.queue_url);
+    if (config.queue_password_file)
+        env.emplace_back(k_queue_password_file_variable, config.queue_password_file->string());
     const JobBase base = recorded_base(job.spec);
     env.emplace_back("SANDGATE_JOB_BASE_SHA", base.sha);
     env.emplace_back("SANDGATE_JOB_BASE_REF", base.ref);
