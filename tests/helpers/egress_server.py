@@ -70,6 +70,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(path, "rb") as file:
             body = file.read()
         self.send_response(200)
+        if path.endswith(".html"):
+            self.send_header("Content-Type", "text/html")  # pip reads no other page
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
