@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/egress_presets.hpp"
 #include "agent/pg.hpp"
 #include "github/report_format.hpp"
 #include "jobs/yaml_tree.hpp"
@@ -139,7 +140,52 @@ void apply(const std::filesystem::path& file, const std::string& section, const 
     }
 }
 
+enum class EgressValue { host, range };
+
+// job.allow_egress (HOST[:PORT] or a preset) or job.allow_egress_ranges (CIDR): a list, each
+// item read as its flag reads it (a preset expanded from this machine's configuration).
+std::vector<std::string> egress_values(const std::filesystem::path& file, const std::string& key,
+                                       const Node& node, EgressValue kind) {
+    auto values = scalar<std::vector<std::string>>(file, key, node);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        sandbox::Policy scratch;
+        const std::vector<std::string> one = {values[i]};
+        auto ok = kind == EgressValue::host ? add_egress_values(one, {}, scratch)
+                                            : add_egress_values({}, one, scratch);
+        if (!ok)
+            throw BadConfig{where(file, node.items[i]) + ": " + key + ": " + ok.error().message};
+    }
+    return values;
+}
+
+// Where job.allow_egress and job.allow_egress_ranges were given (null: not given).
+struct EgressNodes {
+    const Node* hosts = nullptr;
+    const Node* ranges = nullptr;
+};
+
+// job.network: allowlist and job.allow_egress need each other; the proxy needs the wrap.
+void check_allowlist(const std::filesystem::path& file, const AgentConfig& c, const Node* allowlist,
+                     const EgressNodes& egress) {
+    if (allowlist != nullptr && c.allow_egress.empty())
+        throw BadConfig{where(file, *allowlist) +
+                        ": job.network: allowlist needs job.allow_egress (the hosts a step may "
+                        "reach)"};
+    if (allowlist != nullptr && c.sandbox != sandbox::SandboxMode::bwrap)
+        throw BadConfig{where(file, *allowlist) +
+                        ": job.network: allowlist needs job.sandbox: bwrap (which enforces it)"};
+    if (allowlist != nullptr) return;
+    if (!c.allow_egress.empty())
+        throw BadConfig{where(file, *egress.hosts) +
+                        ": job.allow_egress: only with job.network: allowlist"};
+    if (!c.allow_egress_ranges.empty())
+        throw BadConfig{where(file, *egress.ranges) +
+                        ": job.allow_egress_ranges: only with job.network: allowlist"};
+}
+
 void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) {
+    const Node* allowlist = nullptr;  // job.network: allowlist, when given
+    EgressNodes egress;
     auto text = [&](const std::string& key) {
         return [&, key](const Node& n) { return scalar<std::string>(file, key, n); };
     };
@@ -227,9 +273,21 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
         {"network",
          [&](const Node& n) {
              const auto value = text("job.network")(n);
-             if (value != "none" && value != "host")
-                 throw BadConfig{where(file, n) + ": job.network: none or host"};
+             if (value != "none" && value != "host" && value != "allowlist")
+                 throw BadConfig{where(file, n) + ": job.network: none, allowlist or host"};
              c.network = value == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
+             if (value == "allowlist") allowlist = &n;
+         }},
+        {"allow_egress",
+         [&](const Node& n) {
+             c.allow_egress = egress_values(file, "job.allow_egress", n, EgressValue::host);
+             egress.hosts = &n;
+         }},
+        {"allow_egress_ranges",
+         [&](const Node& n) {
+             c.allow_egress_ranges =
+                 egress_values(file, "job.allow_egress_ranges", n, EgressValue::range);
+             egress.ranges = &n;
          }},
     };
     std::map<std::string, Setter> queue_keys = {
@@ -247,9 +305,15 @@ void parse(const std::filesystem::path& file, const Node& root, AgentConfig& c) 
     };
     if (root.is_null()) return;
     apply(file, "", root, sections);
+    check_allowlist(file, c, allowlist, egress);
 }
 
 }  // namespace
+
+std::string_view job_network(const AgentConfig& config) {
+    if (!config.allow_egress.empty()) return "allowlist";
+    return sandbox::to_string(config.network);
+}
 
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
@@ -335,7 +399,10 @@ github:
 #   password_file: /etc/sandgate/queue-password        # 0600; or PGPASSFILE
 job:
   sandbox: bwrap               # bwrap or off
-  network: none                # none or host
+  network: none                # none, host or allowlist (loopback, and job.allow_egress
+                               # through a filtering proxy: README "Egress by allowlist")
+  # allow_egress: ["@npm", "@pypi", "ghcr.io"]   # HOST[:PORT] or a preset, under allowlist
+  # allow_egress_ranges: [10.20.0.0/16]          # private ranges allowed names may resolve to
   timeout_minutes: 60
   persistent_sandbox: true     # one sandbox (broker) per job, its steps exec requests there;
                                # false: a fresh wrap per step

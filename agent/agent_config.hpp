@@ -56,6 +56,13 @@ struct AgentConfig {
     std::vector<std::string> job_command;  // empty: sandgate gate (see daemon.hpp)
     sandbox::SandboxMode sandbox = sandbox::SandboxMode::bwrap;
     sandbox::NetworkMode network = sandbox::NetworkMode::none;
+    // job.network: allowlist is network none plus job.allow_egress (HOST[:PORT] or a preset)
+    // and job.allow_egress_ranges (CIDR), as typed, each checked on load (agent/policy_options):
+    // the job runs with --network allowlist and an --allow-egress (--allow-egress-range) for
+    // each. Its steps then get a wrap and a filtering proxy each (no persistent sandbox), so
+    // every step has its own egress evidence. Non-empty exactly under allowlist.
+    std::vector<std::string> allow_egress;
+    std::vector<std::string> allow_egress_ranges;
     std::chrono::minutes job_timeout{60};
     // One persistent sandbox (a broker in one wrap) per job, its steps sent there as exec
     // requests (see agent/job_executor.hpp; `sandgate gate` and `sandgate run` honour it), so
@@ -63,6 +70,9 @@ struct AgentConfig {
     bool persistent_sandbox = true;
     std::filesystem::path source;  // the file this came from
 };
+
+// job.network as the job's --network says it: "none", "host" or "allowlist".
+std::string_view job_network(const AgentConfig& config);
 
 // Parses the file; invalid_input "FILE:LINE: key: why" on any mistake.
 sandbox::Expected<AgentConfig> load_agent_config(const std::filesystem::path& path);

@@ -586,6 +586,8 @@ int gate_command(CommandArgs args) {
         gate.executor = std::move(*executor);
         std::fprintf(stderr, "sandgate gate: every step runs in the job sandbox %s\n",
                      gate.job_sandbox->identity.c_str());
+    } else {
+        gate.executor = recording_executor(gate.masker);  // a job of the agent: its evidence
     }
     return run_gate(gate);
 }

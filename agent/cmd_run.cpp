@@ -301,8 +301,9 @@ int run_command(CommandArgs args) {
     jobs::DirectoryWorkspace workspace(settings.repository, settings.repo.repository);
     std::counting_semaphore<> legs(
         std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
-    // Started by the agent with a job sandbox: every step is an exec request to its broker.
-    const auto executor = broker_executor_from_environment();
+    // Started by the agent with a job sandbox: every step is an exec request to its broker;
+    // started by it without one: every step leaves its evidence on the job's record.
+    const auto executor = broker_executor_from_environment(masker);
     jobs::RunServices services{log, masker, workspace, legs, nullptr, executor.get()};
     // SIGINT/SIGTERM/SIGHUP cancel the run: the steps' trees are stopped, the jobs conclude
     // cancelled, the report is written, and sandgate exits 128+N.

@@ -172,7 +172,9 @@ private:
         std::filesystem::create_directories(job_report_path(m_config, job.id).parent_path(), ec);
         auto env = job_environment(m_config, job);
         std::optional<SandboxInfo> box;
-        if (m_config.persistent_sandbox) {
+        // Under job.network: allowlist each step has a wrap and a proxy of its own (its egress
+        // is evidence of that step), not a job sandbox.
+        if (m_config.persistent_sandbox && m_config.allow_egress.empty()) {
             auto created = create_sandbox(job, env);
             if (!created) {
                 spdlog::error("job {}: no sandbox: {}", job.id, created.error().message);
@@ -255,12 +257,6 @@ private:
         env.emplace_back("SANDGATE_BROKER_SOCKET", box->socket.string());
         env.emplace_back("SANDGATE_BROKER_IDENTITY", identity.canonical());
         env.emplace_back("SANDGATE_JOB_WORKSPACE", workspace.string());
-        env.emplace_back("SANDGATE_STATE_DIR", m_config.state_dir.string());
-        // A pool's queue, where the job process records its steps' evidence (never a password).
-        if (!m_config.queue_url.empty()) env.emplace_back(k_queue_url_variable, m_config.queue_url);
-        if (m_config.queue_password_file)
-            env.emplace_back(k_queue_password_file_variable,
-                             m_config.queue_password_file->string());
         for (auto& [name, value] : env)
             if (name == "TMPDIR") value = (workspace / "tmp").string();
         if (std::none_of(env.begin(), env.end(),
@@ -440,8 +436,11 @@ std::vector<std::string> job_argv(const AgentConfig& config, const Job& job,
         "--event",     job.spec.event == "api" ? "push" : job.spec.event,
         "--state-dir", config.state_dir.string(),
         "--sandbox",   std::string(sandbox::to_string(config.sandbox)),
-        "--network",   std::string(sandbox::to_string(config.network)),
-        "--report",    job_report_path(config, job.id).string()};
+        "--network",   std::string(job_network(config))};
+    for (const auto& host : config.allow_egress) argv.insert(argv.end(), {"--allow-egress", host});
+    for (const auto& range : config.allow_egress_ranges)
+        argv.insert(argv.end(), {"--allow-egress-range", range});
+    argv.insert(argv.end(), {"--report", job_report_path(config, job.id).string()});
     if (!job.spec.ref.empty()) argv.insert(argv.end(), {"--ref", job.spec.ref});
     if (!job.spec.key.workflow_job.empty())
         argv.insert(argv.end(), {"-j", job.spec.key.workflow_job});
@@ -462,6 +461,12 @@ sandbox::Environment job_environment(const AgentConfig& config, const Job& job) 
     env.emplace_back("SANDGATE_JOB_ATTEMPT", std::to_string(job.spec.key.attempt));
     env.emplace_back("SANDGATE_JOB_CLONE_URL", repository_url(config, job.spec.key.repository));
     env.emplace_back("SANDGATE_JOB_REPORT", job_report_path(config, job.id).string());
+    // Where the job process records its steps' evidence: the state directory's queue, or a
+    // pool's (never a password).
+    env.emplace_back("SANDGATE_STATE_DIR", config.state_dir.string());
+    if (!config.queue_url.empty()) env.emplace_back(k_queue_url_variable, config.queue_url);
+    if (config.queue_password_file)
+        env.emplace_back(k_queue_password_file_variable, config.queue_password_file->string());
     const JobBase base = recorded_base(job.spec);
     env.emplace_back("SANDGATE_JOB_BASE_SHA", base.sha);
     env.emplace_back("SANDGATE_JOB_BASE_REF", base.ref);

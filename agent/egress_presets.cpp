@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "sandbox/probe.hpp"
@@ -196,6 +197,30 @@ PresetPlaces machine_places() {
     places.home = home != nullptr ? home : "/nonexistent";
     places.env = sandbox::current_environment();
     return places;
+}
+
+sandbox::Expected<void> add_egress_values(const std::vector<std::string>& allow,
+                                          const std::vector<std::string>& ranges,
+                                          sandbox::Policy& policy) {
+    std::optional<PresetPlaces> places;  // read once, and only for a preset
+    for (const auto& text : allow) {
+        if (text.starts_with('@')) {
+            if (!places) places = machine_places();
+            auto rules = expand_egress_preset(text, *places);
+            if (!rules) return std::unexpected(rules.error());
+            policy.egress.insert(policy.egress.end(), rules->begin(), rules->end());
+            continue;
+        }
+        auto rule = sandbox::parse_egress_rule(text);
+        if (!rule) return std::unexpected(rule.error());
+        policy.egress.push_back(std::move(*rule));
+    }
+    for (const auto& text : ranges) {
+        auto range = sandbox::parse_egress_range(text);
+        if (!range) return std::unexpected(range.error());
+        policy.egress_ranges.push_back(std::move(*range));
+    }
+    return {};
 }
 
 sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(

@@ -42,4 +42,12 @@ PresetPlaces machine_places();
 sandbox::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(
     std::string_view name, const PresetPlaces& places);
 
+// Appends the rules of `allow` (HOST[:PORT] or a preset, expanded from this machine's
+// configuration: expand_egress_preset) and the ranges of `ranges` (CIDR) to `policy`, as
+// --allow-egress and --allow-egress-range read them; invalid_input naming the first bad one.
+// Shared by the flags (agent/policy_options) and the agent's job.allow_egress.
+sandbox::Expected<void> add_egress_values(const std::vector<std::string>& allow,
+                                          const std::vector<std::string>& ranges,
+                                          sandbox::Policy& policy);
+
 }  // namespace agent

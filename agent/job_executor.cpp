@@ -10,6 +10,7 @@
 #include "agent/queue_open.hpp"
 #include "sandbox/broker.hpp"
 #include "sandbox/json_convert.hpp"
+#include "sandbox/result_json.hpp"
 
 namespace agent {
 
@@ -43,6 +44,56 @@ public:
 private:
     std::unique_ptr<JobQueue> m_queue;
     BrokerStepExecutor m_executor;
+};
+
+// What a step that ran leaves on the job's record: never argv, env values, stdin or output.
+void add_run_evidence(const sandbox::RunResult& result, const jobs::Masker* masker,
+                      nlohmann::ordered_json& evidence) {
+    evidence["exit"] = result.exit_status();
+    evidence["duration_ms"] = result.duration.count();
+    evidence["stdout_bytes"] = result.out.bytes;
+    evidence["stderr_bytes"] = result.err.bytes;
+    evidence["truncated"] = result.out.truncated || result.err.truncated;
+    evidence["skip_markers"] = result.skip_markers;
+    evidence["timed_out"] = result.timed_out;
+    if (result.error) evidence["error"] = sandbox::to_string(result.error->kind);
+    if (!result.egress) return;
+    auto egress = *result.egress;  // the names are the step's: a secret in one is masked
+    for (auto& connection : egress.connections) {
+        if (masker == nullptr) break;
+        connection.host = masker->mask(connection.host);
+        connection.reason = masker->mask(connection.reason);
+    }
+    evidence["egress"] = sandbox::to_json(egress);
+}
+
+void record_step(JobQueue* queue, std::int64_t job_id, const nlohmann::ordered_json& evidence) {
+    if (queue == nullptr || job_id <= 0) return;
+    if (auto ok = queue->append_event(job_id, "step", evidence.dump()); !ok)
+        spdlog::warn("job {}: evidence not recorded: {}", job_id, ok.error().message);
+}
+
+// Each step in a wrap of its own, its evidence recorded on the job.
+class RecordingExecutor final : public jobs::StepExecutor {
+public:
+    RecordingExecutor(std::unique_ptr<JobQueue> queue, std::int64_t job_id,
+                      const jobs::Masker& masker)
+        : m_queue(std::move(queue)), m_job_id(job_id), m_masker(masker) {}
+    sandbox::RunResult run(const sandbox::RunRequest& request) override {
+        auto result = sandbox::run(request);
+        nlohmann::ordered_json evidence;
+        evidence["posture"] = sandbox::to_ordered_json_or_null(sandbox::posture_text(result));
+        add_run_evidence(result, &m_masker, evidence);
+        const std::lock_guard lock(m_record);  // parallel legs share the queue's connection
+        record_step(m_queue.get(), m_job_id, evidence);
+        return result;
+    }
+
+private:
+    std::unique_ptr<JobQueue> m_queue;
+    std::int64_t m_job_id;
+    const jobs::Masker& m_masker;
+    std::mutex m_record;
 };
 
 // Refuses every step: the job sandbox environment was incomplete.
@@ -90,6 +141,11 @@ sandbox::Expected<void> check_posture(const Posture& recorded, const sandbox::Po
                            asked.mode != sandbox::SandboxMode::off;
     const bool networked = recorded.network == sandbox::to_string(sandbox::NetworkMode::host) &&
                            asked.network != sandbox::NetworkMode::host;
+    // The job sandbox's wrap has no proxy of a step's own: egress asked of it would be lost.
+    if (!asked.egress.empty())
+        return sandbox::fail(sandbox::ErrorKind::invalid_input,
+                             "--network allowlist: the job sandbox has no egress proxy (each "
+                             "step needs a wrap of its own): no step runs");
     if (!unwrapped && !networked) return {};
     return sandbox::fail(sandbox::ErrorKind::invalid_input,
                          "the job sandbox (mode " + recorded.mode + ", network " +
@@ -149,18 +205,9 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
         result = std::move(*reply->result);
         feed(request.observer, sandbox::Stream::out, result.out);
         feed(request.observer, sandbox::Stream::err, result.err);
-        evidence["exit"] = result.exit_status();
-        evidence["duration_ms"] = result.duration.count();
-        evidence["stdout_bytes"] = result.out.bytes;
-        evidence["stderr_bytes"] = result.err.bytes;
-        evidence["truncated"] = result.out.truncated || result.err.truncated;
-        evidence["skip_markers"] = result.skip_markers;
-        evidence["timed_out"] = result.timed_out;
-        if (result.error) evidence["error"] = sandbox::to_string(result.error->kind);
+        add_run_evidence(result, nullptr, evidence);
     }
-    if (m_evidence != nullptr && m_job_id > 0)
-        if (auto ok = m_evidence->append_event(m_job_id, "step", evidence.dump()); !ok)
-            spdlog::warn("job {}: evidence not recorded: {}", m_job_id, ok.error().message);
+    record_step(m_evidence, m_job_id, evidence);
     return result;
 }
 
@@ -211,11 +258,26 @@ sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
     return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, posture.json());
 }
 
-std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment() {
+std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment(const jobs::Masker& masker) {
     auto box = job_sandbox_from_environment(NeedWorkspace::no);
     if (!box) return std::make_unique<RefusingExecutor>(box.error().message);
-    if (!*box) return nullptr;
+    if (!*box) return recording_executor(masker);
     return std::move(*broker_executor(**box));  // no posture asked: never an error
+}
+
+std::unique_ptr<jobs::StepExecutor> recording_executor(const jobs::Masker& masker) {
+    const std::string state_dir = variable("SANDGATE_STATE_DIR");
+    const std::string job = variable("SANDGATE_JOB_ID");
+    std::int64_t job_id = 0;
+    const auto [end, ec] = std::from_chars(job.data(), job.data() + job.size(), job_id);
+    if (state_dir.empty() || ec != std::errc() || end != job.data() + job.size() || job_id <= 0)
+        return nullptr;
+    auto queue = open_job_process_queue(state_dir);
+    if (!queue) {
+        spdlog::warn("job {}: step evidence not recorded: {}", job_id, queue.error().message);
+        return nullptr;
+    }
+    return std::make_unique<RecordingExecutor>(std::move(*queue), job_id, masker);
 }
 
 }  // namespace agent

@@ -77,12 +77,23 @@ private:
 // and owned by the returned object; the posture is read from the job's recorded policy). With
 // `asked` (the posture the caller's flags ask for): invalid_input when the recorded sandbox is
 // weaker (unwrapped where a wrap was asked, the host's network where none was), so a step never
-// runs with less isolation than asked.
+// runs with less isolation than asked; invalid_input too when `asked` has egress rules (the job
+// sandbox has no proxy for them: never a silent loss of what was allowed).
 sandbox::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
     const JobSandboxEnvironment& box, const sandbox::Policy* asked = nullptr);
 
-// The executor the daemon asked for through the environment, or null when no job sandbox
-// variable is set. A half-set environment yields an executor that refuses every step.
-std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment();
+// The executor the daemon asked for through the environment: the job sandbox's; else, for a job
+// of the agent without one (SANDGATE_JOB_ID and SANDGATE_STATE_DIR set: job.network allowlist,
+// job.persistent_sandbox false), recording_executor's; else null (a run by hand). A half-set
+// job sandbox environment yields an executor that refuses every step.
+std::unique_ptr<jobs::StepExecutor> broker_executor_from_environment(const jobs::Masker& masker);
+
+// For a job of the agent that has no job sandbox: each step runs through sandbox::run (a wrap
+// of its own, as with no executor) and leaves the same value-free evidence as a "step" event
+// on the job's record (SANDGATE_JOB_ID in SANDGATE_STATE_DIR's or the pool's queue), its
+// posture included and, under --network allowlist, its "egress" connections (host and reason
+// masked with `masker`, which must outlive the executor). Null when the variables are unset or
+// the queue cannot be opened (logged: the steps still run, with their report).
+std::unique_ptr<jobs::StepExecutor> recording_executor(const jobs::Masker& masker);
 
 }  // namespace agent

@@ -31,24 +31,8 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 // --network allowlist and its hosts: each needs the other.
 sandbox::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
                                    sandbox::Policy& policy) {
-    std::optional<PresetPlaces> places;  // read once, and only for a preset
-    for (const auto& text : options.allow_egress) {
-        if (text.starts_with('@')) {
-            if (!places) places = machine_places();
-            auto rules = expand_egress_preset(text, *places);
-            if (!rules) return std::unexpected(rules.error());
-            policy.egress.insert(policy.egress.end(), rules->begin(), rules->end());
-            continue;
-        }
-        auto rule = sandbox::parse_egress_rule(text);
-        if (!rule) return std::unexpected(rule.error());
-        policy.egress.push_back(std::move(*rule));
-    }
-    for (const auto& text : options.allow_egress_range) {
-        auto range = sandbox::parse_egress_range(text);
-        if (!range) return std::unexpected(range.error());
-        policy.egress_ranges.push_back(std::move(*range));
-    }
+    if (auto ok = add_egress_values(options.allow_egress, options.allow_egress_range, policy); !ok)
+        return ok;
     if (!allowlist && !options.allow_egress.empty())
         return sandbox::fail(
             sandbox::ErrorKind::invalid_input,

@@ -234,6 +234,13 @@ StepResult JobRun::execute(StepSpec spec, const std::string& name, StepReport& r
     report.truncated = report.truncated || result.truncated;
     report.timed_out = result.timed_out;
     report.skip_markers += result.skip_markers;
+    if (result.egress) {
+        if (!report.egress) report.egress.emplace();
+        auto& connections = report.egress->connections;
+        connections.insert(connections.end(), result.egress->connections.begin(),
+                           result.egress->connections.end());
+        report.egress->unrecorded += result.egress->unrecorded;
+    }
     for (auto& annotation : result.annotations) report.annotations.push_back(annotation);
     if (!result.error.empty()) report.message = result.error;
     report.summary += result.summary;

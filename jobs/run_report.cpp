@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "sandbox/fd.hpp"
+#include "sandbox/result_json.hpp"
 
 namespace jobs {
 namespace {
@@ -38,6 +39,15 @@ ordered_json outputs_json(const NamedValues& outputs, const Masker& masker) {
     return out;
 }
 
+// The names are the step's own requests: a secret spelt into one is hidden like any other.
+ordered_json egress_json(sandbox::EgressReport egress, const Masker& masker) {
+    for (auto& connection : egress.connections) {
+        connection.host = masker.mask(connection.host);
+        connection.reason = masker.mask(connection.reason);
+    }
+    return sandbox::to_json(egress);
+}
+
 ordered_json step_json(const StepReport& step, const Masker& masker) {
     ordered_json out;
     out["id"] = step.id;
@@ -56,6 +66,7 @@ ordered_json step_json(const StepReport& step, const Masker& masker) {
     out["annotations"] = annotations_json(step.annotations, masker);
     if (!step.summary.empty()) out["summary"] = masker.mask(step.summary);
     if (!step.message.empty()) out["message"] = masker.mask(step.message);
+    if (step.egress) out["egress"] = egress_json(*step.egress, masker);
     if (!step.steps.empty()) {
         out["steps"] = ordered_json::array();
         for (const auto& inner : step.steps) out["steps"].push_back(step_json(inner, masker));

@@ -48,6 +48,10 @@ struct StepReport {
     std::string summary;            // what the step wrote to GITHUB_STEP_SUMMARY (masked)
     std::string message;            // the runner's reason for a failure or a skip; "" otherwise
     std::vector<StepReport> steps;  // a composite action's inner steps
+    // Under --network allowlist: the step's connections through its proxy (host, port,
+    // verdict and reason, address, bytes each way, duration), as "egress" in the JSON (the
+    // names and reasons masked); unset otherwise.
+    std::optional<sandbox::EgressReport> egress;
 };
 
 struct JobReport {

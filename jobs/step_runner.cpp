@@ -159,6 +159,7 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
     result.skip_markers = run.skip_markers;
     result.timed_out = run.timed_out;
     result.sandbox_json = sandbox::posture_text(run);
+    result.egress = run.egress;
     if (run.exit_code || run.signal || run.timed_out) result.exit_code = run.exit_status();
 }
 

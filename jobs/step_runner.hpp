@@ -113,6 +113,9 @@ struct StepResult {
     std::string summary;                  // GITHUB_STEP_SUMMARY, masked
     std::string error;  // why it failed besides its exit code (masked); empty otherwise
     std::string sandbox_json = "{\"mode\":\"off\"}";
+    // Under --network allowlist: every connection the step made through its proxy (raw: the
+    // names are the step's; mask before showing).
+    std::optional<sandbox::EgressReport> egress;
 };
 
 // Runs the step to completion. See the header comment.

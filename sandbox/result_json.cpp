@@ -45,7 +45,9 @@ nlohmann::ordered_json stream_json(const StreamResult& stream) {
     return out;
 }
 
-nlohmann::ordered_json egress_json(const EgressReport& report) {
+}  // namespace
+
+nlohmann::ordered_json to_json(const EgressReport& report) {
     nlohmann::ordered_json connections = nlohmann::ordered_json::array();
     for (const auto& c : report.connections) {
         nlohmann::ordered_json one;
@@ -62,8 +64,6 @@ nlohmann::ordered_json egress_json(const EgressReport& report) {
     }
     return {{"connections", std::move(connections)}, {"unrecorded", report.unrecorded}};
 }
-
-}  // namespace
 
 std::string valid_utf8(std::string_view text) {
     std::string out;
@@ -100,7 +100,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     doc["skip_markers"] = result.skip_markers;
     doc["tree_kill"] = to_string(result.tree_kill);
     doc["sandbox"] = result.sandbox;
-    if (result.egress) doc["egress"] = egress_json(*result.egress);
+    if (result.egress) doc["egress"] = to_json(*result.egress);
     if (result.error) {
         doc["error"] = {{"kind", to_string(result.error->kind)},
                         {"message", valid_utf8(result.error->message)}};

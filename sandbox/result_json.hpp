@@ -20,6 +20,9 @@ namespace sandbox {
 // Every string is valid UTF-8 (invalid bytes replaced by U+FFFD).
 nlohmann::ordered_json to_json(const RunResult& result);
 
+// The "egress" member alone: {"connections": [...], "unrecorded"} (workflow step reports).
+nlohmann::ordered_json to_json(const EgressReport& report);
+
 // `text` with every ill-formed sequence replaced by U+FFFD (one per maximal ill-formed
 // subpart, as Unicode recommends). Well-formed text comes back unchanged.
 std::string valid_utf8(std::string_view text);

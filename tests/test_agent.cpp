@@ -237,6 +237,72 @@ TEST_CASE("the agent configuration: defaults, init, and errors naming file:line"
                                                                      "main"}) != env.end());
 }
 
+TEST_CASE(
+    "job.network: allowlist: job.allow_egress and its ranges go to the job's argv; bad values are "
+    "one line naming the field, exit 3") {
+    auto dir = tests::make_temp_dir("config");
+    const auto file = dir / "egress.yaml";
+    const auto load = [&](const std::string& section) {
+        tests::write_file(file, "job:\n" + section);
+        return agent::load_agent_config(file);
+    };
+    auto good = load(
+        "  network: allowlist\n  allow_egress: [\"registry.npmjs.org\", \"*.example.org:8443\", "
+        "\"@crates\"]\n  allow_egress_ranges: [203.0.113.0/24]\n");
+    REQUIRE(good);
+    CHECK(agent::job_network(*good) == "allowlist");
+    CHECK(good->network == sandbox::NetworkMode::none);
+    agent::Job job;
+    job.spec.key = {"octo/repo", k_sha, "", 1};
+    job.spec.event = "push";
+    const auto argv = agent::job_argv(*good, job, "/usr/bin/sandgate");
+    const auto network = std::ranges::find(argv, "--network");
+    REQUIRE(network != argv.end());
+    CHECK(std::vector<std::string>(network, network + 10) ==
+          std::vector<std::string>{"--network", "allowlist", "--allow-egress", "registry.npmjs.org",
+                                   "--allow-egress", "*.example.org:8443", "--allow-egress",
+                                   "@crates", "--allow-egress-range", "203.0.113.0/24"});
+    CHECK(network[10] == "--report");
+    CHECK(agent::job_network(agent::AgentConfig{}) == "none");
+
+    const auto message = [&](const std::string& section) {
+        auto loaded = load(section);
+        REQUIRE_FALSE(loaded);
+        return loaded.error().message;
+    };
+    const std::string at = file.string() + ":";
+    CHECK(message("  network: allowlist\n") ==
+          at + "2: job.network: allowlist needs job.allow_egress (the hosts a step may reach)");
+    CHECK(message("  allow_egress: [crates.io]\n") ==
+          at + "2: job.allow_egress: only with job.network: allowlist");
+    CHECK(message("  network: host\n  allow_egress_ranges: [10.0.0.0/8]\n") ==
+          at + "3: job.allow_egress_ranges: only with job.network: allowlist");
+    CHECK(message("  network: allowlist\n  sandbox: off\n  allow_egress: [crates.io]\n") ==
+          at + "2: job.network: allowlist needs job.sandbox: bwrap (which enforces it)");
+    CHECK(message("  network: allowlist\n  allow_egress:\n    - crates.io\n    - crates.io:0\n")
+              .starts_with(at + "5: job.allow_egress: --allow-egress 'crates.io:0': "));
+    CHECK(message("  network: allowlist\n  allow_egress: [10.0.0.1]\n")
+              .starts_with(at + "3: job.allow_egress: --allow-egress '10.0.0.1': "));
+    CHECK(message("  network: allowlist\n  allow_egress: [\"@nope\"]\n")
+              .starts_with(at + "3: job.allow_egress: "));
+    CHECK(message("  network: allowlist\n  allow_egress: [a.org]\n  allow_egress_ranges: [nope]\n")
+              .starts_with(at + "4: job.allow_egress_ranges: --allow-egress-range 'nope'"));
+    CHECK(message("  network: allowlist\n  allow_egress: a.org\n") ==
+          at + "3: job.allow_egress: not a valid value");
+    CHECK(message("  network: everything\n") == at + "2: job.network: none, allowlist or host");
+
+    // The daemon refuses such a file with its one line and exit 3, starting nothing.
+    tests::write_file(file, "agent:\n  state_dir: " + (dir / "state").string() +
+                                "\njob:\n  network: allowlist\n  allow_egress: [\"[::1]\"]\n");
+    const auto log = dir / "agent.log";
+    auto daemon = spawn({SANDGATE_BINARY, "agent", "--config", file.string()}, dir, {}, log);
+    CHECK(daemon.wait() == 3);
+    const auto said = tests::read_file(log);
+    CHECK(said.find(at + "5: job.allow_egress: --allow-egress '[::1]'") != std::string::npos);
+    CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(dir / "state"));
+}
+
 TEST_CASE("the agent runs at most max_jobs at once, logs each, and concludes them") {
     Agent agent;
     auto daemon = agent.start();

@@ -13,6 +13,8 @@
 
 #include "tests/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/support/egress_server.hpp"
+#include "tests/support/wrap_detect.hpp"
 
 using namespace tests::agent_fixture;
 
@@ -447,7 +449,10 @@ TEST_CASE("job.persistent_sandbox: false keeps a fresh wrap per step: no job san
     const auto job = (*agent.queue()->list({})).at(0);
     CHECK(agent.wait_terminal(job.id) == agent::JobState::succeeded);
     CHECK((*agent.queue()->get(job.id))->policy_json.empty());  // no sandbox was created
-    CHECK(step_events(*agent.queue(), job.id).empty());
+    // Each step in a wrap of its own leaves its evidence on the job all the same, no broker's.
+    const auto steps = step_events(*agent.queue(), job.id);
+    CHECK(steps.size() == 2);
+    for (const auto& step : steps) CHECK(step.find("\"identity\"") == std::string::npos);
     CHECK(entries(agent.dir / "state" / "sandboxes") == 0);
     const auto log = tests::read_file(agent.dir / "state" / "agent" / "logs" /
                                       (std::to_string(job.id) + ".log"));
@@ -455,6 +460,65 @@ TEST_CASE("job.persistent_sandbox: false keeps a fresh wrap per step: no job san
     CHECK(log.find("every step runs in the job sandbox") == std::string::npos);
     CHECK(log.find((agent.dir / "state" / "worktrees").string()) !=
           std::string::npos);  // today's path
+    ::kill(daemon.pid, SIGTERM);
+    CHECK(daemon.wait() == 0);
+}
+
+TEST_CASE(
+    "job.network: allowlist: every step gets a proxy of its own; its connections are on the "
+    "job's record and in its report, a refusal in the job's log") {
+    SKIP_UNDER_WRAP("the allowlist needs bwrap, which cannot nest inside the wrap");
+    const auto root = tests::make_temp_dir("e2e");
+    tests::EgressServer http(root, "http", false);
+    const std::string port = http.port_text();
+    const auto work = root / "work";
+    std::filesystem::create_directories(work);
+    git(work, "init -q");
+    tests::write_file(work / ".github/workflows/gate.yml",
+                      "name: gate\non: [merge_group]\njobs:\n  fetch:\n    runs-on: ubuntu-latest\n"
+                      "    steps:\n      - name: allowed\n        run: env -u NO_PROXY -u no_proxy "
+                      "curl -sS --max-time 60 http://localhost:" +
+                          port +
+                          "/hello\n      - name: refused\n        run: curl -sS --max-time 60 "
+                          "http://example.org/ || true\n");
+    git(work, "add -A");
+    git(work, "commit -q -m egress");
+    const auto sha = head_sha(work);
+    const auto remote = root / "remotes" / "octo" / "egress.git";
+    std::filesystem::create_directories(remote.parent_path());
+    REQUIRE(std::system(("git init -q --bare '" + remote.string() + "'").c_str()) == 0);
+    git(work, "push -q '" + remote.string() + "' HEAD:main");
+    Agent agent(
+        "github:\n  clone_url: file://" + (root / "remotes").string() + "/{repository}.git\n",
+        Agent::JobCommand::gate);
+    tests::write_file(agent.config,
+                      tests::read_file(agent.config) +
+                          "  network: allowlist\n  allow_egress: [\"localhost:" + port +
+                          "\"]\n  allow_egress_ranges: [127.0.0.1/32, \"::1\"]\n");
+    auto daemon = agent.start();
+    agent.wait_ready();
+    REQUIRE(agent.jobs(
+                {"submit", "--repo", "octo/egress", "--sha", sha, "--event", "merge_group"}) == 0);
+    const auto job = (*agent.queue()->list({})).at(0);
+    const auto state = agent.wait_terminal(job.id);
+    const auto log = tests::read_file(agent.dir / "state" / "agent" / "logs" /
+                                      (std::to_string(job.id) + ".log"));
+    INFO(log);
+    CHECK(state == agent::JobState::succeeded);
+    CHECK((*agent.queue()->get(job.id))->policy_json.empty());  // no job sandbox
+    CHECK(log.find("hello from the host (host=localhost:" + port + ")") != std::string::npos);
+    CHECK(log.find("egress refused: example.org:80 (not on the allowlist)") != std::string::npos);
+    const auto steps = step_events(*agent.queue(), job.id);
+    REQUIRE(steps.size() == 2);
+    CHECK(steps[0].find(R"("network":"allowlist")") != std::string::npos);
+    CHECK(steps[0].find(R"("egress":{"connections":[{"host":"localhost","port":)" + port +
+                        R"(,"verdict":"allowed",)") != std::string::npos);
+    CHECK(steps[1].find(R"({"host":"example.org","port":80,"verdict":"refused","reason":"not on )"
+                        R"(the allowlist","address":null)") != std::string::npos);
+    const auto report = tests::read_file(agent.dir / "state" / "agent" / "reports" /
+                                         (std::to_string(job.id) + ".json"));
+    CHECK(report.find(R"("verdict":"refused","reason":"not on the allowlist")") !=
+          std::string::npos);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
 }

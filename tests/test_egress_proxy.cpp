@@ -19,7 +19,7 @@
 #include "sandbox/egress_proxy.hpp"
 #include "sandbox/result_json.hpp"
 #include "sandbox/run.hpp"
-#include "tests/support/numbers.hpp"
+#include "tests/support/egress_server.hpp"
 #include "tests/support/read_fd.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
@@ -30,60 +30,7 @@ namespace {
 
 #define K_NESTED "nested bwrap cannot mount a new /proc inside the wrap"
 
-// egress_server.py on 127.0.0.1, killed when the handle goes.
-class Server {
-public:
-    Server(const std::filesystem::path& dir, const std::string& name, bool tls)
-        : m_log(dir / (name + ".log")) {
-        tests::write_file(m_log, "");
-        std::vector<std::string> argv = {
-            "/usr/bin/python3",
-            std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/egress_server.py", m_log.string()};
-        if (tls)
-            argv.insert(argv.end(), {"--cert", (dir / "cert.pem").string(), "--key",
-                                     (dir / "key.pem").string()});
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
-        sandbox::Fd read_end(fds[0]), write_end(fds[1]);
-        std::vector<char*> raw;
-        for (auto& arg : argv) raw.push_back(arg.data());
-        raw.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-        const int rc = ::posix_spawn(&m_pid, raw[0], &actions, nullptr, raw.data(), environ);
-        posix_spawn_file_actions_destroy(&actions);
-        if (rc != 0) throw std::runtime_error("cannot start /usr/bin/python3");
-        write_end.reset();
-        std::string line;
-        while (line.find('\n') == std::string::npos) {
-            pollfd pfd{read_end.get(), POLLIN, 0};
-            if (::poll(&pfd, 1, 30'000) <= 0) break;
-            char buffer[64];
-            const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
-            if (got <= 0) break;
-            line.append(buffer, static_cast<std::size_t>(got));
-        }
-        if (!line.starts_with("PORT "))
-            throw std::runtime_error("egress_server.py did not start: " + line);
-        m_port = tests::to_number<int>(line.substr(5)).value_or(0);
-    }
-    Server(const Server&) = delete;
-    Server& operator=(const Server&) = delete;
-    ~Server() {
-        ::kill(m_pid, SIGKILL);
-        int status = 0;
-        ::waitpid(m_pid, &status, 0);
-    }
-    int port() const { return m_port; }
-    std::string port_text() const { return std::to_string(m_port); }
-    std::string requests() const { return tests::read_file(m_log); }
-
-private:
-    std::filesystem::path m_log;
-    pid_t m_pid = -1;
-    int m_port = 0;
-};
+using tests::EgressServer;
 
 sandbox::EgressRule rule(const std::string& text) {
     auto parsed = sandbox::parse_egress_rule(text);
@@ -164,8 +111,8 @@ TEST_CASE(
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
     make_certificate(dir);
-    Server http(dir, "http", false);
-    Server https(dir, "https", true);
+    EgressServer http(dir, "http", false);
+    EgressServer https(dir, "https", true);
     const std::string python =
         "env -u NO_PROXY -u no_proxy /usr/bin/python3 -c 'import urllib.request; "
         "print(urllib.request.urlopen(\"http://localhost:" +
@@ -217,7 +164,7 @@ TEST_CASE(
     "refused, with evidence and a log line") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
-    Server http(dir, "http", false);
+    EgressServer http(dir, "http", false);
     const std::string port = http.port_text();
     const std::string script = curl("http://example.org/") + "; " +
                                curl("http://127.0.0.1:" + port + "/hello") + "; " +
@@ -262,7 +209,7 @@ TEST_CASE(
 TEST_CASE("limits: connections per run, bytes per run and the idle timeout") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
-    Server http(dir, "http", false);
+    EgressServer http(dir, "http", false);
     const std::string url = "http://localhost:" + http.port_text();
     SECTION("connections") {
         auto request = step(dir,
@@ -313,7 +260,7 @@ TEST_CASE(
     "carries the evidence") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
-    Server http(dir, "http", false);
+    EgressServer http(dir, "http", false);
     const std::string port = http.port_text();
     // The trusted side resolves through nss_wrapper (a hosts file of the test's own): a real
     // getaddrinfo, with names this machine's DNS does not have.
@@ -392,7 +339,7 @@ TEST_CASE(
     "the step's log") {
     SKIP_UNDER_WRAP(K_NESTED);
     const auto dir = tests::make_temp_dir("egress");
-    Server http(dir, "http", false);
+    EgressServer http(dir, "http", false);
     const std::string port = http.port_text();
     tests::write_file(dir / ".github/workflows/w.yml",
                       "on: push\njobs:\n  fetch:\n    runs-on: ubuntu-latest\n    steps:\n"

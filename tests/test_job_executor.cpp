@@ -182,3 +182,17 @@ TEST_CASE("the BrokerStepExecutor stops a step mid-way when its CancelToken fire
     CHECK(executor.run(request).error->kind == sandbox::RunErrorKind::cancelled);
     CHECK_FALSE(std::filesystem::exists(dir / "root" / "ran"));
 }
+
+TEST_CASE("a job sandbox asked for egress refuses: it has no proxy of a step's own") {
+    const auto dir = tests::make_temp_dir("executor");
+    const agent::JobSandboxEnvironment box{dir / "sock", "octo/repo@0123/7/1/gate", dir};
+    sandbox::Policy asked;
+    asked.egress = {*sandbox::parse_egress_rule("crates.io")};
+    const auto executor = agent::broker_executor(box, &asked);
+    REQUIRE_FALSE(executor);
+    CHECK(executor.error().message ==
+          "--network allowlist: the job sandbox has no egress proxy (each step needs a wrap of "
+          "its own): no step runs");
+    asked.egress.clear();
+    CHECK(agent::broker_executor(box, &asked));  // as before: the posture asked is had
+}

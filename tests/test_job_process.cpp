@@ -58,8 +58,8 @@ TEST_CASE("a job's output is appended to its log; stdin is /dev/null; only 0-2 r
 
 TEST_CASE("the job gets exactly the environment it is given, in its own session") {
     const auto dir = tests::make_temp_dir("jobproc");
-    auto process = agent::JobProcess::start({SANDGATE_TEST_CHILD, "env"}, {{"ONLY", "this"}},
-                                            dir / "env.log");
+    auto process =
+        agent::JobProcess::start({SANDGATE_TEST_CHILD, "env"}, {{"ONLY", "this"}}, dir / "env.log");
     REQUIRE(process);
     CHECK(wait_exit(*process).exit_code == 0);
     CHECK(tests::read_file(dir / "env.log") == "ONLY=this\n");
@@ -76,9 +76,8 @@ TEST_CASE("when the leader exits, what it left running in its group is killed") 
     const auto marker = tests::unique_marker();
     // Non-interactive sh: the background child stays in the job's process group.
     auto process = agent::JobProcess::start(
-        {"/bin/sh", "-c", "\"$0\" ignore-term \"$1\" & exit 3",
-         SANDGATE_TEST_CHILD, marker},
-        {}, dir / "job.log");
+        {"/bin/sh", "-c", "\"$0\" ignore-term \"$1\" & exit 3", SANDGATE_TEST_CHILD, marker}, {},
+        dir / "job.log");
     REQUIRE(process);
     for (int i = 0; i < 500 && tests::processes_with(marker).empty(); ++i)
         std::this_thread::sleep_for(10ms);
@@ -108,8 +107,8 @@ TEST_CASE("destroying an unreaped job kills its group") {
     const auto marker = tests::unique_marker();
     {
         auto process = agent::JobProcess::start(
-            {"/bin/sh", "-c", "\"$0\" ignore-term \"$1\" & wait", SANDGATE_TEST_CHILD, marker},
-            {}, dir / "job.log");
+            {"/bin/sh", "-c", "\"$0\" ignore-term \"$1\" & wait", SANDGATE_TEST_CHILD, marker}, {},
+            dir / "job.log");
         REQUIRE(process);
         for (int i = 0; i < 500 && tests::processes_with(marker).empty(); ++i)
             std::this_thread::sleep_for(10ms);

@@ -35,7 +35,7 @@ TEST_CASE("a fresh temp dir is new, private and named by its prefix") {
     CHECK(*first != *second);
     CHECK(first->parent_path() == dir);
     CHECK(first->filename().string().starts_with("sandgate-test-"));
-    struct stat info{};
+    struct stat info {};
     REQUIRE(::stat(first->c_str(), &info) == 0);
     CHECK((info.st_mode & 07777) == 0700);
 }

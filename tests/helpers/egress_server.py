@@ -1,16 +1,19 @@
 #!/usr/bin/python3
 """A destination for the egress proxy's tests, on the host's 127.0.0.1 (outside any sandbox).
 
-usage: egress_server.py LOG [--cert CERT.pem --key KEY.pem]
+usage: egress_server.py LOG [--cert CERT.pem --key KEY.pem] [--root DIR]
 
 Prints "PORT <n>" on stdout once listening; appends one line per request to LOG
 ("<method> <path> host=<Host header>"). Serves until killed:
   /hello       "hello from the host (host=<Host header>)\n"
   /bytes/N     N bytes of 'x', streamed in 64 KiB chunks
   /stall/S     the headers of a 1-byte body, then S seconds of silence before the byte
+  /files/PATH  with --root: the regular file DIR/PATH, or DIR/PATH/index.html (a git
+               repository's dumb-HTTP files, a pip index), 404 when there is none
 """
 
 import http.server
+import os
 import socketserver
 import ssl
 import sys
@@ -52,8 +55,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(float(self.path[len("/stall/"):]))
             self.wfile.write(b"x")
+        elif self.path.startswith("/files/") and ROOT:
+            self.send_file(self.path[len("/files/"):].split("?")[0])
         else:
             self.send_error(404)
+
+    def send_file(self, relative):
+        path = os.path.realpath(os.path.join(ROOT, relative))
+        if os.path.isdir(path):
+            path = os.path.join(path, "index.html")  # a pip index's project page
+        if not path.startswith(ROOT + os.sep) or not os.path.isfile(path):
+            self.send_error(404)
+            return
+        with open(path, "rb") as file:
+            body = file.read()
+        self.send_response(200)
+        if path.endswith(".html"):
+            self.send_header("Content-Type", "text/html")  # pip reads no other page
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -61,6 +82,9 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def handle_error(self, request, client_address):
         pass  # a client the proxy cut off (the byte limit) is expected
+
+
+ROOT = os.path.realpath(sys.argv[sys.argv.index("--root") + 1]) if "--root" in sys.argv else ""
 
 
 def main():
