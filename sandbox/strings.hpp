@@ -25,9 +25,9 @@ constexpr char ascii_lower(char c) {
 
 // Equal but for the case of ASCII letters; other bytes compare exactly.
 constexpr bool ascii_iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(),
-                      [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return ascii_lower(x) == ascii_lower(y);
+           });
 }
 
 inline std::string ascii_lowercase(std::string_view text) {
