@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -517,7 +518,9 @@ TEST_CASE(
                         R"(the allowlist","address":null)") != std::string::npos);
     const auto report = tests::read_file(agent.dir / "state" / "agent" / "reports" /
                                          (std::to_string(job.id) + ".json"));
-    CHECK(report.find(R"("verdict":"refused","reason":"not on the allowlist")") !=
+    // The report is indented: compared in its compact form, key order kept.
+    const auto compact = nlohmann::ordered_json::parse(report, nullptr, false).dump();
+    CHECK(compact.find(R"("verdict":"refused","reason":"not on the allowlist")") !=
           std::string::npos);
     ::kill(daemon.pid, SIGTERM);
     CHECK(daemon.wait() == 0);
