@@ -64,7 +64,7 @@ struct AgentConfig {
     std::filesystem::path source;  // the file this came from
 };
 
-// Parses the file; invalid_input "FILE:LINE: key: why" on any mistake.
+// Parses it: invalid_input "FILE:LINE: key: why"; a missing FILE names a misspelt one beside.
 sandbox::Expected<AgentConfig> load_agent_config(const std::filesystem::path& path);
 
 // The commented default configuration `sandgate agent init` writes.
