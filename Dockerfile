@@ -47,8 +47,8 @@ ENV XDG_STATE_HOME=/var/lib/sandgate/state
 VOLUME ["/var/lib/sandgate"]
 # GET /healthz on the agent's API socket (found from the configuration); exit 0 healthy, 3 the
 # agent cannot be reached, 1 it answered with an error. For an agent listening on
-# 127.0.0.1:PORT, override it: sandgate jobs health --url http://127.0.0.1:PORT
+# 127.0.0.1:PORT, override it: sandgate jobs --url http://127.0.0.1:PORT health
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
-  CMD ["/usr/local/bin/sandgate", "jobs", "health", "--config", "/etc/sandgate/sandgate-agent.yaml"]
+  CMD ["/usr/local/bin/sandgate", "jobs", "--config", "/etc/sandgate/sandgate-agent.yaml", "health"]
 ENTRYPOINT ["/usr/local/bin/sandgate"]
 CMD ["agent", "--config", "/etc/sandgate/sandgate-agent.yaml"]

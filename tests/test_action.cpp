@@ -256,9 +256,10 @@ TEST_CASE("setup: a prebuilt SANDGATE_BIN is used as it is") {
 
 TEST_CASE("setup: the release asset of the action's ref, its sha256 checked") {
     SKIP_UNDER_WRAP("the release server needs a free port on the host's loopback");
-    Action action;
+    // Packaged once (it compresses the unstripped binaries), then fetched by three steps.
+    const auto packaged = tests::make_temp_dir("release");
     ReleaseServer release;
-    const auto path = release_asset(action.dir);
+    const auto path = release_asset(packaged);
     const std::string asset = path.filename().string();
     const std::string tarball = tests::read_file(path);
     const std::string sha = tests::read_file(path.string() + ".sha256");
@@ -273,11 +274,13 @@ TEST_CASE("setup: the release asset of the action's ref, its sha256 checked") {
     release.files["/v9.9.9/" + asset + ".sha256"] = sha;
     release.files["/v6.6.6/" + asset] = tarball;
     release.files["/v6.6.6/" + asset + ".sha256"] = std::string(64, '0') + "  " + asset + "\n";
-    action.inputs = {{"SANDGATE_BIN", ""},
-                     {"SANDGATE_RELEASE_URL", release.url()},
-                     {"SANDGATE_ACTION_REPOSITORY", "owner/sandgate"}};
+    const sandbox::Environment inputs = {{"SANDGATE_BIN", ""},
+                                         {"SANDGATE_RELEASE_URL", release.url()},
+                                         {"SANDGATE_ACTION_REPOSITORY", "owner/sandgate"}};
 
-    SECTION("a matching checksum: the binaries are unpacked into the cache directory") {
+    {  // a matching checksum: the binaries are unpacked into the cache directory
+        Action action;
+        action.inputs = inputs;
         action.inputs.emplace_back("SANDGATE_ACTION_REF", "v9.9.9");
         const auto result = action.run("setup.sh", "locate");
         INFO(result.out.head << result.err.head);
@@ -292,7 +295,9 @@ TEST_CASE("setup: the release asset of the action's ref, its sha256 checked") {
         CHECK(result.out.head.find("sha256 " + sha.substr(0, 64)) != std::string::npos);
         CHECK(tests::read_file(dir / "runtime-packages") == packages + "\n");
     }
-    SECTION("a wrong checksum fails the step, nothing unpacked") {
+    {  // a wrong checksum fails the step, nothing unpacked
+        Action action;
+        action.inputs = inputs;
         action.inputs.emplace_back("SANDGATE_ACTION_REF", "v6.6.6");
         const auto result = action.run("setup.sh", "locate");
         CHECK(result.exit_status() == 1);
@@ -301,7 +306,9 @@ TEST_CASE("setup: the release asset of the action's ref, its sha256 checked") {
         CHECK(result.out.head.find("does not match") != std::string::npos);
         CHECK_FALSE(std::filesystem::exists(action.dir / "tool-cache" / "sandgate"));
     }
-    SECTION("a ref without a release: a cached build is looked for, else one is built") {
+    {  // a ref without a release: a cached build is looked for, else one is built
+        Action action;
+        action.inputs = inputs;
         action.inputs.emplace_back("SANDGATE_ACTION_REF", "main");
         const auto first = action.run("setup.sh", "locate");
         INFO(first.out.head << first.err.head);

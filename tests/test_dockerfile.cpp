@@ -238,8 +238,10 @@ TEST_CASE("the HEALTHCHECK asks a real agent's /healthz: 0 while it serves, 3 be
     CHECK(dockerfile.find("HEALTHCHECK --interval=30s --timeout=10s --start-period=30s "
                           "--retries=3") != std::string::npos);
     tests::agent_fixture::Agent agent;
+    CHECK(health[1] == "jobs");
+    CHECK(health[4] == "health");
     health[0] = SANDGATE_BINARY;
-    health[4] = agent.config.string();
+    health[3] = agent.config.string();
     CHECK(run_status(health) == 3);  // nothing listens yet
     {
         auto daemon = agent.start(agent.dir / "agent.log");
