@@ -315,9 +315,35 @@ std::string_view job_network(const AgentConfig& config) {
     return sandbox::to_string(config.network);
 }
 
+namespace {
+
+constexpr std::string_view k_agent_config_name = "sandgate-agent.yaml";
+
+// A missing FILE with a file of another spelling beside it (the names earlier versions
+// documented): the line names that file rather than leaving the reader to guess.
+Expected<void> refuse_other_spelling(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found)
+        return {};
+    for (const char* other :
+         {"sandgate-agent.yaml", "sandgate-agent.yml", "agent.yaml", "agent.yml"}) {
+        const auto beside = path.parent_path() / other;
+        if (beside.filename() == path.filename() || !std::filesystem::exists(beside, ec)) continue;
+        return fail(ErrorKind::invalid_input,
+                    jobs::one_line(path.string()) + ": no such file; " +
+                        jobs::one_line(beside.string()) +
+                        " beside it is not read: the configuration file is named " +
+                        std::string(k_agent_config_name));
+    }
+    return {};
+}
+
+}  // namespace
+
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
     config.source = path;
+    if (auto named = refuse_other_spelling(path); !named) return std::unexpected(named.error());
     auto root = jobs::load_yaml_file(path.string());
     if (!root) return std::unexpected(root.error());
     try {

@@ -74,7 +74,7 @@ struct AgentConfig {
 // job.network as the job's --network says it: "none", "host" or "allowlist".
 std::string_view job_network(const AgentConfig& config);
 
-// Parses the file; invalid_input "FILE:LINE: key: why" on any mistake.
+// Parses it: invalid_input "FILE:LINE: key: why"; a missing FILE names a misspelt one beside.
 sandbox::Expected<AgentConfig> load_agent_config(const std::filesystem::path& path);
 
 // The commented default configuration `sandgate agent init` writes.

@@ -53,8 +53,12 @@ void add_options(CLI::App& app, ExecOptions& o) {
     app.add_option("--kill-grace", o.kill_grace, "SIGTERM to SIGKILL delay on timeout (5s)");
     app.add_option("--output-limit", o.output_limit, "bytes of each stream kept (262144)");
     app.add_option("--cwd", o.cwd, "working directory of the command");
-    app.add_option("--env", o.env, "NAME=VALUE for the command (repeatable)");
-    app.add_option("--pass-env", o.pass_env, "pass this variable through (repeatable)");
+    // One value per occurrence: a vector option would otherwise take what follows, `--`
+    // included, and hand the command's own options to this parser.
+    app.add_option("--env", o.env, "NAME=VALUE for the command (repeatable)")
+        ->allow_extra_args(false);
+    app.add_option("--pass-env", o.pass_env, "pass this variable through (repeatable)")
+        ->allow_extra_args(false);
     auto* text = app.add_option("--stdin-text", o.stdin_text, "feed TEXT on stdin");
     app.add_option("--stdin-file", o.stdin_file, "feed this file (<= 1000000 bytes) on stdin")
         ->excludes(text);

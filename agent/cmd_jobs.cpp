@@ -1,5 +1,7 @@
-// `sandgate jobs submit|list|get|cancel|log`: a client of the agent's API (api.hpp), over the
-// agent's unix socket (default) or http://127.0.0.1:PORT with a bearer token from a file.
+// `sandgate jobs submit|list|get|cancel|log|health`: a client of the agent's API (api.hpp),
+// over the agent's unix socket (default) or http://127.0.0.1:PORT with a bearer token from a
+// file. `health` is GET /healthz (the Dockerfile's HEALTHCHECK): exit 0 when the agent answers
+// 200, 3 when it cannot be reached, 1 for any other answer.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -28,7 +30,7 @@ int stream(const ApiTarget& target, const std::string& path) {
 }  // namespace
 
 int jobs_command(CommandArgs args) {
-    CLI::App app{"talk to a running `sandgate agent`: submit, list, get, cancel, log",
+    CLI::App app{"talk to a running `sandgate agent`: submit, list, get, cancel, log, health",
                  "sandgate jobs"};
     app.require_subcommand(1);
     ApiTargetOptions target_options;
@@ -57,6 +59,7 @@ int jobs_command(CommandArgs args) {
     auto* log = app.add_subcommand("log", "print a job's log");
     log->add_option("id", id)->required();
     log->add_flag("-f,--follow", follow, "keep streaming until the job ends");
+    auto* health = app.add_subcommand("health", "exit 0 when the agent answers GET /healthz");
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& error) {
@@ -84,6 +87,7 @@ int jobs_command(CommandArgs args) {
     if (list->parsed())
         return print(*target, "GET", "/v1/jobs" + (state.empty() ? "" : "?state=" + state));
     if (get->parsed()) return print(*target, "GET", job_path);
+    if (health->parsed()) return print(*target, "GET", "/healthz");
     if (cancel->parsed()) return print(*target, "POST", job_path + "/cancel");
     return stream(*target, job_path + "/log" + (follow ? "?follow=1" : ""));
 }

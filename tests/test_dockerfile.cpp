@@ -1,15 +1,19 @@
-// The Dockerfile cannot be built here (no container engine runs on this machine), so this
-// checks its build steps as far as the machine allows: the runtime stage installs packages
-// that exist, and together with their dependencies they provide every shared library the
-// sandgate binary needs; the build stage uses the project's own install script and target.
+// The Dockerfile cannot be built here (no container engine runs on this machine, and Debian 12
+// has no hadolint), so this checks its invariants as far as the machine allows: the runtime
+// stage installs packages that exist, and together with their dependencies they provide every
+// shared library the sandgate binary needs; the build stage builds the product only; the user
+// has a fixed uid/gid; the labels; the HEALTHCHECK, run against a real agent; one config path
+// (sandgate-agent.yaml) there, in CMD and in the systemd units; .dockerignore.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "tests/agent_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 
@@ -87,6 +91,33 @@ std::string package_of(const std::string& path) {
     return colon == std::string::npos ? std::string() : owner.substr(0, colon);
 }
 
+// The exec-form argv after `INSTRUCTION ... CMD` or `INSTRUCTION` (a JSON array on one line).
+std::vector<std::string> exec_form(const std::string& dockerfile, const std::string& prefix) {
+    const std::string text = std::regex_replace(dockerfile, std::regex("\\\\\n\\s*"), " ");
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.starts_with(prefix)) continue;
+        const auto open = line.find('[');
+        REQUIRE(open != std::string::npos);
+        return nlohmann::json::parse(line.substr(open)).get<std::vector<std::string>>();
+    }
+    FAIL("no " << prefix << " line");
+    return {};
+}
+
+std::string value_after(const std::vector<std::string>& argv, const std::string& flag) {
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+        if (argv[i] == flag) return argv[i + 1];
+    return {};
+}
+
+int run_status(std::vector<std::string> argv) {
+    auto process = tests::agent_fixture::spawn(std::move(argv), "/nonexistent");
+    return process.wait();
+}
+
+const std::string k_config = "/etc/sandgate/sandgate-agent.yaml";
+
 }  // namespace
 
 TEST_CASE("the Dockerfile's runtime stage provides every library the binary links") {
@@ -123,17 +154,101 @@ TEST_CASE("the Dockerfile's runtime stage provides every library the binary link
     }
 }
 
-TEST_CASE("the Dockerfile's build stage uses the project's install script and target") {
+TEST_CASE("the Dockerfile's build stage builds the product only") {
     const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
     const std::string build = stage(dockerfile, "build");
     CHECK(build.find("FROM debian:12 AS build") != std::string::npos);
-    CHECK(build.find("./scripts/install-deps.sh") != std::string::npos);
-    CHECK(build.find("--target sandgate") != std::string::npos);
+    CHECK(build.find("./scripts/install-deps.sh --product") != std::string::npos);
+    CHECK(build.find("SANDGATE_BUILD_DIR=/build ./scripts/build-product.sh") != std::string::npos);
+    const std::string product = tests::read_file(SANDGATE_SOURCE_DIR "/scripts/build-product.sh");
+    CHECK(product.find("-DSANDGATE_BUILD_TESTS=OFF") != std::string::npos);
+    CHECK(product.find("--target sandgate") != std::string::npos);
+    CHECK(product.find("install-deps.sh\" --product") != std::string::npos);
     // The launcher and the binaries it starts, side by side.
     CHECK(dockerfile.find(
               "COPY --from=build /build/sandgate /build/sandgate-full /build/sandgate-broker "
               "/build/sandgate-agent /usr/local/bin/") != std::string::npos);
     CHECK(dockerfile.find("strip /build/sandgate /build/sandgate-full /build/sandgate-broker "
                           "/build/sandgate-agent") != std::string::npos);
-    CHECK(dockerfile.find("USER sandgate") != std::string::npos);
+    // The build context leaves out build trees and git metadata.
+    const std::string ignore = tests::read_file(SANDGATE_SOURCE_DIR "/.dockerignore");
+    CHECK(ignore.find("\n.git\n") != std::string::npos);
+    CHECK(ignore.find("\nbuild*/\n") != std::string::npos);
+}
+
+TEST_CASE("the Dockerfile's user has a fixed uid and gid, the image its OCI labels") {
+    const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
+    const std::string runtime = stage(dockerfile, "runtime");
+    const std::string joined = std::regex_replace(runtime, std::regex("\\\\\n\\s*"), " ");
+    CHECK(joined.find("groupadd --system --gid 10001 sandgate") != std::string::npos);
+    CHECK(joined.find("useradd --system --uid 10001 --gid 10001 ") != std::string::npos);
+    // Numeric, so that a runAsNonRoot check can see it is not root.
+    CHECK(runtime.find("\nUSER 10001:10001\n") != std::string::npos);
+    for (const char* label :
+         {"title", "description", "source", "documentation", "version", "revision", "base.name"}) {
+        INFO("label org.opencontainers.image." << label);
+        CHECK(joined.find(std::string("org.opencontainers.image.") + label + "=\"") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("one configuration path: CMD, HEALTHCHECK and the systemd units") {
+    const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
+    CHECK(exec_form(dockerfile, "CMD") == std::vector<std::string>{"agent", "--config", k_config});
+    CHECK(value_after(exec_form(dockerfile, "HEALTHCHECK"), "--config") == k_config);
+    const std::string unit =
+        tests::read_file(SANDGATE_SOURCE_DIR "/contrib/systemd/sandgate-agent.service");
+    CHECK(unit.find("ExecStart=/usr/local/bin/sandgate agent --config " + k_config + "\n") !=
+          std::string::npos);
+    const std::string pool =
+        tests::read_file(SANDGATE_SOURCE_DIR "/contrib/systemd/sandgate-agent@.service");
+    CHECK(pool.find("--config /etc/sandgate/%i/sandgate-agent.yaml\n") != std::string::npos);
+    for (const std::string& text :
+         {dockerfile, unit, pool, tests::read_file(SANDGATE_SOURCE_DIR "/README.md")}) {
+        CHECK(text.find("/agent.yml") == std::string::npos);
+        CHECK(text.find("/agent.yaml") == std::string::npos);
+        CHECK(text.find("/sandgate-agent.yml") == std::string::npos);
+    }
+}
+
+TEST_CASE("a config of another spelling beside the missing one: one line naming it, exit 3") {
+    const auto dir = tests::make_temp_dir("spelling");
+    for (const char* other : {"agent.yml", "agent.yaml", "sandgate-agent.yml"}) {
+        std::filesystem::remove_all(dir / "etc");
+        std::filesystem::create_directories(dir / "etc");
+        tests::write_file(dir / "etc" / other, "agent:\n  max_jobs: 1\n");
+        const auto err = dir / "err";
+        auto agent = tests::agent_fixture::spawn(
+            {SANDGATE_BINARY, "agent", "--config", (dir / "etc/sandgate-agent.yaml").string()}, dir,
+            {}, err);
+        CHECK(agent.wait() == 3);
+        CHECK(tests::read_file(err) ==
+              "sandgate agent: " + (dir / "etc/sandgate-agent.yaml").string() + ": no such file; " +
+                  (dir / "etc" / other).string() +
+                  " beside it is not read: the configuration file is "
+                  "named sandgate-agent.yaml\n");
+    }
+}
+
+TEST_CASE("the HEALTHCHECK asks a real agent's /healthz: 0 while it serves, 3 before and after") {
+    const std::string dockerfile = tests::read_file(SANDGATE_SOURCE_DIR "/Dockerfile");
+    auto health = exec_form(dockerfile, "HEALTHCHECK");
+    REQUIRE(health.size() == 5);
+    CHECK(health[0] == "/usr/local/bin/sandgate");
+    CHECK(dockerfile.find("HEALTHCHECK --interval=30s --timeout=10s --start-period=30s "
+                          "--retries=3") != std::string::npos);
+    tests::agent_fixture::Agent agent;
+    CHECK(health[1] == "jobs");
+    CHECK(health[4] == "health");
+    health[0] = SANDGATE_BINARY;
+    health[3] = agent.config.string();
+    CHECK(run_status(health) == 3);  // nothing listens yet
+    {
+        auto daemon = agent.start(agent.dir / "agent.log");
+        agent.wait_ready();
+        CHECK(run_status(health) == 0);
+        ::kill(daemon.pid, SIGTERM);
+        CHECK(daemon.wait() == 0);
+    }
+    CHECK(run_status(health) == 3);
 }

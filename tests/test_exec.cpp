@@ -209,6 +209,18 @@ TEST_CASE("stdin, environment, cwd and output limits reach the command") {
     CHECK(env.out.head.find("hush") == std::string::npos);
     CHECK(env.out.head.find("SANDGATE_EXEC_TEST_SECRET") == std::string::npos);
 
+    // `--` right after --env or --pass-env still ends the options: the command's own
+    // (`-c`) reach it.
+    auto dashed = sandgate({"--sandbox", "off", "--env", "A=dashed", "--", "/bin/sh", "-c",
+                            "echo \"$A\" \"$SANDGATE_EXEC_PASSED\""});
+    CHECK(dashed.exit_status() == 0);
+    CHECK(dashed.out.head == "dashed \n");
+    auto passed = sandgate({"--sandbox", "off", "--pass-env", "SANDGATE_EXEC_PASSED", "--",
+                            "/bin/sh", "-c", "echo \"$SANDGATE_EXEC_PASSED\""},
+                           std::nullopt, agent_env);
+    CHECK(passed.exit_status() == 0);
+    CHECK(passed.out.head == "passed\n");
+
     const auto dir = tests::make_temp_dir("exec");
     auto pwd =
         sandgate({"--sandbox", "off", "--cwd", dir.string(), "--", SANDGATE_TEST_CHILD, "pwd"});

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# action.yml, step 2: run the action's `run` input through `sandgate exec` (the wrap), stream
-# its output live, then publish exit-code, truncated and skip-markers as step outputs and a
-# short step summary. Exits with the command's status. Inputs arrive as SANDGATE_INPUT_*.
+# action.yml, the run step: run the action's `run` input through `sandgate exec` (the wrap),
+# stream its output live, then publish exit-code, truncated, skip-markers, outcome
+# (success, failure, timed-out, cancelled, refused), timed-out and cancelled as step outputs
+# and a short step summary. Exits with the command's status. Inputs arrive as
+# SANDGATE_INPUT_*; `env` (KEY=VALUE lines) and `pass-env` (names of this step's own
+# variables) become `--env`/`--pass-env`. SIGINT/SIGTERM (the runner cancelling the step) are
+# forwarded to sandgate, which stops the command's whole tree; the outputs are still written.
 # Bad inputs: one `::error` line naming the input, exit 2, nothing run.
 set -euo pipefail
 
@@ -14,6 +18,8 @@ timeout=${SANDGATE_INPUT_TIMEOUT:-}
 output_limit=${SANDGATE_INPUT_OUTPUT_LIMIT:-262144}
 offline=${SANDGATE_INPUT_OFFLINE:-auto}
 cache=${SANDGATE_INPUT_TOOLCHAIN_CACHE:-}
+env_input=${SANDGATE_INPUT_ENV:-}
+pass_env_input=${SANDGATE_INPUT_PASS_ENV:-}
 
 bad_input() { echo "::error title=sandgate::input '$1': $2"; exit 2; }
 
@@ -53,24 +59,65 @@ case $offline in
 esac
 [[ -n $cache ]] && options+=(--toolchain-cache "$cache")
 
+name_pattern='^[A-Za-z_][A-Za-z0-9_]*$'
+line_number=0
+while IFS= read -r line; do
+  line_number=$((line_number + 1))
+  [[ -z ${line//[[:space:]]/} ]] && continue
+  [[ ${line%%=*} =~ $name_pattern && $line == *=* ]] ||
+    bad_input env "line $line_number: expected NAME=VALUE (the value is not shown)"
+  options+=(--env "$line")
+done <<<"$env_input"
+read -r -d '' -a pass_names <<<"${pass_env_input//,/ }" || true
+for name in "${pass_names[@]}"; do
+  [[ $name =~ $name_pattern ]] || bad_input pass-env "'$name' is not a variable name"
+  options+=(--pass-env "$name")
+done
+
+# In the background so that this shell can forward the runner's SIGINT/SIGTERM to it; sandgate
+# then stops the command's tree and exits 128+N, and the outputs below are written. The
+# subshell undoes the SIGINT/SIGQUIT ignoring bash gives background commands.
+got_signal=""
+(
+  trap - INT QUIT
+  exec "$sandgate" exec "${options[@]}" -- "${argv[@]}"
+) &
+child=$!
+forward() {
+  got_signal=$1
+  kill -s "$1" "$child" 2>/dev/null || true
+}
+trap 'forward INT' INT
+trap 'forward TERM' TERM
 status=0
-"$sandgate" exec "${options[@]}" -- "${argv[@]}" || status=$?
+while :; do
+  status=0
+  wait "$child" || status=$?
+  kill -0 "$child" 2>/dev/null || break  # a trapped signal interrupted wait: wait again
+done
+trap - INT TERM
 
 if [[ -s $temp/result.json ]]; then
-  /usr/bin/env python3 - "$temp/result.json" "$status" <<'PY'
+  /usr/bin/env python3 - "$temp/result.json" "$status" "$got_signal" <<'PY'
 import json, os, sys
 doc = json.load(open(sys.argv[1]))
 status = int(sys.argv[2])
 truncated = doc["stdout"]["truncated"] or doc["stderr"]["truncated"]
+kind = (doc.get("error") or {}).get("kind")
+outcome = {"timeout": "timed-out", "cancelled": "cancelled", "invalid_request": "refused",
+           "sandbox_unavailable": "refused"}.get(kind, "success" if status == 0 else "failure")
 outputs = {"exit-code": str(status), "truncated": "true" if truncated else "false",
-           "skip-markers": str(doc["skip_markers"])}
+           "skip-markers": str(doc["skip_markers"]), "outcome": outcome,
+           "timed-out": "true" if outcome == "timed-out" else "false",
+           "cancelled": "true" if outcome == "cancelled" or sys.argv[3] else "false"}
 if os.environ.get("GITHUB_OUTPUT"):
     with open(os.environ["GITHUB_OUTPUT"], "a") as out:
         for name, value in outputs.items():
             out.write(f"{name}={value}\n")
 if os.environ.get("GITHUB_STEP_SUMMARY"):
     error = doc.get("error") or {}
-    rows = [("exit code", status), ("duration", f'{doc["duration_ms"]} ms'),
+    rows = [("outcome", outcome), ("exit code", status),
+            ("duration", f'{doc["duration_ms"]} ms'),
             ("stdout bytes", doc["stdout"]["bytes"]), ("stderr bytes", doc["stderr"]["bytes"]),
             ("truncated", outputs["truncated"]), ("skip markers", doc["skip_markers"]),
             ("tree kill", doc["tree_kill"]), ("sandbox", doc["sandbox"].get("mode"))]
@@ -81,7 +128,11 @@ if os.environ.get("GITHUB_STEP_SUMMARY"):
         for key, value in rows:
             out.write(f"| {key} | {str(value).replace('|', '/')} |\n")
 PY
-else
-  [[ -n ${GITHUB_OUTPUT:-} ]] && printf 'exit-code=%s\ntruncated=false\nskip-markers=0\n' "$status" >>"$GITHUB_OUTPUT"
+elif [[ -n ${GITHUB_OUTPUT:-} ]]; then  # refused before the run (sandgate exec's 125)
+  outcome=failure cancelled=false
+  [[ $status == 125 ]] && outcome=refused
+  [[ -n $got_signal ]] && outcome=cancelled cancelled=true
+  printf 'exit-code=%s\ntruncated=false\nskip-markers=0\noutcome=%s\ntimed-out=false\ncancelled=%s\n' \
+    "$status" "$outcome" "$cancelled" >>"$GITHUB_OUTPUT"
 fi
 exit "$status"
