@@ -291,6 +291,10 @@ int open_beneath(int dirfd, const char* relative, int flags, mode_t mode) {
     return -1;
 }
 
+bool read_limits_expired(const ReadLimits& limits) {
+    return expired(limits);
+}
+
 Expected<void> remove_tree(const std::filesystem::path& path) {
     const std::filesystem::path parent = path.parent_path().empty() ? "." : path.parent_path();
     const std::string base = path.filename().string();
@@ -458,19 +462,36 @@ Expected<void> SafeDir::create_file(std::string_view relative, std::string_view 
     return {};
 }
 
-Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_view content,
-                                         const CreateOptions& options,
-                                         const std::string& label) const {
+Expected<std::optional<Fd>> SafeDir::create_exclusive(std::string_view relative,
+                                                      const CreateOptions& options,
+                                                      const std::string& label) const {
     const auto parts = components(relative);
     if (!parts || parts->empty())
         return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
     Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(),
                        O_WRONLY | O_CREAT | O_EXCL, options.mode));
-    if (!fd && errno == EEXIST) return false;
+    if (!fd && errno == EEXIST) return std::optional<Fd>();
     if (!fd) return open_error(label, errno, "a new file");
     if (options.owner && ::fchown(fd.get(), options.owner->uid, options.owner->gid) != 0)
         return fail(ErrorKind::permanent, errno_message("giving " + label + " to the sandbox"));
-    if (auto written = write_all(fd, content, label); !written)
+    return std::optional<Fd>(std::move(fd));
+}
+
+Expected<Fd> SafeDir::create_new(std::string_view relative, const CreateOptions& options,
+                                 const std::string& label) const {
+    auto fd = create_exclusive(relative, options, label);
+    if (!fd) return std::unexpected(fd.error());
+    if (!*fd) return fail(ErrorKind::invalid_input, label + " exists already");
+    return std::move(**fd);
+}
+
+Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_view content,
+                                         const CreateOptions& options,
+                                         const std::string& label) const {
+    auto fd = create_exclusive(relative, options, label);
+    if (!fd) return std::unexpected(fd.error());
+    if (!*fd) return false;
+    if (auto written = write_all(**fd, content, label); !written)
         return std::unexpected(written.error());
     return true;
 }
