@@ -24,8 +24,9 @@ BuiltinStores::~BuiltinStores() {
     if (!m_remove_at_end.empty()) (void)jobs::remove_tree(m_remove_at_end);
 }
 
-sandbox::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(
-    const BuiltinFlags& flags, const fs::path& state_dir, const std::string& report) {
+sandbox::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const BuiltinFlags& flags,
+                                                                      const fs::path& state_dir,
+                                                                      const std::string& report) {
     jobs::CacheLimits limits;
     for (auto [flag, text, out] :
          {std::tuple{"--cache-max-entry", &flags.cache_max_entry, &limits.max_entry_bytes},

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 
+#include "sandbox/safe_write.hpp"
+
 namespace jobs {
 namespace {
 
@@ -36,7 +38,7 @@ sandbox::Expected<PendingBlob> ArtifactStore::begin_upload() const {
     static std::atomic<unsigned> counter{0};
     const std::string name =
         std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + ".tar.gz";
-    auto fd = m_tmp->create_new(name, {0400, std::nullopt}, "an artifact archive");
+    auto fd = sandbox::create_new_file(*m_tmp, name, {0400, std::nullopt}, "an artifact archive");
     if (!fd) return std::unexpected(fd.error());
     return PendingBlob(m_tmp.get(), name, std::move(*fd));
 }

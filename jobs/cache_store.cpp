@@ -10,6 +10,7 @@
 #include <set>
 
 #include "jobs/git_lock.hpp"
+#include "sandbox/safe_write.hpp"
 
 namespace jobs {
 namespace {
@@ -49,7 +50,9 @@ std::optional<CacheEntry> parse_line(std::string_view line) {
     return entry;
 }
 
-std::string blob_name(const std::string& sha) { return sha + ".tar.gz"; }
+std::string blob_name(const std::string& sha) {
+    return sha + ".tar.gz";
+}
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -86,7 +89,8 @@ sandbox::Expected<CacheStore> CacheStore::open(const std::filesystem::path& dir,
 }
 
 sandbox::Expected<std::vector<CacheEntry>> CacheStore::read_index() const {
-    auto text = m_root.read_file_if_present("index", {k_index_bytes, std::nullopt, -1}, "the cache index");
+    auto text =
+        m_root.read_file_if_present("index", {k_index_bytes, std::nullopt, -1}, "the cache index");
     if (!text) return std::unexpected(text.error());
     std::vector<CacheEntry> entries;
     if (!*text) return entries;
@@ -109,7 +113,9 @@ sandbox::Expected<void> CacheStore::write_index(const std::vector<CacheEntry>& e
     return m_root.replace_file("index", text, {0600, std::nullopt}, "the cache index");
 }
 
-sandbox::Expected<std::vector<CacheEntry>> CacheStore::list() const { return read_index(); }
+sandbox::Expected<std::vector<CacheEntry>> CacheStore::list() const {
+    return read_index();
+}
 
 sandbox::Expected<std::optional<CacheEntry>> CacheStore::lookup(
     const std::vector<std::string>& scopes, const std::string& version,
@@ -144,7 +150,7 @@ sandbox::Expected<PendingBlob> CacheStore::begin_save() const {
     static std::atomic<unsigned> counter{0};
     const std::string name =
         std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + ".tar.gz";
-    auto fd = m_tmp->create_new(name, {0400, std::nullopt}, "a cache archive");
+    auto fd = sandbox::create_new_file(*m_tmp, name, {0400, std::nullopt}, "a cache archive");
     if (!fd) return std::unexpected(fd.error());
     return PendingBlob(m_tmp.get(), name, std::move(*fd));
 }
@@ -154,11 +160,11 @@ sandbox::Expected<SaveOutcome> CacheStore::commit(PendingBlob blob, const std::s
                                                   const std::string& key, const std::string& sha,
                                                   std::uint64_t bytes) const {
     if (bytes > m_limits.max_entry_bytes || bytes > m_limits.max_total_bytes)
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "the cache entry is " + std::to_string(bytes) +
-                                 " bytes, more than the store's limit of " +
-                                 std::to_string(std::min(m_limits.max_entry_bytes,
-                                                         m_limits.max_total_bytes)));
+        return sandbox::fail(
+            ErrorKind::invalid_input,
+            "the cache entry is " + std::to_string(bytes) +
+                " bytes, more than the store's limit of " +
+                std::to_string(std::min(m_limits.max_entry_bytes, m_limits.max_total_bytes)));
     auto lock = FileLock::acquire(m_root.path() / "lock", LockMode::exclusive);
     if (!lock) return std::unexpected(lock.error());
     auto entries = read_index();
@@ -182,7 +188,8 @@ sandbox::Expected<SaveOutcome> CacheStore::commit(PendingBlob blob, const std::s
     while (total > m_limits.max_total_bytes && entries->size() > 1) {
         const CacheEntry oldest = entries->front();
         entries->erase(entries->begin());
-        if (std::ranges::none_of(*entries, [&](const CacheEntry& e) { return e.sha == oldest.sha; })) {
+        if (std::ranges::none_of(*entries,
+                                 [&](const CacheEntry& e) { return e.sha == oldest.sha; })) {
             total -= oldest.bytes;
             dropped.insert(oldest.sha);
         }

@@ -2,8 +2,9 @@
 // The store behind the actions/cache builtin (jobs/step_builtins.cpp): entries saved by jobs
 // on this machine, kept on the trusted side and scoped as GitHub scopes caches.
 //
-//   DIR/index               one line per entry: CREATED<TAB>SCOPE<TAB>VERSION<TAB>BYTES<TAB>SHA<TAB>KEY
-//   DIR/blobs/SHA.tar.gz    an entry's files (jobs/tree_archive.hpp), named by its content,
+//   DIR/index               one line per entry:
+//   CREATED<TAB>SCOPE<TAB>VERSION<TAB>BYTES<TAB>SHA<TAB>KEY DIR/blobs/SHA.tar.gz    an entry's
+//   files (jobs/tree_archive.hpp), named by its content,
 //                           read-only; shared by entries of the same content
 //   DIR/tmp/                archives being written (a crashed save leaves one; the next save
 //                           of this process clears nothing of another's: they are named by pid)

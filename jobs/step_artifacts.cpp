@@ -31,26 +31,27 @@ void JobRun::run_upload_artifact(const NamedValues& with, StepReport& report) {
         return fail_step(report, "Unrecognized if-no-files-found input. Provided: " + if_none +
                                      ". Available options: warn, error, ignore");
     if (!valid_artifact_name(name))
-        return fail_step(report, "The artifact name '" + name +
-                                     "' is not valid: it may not contain \" : < > | * ? \\ / CR LF");
+        return fail_step(report,
+                         "The artifact name '" + name +
+                             "' is not valid: it may not contain \" : < > | * ? \\ / CR LF");
     if (m_services.artifacts == nullptr)
         return fail_step(report, "this run keeps no artifacts: actions/upload-artifact cannot run");
     auto blob = m_services.artifacts->begin_upload();
     if (!blob) return fail_step(report, blob.error().message);
-    PackRequest request{m_leg.workspace,
-                        paths,
-                        PackNames::below_common_root,
-                        input_true(with, "include-hidden-files") ? HiddenFiles::include
-                                                                 : HiddenFiles::exclude,
-                        ArchiveLimits{},
-                        workspace_read_limits()};
+    PackRequest request{
+        m_leg.workspace,
+        paths,
+        PackNames::below_common_root,
+        input_true(with, "include-hidden-files") ? HiddenFiles::include : HiddenFiles::exclude,
+        ArchiveLimits{},
+        workspace_read_limits()};
     auto packed = pack_workspace(request, blob->fd());
     if (!packed) return fail_step(report, packed.error().message);
     log_skipped(report, packed->skipped, packed->outside);
     const StepLabel label{m_label, report.name};
     if (packed->archive.files == 0) {
-        const std::string message = "No files were found with the provided path: " +
-                                    joined(paths) + ". No artifacts will be uploaded.";
+        const std::string message = "No files were found with the provided path: " + joined(paths) +
+                                    ". No artifacts will be uploaded.";
         if (if_none == "error") return fail_step(report, message);
         if (if_none == "warn")
             warn(report, message);
@@ -68,11 +69,11 @@ void JobRun::run_upload_artifact(const NamedValues& with, StepReport& report) {
     set_named(report.outputs, "artifact-digest", packed->archive.sha256);
     set_named(report.outputs, "artifact-url", "");
     m_services.log.output(
-        label, m_services.masker.mask(
-                   "sandgate: kept the artifact '" + name + "' (" +
-                   std::to_string(packed->archive.files) + " files, " +
-                   std::to_string(packed->archive.content_bytes) +
-                   " bytes) with this run instead of running actions/upload-artifact"));
+        label,
+        m_services.masker.mask("sandgate: kept the artifact '" + name + "' (" +
+                               std::to_string(packed->archive.files) + " files, " +
+                               std::to_string(packed->archive.content_bytes) +
+                               " bytes) with this run instead of running actions/upload-artifact"));
     report.outcome = report.conclusion = Outcome::success;
     log_finish(report);
 }
@@ -83,8 +84,8 @@ void JobRun::run_download_artifact(const NamedValues& with, StepReport& report) 
     const std::string pattern = input_text(with, "pattern");
     const std::string run_id = input_text(with, "run-id");
     if (!run_id.empty() && run_id != m_settings.run_id)
-        return fail_step(report, "sandgate keeps the artifacts of this run only: run-id " +
-                                     run_id + " cannot be downloaded");
+        return fail_step(report, "sandgate keeps the artifacts of this run only: run-id " + run_id +
+                                     " cannot be downloaded");
     if (m_services.artifacts == nullptr)
         return fail_step(report,
                          "this run keeps no artifacts: actions/download-artifact cannot run");
@@ -117,8 +118,7 @@ void JobRun::run_download_artifact(const NamedValues& with, StepReport& report) 
     for (const auto& each : names) {
         auto archive = m_services.artifacts->open_artifact(each);
         if (!archive)
-            return fail_step(report,
-                             "Unable to download artifact(s): " + archive.error().message);
+            return fail_step(report, "Unable to download artifact(s): " + archive.error().message);
         std::optional<sandbox::SafeDir> own;
         if (into_own_directory) {
             auto made = target->make_dirs(each, dirs, each);
@@ -128,11 +128,13 @@ void JobRun::run_download_artifact(const NamedValues& with, StepReport& report) 
         const sandbox::SafeDir* root = own ? &*own : &*target;
         auto unpacked = read_tree_archive(
             *archive,
-            [&](const std::string& entry) { return std::optional<TreePlacement>({root, entry}); },
+            [&](const std::string& entry) {
+                return std::optional<TreePlacement>({root, entry});
+            },
             ArchiveLimits{});
         if (!unpacked)
-            return fail_step(report, "Unable to download artifact '" + each +
-                                         "': " + unpacked.error().message);
+            return fail_step(
+                report, "Unable to download artifact '" + each + "': " + unpacked.error().message);
         m_services.log.output(
             label, m_services.masker.mask("sandgate: unpacked the artifact '" + each + "' (" +
                                           std::to_string(unpacked->files) +
@@ -140,8 +142,9 @@ void JobRun::run_download_artifact(const NamedValues& with, StepReport& report) 
                                           " instead of running actions/download-artifact"));
     }
     if (names.empty())
-        m_services.log.output(label, "sandgate: no artifact of this run matches: nothing "
-                                     "downloaded");
+        m_services.log.output(label,
+                              "sandgate: no artifact of this run matches: nothing "
+                              "downloaded");
     set_named(report.outputs, "download-path", destination.string());
     report.outcome = report.conclusion = Outcome::success;
     log_finish(report);

@@ -42,7 +42,9 @@ std::string plural(std::uint64_t count, std::string_view word) {
     return std::to_string(count) + " " + std::string(word) + (count == 1 ? "" : "s");
 }
 
-std::string action_name(const std::string& uses) { return uses.substr(0, uses.find('@')); }
+std::string action_name(const std::string& uses) {
+    return uses.substr(0, uses.find('@'));
+}
 
 // GitHub's version of an entry: what it holds (its paths) and how (the compression).
 std::string cache_version(const std::vector<std::string>& paths) {
@@ -67,14 +69,15 @@ void JobRun::run_cache_restore(BuiltinAction builtin, const std::string& uses,
     const auto paths = input_lines(with, "path");
     if (paths.empty()) return fail_step(report, "Input required and not supplied: path");
     std::vector<std::string> keys{key};
-    for (auto& restore_key : input_lines(with, "restore-keys")) keys.push_back(std::move(restore_key));
+    for (auto& restore_key : input_lines(with, "restore-keys"))
+        keys.push_back(std::move(restore_key));
     if (auto invalid = invalid_key(keys)) return fail_step(report, *invalid);
     const StepLabel label{m_label, report.name};
     set_named(report.outputs, "cache-primary-key", key);
     std::optional<CacheEntry> found;
     if (m_services.caches == nullptr) {
-        m_services.log.output(label, "sandgate: this run has no cache store: " +
-                                         action_name(uses) + " restores nothing");
+        m_services.log.output(label, "sandgate: this run has no cache store: " + action_name(uses) +
+                                         " restores nothing");
     } else {
         auto looked = m_services.caches->lookup(cache_scopes(), cache_version(paths), keys);
         if (!looked) return fail_step(report, looked.error().message);
@@ -84,17 +87,20 @@ void JobRun::run_cache_restore(BuiltinAction builtin, const std::string& uses,
     set_named(report.outputs, "cache-hit", exact ? "true" : "false");
     set_named(report.outputs, "cache-matched-key", found ? found->key : "");
     if (!found) {
-        m_services.log.output(label, m_services.masker.mask("Cache not found for input keys: " +
-                                                            joined(keys, ", ")));
+        m_services.log.output(
+            label, m_services.masker.mask("Cache not found for input keys: " + joined(keys, ", ")));
         if (input_true(with, "fail-on-cache-miss"))
-            return fail_step(report, "Failed to restore cache entry. Exiting as fail-on-cache-miss "
-                                     "is set. Input key: " +
-                                         key);
+            return fail_step(report,
+                             "Failed to restore cache entry. Exiting as fail-on-cache-miss "
+                             "is set. Input key: " +
+                                 key);
     } else if (input_true(with, "lookup-only")) {
         m_services.log.output(
-            label, m_services.masker.mask("sandgate: cache found in its store for key " +
-                                          found->key + " (lookup-only: nothing restored) instead "
-                                          "of running " + action_name(uses)));
+            label,
+            m_services.masker.mask("sandgate: cache found in its store for key " + found->key +
+                                   " (lookup-only: nothing restored) instead "
+                                   "of running " +
+                                   action_name(uses)));
     } else if (auto restored = restore_cache(*found, report); !restored) {
         return fail_step(report, restored.error().message);
     }
@@ -158,7 +164,9 @@ void JobRun::run_cache_save(const NamedValues& inputs, StepReport& report) {
     auto blob = m_services.caches->begin_save();
     if (!blob) return fail_step(report, blob.error().message);
     const CacheLimits& limits = m_services.caches->limits();
-    PackRequest request{m_leg.workspace, paths, PackNames::workspace_prefixed,
+    PackRequest request{m_leg.workspace,
+                        paths,
+                        PackNames::workspace_prefixed,
                         HiddenFiles::include,
                         ArchiveLimits{limits.max_entry_bytes, limits.max_entry_bytes, 10'000'000},
                         workspace_read_limits()};
@@ -169,8 +177,9 @@ void JobRun::run_cache_save(const NamedValues& inputs, StepReport& report) {
     }
     log_skipped(report, packed->skipped, packed->outside);
     if (packed->archive.files == 0) {
-        warn(report, "Path Validation Error: Path(s) specified in the action for caching do(es) "
-                     "not exist, hence no cache is being saved.");
+        warn(report,
+             "Path Validation Error: Path(s) specified in the action for caching do(es) "
+             "not exist, hence no cache is being saved.");
         return log_finish(report);
     }
     const auto scope = cache_scopes().front();
@@ -184,11 +193,11 @@ void JobRun::run_cache_save(const NamedValues& inputs, StepReport& report) {
                          ", another job may be creating this cache.");
     } else {
         m_services.log.output(
-            label, m_services.masker.mask(
-                       "sandgate: saved the cache entry for key " + key + " (" +
-                       plural(packed->archive.files, "file") + ", " +
-                       std::to_string(packed->archive.content_bytes) +
-                       " bytes) in its store instead of running actions/cache's save"));
+            label,
+            m_services.masker.mask("sandgate: saved the cache entry for key " + key + " (" +
+                                   plural(packed->archive.files, "file") + ", " +
+                                   std::to_string(packed->archive.content_bytes) +
+                                   " bytes) in its store instead of running actions/cache's save"));
     }
     log_finish(report);
 }
@@ -222,10 +231,11 @@ void JobRun::log_skipped(StepReport& report, const std::vector<std::string>& ski
     const StepLabel label{m_label, report.name};
     if (!skipped.empty())
         m_services.log.output(
-            label, m_services.masker.mask("sandgate: left out " + std::to_string(skipped.size()) +
-                                          " entries that are links, FIFOs, sockets or devices (never "
-                                          "followed), the first: " +
-                                          skipped.front()));
+            label,
+            m_services.masker.mask("sandgate: left out " + std::to_string(skipped.size()) +
+                                   " entries that are links, FIFOs, sockets or devices (never "
+                                   "followed), the first: " +
+                                   skipped.front()));
     if (!outside.empty())
         warn(report,
              "sandgate keeps files of the workspace only: " + joined(outside, ", ") + " left out");

@@ -8,6 +8,7 @@
 
 #include "jobs/archive_handles.hpp"
 #include "jobs/sha256.hpp"
+#include "sandbox/safe_write.hpp"
 
 namespace jobs {
 namespace {
@@ -51,7 +52,8 @@ public:
         : m_writer(writer), m_limits(limits), m_read(read), m_result(result) {}
 
     sandbox::Expected<void> add(const TreeMember& member) {
-        if (sandbox::read_limits_expired(m_read)) return sandbox::fail(ErrorKind::timeout, "the step's time ran out");
+        if (sandbox::read_limits_expired(m_read))
+            return sandbox::fail(ErrorKind::timeout, "the step's time ran out");
         struct stat st {};
         auto fd = member.root->open_file(member.relative, member.relative, &st);
         if (!fd) {  // replaced by a link or a special file since it was selected, or gone
@@ -83,8 +85,8 @@ public:
         while (done < size) {  // a file grown since is cut at its size; a shrunk one padded
             if (sandbox::read_limits_expired(m_read))
                 return sandbox::fail(ErrorKind::timeout, "the step's time ran out");
-            const ssize_t got =
-                ::read(fd->get(), buffer.data(), std::min<std::uint64_t>(buffer.size(), size - done));
+            const ssize_t got = ::read(fd->get(), buffer.data(),
+                                       std::min<std::uint64_t>(buffer.size(), size - done));
             if (got < 0 && errno == EINTR) continue;
             if (got < 0)
                 return sandbox::fail(ErrorKind::permanent,
@@ -192,9 +194,9 @@ private:
         const sandbox::SafeDir& parent = made ? *made : *placement.root;
         // What a step left at the name (a file, a link, a directory) goes; a link is unlinked.
         if (auto removed = parent.remove(base, relative); !removed) return removed;
-        auto fd = parent.create_new(base, {(perm & 0111) != 0 ? mode_t{0755} : mode_t{0644},
-                                           std::nullopt},
-                                    relative);
+        auto fd = sandbox::create_new_file(
+            parent, base, {(perm & 0111) != 0 ? mode_t{0755} : mode_t{0644}, std::nullopt},
+            relative);
         if (!fd) return std::unexpected(fd.error());
         if (auto copied = copy_data(*fd, relative); !copied) return copied;
         const std::array<timespec, 2> times{timespec{mtime, mtime_nsec},

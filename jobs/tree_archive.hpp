@@ -30,8 +30,8 @@ struct TreeMember {
 
 struct PackedArchive {
     std::uint64_t files = 0;
-    std::uint64_t content_bytes = 0;  // of the files packed
-    std::uint64_t archive_bytes = 0;  // written to the fd
+    std::uint64_t content_bytes = 0;   // of the files packed
+    std::uint64_t archive_bytes = 0;   // written to the fd
     std::vector<std::string> skipped;  // members no longer regular files when opened
     std::string sha256;                // of the archive's bytes
 };

@@ -70,7 +70,8 @@ sandbox::Expected<PackedPaths> pack_workspace(const PackRequest& request, const 
         auto segments = common_root(patterns);
         root = joined(segments);
         // A single file's path is its own literal prefix: its directory is the root.
-        if (!segments.empty() && std::ranges::find(selection->files, root) != selection->files.end())
+        if (!segments.empty() &&
+            std::ranges::find(selection->files, root) != selection->files.end())
             root = joined(std::span<const std::string>(segments).first(segments.size() - 1));
     }
     std::vector<TreeMember> members;

@@ -29,9 +29,9 @@ struct PackRequest {
 };
 
 struct PackedPaths {
-    PackedArchive archive;              // archive.files == 0: nothing matched
-    std::vector<std::string> outside;   // lines outside the workspace
-    std::vector<std::string> skipped;   // links and special files, workspace-relative
+    PackedArchive archive;             // archive.files == 0: nothing matched
+    std::vector<std::string> outside;  // lines outside the workspace
+    std::vector<std::string> skipped;  // links and special files, workspace-relative
 };
 
 sandbox::Expected<PackedPaths> pack_workspace(const PackRequest& request, const sandbox::Fd& out);

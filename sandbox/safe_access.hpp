@@ -63,9 +63,6 @@ struct ReadLimits {
     int cancel_fd = -1;
 };
 
-// Whether `limits`' deadline has passed or its token fired (for callers reading in chunks).
-bool read_limits_expired(const ReadLimits& limits);
-
 enum class EntryKind { regular, directory, symlink, other };
 
 struct WalkEntry {
@@ -130,10 +127,6 @@ public:
     // not, is an error, ErrorKind::invalid_input "<label> exists already").
     Expected<void> create_file(std::string_view relative, std::string_view content,
                                const CreateOptions& options, const std::string& label) const;
-    // A new empty file beneath, open for writing (O_CREAT | O_EXCL, as create_file: an existing
-    // entry is "<label> exists already"), for content streamed in by the caller.
-    Expected<Fd> create_new(std::string_view relative, const CreateOptions& options,
-                            const std::string& label) const;
     // The same, but an existing entry is left as it is (returns false): for seeding.
     Expected<bool> create_file_once(std::string_view relative, std::string_view content,
                                     const CreateOptions& options, const std::string& label) const;
@@ -171,10 +164,6 @@ public:
     explicit operator bool() const { return m_fd.valid(); }
 
 private:
-    // O_CREAT | O_EXCL beneath; nullopt when an entry is there already.
-    Expected<std::optional<Fd>> create_exclusive(std::string_view relative,
-                                                 const CreateOptions& options,
-                                                 const std::string& label) const;
     Expected<Fd> open_regular(std::string_view relative, const std::string& label,
                               struct stat* stat, bool* missing) const;
     SafeDir(Fd fd, std::filesystem::path path, std::string label)

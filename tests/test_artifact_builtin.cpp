@@ -143,8 +143,9 @@ jobs:
 )yaml");
     auto ran = tests::run_workflows(dir, {"-C", "repo", "-W", "w"});
     CHECK(ran.exit_code == 1);
-    CHECK(has(ran, "No files were found with the provided path: nothing-here/, nor-here.txt. No "
-                   "artifacts will be uploaded."));
+    CHECK(has(ran,
+              "No files were found with the provided path: nothing-here/, nor-here.txt. No "
+              "artifacts will be uploaded."));
     CHECK_FALSE(has(ran, "not reached"));
     CHECK(has(ran, "an artifact named 'same' exists already in this run"));
     auto report_free = dir / "repo";

@@ -40,8 +40,8 @@ jobs:
 
 tests::Ran run(const fs::path& dir, const std::string& key, const std::string& restore,
                std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"-C", "repo", "-W", "w", "--env", "KEY=" + key,
-                                  "--env", "RESTORE=" + restore};
+    std::vector<std::string> args{"-C",    "repo",       "-W",    "w",
+                                  "--env", "KEY=" + key, "--env", "RESTORE=" + restore};
     args.insert(args.end(), extra.begin(), extra.end());
     return tests::run_workflows(dir, args);
 }
