@@ -88,7 +88,9 @@ void JobRun::run_cache_restore(BuiltinAction builtin, const std::string& uses,
     set_named(report.outputs, "cache-matched-key", found ? found->key : "");
     if (!found) {
         m_services.log.output(
-            label, m_services.masker.mask("Cache not found for input keys: " + joined(keys, ", ")));
+            label, m_services.masker.mask("Cache not found for input keys: " + joined(keys, ", ") +
+                                          " (sandgate looked in its own store instead of running " +
+                                          action_name(uses) + ")"));
         if (input_true(with, "fail-on-cache-miss"))
             return fail_step(report,
                              "Failed to restore cache entry. Exiting as fail-on-cache-miss "
@@ -161,6 +163,15 @@ void JobRun::run_cache_save(const NamedValues& inputs, StepReport& report) {
         m_services.log.output(label, "sandgate: this run has no cache store: nothing saved");
         return log_finish(report);
     }
+    const auto scope = cache_scopes().front();
+    const auto version = cache_version(paths);
+    // Entries are immutable: a key the scope holds already is not packed again.
+    if (auto held = m_services.caches->lookup({scope}, version, {key});
+        held && *held && (*held)->key == key) {
+        warn(report, "Failed to save: Unable to reserve cache with key " + key +
+                         ", another job may be creating this cache.");
+        return log_finish(report);
+    }
     auto blob = m_services.caches->begin_save();
     if (!blob) return fail_step(report, blob.error().message);
     const CacheLimits& limits = m_services.caches->limits();
@@ -182,10 +193,9 @@ void JobRun::run_cache_save(const NamedValues& inputs, StepReport& report) {
              "not exist, hence no cache is being saved.");
         return log_finish(report);
     }
-    const auto scope = cache_scopes().front();
     auto committed =
-        m_services.caches->commit(std::move(*blob), scope, cache_version(paths), key,
-                                  packed->archive.sha256, packed->archive.archive_bytes);
+        m_services.caches->commit(std::move(*blob), scope, version, key, packed->archive.sha256,
+                                  packed->archive.archive_bytes);
     if (!committed) {
         warn(report, "Failed to save: " + committed.error().message);
     } else if (*committed == SaveOutcome::exists) {
