@@ -78,7 +78,7 @@ jobs:
     CHECK(has(ran, "sandgate: kept the artifact 'bin' (2 files, 8 bytes) with this run"));
     CHECK(has(ran, "sandgate: left out 1 entries that are links"));
     CHECK(has(ran, "sandgate: unpacked the artifact 'bin' (2 files) of this run into "));
-    CHECK(has(ran, "path=[" + (dir / "repo/got").string() + "]"));
+    CHECK(has(ran, "/repo/got]"));
     // Kept with the report, on the trusted side.
     CHECK(fs::is_regular_file(dir / "r.artifacts/bin.tar.gz"));
     CHECK(fs::is_regular_file(dir / "r.artifacts/log.tar.gz"));
@@ -148,8 +148,7 @@ jobs:
               "artifacts will be uploaded."));
     CHECK_FALSE(has(ran, "not reached"));
     CHECK(has(ran, "an artifact named 'same' exists already in this run"));
-    auto report_free = dir / "repo";
-    CHECK_FALSE(fs::exists(report_free / "nothing-here"));
+    CHECK_FALSE(fs::exists(dir / "repo/nothing-here"));
 }
 
 TEST_CASE("the artifact store: names, no overwrite unless asked, not found") {
