@@ -262,7 +262,9 @@ TEST_CASE("the store: immutable keys, per-entry limit, the oldest evicted beyond
     CHECK(save("ccc", 90).value() == jobs::SaveOutcome::saved);  // 270 > 250: "a" goes
     auto keys = [&] {
         std::vector<std::string> out;
-        for (const auto& entry : store->list().value()) out.push_back(entry.key);
+        const auto entries = store->list();
+        REQUIRE(entries);
+        for (const auto& entry : *entries) out.push_back(entry.key);
         return out;
     };
     CHECK(keys() == std::vector<std::string>{"bb", "ccc"});
