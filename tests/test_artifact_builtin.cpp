@@ -122,7 +122,7 @@ jobs:
             nothing-here/
             nor-here.txt
           if-no-files-found: error
-      - run: echo "not reached"
+      - run: echo "not-$((1+1))-reached"
   clash:
     runs-on: ubuntu-latest
     steps:
@@ -146,7 +146,7 @@ jobs:
     CHECK(has(ran,
               "No files were found with the provided path: nothing-here/, nor-here.txt. No "
               "artifacts will be uploaded."));
-    CHECK_FALSE(has(ran, "not reached"));
+    CHECK_FALSE(has(ran, "not-2-reached"));
     CHECK(has(ran, "an artifact named 'same' exists already in this run"));
     CHECK_FALSE(fs::exists(dir / "repo/nothing-here"));
 }
