@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent/action_options.hpp"
+#include "agent/builtin_options.hpp"
 #include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/gate_reporting.hpp"
@@ -79,8 +80,9 @@ struct GateFlags {
     std::string state_dir;
     std::string report;
     PolicyOptions policy;
-    GitHubFlags github;   // --github-repo ...: check runs (or statuses) per job
-    ActionFlags actions;  // --actions-dir, --actions-source, --node
+    GitHubFlags github;     // --github-repo ...: check runs (or statuses) per job
+    ActionFlags actions;    // --actions-dir, --actions-source, --node
+    BuiltinFlags builtins;  // --cache-dir, --cache-max-*, --artifacts-dir
 };
 
 void add_flags(CLI::App& app, GateFlags& f) {
@@ -105,6 +107,7 @@ void add_flags(CLI::App& app, GateFlags& f) {
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     add_policy_options(app, f.policy);
     add_action_options(app, f.actions);
+    add_builtin_options(app, f.builtins);
     add_github_options(app, f.github, StateDirOption::omit);
     app.footer(
         "Exit status: 0 the gate passes; 1 a job failed, or no workflow runs on the event; 2 a "
@@ -444,6 +447,10 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
         std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     jobs::RunServices services{log, masker, workspace, legs, nullptr, gate.executor.get()};
     services.actions = gate.actions.get();
+    auto builtins = open_builtin_stores(gate.flags.builtins, gate.state, gate.flags.report);
+    if (!builtins) return say(k_exit_local, builtins.error().message);
+    services.caches = &(*builtins)->caches();
+    services.artifacts = &(*builtins)->artifacts();
     std::optional<GateReporter> reporting;
     if (gate.reporter) {
         std::vector<const jobs::Workflow*> top_level;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/action_options.hpp"
+#include "agent/builtin_options.hpp"
 #include "agent/cli11.hpp"
 #include "agent/commands.hpp"
 #include "agent/interrupts.hpp"
@@ -59,8 +60,9 @@ struct RunFlags {
     bool list = false;
     std::string report;
     std::string directory;
-    PolicyOptions policy;  // --sandbox, --network and the wrap's flags, shared with exec
-    ActionFlags actions;   // --actions-dir, --actions-source, --node
+    PolicyOptions policy;   // --sandbox, --network and the wrap's flags, shared with exec
+    ActionFlags actions;    // --actions-dir, --actions-source, --node
+    BuiltinFlags builtins;  // --cache-dir, --cache-max-*, --artifacts-dir
 };
 
 // A repeatable option takes one value per use (as policy_options does), so that the event may
@@ -100,6 +102,7 @@ void add_flags(CLI::App& app, RunFlags& f) {
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
     add_policy_options(app, f.policy);
     add_action_options(app, f.actions);
+    add_builtin_options(app, f.builtins);
 }
 
 // The per-run scratch directory, removed when the run ends.
@@ -311,6 +314,11 @@ int run_command(CommandArgs args) {
     if (!interrupts) return invalid(interrupts.error().message);
     services.cancel = &(*interrupts)->token();
     services.actions = actions->get();
+    auto builtins =
+        open_builtin_stores(flags.builtins, jobs::MirrorCache::default_state_dir(), flags.report);
+    if (!builtins) return invalid(builtins.error().message);
+    services.caches = &(*builtins)->caches();
+    services.artifacts = &(*builtins)->artifacts();
     jobs::RunReport report;
     report.event = settings.event_name;
     const auto started = std::chrono::steady_clock::now();

@@ -1,12 +1,11 @@
 #include "jobs/action_archive.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <sys/stat.h>
 
 #include <memory>
 #include <vector>
 
+#include "jobs/archive_handles.hpp"
 #include "jobs/git_handles.hpp"
 #include "jobs/git_remove.hpp"
 
@@ -15,40 +14,12 @@ namespace {
 
 using sandbox::ErrorKind;
 
-struct ReadFree {
-    void operator()(archive* a) const { archive_read_free(a); }
-};
-struct WriteFree {
-    void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryFree {
-    void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using ArchiveReader = std::unique_ptr<archive, ReadFree>;
-using ArchiveWriter = std::unique_ptr<archive, WriteFree>;
-using ArchiveEntry = std::unique_ptr<archive_entry, EntryFree>;
+using archive_io::archive_text;
+using archive_io::ArchiveEntry;
+using archive_io::ArchiveReader;
+using archive_io::ArchiveWriter;
+using archive_io::components;
 using GitBlob = GitPtr<git_blob, git_blob_free>;
-
-std::string archive_text(archive* a) {
-    const char* text = archive_error_string(a);
-    return text != nullptr ? text : "unknown libarchive error";
-}
-
-// An entry's name split into components; empty when it is absolute or has a `..`.
-std::vector<std::string> components(std::string_view name) {
-    std::vector<std::string> out;
-    if (name.empty() || name.front() == '/') return {};
-    std::size_t start = 0;
-    while (start < name.size()) {
-        auto slash = name.find('/', start);
-        if (slash == std::string_view::npos) slash = name.size();
-        const auto part = name.substr(start, slash - start);
-        if (part == "..") return {};
-        if (!part.empty() && part != ".") out.emplace_back(part);
-        start = slash + 1;
-    }
-    return out;
-}
 
 // Whether a link at `relative` (inside the tree) pointing at `target` stays inside it.
 bool link_stays_inside(const std::filesystem::path& relative, std::string_view target) {

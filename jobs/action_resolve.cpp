@@ -17,6 +17,12 @@ BuiltinAction builtin_action(std::string_view uses) {
     const std::string_view name = uses.substr(0, uses.find('@'));
     if (equals_ignore_case(name, "actions/checkout")) return BuiltinAction::checkout;
     if (equals_ignore_case(name, "step-security/harden-runner")) return BuiltinAction::wrap_does_it;
+    if (equals_ignore_case(name, "actions/cache")) return BuiltinAction::cache;
+    if (equals_ignore_case(name, "actions/cache/restore")) return BuiltinAction::cache_restore;
+    if (equals_ignore_case(name, "actions/cache/save")) return BuiltinAction::cache_save;
+    if (equals_ignore_case(name, "actions/upload-artifact")) return BuiltinAction::upload_artifact;
+    if (equals_ignore_case(name, "actions/download-artifact"))
+        return BuiltinAction::download_artifact;
     return BuiltinAction::none;
 }
 

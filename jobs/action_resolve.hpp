@@ -36,9 +36,20 @@ struct ResolveOptions {
 };
 
 // The actions sandgate answers itself, never resolved nor fetched: actions/checkout (its own
-// checkout), and egress monitors whose job the wrap already does (step-security/harden-runner),
-// which succeed as a logged no-op.
-enum class BuiltinAction { none, checkout, wrap_does_it };
+// checkout), egress monitors whose job the wrap already does (step-security/harden-runner),
+// which succeed as a logged no-op, and the services the official runner talks to: actions/cache
+// (and cache/restore, cache/save) on a local store, upload-artifact and download-artifact on
+// the run's artifacts (jobs/step_builtins.cpp).
+enum class BuiltinAction {
+    none,
+    checkout,
+    wrap_does_it,
+    cache,
+    cache_restore,
+    cache_save,
+    upload_artifact,
+    download_artifact
+};
 BuiltinAction builtin_action(std::string_view uses);
 bool is_builtin_action(std::string_view uses);
 

@@ -1,9 +1,7 @@
 // hashFiles(): the algorithm of actions/runner's hashFiles (sha256 over the sha256 digests
-// of the matched files) with @actions/glob's pattern rules, matched with fnmatch(3) one path
-// segment at a time and `**` spanning segments. The workspace is a step's: it is walked and
-// read only through sandbox/safe_access.hpp (regular files, no links followed), within the
-// step's time and cancellable.
-#include <fnmatch.h>
+// of the matched files) with @actions/glob's pattern rules (jobs/path_patterns.hpp). The workspace
+// is a step's: it is walked and read only through sandbox/safe_access.hpp (regular files, no links
+// followed), within the step's time and cancellable.
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -14,72 +12,13 @@
 #include <system_error>
 
 #include "jobs/expr.hpp"
+#include "jobs/path_patterns.hpp"
 #include "sandbox/safe_access.hpp"
 
 namespace jobs {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Pattern {
-    bool negate = false;
-    std::vector<std::string> segments;  // relative to the workspace; ends with "**"
-};
-
-std::vector<std::string> split_segments(const fs::path& relative) {
-    std::vector<std::string> segments;
-    for (const auto& part : relative) {
-        const auto text = part.string();
-        if (!text.empty() && text != ".") segments.push_back(text);
-    }
-    return segments;
-}
-
-// nullopt for blank lines, comments and patterns that point outside the workspace.
-std::optional<Pattern> parse_pattern(std::string_view line, const fs::path& workspace) {
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
-        line.remove_suffix(1);
-    }
-    if (line.empty() || line.front() == '#') return std::nullopt;
-    Pattern pattern;
-    while (!line.empty() && line.front() == '!') {
-        pattern.negate = !pattern.negate;
-        line.remove_prefix(1);
-    }
-    fs::path path(line);
-    if (path.is_relative()) path = workspace / path;
-    const fs::path relative = path.lexically_normal().lexically_relative(workspace);
-    if (relative.empty() || *relative.begin() == "..") return std::nullopt;
-    pattern.segments = split_segments(relative);
-    // A pattern matching a directory matches everything below it (implicit descendants).
-    if (pattern.segments.empty() || pattern.segments.back() != "**")
-        pattern.segments.push_back("**");
-    return pattern;
-}
-
-bool match_segments(std::span<const std::string> pattern, std::span<const std::string> path) {
-    if (pattern.empty()) return path.empty();
-    if (pattern.front() == "**") {
-        for (std::size_t skip = 0; skip <= path.size(); ++skip) {
-            if (match_segments(pattern.subspan(1), path.subspan(skip))) return true;
-        }
-        return false;
-    }
-    if (path.empty()) return false;
-    // No FNM_PERIOD: `*` matches dot files, as @actions/glob does.
-    if (::fnmatch(pattern.front().c_str(), path.front().c_str(), 0) != 0) return false;
-    return match_segments(pattern.subspan(1), path.subspan(1));
-}
-
-bool selected(const std::vector<Pattern>& patterns, std::span<const std::string> path) {
-    bool included = false;
-    for (const auto& pattern : patterns) {
-        if (pattern.negate == included && match_segments(pattern.segments, path))
-            included = !pattern.negate;
-    }
-    return included;
-}
 
 // ErrorKind::timeout once the deadline passed or the token fired.
 std::optional<sandbox::Error> expired(const HashLimits& limits) {
@@ -137,25 +76,16 @@ std::string to_hex(const unsigned char* bytes, std::size_t size) {
     return out;
 }
 
-// Regular files under `workspace` selected by `patterns`, walked through its fd: symlinks (to
-// files or directories), FIFOs and devices are neither followed nor hashed.
+// Regular files under `workspace` selected by `patterns` (jobs/path_patterns.hpp): symlinks
+// (to files or directories), FIFOs and devices are neither followed nor hashed.
 sandbox::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDir& workspace,
-                                                           const std::vector<Pattern>& patterns,
+                                                           const std::vector<PathPattern>& patterns,
                                                            const HashLimits& limits) {
-    std::vector<std::string> files;
     const sandbox::ReadLimits walk_limits{0, limits.deadline,
                                           limits.cancel != nullptr ? limits.cancel->fd() : -1};
-    auto walked = workspace.walk(
-        [&](const sandbox::WalkEntry& entry) {
-            if (entry.kind == sandbox::EntryKind::regular &&
-                selected(patterns, split_segments(fs::path(entry.relative))))
-                files.push_back(entry.relative);
-            return sandbox::WalkStep::descend;
-        },
-        walk_limits);
-    if (!walked) return std::unexpected(hash_error(walked.error()));
-    std::sort(files.begin(), files.end());
-    return files;
+    auto selection = select_files(workspace, patterns, walk_limits);
+    if (!selection) return std::unexpected(hash_error(selection.error()));
+    return std::move(selection->files);
 }
 
 }  // namespace
@@ -170,12 +100,12 @@ sandbox::Expected<std::string> hash_files(const fs::path& workspace_in,
         return sandbox::fail(sandbox::ErrorKind::invalid_input,
                              "workspace is not a directory: " + workspace_in.string());
     }
-    std::vector<Pattern> patterns;
+    std::vector<PathPattern> patterns;
     for (const auto& argument : arguments) {
         std::string_view rest = argument;
         for (;;) {
             const auto newline = rest.find('\n');
-            if (auto pattern = parse_pattern(rest.substr(0, newline), workspace))
+            if (auto pattern = parse_path_pattern(rest.substr(0, newline), workspace))
                 patterns.push_back(std::move(*pattern));
             if (newline == std::string_view::npos) break;
             rest.remove_prefix(newline + 1);

@@ -405,7 +405,10 @@ void JobRun::run_posts() {
                 return s.conclusion == Outcome::failure;
             });
         const EvalContext ctx = context(scope);
-        const std::string condition = post.action.post_if ? post.action.post_if->value : "always()";
+        // actions/cache's save runs as its action.yml says: post-if success().
+        const std::string condition = post.builtin != BuiltinAction::none ? "success()"
+                                      : post.action.post_if ? post.action.post_if->value
+                                                            : "always()";
         auto run_it = condition_at(
             condition, post.action.post_if ? post.action.post_if->mark : SourceMark{}, ctx);
         const StepLabel label{m_label, report.name};
@@ -414,6 +417,9 @@ void JobRun::run_posts() {
         } else if (!*run_it) {
             report.outcome = report.conclusion = Outcome::skipped;
             m_services.log.status(label, StatusKind::skipped, report.name);
+        } else if (post.builtin != BuiltinAction::none) {
+            log_start(report);
+            run_cache_save(post.state, report);
         } else {
             StepSpec spec;
             spec.id = post.id;

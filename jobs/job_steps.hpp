@@ -10,10 +10,15 @@
 #include <vector>
 
 #include "jobs/action_model.hpp"
+#include "jobs/action_resolve.hpp"
 #include "jobs/expr.hpp"
 #include "jobs/job_runner.hpp"
 #include "jobs/step_runner.hpp"
 #include "sandbox/cancel.hpp"
+
+namespace jobs {
+struct CacheEntry;  // jobs/cache_store.hpp
+}  // namespace jobs
 
 namespace jobs::detail {
 
@@ -44,6 +49,8 @@ struct PostStep {
     std::string name;
     std::string id;
     Scope scope;  // as it was when the main step ran
+    // actions/cache: its save, with post-if success(); `state` holds its inputs.
+    BuiltinAction builtin = BuiltinAction::none;
 };
 
 struct BackgroundStep;
@@ -122,6 +129,22 @@ public:
                   std::optional<std::chrono::milliseconds> timeout, StepReport& report);
     void run_checkout(const NamedValues& with, StepReport& report);
     void run_wrap_does_it(const std::string& uses, StepReport& report);
+    // The service builtins (step_builtins.cpp): actions/cache's restore (its save queued as a
+    // post step), cache/restore, cache/save, upload-artifact, download-artifact.
+    void run_cache_restore(BuiltinAction builtin, const std::string& uses, const NamedValues& with,
+                           Scope& scope, StepReport& report);
+    sandbox::Expected<void> restore_cache(const CacheEntry& entry, StepReport& report);
+    // A save: cache/save's inputs, or the state actions/cache's restore left its post step.
+    void run_cache_save(const NamedValues& inputs, StepReport& report);
+    // This job's cache scopes, its own first (the one it writes).
+    std::vector<std::string> cache_scopes() const;
+    void run_upload_artifact(const NamedValues& with, StepReport& report);
+    void run_download_artifact(const NamedValues& with, StepReport& report);
+    // The step's deadline and cancel token, for reads of the workspace.
+    sandbox::ReadLimits workspace_read_limits() const;
+    // One masked line for the links and special files a save or upload left out.
+    void log_skipped(StepReport& report, const std::vector<std::string>& skipped,
+                     const std::vector<std::string>& outside);
     // A remote action from the run's lock (jobs/action_resolve.hpp), run as a local one.
     void run_remote(const Step& step, const NamedValues& with, Scope& scope, const EvalContext& ctx,
                     const sandbox::Environment& step_env,

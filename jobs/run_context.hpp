@@ -53,6 +53,8 @@ struct RunSettings {
 };
 
 class ActionResolver;  // jobs/action_resolve.hpp
+class CacheStore;      // jobs/cache_store.hpp
+class ArtifactStore;   // jobs/artifact_store.hpp
 
 struct JobReport;  // jobs/run_report.hpp
 
@@ -81,6 +83,10 @@ struct RunServices {
     const sandbox::CancelToken* cancel = nullptr;
     // Remote actions (resolved before the jobs start); not owned; null: a remote `uses:` fails.
     ActionResolver* actions = nullptr;
+    // The actions/cache builtin's store (not owned; null: a cache step restores and saves
+    // nothing, with a line saying so) and the run's artifacts (null: upload and download fail).
+    CacheStore* caches = nullptr;
+    ArtifactStore* artifacts = nullptr;
 };
 
 // github.* for one job of `workflow`.

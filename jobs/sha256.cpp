@@ -15,15 +15,29 @@ Sha256Digest sha256(std::string_view bytes) {
     return digest;
 }
 
-std::string sha256_hex(std::string_view bytes) {
+std::string to_hex(const Sha256Digest& digest) {
     static constexpr char k_hex[] = "0123456789abcdef";
     std::string out;
     out.reserve(2 * k_sha256_size);
-    for (const std::uint8_t byte : sha256(bytes)) {
+    for (const std::uint8_t byte : digest) {
         out += k_hex[byte >> 4];
         out += k_hex[byte & 15];
     }
     return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+    return to_hex(sha256(bytes));
+}
+
+void Sha256Stream::update(std::string_view bytes) {
+    sha256_update(&m_context, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
+}
+
+std::string Sha256Stream::hex() {
+    Sha256Digest digest;
+    sha256_digest(&m_context, digest.size(), digest.data());
+    return to_hex(digest);
 }
 
 }  // namespace jobs

@@ -1,5 +1,6 @@
 // `uses:` steps of a job leg: local and remote (resolved, jobs/action_resolve.hpp) composite
-// and JavaScript actions, the actions/checkout builtin, and the refusal of containers.
+// and JavaScript actions, the builtins (actions/checkout here, the cache and artifact ones in
+// step_builtins.cpp and step_artifacts.cpp), and the refusal of containers.
 #include <algorithm>
 
 #include "jobs/action_resolve.hpp"
@@ -92,6 +93,16 @@ void JobRun::run_uses(const Step& step, Scope& scope, const EvalContext& ctx,
             return run_checkout(with, report);
         case BuiltinAction::wrap_does_it:
             return run_wrap_does_it(uses, report);
+        case BuiltinAction::cache:
+        case BuiltinAction::cache_restore:
+            return run_cache_restore(builtin_action(uses), uses, with, scope, report);
+        case BuiltinAction::cache_save:
+            log_start(report);
+            return run_cache_save(with, report);
+        case BuiltinAction::upload_artifact:
+            return run_upload_artifact(with, report);
+        case BuiltinAction::download_artifact:
+            return run_download_artifact(with, report);
         case BuiltinAction::none:
             break;
     }

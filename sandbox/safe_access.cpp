@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sandbox/safe_read.hpp"
+#include "sandbox/safe_write.hpp"
 
 namespace sandbox {
 namespace {
@@ -258,6 +259,22 @@ Expected<void> remove_entry(int parent, const std::string& name, const std::stri
     return {};
 }
 
+// O_CREAT | O_EXCL beneath `dir`; nullopt when an entry is there already.
+Expected<std::optional<Fd>> create_exclusive(const SafeDir& dir, std::string_view relative,
+                                             const CreateOptions& options,
+                                             const std::string& label) {
+    const auto parts = components(relative);
+    if (!parts || parts->empty())
+        return fail(ErrorKind::invalid_input, label + " is not beneath " + dir.label());
+    Fd fd(open_beneath(dir.fd(), joined(*parts, parts->size()).c_str(), O_WRONLY | O_CREAT | O_EXCL,
+                       options.mode));
+    if (!fd && errno == EEXIST) return std::optional<Fd>();
+    if (!fd) return open_error(label, errno, "a new file");
+    if (options.owner && ::fchown(fd.get(), options.owner->uid, options.owner->gid) != 0)
+        return fail(ErrorKind::permanent, errno_message("giving " + label + " to the sandbox"));
+    return std::optional<Fd>(std::move(fd));
+}
+
 }  // namespace
 
 bool openat2_available() {
@@ -289,6 +306,10 @@ int open_beneath(int dirfd, const char* relative, int flags, mode_t mode) {
     }
     errno = EAGAIN;
     return -1;
+}
+
+bool read_limits_expired(const ReadLimits& limits) {
+    return expired(limits);
 }
 
 Expected<void> remove_tree(const std::filesystem::path& path) {
@@ -461,18 +482,20 @@ Expected<void> SafeDir::create_file(std::string_view relative, std::string_view 
 Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_view content,
                                          const CreateOptions& options,
                                          const std::string& label) const {
-    const auto parts = components(relative);
-    if (!parts || parts->empty())
-        return fail(ErrorKind::invalid_input, label + " is not beneath " + m_label);
-    Fd fd(open_beneath(m_fd.get(), joined(*parts, parts->size()).c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL, options.mode));
-    if (!fd && errno == EEXIST) return false;
-    if (!fd) return open_error(label, errno, "a new file");
-    if (options.owner && ::fchown(fd.get(), options.owner->uid, options.owner->gid) != 0)
-        return fail(ErrorKind::permanent, errno_message("giving " + label + " to the sandbox"));
-    if (auto written = write_all(fd, content, label); !written)
+    auto fd = create_exclusive(*this, relative, options, label);
+    if (!fd) return std::unexpected(fd.error());
+    if (!*fd) return false;
+    if (auto written = write_all(**fd, content, label); !written)
         return std::unexpected(written.error());
     return true;
+}
+
+Expected<Fd> create_new_file(const SafeDir& dir, std::string_view relative,
+                             const CreateOptions& options, const std::string& label) {
+    auto fd = create_exclusive(dir, relative, options, label);
+    if (!fd) return std::unexpected(fd.error());
+    if (!*fd) return fail(ErrorKind::invalid_input, label + " exists already");
+    return std::move(**fd);
 }
 
 Expected<void> SafeDir::replace_file(std::string_view name, std::string_view content,
