@@ -158,7 +158,8 @@ std::optional<std::filesystem::path> step_home(const HookJob& job, const HookSte
 std::vector<std::string> started_inside(const HookStep& step,
                                         const std::optional<std::filesystem::path>& home,
                                         std::vector<std::string> command) {
-    std::vector<std::string> argv = {"/usr/bin/env", "-C", step.working_directory, "--"};
+    std::vector<std::string> argv = {"/usr/bin/env", "-C", step.working_directory, "--",
+                                     "PWD=" + step.working_directory};  // shells trust PWD
     if (home) argv.push_back("HOME=" + home->string());
     argv.insert(argv.end(), std::make_move_iterator(command.begin()),
                 std::make_move_iterator(command.end()));
