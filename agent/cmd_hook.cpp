@@ -2,15 +2,21 @@
 // The runner's thin script (contrib/runner-hooks/index.js) pipes the hook's JSON input to
 // `sandgate hook [OPTIONS]` on stdin. Exit status: the step's for run_*_step; 0 for
 // prepare_job/cleanup_job; 1 with one line on stderr when the input or a flag is wrong or
-// the step could not be started (the runner fails the job).
+// the step could not be started (the runner fails the job); 128+N when signal N (SIGINT,
+// SIGTERM, or the parent's death) stopped the step's tree.
+
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "agent/agent_config.hpp"
 #include "agent/cli11.hpp"
 #include "agent/commands.hpp"
+#include "agent/interrupts.hpp"
 #include "agent/runner_hook.hpp"
 
 namespace agent {
@@ -24,6 +30,19 @@ int hook_failed(const std::string& message) {
     return k_exit_hook_failed;
 }
 
+// The runner signals only the node process it started, and index.js forwards SIGINT/SIGTERM
+// here; should node die without forwarding (a kill), the kernel sends SIGTERM instead. Both
+// fire the guard's token: the step's tree is stopped before the hook exits. A parent gone
+// before the prctl took effect (we were reparented already) fires it at once.
+sandbox::Expected<std::unique_ptr<InterruptGuard>> die_with_parent() {
+    const pid_t parent = ::getppid();
+    auto guard = InterruptGuard::install();
+    if (!guard) return guard;
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent)
+        (*guard)->token().cancel();
+    return guard;
+}
+
 }  // namespace
 
 int hook_command(CommandArgs args) {
@@ -32,10 +51,19 @@ int hook_command(CommandArgs args) {
     std::string sandbox_mode = "bwrap";
     std::string network = "none";
     std::string state_dir;
+    std::vector<std::string> allowed_volumes;
+    pid_t job_owner = ::getppid();
     app.add_option("--sandbox", sandbox_mode, "bwrap (default) or container (runs images)");
     app.add_option("--network", network, "none (default: loopback only) or host");
     app.add_option("--state-dir", state_dir,
                    "where job scratch directories live (default: $XDG_STATE_HOME/sandgate)");
+    app.add_option("--allow-volume", allowed_volumes,
+                   "a host directory the workflow's container.volumes may bind (read-only); "
+                   "repeatable");
+    app.add_option("--job-owner", job_owner,
+                   "prepare_job: the process whose end marks the job abandoned, its scratch "
+                   "reaped (index.js passes the runner's worker; default: the parent)")
+        ->check(CLI::PositiveNumber);
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::CallForHelp&) {
@@ -58,13 +86,24 @@ int hook_command(CommandArgs args) {
 
     auto input = parse_hook_input(input_text);
     if (!input) return hook_failed(input.error().message);
+    auto interrupts = die_with_parent();
+    if (!interrupts) return hook_failed(interrupts.error().message);
     HookOptions options;
+    options.cancel = &(*interrupts)->token();
     options.policy.mode =
         sandbox_mode == "container" ? sandbox::SandboxMode::container : sandbox::SandboxMode::bwrap;
     options.policy.network =
         network == "host" ? sandbox::NetworkMode::host : sandbox::NetworkMode::none;
     options.state_dir = state_dir.empty() ? default_state_dir() : std::filesystem::path(state_dir);
+    options.job_owner = job_owner;
+    for (const auto& path : allowed_volumes) {
+        if (!path.starts_with("/"))
+            return hook_failed("--allow-volume: '" + path + "' is not an absolute path");
+        options.allowed_volumes.emplace_back(path);
+    }
     auto status = run_hook(*input, options);
+    if (const auto sig = (*interrupts)->received(); sig && (!status || *status != 0))
+        return 128 + *sig;
     if (!status) return hook_failed(status.error().message);
     return *status;
 }

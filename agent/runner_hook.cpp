@@ -3,6 +3,8 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "jobs/yaml_tree.hpp"
 
 namespace agent {
@@ -46,6 +48,22 @@ sandbox::Expected<std::vector<std::string>> strings_at(dom::object object, std::
     return out;
 }
 
+// prependPath: a list of directories, or one string of them joined with ':' (both reach hooks,
+// depending on the runner's version).
+sandbox::Expected<std::vector<std::string>> path_list_at(dom::object object, std::string_view key,
+                                                         std::string_view field) {
+    std::string_view joined;
+    if (object[key].get_string().get(joined) != simdjson::SUCCESS)
+        return strings_at(object, key, field);
+    std::vector<std::string> out;
+    for (std::size_t start = 0; start <= joined.size();) {
+        const std::size_t end = std::min(joined.find(':', start), joined.size());
+        if (end > start) out.emplace_back(joined.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
 sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object,
                                                              std::string_view key,
                                                              std::string_view field) {
@@ -65,9 +83,12 @@ sandbox::Expected<std::map<std::string, std::string>> env_at(dom::object object,
     return out;
 }
 
-// Volumes: absolute host paths only; the engine's socket and named volumes are dropped.
+// Volumes. The runner's (systemMountVolumes): absolute host paths; the engine's socket and
+// named volumes are dropped with a warning. The workflow's (userMountVolumes) are kept as given
+// for the allowlist to judge (runner_hook_run.cpp); only a relative target is an error here.
+enum class Volumes { runner, workflow };
 sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::string_view key,
-                                                    std::string_view field) {
+                                                    std::string_view field, Volumes origin) {
     std::vector<HookMount> out;
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return out;
@@ -86,6 +107,13 @@ sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::str
         if (!target) return std::unexpected(target.error());
         bool read_only = false;
         if (volume["readOnly"].get(read_only) != simdjson::SUCCESS) read_only = false;
+        if (origin == Volumes::workflow) {
+            if (!target->starts_with("/"))
+                return std::unexpected(
+                    field_error(field, "targetVolumePath '" + *target + "' is not absolute"));
+            out.push_back({*source, *target, sandbox::Access::read_only});
+            continue;
+        }
         if (source->ends_with("docker.sock") || target->ends_with("docker.sock")) {
             spdlog::warn("{}: not binding the container engine's socket {}", field, *source);
             continue;
@@ -100,6 +128,44 @@ sandbox::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::str
         out.push_back(
             {*source, *target, read_only ? sandbox::Access::read_only : sandbox::Access::writable});
     }
+    return out;
+}
+
+// The runner splits its argument string on single spaces (after wrapping a node action's
+// script path in double quotes); its own process launcher would have parsed the string as
+// .NET does: blanks separate, double quotes group, 2n backslashes before a quote are n and the
+// quote groups, 2n+1 are n and a literal quote, other backslashes are literal.
+std::vector<std::string> rejoined_arguments(const std::vector<std::string>& pieces) {
+    std::string line;
+    for (const auto& piece : pieces) line += (line.empty() ? "" : " ") + piece;
+    std::vector<std::string> out;
+    std::string current;
+    bool quoted = false, started = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        std::size_t slashes = 0;
+        for (; i < line.size() && line[i] == '\\'; ++i) ++slashes;
+        if (i < line.size() && line[i] == '"') {
+            current.append(slashes / 2, '\\');
+            if (slashes % 2 == 1)
+                current.push_back('"');
+            else
+                quoted = !quoted;
+            started = true;
+            continue;
+        }
+        current.append(slashes, '\\');
+        started = started || slashes > 0;
+        if (i == line.size()) break;
+        if (!quoted && (line[i] == ' ' || line[i] == '\t')) {
+            if (started) out.push_back(std::move(current));
+            current.clear();
+            started = false;
+            continue;
+        }
+        current.push_back(line[i]);
+        started = true;
+    }
+    if (started) out.push_back(std::move(current));
     return out;
 }
 
@@ -119,20 +185,17 @@ sandbox::Expected<std::optional<HookJob>> state_from(dom::object root) {
     HookJob job;
     auto id = string_at(ours, "job", "state.sandgate.job");
     auto image = string_at(ours, "image", "state.sandgate.image");
-    auto scratch = string_at(ours, "scratch", "state.sandgate.scratch");
-    auto mounts = mounts_at(ours, "mounts", "state.sandgate.mounts");
+    auto mounts = mounts_at(ours, "mounts", "state.sandgate.mounts", Volumes::runner);
     auto env = env_at(ours, "env", "state.sandgate.env");
-    if (!id || !image || !scratch || !mounts || !env)
-        return std::unexpected(!id        ? id.error()
-                               : !image   ? image.error()
-                               : !scratch ? scratch.error()
-                               : !mounts  ? mounts.error()
-                                          : env.error());
+    if (!id || !image || !mounts || !env)
+        return std::unexpected(!id       ? id.error()
+                               : !image  ? image.error()
+                               : !mounts ? mounts.error()
+                                         : env.error());
     if (id->empty() || id->find_first_not_of("0123456789abcdef") != std::string::npos)
         return std::unexpected(field_error("state.sandgate.job", "not a job id"));
     job.id = *id;
     job.image = *image;
-    job.scratch = *scratch;
     job.mounts = std::move(*mounts);
     job.env = std::move(*env);
     return std::optional<HookJob>(std::move(job));
@@ -147,11 +210,14 @@ sandbox::Expected<void> parse_prepare(dom::object args, HookInput& input) {
         if (!env) return std::unexpected(env.error());
         input.prepare.image = *image;
         input.prepare.env = std::move(*env);
-        for (const char* key : {"systemMountVolumes", "userMountVolumes"}) {
-            auto mounts = mounts_at(container, key, std::string("args.container.") + key);
-            if (!mounts) return std::unexpected(mounts.error());
-            input.prepare.mounts.insert(input.prepare.mounts.end(), mounts->begin(), mounts->end());
-        }
+        auto system = mounts_at(container, "systemMountVolumes",
+                                "args.container.systemMountVolumes", Volumes::runner);
+        auto user = mounts_at(container, "userMountVolumes", "args.container.userMountVolumes",
+                              Volumes::workflow);
+        if (!system) return std::unexpected(system.error());
+        if (!user) return std::unexpected(user.error());
+        input.prepare.mounts = std::move(*system);
+        input.prepare_user_mounts = std::move(*user);
     }
     dom::array services;
     if (args["services"].get(services) == simdjson::SUCCESS) {
@@ -170,7 +236,7 @@ sandbox::Expected<void> parse_step(dom::object args, HookInput& input) {
     auto entry = string_at(args, "entryPoint", "args.entryPoint");
     auto entry_args = strings_at(args, "entryPointArgs", "args.entryPointArgs");
     auto env = env_at(args, "environmentVariables", "args.environmentVariables");
-    auto path = strings_at(args, "prependPath", "args.prependPath");
+    auto path = path_list_at(args, "prependPath", "args.prependPath");
     auto workdir = string_at(args, "workingDirectory", "args.workingDirectory");
     if (!image) return std::unexpected(image.error());
     if (!entry) return std::unexpected(entry.error());
@@ -178,17 +244,25 @@ sandbox::Expected<void> parse_step(dom::object args, HookInput& input) {
     if (!env) return std::unexpected(env.error());
     if (!path) return std::unexpected(path.error());
     if (!workdir) return std::unexpected(workdir.error());
-    if (entry->empty()) return std::unexpected(field_error("args.entryPoint", "is required"));
+    if (entry->empty() && input.command == HookCommand::run_script_step)
+        return std::unexpected(field_error("args.entryPoint", "is required"));
     if (!workdir->starts_with("/"))
         return std::unexpected(
             field_error("args.workingDirectory", "must be an absolute container path"));
-    step = {*image,   *entry, std::move(*entry_args), std::move(*env), std::move(*path),
-            *workdir, {}};
-    for (const char* key : {"systemMountVolumes", "userMountVolumes"}) {
-        auto mounts = mounts_at(args, key, std::string("args.") + key);
-        if (!mounts) return std::unexpected(mounts.error());
-        step.mounts.insert(step.mounts.end(), mounts->begin(), mounts->end());
-    }
+    step = {*image,
+            *entry,
+            rejoined_arguments(*entry_args),
+            std::move(*env),
+            std::move(*path),
+            *workdir,
+            {},
+            {}};
+    auto system = mounts_at(args, "systemMountVolumes", "args.systemMountVolumes", Volumes::runner);
+    auto user = mounts_at(args, "userMountVolumes", "args.userMountVolumes", Volumes::workflow);
+    if (!system) return std::unexpected(system.error());
+    if (!user) return std::unexpected(user.error());
+    step.mounts = std::move(*system);
+    step.user_mounts = std::move(*user);
     return {};
 }
 

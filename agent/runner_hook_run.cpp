@@ -2,14 +2,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "agent/random_id.hpp"
 #include "agent/runner_hook.hpp"
-#include "jobs/git_remove.hpp"
+#include "agent/runner_hook_jobs.hpp"
 #include "sandbox/identity.hpp"
+#include "sandbox/mounts.hpp"
 #include "sandbox/safe_access.hpp"
 
 namespace agent {
@@ -18,6 +21,7 @@ namespace {
 using sandbox::ErrorKind;
 using sandbox::fail;
 
+constexpr std::string_view k_github_home = "/github/home";
 constexpr std::string_view k_default_path =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -42,26 +46,53 @@ sandbox::Expected<void> write_atomically(const std::filesystem::path& path,
                              "the response file");
 }
 
+// userMountVolumes come from the workflow's container.volumes, which a pull request controls:
+// only a host path within one of --allow-volume's, and then read-only.
+sandbox::Expected<std::vector<HookMount>> allowed_user_mounts(const std::vector<HookMount>& asked,
+                                                              const HookOptions& options,
+                                                              std::string_view field) {
+    std::vector<HookMount> out;
+    for (const auto& m : asked) {
+        const std::filesystem::path source(m.source);
+        const bool allowed =
+            source.is_absolute() &&
+            std::any_of(options.allowed_volumes.begin(), options.allowed_volumes.end(),
+                        [&](const std::filesystem::path& root) {
+                            return sandbox::path_within(source.lexically_normal(),
+                                                        root.lexically_normal());
+                        });
+        if (!allowed)
+            return fail(ErrorKind::invalid_input,
+                        std::string(field) + ": volume '" + m.source +
+                            "' is not allowed (the workflow's container.volumes; a host admin "
+                            "allows a directory with --allow-volume PATH in SANDGATE_HOOK_ARGS)");
+        out.push_back({source.lexically_normal().string(), m.target, sandbox::Access::read_only});
+    }
+    return out;
+}
+
 sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& options) {
     if (!input.services.empty())
         return fail(ErrorKind::invalid_input,
                     "args.services: service containers need a container engine, which sandgate's "
                     "hook does not run (service '" +
                         input.services.front() + "')");
+    auto user =
+        allowed_user_mounts(input.prepare_user_mounts, options, "args.container.userMountVolumes");
+    if (!user) return std::unexpected(user.error());
+    const HookJobs jobs(options.state_dir);
+    jobs.reap_stale();  // jobs of a runner that died before their cleanup_job
+    const auto owner = process_mark(options.job_owner);
+    if (!owner)
+        return fail(ErrorKind::invalid_input,
+                    "--job-owner: no process " + std::to_string(options.job_owner) + " runs");
     auto id = random_id("", 16);
     if (!id) return std::unexpected(id.error());
     HookJob job = input.prepare;
     job.id = *id;
-    job.scratch = options.state_dir / "hook-jobs" / job.id;
-    std::error_code ec;
-    // trusted path: the hook's state
-    std::filesystem::create_directories(job.scratch.parent_path(), ec);
-    if (ec)
-        return fail(ErrorKind::permanent,
-                    "cannot create " + job.scratch.parent_path().string() + ": " + ec.message());
+    job.mounts.insert(job.mounts.end(), user->begin(), user->end());
     // The job's scratch (HOME, TMPDIR) is the sandbox's: made for its host identity.
-    auto scratch = sandbox::SafeDir::make_trusted(
-        job.scratch, {0700, sandbox::sandbox_owner(options.policy)}, "the job's scratch");
+    auto scratch = jobs.create(job.id, *owner, sandbox::sandbox_owner(options.policy));
     if (!scratch) return std::unexpected(scratch.error());
     if (!job.image.empty() && options.policy.mode != sandbox::SandboxMode::container)
         spdlog::warn(
@@ -74,15 +105,17 @@ sandbox::Expected<int> prepare_job(const HookInput& input, const HookOptions& op
          {{"sandgate",
            {{"job", job.id},
             {"image", job.image},
-            {"scratch", job.scratch.string()},
             {"mounts", mounts_json(job.mounts)},
             {"env", job.env}}}}},
         {"context",
          {{"container", {{"id", job.id}, {"network", "sandgate-" + network}}},
-          {"services", nlohmann::ordered_json::object()}}},
+          // The runner's type is a list: an object fails its deserialization, and the job.
+          {"services", nlohmann::ordered_json::array()}}},
         {"isAlpine", false}};
-    if (auto ok = write_atomically(input.response_file, response.dump()); !ok)
+    if (auto ok = write_atomically(input.response_file, response.dump()); !ok) {
+        (void)jobs.finish(job.id);
         return std::unexpected(ok.error());
+    }
     return 0;
 }
 
@@ -103,6 +136,47 @@ sandbox::Expected<std::filesystem::path> host_path(const std::vector<HookMount>&
         .lexically_normal();
 }
 
+// HOME inside: the step's or the job's HOME when they set one, else the runner's /github/home
+// when it is mounted (the job container's env sets HOME there); else the scratch's.
+std::optional<std::filesystem::path> step_home(const HookJob& job, const HookStep& step,
+                                               const std::vector<HookMount>& mounts) {
+    for (const auto* env : {&step.env, &job.env}) {
+        if (auto it = env->find("HOME"); it != env->end() && it->second.starts_with("/"))
+            return std::filesystem::path(it->second);
+    }
+    for (const auto& m : mounts)
+        if (std::filesystem::path(m.target).lexically_normal() == k_github_home)
+            return std::filesystem::path(k_github_home);
+    return std::nullopt;
+}
+
+// The wrap starts a command in the host path of its working directory (bound at itself too)
+// with the scratch's HOME; a step starts at its container path (GITHUB_WORKSPACE and the like
+// say /__w/...) with the job container's HOME. coreutils' env inside does both, by absolute
+// path (prependPath is the step's to fill) and after `--`; it looks the entry point up inside,
+// where the container paths are, and exits 127/126 as execvp's verdict says.
+std::vector<std::string> started_inside(const HookStep& step,
+                                        const std::optional<std::filesystem::path>& home,
+                                        std::vector<std::string> command) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-C", step.working_directory, "--",
+                                     "PWD=" + step.working_directory};  // shells trust PWD
+    if (home) argv.push_back("HOME=" + home->string());
+    argv.insert(argv.end(), std::make_move_iterator(command.begin()),
+                std::make_move_iterator(command.end()));
+    return argv;
+}
+
+// The job's environment, the step's over it, PATH with prependPath (container paths) first.
+sandbox::Environment step_environment(const HookJob& job, const HookStep& step) {
+    std::string path;
+    for (const auto& p : step.prepend_path) path += p + ":";
+    path += k_default_path;
+    std::map<std::string, std::string> env = job.env;
+    for (const auto& [name, value] : step.env) env[name] = value;
+    env["PATH"] = path;
+    return {env.begin(), env.end()};
+}
+
 class LiveOutput : public sandbox::OutputObserver {
 public:
     void on_output(sandbox::Stream stream, std::string_view chunk) override {
@@ -112,6 +186,21 @@ public:
     }
 };
 
+// The command: entryPoint and its arguments; a container step with no entry point runs the
+// image's own entrypoint with the arguments (the container arm names no --entrypoint).
+sandbox::Expected<std::vector<std::string>> step_argv(const HookInput& input) {
+    const HookStep& step = input.step;
+    std::vector<std::string> argv;
+    if (!step.entry_point.empty()) argv.push_back(step.entry_point);
+    argv.insert(argv.end(), step.entry_point_args.begin(), step.entry_point_args.end());
+    if (argv.empty())
+        return fail(ErrorKind::invalid_input,
+                    "args.entryPoint: null with no entryPointArgs: the image's default command "
+                    "is not known to sandgate's container arm; give the action's `entrypoint:` "
+                    "or `args:`");
+    return argv;
+}
+
 sandbox::Expected<int> run_step(const HookInput& input, const HookOptions& options) {
     if (!input.state)
         return fail(ErrorKind::invalid_input,
@@ -120,9 +209,7 @@ sandbox::Expected<int> run_step(const HookInput& input, const HookOptions& optio
     const HookStep& step = input.step;
     sandbox::RunRequest request;
     request.policy = options.policy;
-    request.policy.scratch = job.scratch;  // HOME and TMPDIR persist across the job's steps
-    const auto& mounts =
-        input.command == HookCommand::run_container_step ? step.mounts : job.mounts;
+    std::vector<HookMount> mounts = job.mounts;
     if (input.command == HookCommand::run_container_step) {
         if (options.policy.mode != sandbox::SandboxMode::container)
             return fail(ErrorKind::unavailable,
@@ -130,21 +217,27 @@ sandbox::Expected<int> run_step(const HookInput& input, const HookOptions& optio
                             "' needs a container runtime; start the hook with "
                             "--sandbox container");
         request.policy.image = step.image;
+        auto user = allowed_user_mounts(step.user_mounts, options, "args.userMountVolumes");
+        if (!user) return std::unexpected(user.error());
+        mounts = step.mounts;
+        mounts.insert(mounts.end(), user->begin(), user->end());
     }
+    auto argv = step_argv(input);
+    if (!argv) return std::unexpected(argv.error());
+    request.argv = std::move(*argv);
+    const HookJobs jobs(options.state_dir);
+    // cleanup_job stops the step through this record should it still run by then.
+    auto record = jobs.record_step(job.id);
+    if (!record) return std::unexpected(record.error());
+    request.policy.scratch = jobs.scratch(job.id);  // HOME and TMPDIR persist across the steps
     for (const auto& m : mounts) request.policy.binds.push_back({m.source, m.target, m.access});
     auto cwd = host_path(mounts, step.working_directory);
     if (!cwd) return std::unexpected(cwd.error());
     request.cwd = *cwd;
-    std::string path;
-    for (const auto& p : step.prepend_path) path += p + ":";
-    path += k_default_path;
-    std::map<std::string, std::string> env = job.env;
-    for (const auto& [name, value] : step.env) env[name] = value;
-    env["PATH"] = path;
-    request.env.assign(env.begin(), env.end());
-    request.argv.push_back(step.entry_point);
-    request.argv.insert(request.argv.end(), step.entry_point_args.begin(),
-                        step.entry_point_args.end());
+    if (input.command == HookCommand::run_script_step)
+        request.argv = started_inside(step, step_home(job, step, mounts), std::move(request.argv));
+    request.cancel = options.cancel;
+    request.env = step_environment(job, step);
     request.timeout = options.step_timeout;
     LiveOutput live;
     request.observer = &live;
@@ -154,16 +247,11 @@ sandbox::Expected<int> run_step(const HookInput& input, const HookOptions& optio
     return result.exit_status();
 }
 
+// Stops whatever of the job still runs and removes its directory; idempotent.
 sandbox::Expected<int> cleanup_job(const HookInput& input, const HookOptions& options) {
     if (!input.state) return 0;  // nothing of ours to clean
-    const auto expected = options.state_dir / "hook-jobs" / input.state->id;
-    if (input.state->scratch.lexically_normal() != expected.lexically_normal())
-        return fail(ErrorKind::invalid_input,
-                    "state.sandgate.scratch: not this hook's job directory");
-    std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(expected, ec))) return 0;
-    if (auto removed = jobs::remove_tree(expected); !removed)
-        return std::unexpected(removed.error());
+    if (auto done = HookJobs(options.state_dir).finish(input.state->id); !done)
+        return std::unexpected(done.error());
     return 0;
 }
 

@@ -75,7 +75,7 @@ Expected<std::filesystem::path> container_scratch(const Policy& policy,
     return made;
 }
 
-// The policy's extra binds as --volume options: read-only, writable, the toolchain cache.
+// The policy's extra binds as --volume options: read-only, writable, binds, the toolchain cache.
 Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>& argv) {
     const auto add = [&](const std::filesystem::path& path, std::string_view flag,
                          const char* mode) -> Expected<void> {
@@ -88,6 +88,13 @@ Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>
         if (auto ok = add(path, "--read-only", "ro"); !ok) return ok;
     for (const auto& path : policy.writable)
         if (auto ok = add(path, "--writable", "rw"); !ok) return ok;
+    for (const auto& bind : policy.binds) {  // a host path shown elsewhere (the hooks' /__w)
+        auto checked = checked_bind_path(bind.source, "bind source", MustExist::yes);
+        if (!checked) return std::unexpected(checked.error());
+        argv.insert(argv.end(),
+                    {"-v", checked->string() + ":" + bind.destination.lexically_normal().string() +
+                               ":" + (bind.access == Access::writable ? "rw" : "ro")});
+    }
     // The cache's allowlisted directories only, never the whole directory (credentials).
     if (policy.toolchain_cache)
         for (const auto& dir : toolchain_cache_binds(*policy.toolchain_cache))

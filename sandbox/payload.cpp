@@ -38,6 +38,27 @@ const MountEntry* made_at(const std::vector<MountEntry>& ordered,
     return nullptr;
 }
 
+// The bind showing `path` inside (the deepest one at or above it: later entries cover earlier
+// ones), or null when something else is deepest.
+const MountEntry* showing_bind(const std::vector<MountEntry>& ordered,
+                               const std::filesystem::path& path) {
+    const MountEntry* deepest = nullptr;
+    for (const auto& entry : ordered) {
+        if (path_within(path, entry.dest)) deepest = &entry;
+    }
+    const bool bind =
+        deepest && (deepest->kind == MountKind::bind || deepest->kind == MountKind::ro_bind ||
+                    deepest->kind == MountKind::ro_bind_try);
+    return bind ? deepest : nullptr;
+}
+
+// `path` moved from below `from` to below `to` (path lies within from).
+std::filesystem::path rebased(const std::filesystem::path& path, const std::filesystem::path& from,
+                              const std::filesystem::path& to) {
+    const auto rel = path.lexically_relative(from);
+    return rel == "." ? to : to / rel;
+}
+
 }  // namespace
 
 int resolve_payload(const std::string& name, const Environment& env,
@@ -51,14 +72,23 @@ int resolve_payload(const std::string& name, const Environment& env,
                 return next->kind == MountKind::program ? 0 : 127;
         }
         if (!covered(ordered, candidate)) return 127;
+        // A bind showing a host path elsewhere (the hooks' /__e): the file is at the host side.
+        const MountEntry* bind = showing_bind(ordered, candidate);
+        const std::filesystem::path host = bind && bind->source != bind->dest
+                                               ? rebased(candidate, bind->dest, bind->source)
+                                               : candidate;
         // Most PATH entries do not hold the name: one stat (which follows links, so it also
         // describes the real file) says so without a readlink of every component.
         struct stat st {};
-        if (::stat(candidate.c_str(), &st) != 0) return 127;
-        // The real path decides visibility: a symlink may lead out of every mount.
+        if (::stat(host.c_str(), &st) != 0) return 127;
+        // The real path decides visibility: a symlink may lead out of every mount (one staying
+        // within the bind's host side is seen at the bind's destination).
         char real[PATH_MAX];
-        if (::realpath(candidate.c_str(), real) == nullptr || !visible_inside(ordered, real))
-            return 127;
+        if (::realpath(host.c_str(), real) == nullptr) return 127;
+        std::filesystem::path seen(real);
+        if (host != candidate && path_within(seen, bind->source))
+            seen = rebased(seen, bind->source, bind->dest);
+        if (!visible_inside(ordered, seen)) return 127;
         if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
         return 0;
     };

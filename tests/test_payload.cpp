@@ -111,3 +111,26 @@ TEST_CASE("payload: a failing payload reports the verdict with its exact status"
     CHECK(denied[2].find("exit 126") != std::string::npos);
     CHECK(denied[4].find("permission denied") != std::string::npos);
 }
+
+TEST_CASE("payload: a bind showing a host directory elsewhere is searched at its host side") {
+    auto dir = tests::make_temp_dir();
+    const fs::path root = fs::canonical(dir);
+    write_program(root / "externals" / "node20" / "bin" / "node", k_exec);
+    write_program(root / "externals" / "bin" / "plain", k_plain);
+    fs::create_directories(root / "externals" / "lib");
+    write_program(root / "elsewhere" / "tool", k_exec);
+    // A link staying within the bind is seen at its destination; one leading out is not seen.
+    fs::create_symlink("../lib/../node20/bin/node", root / "externals" / "bin" / "node");
+    fs::create_symlink(root / "elsewhere" / "tool", root / "externals" / "bin" / "out");
+    const std::vector<sandbox::MountEntry> layout = {
+        {sandbox::MountKind::ro_bind, "/__e", root / "externals", {}, 2}};
+    const auto env = path_env("/__e/bin");
+    CHECK(sandbox::resolve_payload("/__e/node20/bin/node", env, "/__w", layout) == 0);
+    CHECK(sandbox::resolve_payload("node", env, "/__w", layout) == 0);
+    CHECK(sandbox::resolve_payload("plain", env, "/__w", layout) == 126);
+    CHECK(sandbox::resolve_payload("out", env, "/__w", layout) == 127);
+    CHECK(sandbox::resolve_payload("/__e/node24/bin/node", env, "/__w", layout) == 127);
+    // The host path itself is not shown inside.
+    CHECK(sandbox::resolve_payload((root / "externals/node20/bin/node").string(), env, "/__w",
+                                   layout) == 127);
+}

@@ -79,14 +79,40 @@ inline std::string unique_process_name() {
            std::to_string(std::random_device{}() % 100000);
 }
 
-// Sends `signal` to `pid` and waits for it; returns its wait status (-1 when either call
-// failed). For tests that interrupt a sandgate command and check how it ended.
-inline int signal_and_wait(pid_t pid, int signal) {
-    if (::kill(pid, signal) != 0) return -1;
+// Waits for `pid`; its wait status, or -1.
+inline int wait_for(pid_t pid) {
     int status = 0;
     while (::waitpid(pid, &status, 0) != pid)
         if (errno != EINTR) return -1;
     return status;
+}
+
+// Sends `signal` to `pid` and waits for it; returns its wait status (-1 when either call
+// failed). For tests that interrupt a sandgate command and check how it ended.
+inline int signal_and_wait(pid_t pid, int signal) {
+    if (::kill(pid, signal) != 0) return -1;
+    return wait_for(pid);
+}
+
+// Starts argv[0] (a path) with exactly `env`, stdin read from `input` and stdout and stderr
+// appended to `output`; returns its pid (the caller waits), or -1 when fork failed.
+inline pid_t start_with_files(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env,
+                              const std::filesystem::path& input,
+                              const std::filesystem::path& output) {
+    std::vector<char*> args, vars;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    for (const auto& var : env) vars.push_back(const_cast<char*>(var.c_str()));
+    args.push_back(nullptr);
+    vars.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    const int in = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    const int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (in < 0 || out < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
+        ::_exit(126);
+    ::execve(args[0], args.data(), vars.data());
+    ::_exit(127);
 }
 
 }  // namespace tests
