@@ -73,13 +73,17 @@ int resolve_payload(const std::string& name, const Environment& env,
         }
         if (!covered(ordered, candidate)) return 127;
         // A bind showing a host path elsewhere (the hooks' /__e): the file is at the host side.
-        const MountEntry* bind = showing_bind(ordered, candidate);
-        const std::filesystem::path host = bind && bind->source != bind->dest
-                                               ? rebased(candidate, bind->dest, bind->source)
-                                               : candidate;
+        // Where that side cannot be seen from here (root's binds go through the portal, which
+        // exists only in the wrapper's mount namespace), the path is looked at as it is.
         // Most PATH entries do not hold the name: one stat (which follows links, so it also
         // describes the real file) says so without a readlink of every component.
+        const MountEntry* bind = showing_bind(ordered, candidate);
+        std::filesystem::path host = candidate;
         struct stat st {};
+        if (bind && bind->source != bind->dest) {
+            host = rebased(candidate, bind->dest, bind->source);
+            if (::stat(host.c_str(), &st) != 0) host = candidate;
+        }
         if (::stat(host.c_str(), &st) != 0) return 127;
         // The real path decides visibility: a symlink may lead out of every mount (one staying
         // within the bind's host side is seen at the bind's destination).
