@@ -103,7 +103,10 @@ void add_sandbox_exec_options(CLI::App& exec, SandboxExecOptions& o) {
     exec.add_option("id", o.sandbox, "the sandbox")->required();
     exec.add_option("--exec-id", o.exec_id,
                     "the exec's id, for `sandboxes cancel` (default: chosen)");
-    exec.add_option("--env", o.env, "NAME=VALUE for the step (repeatable)");
+    // One value per occurrence: a vector option would otherwise take what follows, `--`
+    // included, and hand the step's own options to this parser (as cmd_exec.cpp's).
+    exec.add_option("--env", o.env, "NAME=VALUE for the step (repeatable)")
+        ->allow_extra_args(false);
     exec.add_option("--cwd", o.cwd, "working directory inside the sandbox (default: its root)");
     exec.add_option("--timeout", o.timeout, "stop the step after DURATION (90s, 5m, 1h)");
     exec.add_option("--kill-grace", o.kill_grace, "SIGTERM to SIGKILL delay when stopped (5s)");

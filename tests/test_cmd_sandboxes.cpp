@@ -129,6 +129,10 @@ TEST_CASE("sandboxes create, exec, list, get and rm through the real CLI") {
     CHECK(ok.status == 0);
     CHECK(ok.out == "hello one\n");
     CHECK(tests::read_file(root / "where") != "");
+    // --env right before `--`: the `--` still ends sandgate's options, `-c` is sh's.
+    auto env_then_argv = f.run({"exec", id, "--env", "Y=two", "--", "sh", "-c", "echo \"$Y\""});
+    CHECK(env_then_argv.status == 0);
+    CHECK(env_then_argv.out == "two\n");
 
     // --json: the API's answer, with the exec id asked for.
     auto json = f.run(
