@@ -4,6 +4,7 @@
 
 #include "agent/units.hpp"
 #include "jobs/git_remove.hpp"
+#include "sandbox/temp_dir.hpp"
 
 namespace agent {
 
@@ -48,13 +49,9 @@ sandbox::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const Buil
     } else if (!report.empty()) {
         artifacts_dir = fs::absolute(report).replace_extension(".artifacts");
     } else {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern =
-            std::string(tmp && *tmp ? tmp : "/tmp") + "/sandgate-artifacts-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr)  // trusted path: the host's $TMPDIR
-            return sandbox::fail(sandbox::ErrorKind::permanent,
-                                 sandbox::errno_message("mkdtemp " + pattern));
-        artifacts_dir = remove_at_end = pattern;
+        auto made = sandbox::make_host_temp_dir("sandgate-artifacts-");
+        if (!made) return std::unexpected(made.error());
+        artifacts_dir = remove_at_end = *made;
     }
     // A run's artifacts are its own: what an earlier run left next to the same report goes.
     if (flags.artifacts_dir.empty() && remove_at_end.empty()) {
