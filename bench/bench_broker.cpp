@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "agent/job_store.hpp"
-#include "agent/sandbox_manager.hpp"
-#include "sandbox/broker.hpp"
-#include "sandbox/run.hpp"
+#include "agent/store/job_store.hpp"
+#include "agent/sandboxes/sandbox_manager.hpp"
+#include "sandbox/broker/broker.hpp"
+#include "sandbox/process/run.hpp"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
 // The raw arm makes its network namespace itself (--unshare-net), as a plain bwrap user would;
 // `sandgate exec` run as root makes it on a second thread while it parses and plans
-// (sandbox/netns.hpp) and starts bwrap in it with --share-net, its only other option change.
+// (sandbox/wrap/netns.hpp) and starts bwrap in it with --share-net, its only other option change.
 // `sandgate exec` returns only once nothing of the sandbox runs any more (it adopts bwrap's
 // pid 1 and reaps it, which the kernel allows only after every other process of the namespace
 // is gone; with cgroup2 limits, their leaf is empty and removed too), while raw
@@ -22,7 +22,7 @@
 // wait for bwrap's pid 1 (sandgate exec and the torn-down raw one) count its CPU, which is
 // most of the sandbox's setup; the CPU ratio compares those two.
 // Two more: `true` with a 2000-file tree as its writable working directory (as root, the walk
-// that gives the writable trees to the sandbox's host identity, sandbox/identity.hpp), and,
+// that gives the writable trees to the sandbox's host identity, sandbox/wrap/identity.hpp), and,
 // given another sandgate binary (`bench_wrap ROUNDS /work/main/build/sandgate`, or
 // $SANDGATE_BENCH_BASELINE), both runs by that binary too: this version against an older one.
 #include <fcntl.h>
@@ -42,8 +42,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/probe.hpp"
-#include "sandbox/wrap.hpp"
+#include "sandbox/wrap/probe.hpp"
+#include "sandbox/wrap/wrap.hpp"
 
 extern char** environ;
 

@@ -11,7 +11,7 @@ namespace github::api {
 namespace {
 
 using nlohmann::ordered_json;
-using sandbox::ErrorKind;
+using common::ErrorKind;
 
 std::string repo_path(const Target& target) {
     return "/repos/" + url_encode(target.repository.owner) + "/" +
@@ -56,16 +56,16 @@ void add_identity(ordered_json& body, const Target& target, const JobReport& rep
     if (target.details_url) body["details_url"] = *target.details_url;
 }
 
-sandbox::Expected<std::int64_t> read_id(const Response& response) {
+common::Expected<std::int64_t> read_id(const Response& response) {
     simdjson::dom::parser parser;
     std::int64_t id = 0;
     if (parser.parse(response.body)["id"].get_int64().get(id) != simdjson::SUCCESS) {
-        return sandbox::fail(ErrorKind::permanent, "GitHub's check run answer has no `id`");
+        return common::fail(ErrorKind::permanent, "GitHub's check run answer has no `id`");
     }
     return id;
 }
 
-sandbox::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
+common::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
     auto response = target.client.request(
         Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body));
     if (!response) return std::unexpected(response.error());
@@ -74,7 +74,7 @@ sandbox::Expected<void> patch(const Target& target, std::int64_t id, const order
 
 }  // namespace
 
-sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
+common::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
                                                               const JobReport& report) {
     std::optional<std::int64_t> found;
     std::int64_t seen = 0;
@@ -92,7 +92,7 @@ sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& targ
         if (parser.parse(response->body).get(root) != simdjson::SUCCESS ||
             root["check_runs"].get_array().get(runs) != simdjson::SUCCESS ||
             root["total_count"].get_int64().get(total) != simdjson::SUCCESS) {
-            return sandbox::fail(ErrorKind::permanent,
+            return common::fail(ErrorKind::permanent,
                                  "GET " + path + ": answer lacks total_count/check_runs");
         }
         for (auto run : runs) {
@@ -109,7 +109,7 @@ sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& targ
     return found;
 }
 
-sandbox::Expected<std::int64_t> create_in_progress(const Target& target, const JobReport& report) {
+common::Expected<std::int64_t> create_in_progress(const Target& target, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}, {"head_sha", report.sha}};
     add_identity(body, target, report);
     body["status"] = "in_progress";
@@ -121,7 +121,7 @@ sandbox::Expected<std::int64_t> create_in_progress(const Target& target, const J
     return read_id(*response);
 }
 
-sandbox::Expected<void> reopen(const Target& target, std::int64_t id, const JobReport& report) {
+common::Expected<void> reopen(const Target& target, std::int64_t id, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}};
     add_identity(body, target, report);
     body["status"] = "in_progress";
@@ -130,7 +130,7 @@ sandbox::Expected<void> reopen(const Target& target, std::int64_t id, const JobR
     return patch(target, id, body);
 }
 
-sandbox::Expected<std::int64_t> create_completed(const Target& target, const JobReport& report) {
+common::Expected<std::int64_t> create_completed(const Target& target, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}, {"head_sha", report.sha}};
     add_identity(body, target, report);
     body["status"] = "completed";
@@ -144,7 +144,7 @@ sandbox::Expected<std::int64_t> create_completed(const Target& target, const Job
     return read_id(*response);
 }
 
-sandbox::Expected<void> conclude(const Target& target, std::int64_t id, const JobReport& report) {
+common::Expected<void> conclude(const Target& target, std::int64_t id, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}};
     add_identity(body, target, report);
     body["status"] = "completed";
@@ -154,7 +154,7 @@ sandbox::Expected<void> conclude(const Target& target, std::int64_t id, const Jo
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> add_annotations(const Target& target, std::int64_t id,
+common::Expected<void> add_annotations(const Target& target, std::int64_t id,
                                         const JobReport& report, std::size_t from) {
     ordered_json body = {{"output",
                           {{"title", check_title(report)},
@@ -163,7 +163,7 @@ sandbox::Expected<void> add_annotations(const Target& target, std::int64_t id,
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
+common::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
                                          const JobReport& report, const std::string& why) {
     ordered_json body = {
         {"status", "completed"},
@@ -175,7 +175,7 @@ sandbox::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> post_status(const Target& target, const JobReport& report) {
+common::Expected<void> post_status(const Target& target, const JobReport& report) {
     std::string state = "pending";
     if (report.status == JobStatus::completed) {
         switch (report.conclusion.value_or(Conclusion::failure)) {

@@ -15,7 +15,7 @@
 namespace github {
 namespace {
 
-using sandbox::ErrorKind;
+using common::ErrorKind;
 
 bool valid_name_part(std::string_view part) {
     return !part.empty() && part != "." && part != ".." &&
@@ -34,11 +34,11 @@ std::optional<ReportAs> parse_report_as(std::string_view text) {
     return std::nullopt;
 }
 
-sandbox::Expected<Repository> Repository::parse(std::string_view text) {
+common::Expected<Repository> Repository::parse(std::string_view text) {
     const auto slash = text.find('/');
     if (slash == std::string_view::npos || !valid_name_part(text.substr(0, slash)) ||
         !valid_name_part(text.substr(slash + 1))) {
-        return sandbox::fail(ErrorKind::invalid_input,
+        return common::fail(ErrorKind::invalid_input,
                              "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
     }
     return Repository{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
@@ -57,16 +57,16 @@ struct Reporter::State {
     std::set<std::string> in_flight;          // keys of jobs started here and not finished
 
     JournalEntry entry_for(const JobReport& report, JournalPhase phase) const;
-    sandbox::Expected<void> send_start(JournalEntry& entry);
-    sandbox::Expected<void> send_finish(JournalEntry& entry);
-    sandbox::Expected<std::int64_t> resolve_id(JournalEntry& entry, const api::Target& target);
+    common::Expected<void> send_start(JournalEntry& entry);
+    common::Expected<void> send_finish(JournalEntry& entry);
+    common::Expected<std::int64_t> resolve_id(JournalEntry& entry, const api::Target& target);
     void remember(const JournalEntry& entry);
     void keep(const JournalEntry& entry) const;
     void forget(const std::string& key);
-    sandbox::Expected<Delivery> deliver(JournalEntry entry);
+    common::Expected<Delivery> deliver(JournalEntry entry);
 };
 
-sandbox::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions options) {
+common::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions options) {
     JobReport probe;
     probe.workflow = "w";
     probe.job = "j";
@@ -123,18 +123,18 @@ void Reporter::State::forget(const std::string& key) {
     }
 }
 
-sandbox::Expected<std::int64_t> Reporter::State::resolve_id(JournalEntry& entry,
+common::Expected<std::int64_t> Reporter::State::resolve_id(JournalEntry& entry,
                                                             const api::Target& target) {
     if (entry.check_run_id) return *entry.check_run_id;
     auto found = api::find_check_run(target, entry.report);
     if (!found) return std::unexpected(found.error());
-    if (!*found) return sandbox::fail(ErrorKind::invalid_input, "no run yet");
+    if (!*found) return common::fail(ErrorKind::invalid_input, "no run yet");
     entry.check_run_id = **found;
     remember(entry);
     return **found;
 }
 
-sandbox::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
+common::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
     const api::Target target{client, options.repository, entry.check_name, entry.details_url};
     if (entry.kind == JournalKind::status) return api::post_status(target, entry.report);
     auto id = resolve_id(entry, target);
@@ -147,7 +147,7 @@ sandbox::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
     return {};
 }
 
-sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
+common::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
     const api::Target target{client, options.repository, entry.check_name, entry.details_url};
     if (entry.kind == JournalKind::status) return api::post_status(target, entry.report);
     const std::size_t total = entry.report.annotations.size();
@@ -183,7 +183,7 @@ sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
 }
 
 // Sends one entry (start or finish); journals it on failure. Shared by start() and finish().
-sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
+common::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
     const std::string key = entry.key();
     const bool finishing = entry.phase == JournalPhase::finishing;
     keep(entry);  // written ahead: a crash while sending loses nothing
@@ -196,7 +196,7 @@ sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
         }
         return Delivery::sent;
     }
-    const sandbox::Error& error = sent.error();
+    const common::Error& error = sent.error();
     spdlog::warn("github: reporting {} ({}) failed: {}", entry.check_name,
                  finishing ? "finish" : "start", error.message);
     if (error.kind == ErrorKind::invalid_input || !journal) {
@@ -207,7 +207,7 @@ sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
     return Delivery::journaled;
 }
 
-sandbox::Expected<Delivery> Reporter::start(const JobReport& report) {
+common::Expected<Delivery> Reporter::start(const JobReport& report) {
     if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
     JobReport started = report;
     started.status = JobStatus::in_progress;
@@ -220,10 +220,10 @@ sandbox::Expected<Delivery> Reporter::start(const JobReport& report) {
     return m_state->deliver(std::move(entry));
 }
 
-sandbox::Expected<Delivery> Reporter::finish(const JobReport& report) {
+common::Expected<Delivery> Reporter::finish(const JobReport& report) {
     if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
     if (report.status != JobStatus::completed) {
-        return sandbox::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
+        return common::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
     }
     JournalEntry entry = m_state->entry_for(report, JournalPhase::finishing);
     const std::string key = entry.key();
@@ -238,7 +238,7 @@ std::optional<std::int64_t> Reporter::check_run_id(const JobReport& report) cons
     return entry.check_run_id;
 }
 
-sandbox::Expected<ReplayResult> Reporter::replay() {
+common::Expected<ReplayResult> Reporter::replay() {
     ReplayResult result;
     if (!m_state->journal) return result;
     auto entries = m_state->journal->entries();

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
 
 extern char** environ;
 
@@ -33,8 +33,8 @@ public:
                         std::vector<std::string> extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-        sandbox::Fd read_end(fds[0]);
-        sandbox::Fd write_end(fds[1]);
+        common::Fd read_end(fds[0]);
+        common::Fd write_end(fds[1]);
         std::vector<std::string> argv = {
             "/usr/bin/python3", std::string(SANDGATE_SOURCE_DIR) + "/tests/fake_github/server.py",
             "--schema",
@@ -140,7 +140,7 @@ private:
     pid_t m_pid = -1;
     int m_port = 0;
     std::string m_ca_file;  // set: the server speaks https with this certificate
-    sandbox::Fd m_stdout;
+    common::Fd m_stdout;
 };
 
 }  // namespace tests

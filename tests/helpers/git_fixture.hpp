@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
 #include "tests/support/temp_dir.hpp"
 
 extern char** environ;
@@ -86,7 +86,7 @@ public:
                   const std::vector<std::string>& extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-        sandbox::Fd read_end(fds[0]), write_end(fds[1]);
+        common::Fd read_end(fds[0]), write_end(fds[1]);
         std::vector<std::string> args = {
             "/usr/bin/python3",
             std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/git_http_server.py", root.string()};
