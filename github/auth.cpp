@@ -236,14 +236,14 @@ common::Expected<std::string> InstallationTokenSource::token() {
     return m_token;
 }
 
-sandbox::Renewal InstallationTokenSource::refused(std::string_view token) {
+common::Renewal InstallationTokenSource::refused(std::string_view token) {
     std::lock_guard lock(m_mutex);
     // Another caller may have replaced it already: the newer token is kept.
     if (m_token == token) {
         m_token.clear();
         m_expires_at = {};
     }
-    return sandbox::Renewal::minted;
+    return common::Renewal::minted;
 }
 
 // Under m_mutex: one exchange at a time, the others wait for its answer.

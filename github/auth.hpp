@@ -112,7 +112,7 @@ public:
         InstallationTokenScope scope = {});
 
     common::Expected<std::string> token() override;
-    sandbox::Renewal refused(std::string_view token) override;
+    common::Renewal refused(std::string_view token) override;
 
 private:
     common::Expected<std::string> mint_locked();

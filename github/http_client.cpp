@@ -268,7 +268,7 @@ common::Expected<Response> HttpClient::Shared::run(Method method, std::string_vi
                        *token);
             // An expired or revoked installation token: renewed once, sent again at once.
             if (response.status == 401 && !renewed &&
-                tokens->refused(*token) == sandbox::Renewal::minted) {
+                tokens->refused(*token) == common::Renewal::minted) {
                 renewed = true;
                 spdlog::info("github: {}: the token was refused; sending again with a new one",
                              what);

@@ -19,13 +19,13 @@ common::Expected<std::string> SecretFileToken::token() {
     return m_token;
 }
 
-sandbox::Renewal SecretFileToken::refused(std::string_view token) {
+common::Renewal SecretFileToken::refused(std::string_view token) {
     std::lock_guard lock(m_mutex);
-    if (token != m_token) return sandbox::Renewal::minted;  // another caller read a newer one
+    if (token != m_token) return common::Renewal::minted;  // another caller read a newer one
     auto fresh = read_secret_file(m_path);
-    if (!fresh || *fresh == m_token) return sandbox::Renewal::none;
+    if (!fresh || *fresh == m_token) return common::Renewal::none;
     m_token = std::move(*fresh);
-    return sandbox::Renewal::minted;
+    return common::Renewal::minted;
 }
 
 }  // namespace agent

@@ -23,7 +23,7 @@ public:
     common::Expected<std::string> token() override;
     // minted when the file now holds another token (read again here); none otherwise (also
     // when it cannot be read: the refusal then stands).
-    sandbox::Renewal refused(std::string_view token) override;
+    common::Renewal refused(std::string_view token) override;
 
 private:
     SecretFileToken(std::filesystem::path path, std::string token)

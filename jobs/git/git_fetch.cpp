@@ -22,7 +22,7 @@ struct CredentialState {
 // token once (an installation token that expired early); a fixed token fails the fetch there.
 int renew_after_refusal(CredentialState& state) {
     const bool renewable =
-        state.calls == 2 && state.token->refused(state.secret) == sandbox::Renewal::minted;
+        state.calls == 2 && state.token->refused(state.secret) == common::Renewal::minted;
     if (!renewable) {
         git_error_set_str(GIT_ERROR_NET, "authentication failed: the remote refused the token");
         return GIT_EUSER;
@@ -88,8 +88,8 @@ common::Expected<std::string> GitToken::secret() const {
     return m_provider->token();
 }
 
-sandbox::Renewal GitToken::refused(std::string_view secret) const {
-    return m_provider ? m_provider->refused(secret) : sandbox::Renewal::none;
+common::Renewal GitToken::refused(std::string_view secret) const {
+    return m_provider ? m_provider->refused(secret) : common::Renewal::none;
 }
 
 std::vector<std::string> mirror_refspecs(const std::string& ref) {

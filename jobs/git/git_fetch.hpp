@@ -34,7 +34,7 @@ public:
     // The token to offer now; the provider's error (its kind kept) when none can be had.
     common::Expected<std::string> secret() const;
     // The remote refused `secret`: whether asking again gives another one.
-    sandbox::Renewal refused(std::string_view secret) const;
+    common::Renewal refused(std::string_view secret) const;
 
     std::string username = "x-access-token";  // GitHub's convention for app/installation tokens
 

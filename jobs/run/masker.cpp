@@ -335,7 +335,7 @@ common::Expected<std::string> MaskedTokens::token() {
     return token;
 }
 
-sandbox::Renewal MaskedTokens::refused(std::string_view token) {
+common::Renewal MaskedTokens::refused(std::string_view token) {
     return m_inner->refused(token);
 }
 

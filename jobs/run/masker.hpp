@@ -71,7 +71,7 @@ class MaskedTokens final : public common::TokenProvider {
 public:
     MaskedTokens(std::shared_ptr<common::TokenProvider> inner, Masker& masker);
     common::Expected<std::string> token() override;
-    sandbox::Renewal refused(std::string_view token) override;
+    common::Renewal refused(std::string_view token) override;
 
 private:
     std::shared_ptr<common::TokenProvider> m_inner;

@@ -49,7 +49,7 @@ std::optional<uid_t> unmapped_uid() {
 // the sandbox's unprivileged host identity (sandbox/wrap/identity.hpp) and calls it as root, which
 // the sandbox's user namespace does not map: root shows as the overflow uid there. The socket
 // lies in root's own 0700 sandbox directory, so no other host uid reaches it to show as that.
-bool trusted_client(const PeerCredentials& peer) {
+bool trusted_client(const common::PeerCredentials& peer) {
     static const std::optional<uid_t> unmapped = unmapped_uid();
     return peer.uid == ::geteuid() || peer.uid == 0 || (unmapped && peer.uid == *unmapped);
 }
@@ -57,7 +57,7 @@ bool trusted_client(const PeerCredentials& peer) {
 // A broker the client trusts: one of its own uid, or, for root, one running as the owner of
 // the socket's directory: a directory only root could have given to that uid (the sandbox's
 // host identity, which the broker runs as), inside root's own 0700 sandbox directory.
-bool trusted_broker(const PeerCredentials& peer, const std::filesystem::path& socket) {
+bool trusted_broker(const common::PeerCredentials& peer, const std::filesystem::path& socket) {
     if (peer.uid == ::geteuid()) return true;
     if (::geteuid() != 0) return false;
     struct stat dir {
@@ -81,7 +81,7 @@ void send_refusal(int fd, Refusal refusal, std::string message) {
     BrokerReply reply;
     reply.refusal = refusal;
     reply.message = std::move(message);
-    (void)write_frame(fd, encode_reply(reply));  // the peer may be gone; nothing to do then
+    (void)common::write_frame(fd, encode_reply(reply));  // the peer may be gone; nothing to do then
 }
 
 // cwd inside root (`base`, the root made canonical once per broker): a real directory beneath
@@ -194,7 +194,7 @@ public:
         std::error_code ec;
         m_root = std::filesystem::weakly_canonical(m_config.root, ec);
         if (ec) return fail(ErrorKind::invalid_input, m_config.root.string() + ": " + ec.message());
-        auto listener = listen_unix(m_config.socket);
+        auto listener = common::listen_unix(m_config.socket);
         if (!listener) return std::unexpected(listener.error());
         // Non-blocking: should both threads wake for one connection, the one that loses the
         // accept goes back to its wait (and sees the shutdown) instead of blocking in accept.
@@ -243,13 +243,13 @@ private:
     }
 
     void handle(Fd connection) {
-        auto peer = peer_credentials(connection.get());
+        auto peer = common::peer_credentials(connection.get());
         if (!peer || !trusted_client(*peer)) {
             spdlog::warn("broker {}: dropped a connection from another uid", m_config.identity);
             return;
         }
         const auto deadline = std::chrono::steady_clock::now() + k_request_read_timeout;
-        auto frame = read_frame(connection.get(), k_max_request_frame, deadline);
+        auto frame = common::read_frame(connection.get(), k_max_request_frame, deadline);
         if (!frame) return send_refusal(connection.get(), Refusal::invalid, frame.error().message);
         auto request = parse_request(*frame);
         if (!request)
@@ -275,13 +275,13 @@ private:
         status.pid_namespace = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
         status.reaper = m_reaper == Reaper::caller ? "broker" : "per_step";
         reply.status = std::move(status);
-        (void)write_frame(fd, encode_reply(reply));
+        (void)common::write_frame(fd, encode_reply(reply));
     }
 
     void shutdown(int fd, const std::string& identity) {
         if (identity != m_config.identity)
             return send_refusal(fd, Refusal::identity, "identity does not match this sandbox");
-        (void)write_frame(fd, encode_reply(BrokerReply{}));
+        (void)common::write_frame(fd, encode_reply(BrokerReply{}));
         m_shutdown->cancel();  // a step still running is stopped, as on a timeout
     }
 
@@ -336,7 +336,7 @@ private:
         // Busy ends before the reply goes out, so the next step the client sends after reading
         // it is never refused for a step that has finished.
         busy.release();
-        (void)write_frame(connection.get(), encode_reply(reply));
+        (void)common::write_frame(connection.get(), encode_reply(reply));
         // Logged after the reply: the line wakes whoever reads our log (the agent), which then
         // runs beside the client rather than ahead of it.
         spdlog::info("broker {}: {} exited {} in {} ms, out {} B, err {} B", m_config.identity,
@@ -394,15 +394,15 @@ Expected<void> serve_broker(const BrokerConfig& config) {
 
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait,
-                                  PeerCredentials* peer, const CancelToken* cancel) {
-    auto connection = connect_unix(socket);
+                                  common::PeerCredentials* peer, const CancelToken* cancel) {
+    auto connection = common::connect_unix(socket);
     if (!connection) return std::unexpected(connection.error());
-    auto credentials = peer_credentials(connection->get());
+    auto credentials = common::peer_credentials(connection->get());
     if (!credentials) return std::unexpected(credentials.error());
     if (!trusted_broker(*credentials, socket))
         return fail(ErrorKind::permanent, socket.string() + ": the broker runs as another uid");
     if (peer) *peer = *credentials;
-    if (auto ok = write_frame(connection->get(), encode_request(request)); !ok)
+    if (auto ok = common::write_frame(connection->get(), encode_request(request)); !ok)
         return std::unexpected(ok.error());
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (wait)
@@ -416,7 +416,7 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const Bro
         if (auto ok = await_reply(connection->get(), *cancel, grace, deadline); !ok)
             return std::unexpected(ok.error());
     }
-    auto frame = read_frame(connection->get(), k_max_reply_frame, deadline);
+    auto frame = common::read_frame(connection->get(), k_max_reply_frame, deadline);
     if (!frame) return std::unexpected(frame.error());
     return parse_reply(*frame);
 }

@@ -65,7 +65,7 @@ Expected<void> serve_broker(const BrokerConfig& config);
 // kill grace plus a margin) for the broker's answer, a result with RunErrorKind::cancelled.
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait = std::nullopt,
-                                  PeerCredentials* peer = nullptr,
+                                  common::PeerCredentials* peer = nullptr,
                                   const CancelToken* cancel = nullptr);
 
 // The argv a shell request runs: bash --noprofile --norc -eo pipefail -c SCRIPT.

@@ -248,7 +248,7 @@ Cgroup::~Cgroup() {
     while (::rmdir(m_path.c_str()) != 0) {
         if (errno == ENOENT) return;
         if (errno != EBUSY || ++attempt == 100) {
-            warn("cannot remove the run's cgroup " + m_path.string());
+            common::warn("cannot remove the run's cgroup " + m_path.string());
             return;
         }
         kill_and_wait();

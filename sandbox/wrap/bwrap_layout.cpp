@@ -58,7 +58,7 @@ Expected<Scratch> make_scratch(const Policy& policy) {
     }
     if (!policy.toolchain_cache)
         return Scratch{std::filesystem::path(k_private_scratch), ScratchPlace::in_wrap};
-    auto made = make_host_temp_dir("sandgate-run-");
+    auto made = common::make_host_temp_dir("sandgate-run-");
     if (!made) return std::unexpected(made.error());
     auto checked = checked_bind_path(*made, "scratch", MustExist::yes);
     if (!checked) {

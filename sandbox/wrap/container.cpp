@@ -33,7 +33,7 @@ std::string unique_name() {
 }
 
 Expected<std::filesystem::path> owned_scratch_root() {
-    return make_host_temp_dir("sandgate-run-");
+    return common::make_host_temp_dir("sandgate-run-");
 }
 
 void volume(std::vector<std::string>& argv, const std::filesystem::path& path, const char* mode) {

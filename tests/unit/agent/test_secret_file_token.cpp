@@ -25,7 +25,7 @@ TEST_CASE("the token file is read again when GitHub refuses its token") {
     REQUIRE(source);
     CHECK((*source)->token().value() == "ghs_oldTokenFromTheFile");
     CHECK((*source)->refused("ghs_oldTokenFromTheFile") ==
-          sandbox::Renewal::none);  // unchanged file
+          common::Renewal::none);  // unchanged file
 
     // A refresher replaced the file: the next refusal picks the new token up, and a request
     // refused with the old one is sent again with it.
@@ -47,9 +47,9 @@ TEST_CASE("the token file is read again when GitHub refuses its token") {
     // The file emptied (a refresher half-way): the refusal stands, nothing empty is sent.
     tests::write_file(dir / "token", "");
     CHECK((*source)->refused("ghs_newTokenFromTheFile") ==
-          sandbox::Renewal::none);  // unreadable: the refusal stands
+          common::Renewal::none);  // unreadable: the refusal stands
     CHECK((*source)->refused("ghs_someOlderToken") ==
-          sandbox::Renewal::minted);  // already replaced here
+          common::Renewal::minted);  // already replaced here
 
     auto missing = agent::SecretFileToken::open(dir / "absent");
     REQUIRE_FALSE(missing);

@@ -180,9 +180,9 @@ public:
     common::Expected<std::string> token() override {
         return "ghs_unknownToken" + std::to_string(m_count);
     }
-    sandbox::Renewal refused(std::string_view) override {
+    common::Renewal refused(std::string_view) override {
         ++m_count;
-        return sandbox::Renewal::minted;
+        return common::Renewal::minted;
     }
     int m_count = 0;
 };

@@ -168,7 +168,7 @@ public:
     common::Expected<std::string> token() override {
         return "ghs_rotated" + std::to_string(++m_count);
     }
-    sandbox::Renewal refused(std::string_view) override { return sandbox::Renewal::minted; }
+    common::Renewal refused(std::string_view) override { return common::Renewal::minted; }
 
 private:
     int m_count = 0;
@@ -181,7 +181,7 @@ TEST_CASE("every token a provider hands out is masked, the refreshed ones too") 
     jobs::MaskedTokens tokens(std::make_shared<RotatingTokens>(), masker);
     CHECK(masker.mask("ghs_rotated1 ghs_rotated2") == "ghs_rotated1 ghs_rotated2");
     CHECK(tokens.token().value() == "ghs_rotated1");
-    CHECK(tokens.refused("ghs_rotated1") == sandbox::Renewal::minted);
+    CHECK(tokens.refused("ghs_rotated1") == common::Renewal::minted);
     CHECK(tokens.token().value() == "ghs_rotated2");
     CHECK(masker.mask("a ghs_rotated1 b ghs_rotated2 c") == "a *** b *** c");
 }
