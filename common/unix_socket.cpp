@@ -74,13 +74,12 @@ Expected<void> read_exact(int fd, char* data, std::size_t size,
 }  // namespace
 
 Expected<Fd> listen_unix(const std::filesystem::path& path) {
-    auto address = address_of(path);
-    if (!address) return std::unexpected(address.error());
-    if (auto ok = check_private_dir(path.parent_path()); !ok) return std::unexpected(ok.error());
+    auto address = SANDGATE_TRY(address_of(path));
+    SANDGATE_TRY(check_private_dir(path.parent_path()));
     Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return fail(ErrorKind::permanent, errno_message("socket"));
     ::unlink(path.c_str());  // a socket left by a previous life; the dir is ours alone
-    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0)
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
         return fail(ErrorKind::permanent, errno_message("bind " + path.string()));
     if (::chmod(path.c_str(), 0600) != 0)
         return fail(ErrorKind::permanent, errno_message("chmod " + path.string()));
@@ -89,12 +88,10 @@ Expected<Fd> listen_unix(const std::filesystem::path& path) {
 }
 
 Expected<Fd> connect_unix(const std::filesystem::path& path) {
-    auto address = address_of(path);
-    if (!address) return std::unexpected(address.error());
+    auto address = SANDGATE_TRY(address_of(path));
     Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return fail(ErrorKind::permanent, errno_message("socket"));
-    while (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) !=
-           0) {
+    while (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
         if (errno == EINTR) continue;
         const auto kind = errno == ENOENT || errno == ECONNREFUSED ? ErrorKind::unavailable
                                                                    : ErrorKind::permanent;
@@ -138,9 +135,7 @@ Expected<void> write_frame(int fd, std::string_view body) {
 Expected<std::string> read_frame(int fd, std::size_t max_bytes,
                                  std::optional<std::chrono::steady_clock::time_point> deadline) {
     std::array<unsigned char, 4> header{};
-    if (auto ok = read_exact(fd, reinterpret_cast<char*>(header.data()), header.size(), deadline);
-        !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(read_exact(fd, reinterpret_cast<char*>(header.data()), header.size(), deadline));
     const std::size_t size = (std::size_t{header[0]} << 24) | (std::size_t{header[1]} << 16) |
                              (std::size_t{header[2]} << 8) | std::size_t{header[3]};
     if (size > max_bytes)
@@ -148,8 +143,7 @@ Expected<std::string> read_frame(int fd, std::size_t max_bytes,
                                                   " bytes exceeds the limit of " +
                                                   std::to_string(max_bytes));
     std::string body(size, '\0');
-    if (auto ok = read_exact(fd, body.data(), size, deadline); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(read_exact(fd, body.data(), size, deadline));
     return body;
 }
 

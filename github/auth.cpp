@@ -86,20 +86,20 @@ common::Expected<std::string> read_token_file(const std::filesystem::path& path)
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         return common::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": cannot be read");
+                            "--token-file " + path.string() + ": cannot be read");
     }
     std::string content(k_max_token_file_bytes + 1, '\0');
     in.read(content.data(), static_cast<std::streamsize>(content.size()));
     content.resize(static_cast<size_t>(in.gcount()));
     if (content.size() > k_max_token_file_bytes) {
         return common::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": too large for a token");
+                            "--token-file " + path.string() + ": too large for a token");
     }
     std::string_view text = trim(content);
     text = trim(text.substr(0, text.find('\n')));
     if (text.empty()) {
         return common::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": holds no token");
+                            "--token-file " + path.string() + ": holds no token");
     }
     return std::string(text);
 }
@@ -110,8 +110,8 @@ common::Expected<std::string> read_token_env(std::string_view name) {
     std::string_view text = trim(value ? value : "");
     if (text.empty() || text.find('\n') != std::string_view::npos) {
         return common::fail(ErrorKind::invalid_input,
-                             "environment variable " + variable +
-                                 " is unset, empty or not one line (it should hold the token)");
+                            "environment variable " + variable +
+                                " is unset, empty or not one line (it should hold the token)");
     }
     return std::string(text);
 }
@@ -122,11 +122,11 @@ common::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string
     PrivateKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
     if (!key) {
         return common::fail(ErrorKind::invalid_input,
-                             std::string(origin) + ": not a PEM private key");
+                            std::string(origin) + ": not a PEM private key");
     }
     if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) {
         return common::fail(ErrorKind::invalid_input,
-                             std::string(origin) + ": a GitHub App key must be RSA");
+                            std::string(origin) + ": a GitHub App key must be RSA");
     }
     return key;
 }
@@ -135,7 +135,7 @@ common::Expected<PrivateKey> load_private_key(const std::filesystem::path& path)
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         return common::fail(ErrorKind::invalid_input,
-                             "--app-key " + path.string() + ": cannot be read");
+                            "--app-key " + path.string() + ": cannot be read");
     }
     std::ostringstream content;
     content << in.rdbuf();
@@ -157,7 +157,7 @@ std::string base64url(std::string_view bytes) {
 }
 
 common::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
-                                            std::chrono::system_clock::time_point now) {
+                                           std::chrono::system_clock::time_point now) {
     if (trim(app_id).empty()) return common::fail(ErrorKind::invalid_input, "--app-id is empty");
     if (key == nullptr) return common::fail(ErrorKind::invalid_input, "no App key");
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch());
@@ -206,16 +206,14 @@ common::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSour
     const ClientOptions& options, const AppCredentials& credentials, InstallationTokenScope scope) {
     if (!all_digits(credentials.installation_id)) {
         return common::fail(ErrorKind::invalid_input, "--installation-id must be a number, got '" +
-                                                           credentials.installation_id + "'");
+                                                          credentials.installation_id + "'");
     }
-    auto key = load_private_key(credentials.key_file);
-    if (!key) return std::unexpected(key.error());
-    auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(*key), options.clock);
-    if (auto probe = jwt->token(); !probe) return std::unexpected(probe.error());
-    auto client = HttpClient::create(options, jwt);
-    if (!client) return std::unexpected(client.error());
+    auto key = SANDGATE_TRY(load_private_key(credentials.key_file));
+    auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(key), options.clock);
+    SANDGATE_TRY(jwt->token());
+    auto client = SANDGATE_TRY(HttpClient::create(options, jwt));
     return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
-        std::move(*client), credentials.installation_id, options.clock, std::move(scope)));
+        std::move(client), credentials.installation_id, options.clock, std::move(scope)));
 }
 
 common::Expected<std::string> InstallationTokenSource::token() {
@@ -253,8 +251,8 @@ common::Expected<std::string> InstallationTokenSource::mint_locked() {
         scoped(m_scope) ? std::optional<std::string>(scope_body(m_scope)) : std::nullopt);
     if (!response) {
         return common::fail(response.error().kind, "installation token for installation " +
-                                                        m_installation_id + ": " +
-                                                        response.error().message);
+                                                       m_installation_id + ": " +
+                                                       response.error().message);
     }
     simdjson::dom::parser parser;
     simdjson::dom::element document;
@@ -264,16 +262,16 @@ common::Expected<std::string> InstallationTokenSource::mint_locked() {
         document["token"].get_string().get(token) != simdjson::SUCCESS ||
         document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS || token.empty()) {
         return common::fail(ErrorKind::permanent,
-                             "installation token answer lacks `token` or `expires_at`");
+                            "installation token answer lacks `token` or `expires_at`");
     }
     if (auto violation = scope_violation(m_scope, document)) {
         return common::fail(ErrorKind::permanent, "installation token for installation " +
-                                                       m_installation_id + ": " + *violation);
+                                                      m_installation_id + ": " + *violation);
     }
     auto expiry = parse_github_time(expires_at);
     if (!expiry) {
         return common::fail(ErrorKind::permanent, "installation token answer: bad `expires_at` '" +
-                                                       std::string(expires_at) + "'");
+                                                      std::string(expires_at) + "'");
     }
     m_token = std::string(token);
     m_expires_at = *expiry;

@@ -10,8 +10,8 @@
 namespace github::api {
 namespace {
 
-using nlohmann::ordered_json;
 using common::ErrorKind;
+using nlohmann::ordered_json;
 
 std::string repo_path(const Target& target) {
     return "/repos/" + url_encode(target.repository.owner) + "/" +
@@ -66,16 +66,15 @@ common::Expected<std::int64_t> read_id(const Response& response) {
 }
 
 common::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
-    auto response = target.client.request(
-        Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body));
-    if (!response) return std::unexpected(response.error());
+    SANDGATE_TRY(target.client.request(
+        Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body)));
     return {};
 }
 
 }  // namespace
 
 common::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
-                                                              const JobReport& report) {
+                                                             const JobReport& report) {
     std::optional<std::int64_t> found;
     std::int64_t seen = 0;
     for (int page = 1; page <= k_lookup_max_pages; ++page) {
@@ -83,17 +82,16 @@ common::Expected<std::optional<std::int64_t>> find_check_run(const Target& targe
                                  "/check-runs?check_name=" + url_encode(target.check_name) +
                                  "&filter=all&per_page=" + std::to_string(k_lookup_page_size) +
                                  "&page=" + std::to_string(page);
-        auto response = target.client.request(Method::get, path);
-        if (!response) return std::unexpected(response.error());
+        auto response = SANDGATE_TRY(target.client.request(Method::get, path));
         simdjson::dom::parser parser;
         simdjson::dom::element root;
         simdjson::dom::array runs;
         std::int64_t total = 0;
-        if (parser.parse(response->body).get(root) != simdjson::SUCCESS ||
+        if (parser.parse(response.body).get(root) != simdjson::SUCCESS ||
             root["check_runs"].get_array().get(runs) != simdjson::SUCCESS ||
             root["total_count"].get_int64().get(total) != simdjson::SUCCESS) {
             return common::fail(ErrorKind::permanent,
-                                 "GET " + path + ": answer lacks total_count/check_runs");
+                                "GET " + path + ": answer lacks total_count/check_runs");
         }
         for (auto run : runs) {
             ++seen;
@@ -155,7 +153,7 @@ common::Expected<void> conclude(const Target& target, std::int64_t id, const Job
 }
 
 common::Expected<void> add_annotations(const Target& target, std::int64_t id,
-                                        const JobReport& report, std::size_t from) {
+                                       const JobReport& report, std::size_t from) {
     ordered_json body = {{"output",
                           {{"title", check_title(report)},
                            {"summary", check_summary(report)},
@@ -164,7 +162,7 @@ common::Expected<void> add_annotations(const Target& target, std::int64_t id,
 }
 
 common::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
-                                         const JobReport& report, const std::string& why) {
+                                        const JobReport& report, const std::string& why) {
     ordered_json body = {
         {"status", "completed"},
         {"conclusion", to_string(report.conclusion.value_or(Conclusion::failure))},
@@ -196,9 +194,8 @@ common::Expected<void> post_status(const Target& target, const JobReport& report
     if (target.details_url) body["target_url"] = *target.details_url;
     body["description"] = status_description(report);
     body["context"] = target.check_name;
-    auto response = target.client.request(
-        Method::post, repo_path(target) + "/statuses/" + url_encode(report.sha), dump(body));
-    if (!response) return std::unexpected(response.error());
+    SANDGATE_TRY(target.client.request(
+        Method::post, repo_path(target) + "/statuses/" + url_encode(report.sha), dump(body)));
     return {};
 }
 

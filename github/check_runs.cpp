@@ -39,7 +39,7 @@ common::Expected<Repository> Repository::parse(std::string_view text) {
     if (slash == std::string_view::npos || !valid_name_part(text.substr(0, slash)) ||
         !valid_name_part(text.substr(slash + 1))) {
         return common::fail(ErrorKind::invalid_input,
-                             "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
+                            "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
     }
     return Repository{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
 }
@@ -72,9 +72,7 @@ common::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions o
     probe.job = "j";
     probe.job_key = "k";
     probe.sha = "0000000";
-    if (auto name = render_check_name(options.check_name_template, probe); !name) {
-        return std::unexpected(name.error());
-    }
+    SANDGATE_TRY(render_check_name(options.check_name_template, probe));
     auto state = std::make_shared<State>(std::move(client), std::move(options));
     if (state->options.journal_dir) {
         auto journal = Journal::open(*state->options.journal_dir);
@@ -124,14 +122,13 @@ void Reporter::State::forget(const std::string& key) {
 }
 
 common::Expected<std::int64_t> Reporter::State::resolve_id(JournalEntry& entry,
-                                                            const api::Target& target) {
+                                                           const api::Target& target) {
     if (entry.check_run_id) return *entry.check_run_id;
-    auto found = api::find_check_run(target, entry.report);
-    if (!found) return std::unexpected(found.error());
-    if (!*found) return common::fail(ErrorKind::invalid_input, "no run yet");
-    entry.check_run_id = **found;
+    auto found = SANDGATE_TRY(api::find_check_run(target, entry.report));
+    if (!found) return common::fail(ErrorKind::invalid_input, "no run yet");
+    entry.check_run_id = *found;
     remember(entry);
-    return **found;
+    return *found;
 }
 
 common::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
@@ -140,9 +137,8 @@ common::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
     auto id = resolve_id(entry, target);
     if (id) return api::reopen(target, *id, entry.report);
     if (id.error().message != "no run yet") return std::unexpected(id.error());
-    auto created = api::create_in_progress(target, entry.report);
-    if (!created) return std::unexpected(created.error());
-    entry.check_run_id = *created;
+    auto created = SANDGATE_TRY(api::create_in_progress(target, entry.report));
+    entry.check_run_id = created;
     remember(entry);
     return {};
 }
@@ -162,18 +158,16 @@ common::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
             }
             if (!concluded) return concluded;
         } else {
-            auto created = api::create_completed(target, entry.report);
-            if (!created) return std::unexpected(created.error());
-            entry.check_run_id = *created;
+            auto created = SANDGATE_TRY(api::create_completed(target, entry.report));
+            entry.check_run_id = created;
             remember(entry);
         }
         entry.annotations_sent = std::min(total, k_annotations_per_request);
         if (entry.annotations_sent < total) keep(entry);  // progress survives a crash
     }
     while (entry.annotations_sent < total) {
-        auto id = resolve_id(entry, target);
-        if (!id) return std::unexpected(id.error());
-        auto added = api::add_annotations(target, *id, entry.report, entry.annotations_sent);
+        auto id = SANDGATE_TRY(resolve_id(entry, target));
+        auto added = api::add_annotations(target, id, entry.report, entry.annotations_sent);
         if (!added) return added;
         entry.annotations_sent =
             std::min(total, entry.annotations_sent + k_annotations_per_request);
@@ -208,7 +202,7 @@ common::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
 }
 
 common::Expected<Delivery> Reporter::start(const JobReport& report) {
-    if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
+    SANDGATE_TRY(validate(report));
     JobReport started = report;
     started.status = JobStatus::in_progress;
     started.conclusion.reset();
@@ -221,7 +215,7 @@ common::Expected<Delivery> Reporter::start(const JobReport& report) {
 }
 
 common::Expected<Delivery> Reporter::finish(const JobReport& report) {
-    if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
+    SANDGATE_TRY(validate(report));
     if (report.status != JobStatus::completed) {
         return common::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
     }

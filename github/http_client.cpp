@@ -99,21 +99,20 @@ struct HttpClient::Shared {
     Attempt send_once(Method method, const std::string& url, const std::optional<std::string>& body,
                       const std::string& token, std::string_view etag) const;
     common::Expected<Response> run(Method method, std::string_view path,
-                                    const std::optional<std::string>& body,
-                                    std::string_view etag = {}) const;
+                                   const std::optional<std::string>& body,
+                                   std::string_view etag = {}) const;
 };
 
 common::Expected<HttpClient> HttpClient::create(ClientOptions options,
-                                                 std::shared_ptr<TokenSource> tokens) {
+                                                std::shared_ptr<TokenSource> tokens) {
     curl_global_once();
-    auto url = normalize_api_url(options.api_url);
-    if (!url) return std::unexpected(url.error());
+    auto url = SANDGATE_TRY(normalize_api_url(options.api_url));
     if (options.user_agent.empty() ||
         options.user_agent.find_first_of("\r\n") != std::string::npos) {
         return common::fail(ErrorKind::invalid_input, "user agent must be one non-empty line");
     }
     if (!tokens) return common::fail(ErrorKind::invalid_input, "no token source");
-    options.api_url = *url;
+    options.api_url = url;
     options.max_attempts = std::max(options.max_attempts, 1);
     auto shared = std::make_shared<Shared>();
     shared->options = std::move(options);
@@ -143,22 +142,22 @@ std::optional<std::chrono::system_clock::time_point> HttpClient::rate_limited_un
 }
 
 common::Expected<Response> HttpClient::request(Method method, std::string_view path,
-                                                std::optional<std::string> body) const {
+                                               std::optional<std::string> body) const {
     if (!path.starts_with('/') || path.find_first_of(" \r\n") != std::string_view::npos) {
         return common::fail(ErrorKind::invalid_input,
-                             "request path must start with '/' and hold no whitespace");
+                            "request path must start with '/' and hold no whitespace");
     }
     return m_shared->run(method, path, body);
 }
 
 common::Expected<Response> HttpClient::get_if_none_match(std::string_view path,
-                                                          std::string_view etag) const {
+                                                         std::string_view etag) const {
     if (etag.find_first_of("\r\n") != std::string_view::npos) {
         return common::fail(ErrorKind::invalid_input, "an ETag must be one line");
     }
     if (!path.starts_with('/') || path.find_first_of(" \r\n") != std::string_view::npos) {
         return common::fail(ErrorKind::invalid_input,
-                             "request path must start with '/' and hold no whitespace");
+                            "request path must start with '/' and hold no whitespace");
     }
     return m_shared->run(Method::get, path, std::nullopt, etag);
 }
@@ -232,8 +231,8 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
 }
 
 common::Expected<Response> HttpClient::Shared::run(Method method, std::string_view path,
-                                                    const std::optional<std::string>& body,
-                                                    std::string_view etag) const {
+                                                   const std::optional<std::string>& body,
+                                                   std::string_view etag) const {
     const std::string url = options.api_url + std::string(path);
     const std::string what = std::string(to_string(method)) + " " + std::string(path);
     common::Error last{ErrorKind::transient, what + ": not attempted"};
@@ -243,12 +242,12 @@ common::Expected<Response> HttpClient::Shared::run(Method method, std::string_vi
         if (!token) return std::unexpected(token.error());
         if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
             return common::fail(ErrorKind::invalid_input,
-                                 "the GitHub token is empty or not "
-                                 "one line");
+                                "the GitHub token is empty or not "
+                                "one line");
         }
         if (url.find(*token) != std::string::npos) {
             return common::fail(ErrorKind::invalid_input,
-                                 "refusing a request whose URL would contain the token");
+                                "refusing a request whose URL would contain the token");
         }
         Attempt outcome = send_once(method, url, body, *token, etag);
         std::optional<std::chrono::milliseconds> wait;
@@ -279,7 +278,7 @@ common::Expected<Response> HttpClient::Shared::run(Method method, std::string_vi
             if (!advice.retry) {
                 const bool bad_request = response.status == 422 || response.status == 400;
                 return common::fail(bad_request ? ErrorKind::invalid_input : ErrorKind::permanent,
-                                     message);
+                                    message);
             }
             last = {ErrorKind::transient, message};
             wait = advice.wait;

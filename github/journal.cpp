@@ -20,8 +20,8 @@
 namespace github {
 namespace {
 
-using nlohmann::ordered_json;
 using common::ErrorKind;
+using nlohmann::ordered_json;
 
 constexpr std::string_view k_suffix = ".json";
 
@@ -133,9 +133,8 @@ common::Expected<JournalEntry> parse_entry(const std::string& text) {
     if (root["report"].get(report) != simdjson::SUCCESS) {
         return common::fail(ErrorKind::invalid_input, "no report");
     }
-    auto parsed = job_report_from_json(simdjson::minify(report));
-    if (!parsed) return std::unexpected(parsed.error());
-    entry.report = std::move(*parsed);
+    auto parsed = SANDGATE_TRY(job_report_from_json(simdjson::minify(report)));
+    entry.report = std::move(parsed);
     return entry;
 }
 
@@ -143,7 +142,7 @@ common::Expected<void> fsync_directory(const std::filesystem::path& directory) {
     common::Fd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd || ::fsync(fd.get()) != 0) {
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("fsync " + directory.string()));
+                            common::errno_message("fsync " + directory.string()));
     }
     return {};
 }
@@ -172,7 +171,7 @@ common::Expected<Journal> Journal::open(std::filesystem::path directory) {
     std::filesystem::create_directories(directory, error);
     if (error || !std::filesystem::is_directory(directory)) {
         return common::fail(ErrorKind::unavailable, "report journal " + directory.string() +
-                                                         ": cannot create: " + error.message());
+                                                        ": cannot create: " + error.message());
     }
     ::chmod(directory.c_str(), 0700);
     return Journal(std::move(directory));
@@ -189,7 +188,7 @@ common::Expected<void> Journal::put(JournalEntry entry) const {
         common::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
         if (!fd)
             return common::fail(ErrorKind::permanent,
-                                 common::errno_message("create " + temp.string()));
+                                common::errno_message("create " + temp.string()));
         size_t written = 0;
         while (written < text.size()) {
             const ssize_t n = ::write(fd.get(), text.data() + written, text.size() - written);
@@ -198,7 +197,7 @@ common::Expected<void> Journal::put(JournalEntry entry) const {
                 const int saved = errno;
                 ::unlink(temp.c_str());
                 return common::fail(ErrorKind::permanent,
-                                     common::errno_message("write " + temp.string(), saved));
+                                    common::errno_message("write " + temp.string(), saved));
             }
             written += static_cast<size_t>(n);
         }
@@ -206,14 +205,14 @@ common::Expected<void> Journal::put(JournalEntry entry) const {
             const int saved = errno;
             ::unlink(temp.c_str());
             return common::fail(ErrorKind::permanent,
-                                 common::errno_message("fsync " + temp.string(), saved));
+                                common::errno_message("fsync " + temp.string(), saved));
         }
     }
     if (::rename(temp.c_str(), target.c_str()) != 0) {
         const int saved = errno;
         ::unlink(temp.c_str());
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("rename " + target.string(), saved));
+                            common::errno_message("rename " + target.string(), saved));
     }
     return fsync_directory(m_directory);
 }
@@ -222,7 +221,7 @@ common::Expected<void> Journal::remove(const std::string& key) const {
     const auto target = m_directory / (key + std::string(k_suffix));
     if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("remove " + target.string()));
+                            common::errno_message("remove " + target.string()));
     }
     return fsync_directory(m_directory);
 }
@@ -245,7 +244,7 @@ common::Expected<std::vector<JournalEntry>> Journal::entries() const {
     }
     if (error) {
         return common::fail(ErrorKind::permanent,
-                             "report journal " + m_directory.string() + ": " + error.message());
+                            "report journal " + m_directory.string() + ": " + error.message());
     }
     std::ranges::sort(out, {}, &JournalEntry::sequence);
     return out;

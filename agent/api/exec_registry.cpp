@@ -72,21 +72,18 @@ ExecCancelCause ExecRegistry::Registration::cause() const {
 }
 
 common::Expected<ExecRegistry::Registration> ExecRegistry::begin(const std::string& sandbox_id,
-                                                                  std::string exec_id,
-                                                                  int connection_fd) {
+                                                                 std::string exec_id,
+                                                                 int connection_fd) {
     if (exec_id.empty()) {
-        auto made = random_id("ex-", 8);
-        if (!made) return std::unexpected(made.error());
-        exec_id = std::move(*made);
+        auto made = SANDGATE_TRY(random_id("ex-", 8));
+        exec_id = std::move(made);
     } else if (!valid_exec_id(exec_id)) {
         return fail(ErrorKind::invalid_input,
                     "field exec_id: 1 to 64 letters, digits, '.', '_' or '-'");
     }
-    auto token = sandbox::CancelToken::create();
-    if (!token) return std::unexpected(token.error());
-    if (connection_fd >= 0)
-        if (auto ok = token->fire_on_hangup(connection_fd); !ok) return std::unexpected(ok.error());
-    auto entry = std::make_shared<Entry>(Key{sandbox_id, exec_id}, std::move(*token));
+    auto token = SANDGATE_TRY(sandbox::CancelToken::create());
+    if (connection_fd >= 0) SANDGATE_TRY(token.fire_on_hangup(connection_fd));
+    auto entry = std::make_shared<Entry>(Key{sandbox_id, exec_id}, std::move(token));
     std::lock_guard lock(m_mutex);
     if (m_running.contains(entry->key) || finished(entry->key))
         return fail(ErrorKind::invalid_input,

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "agent/daemon/agent_config.hpp"
 #include "agent/cli/cli11.hpp"
-#include "agent/daemon/daemon.hpp"
 #include "agent/cli/terminal_text.hpp"
+#include "agent/daemon/agent_config.hpp"
+#include "agent/daemon/daemon.hpp"
 #include "github/curl_handles.hpp"
 
 namespace agent {
@@ -44,8 +44,8 @@ struct Prepared {
 };
 
 common::Expected<Prepared> prepare(const ApiTarget& target, std::string_view method,
-                                    const std::string& path, const std::string& payload,
-                                    std::string* body) {
+                                   const std::string& path, const std::string& payload,
+                                   std::string* body) {
     Prepared p;
     p.curl = github::make_easy_handle();
     const bool headers_ok =
@@ -81,7 +81,7 @@ std::string where(const ApiTarget& target) {
 }
 
 common::Expected<ApiResponse> finish(const ApiTarget& target, CURL* curl, CURLcode code,
-                                      std::string body) {
+                                     std::string body) {
     if (code != CURLE_OK)
         return fail(ErrorKind::unavailable,
                     "cannot reach the agent at " + where(target) + ": " + curl_easy_strerror(code));
@@ -117,9 +117,8 @@ common::Expected<ApiTarget> resolve_api_target(const ApiTargetOptions& options) 
     }
     AgentConfig config;
     if (!options.config_path.empty()) {
-        auto loaded = load_agent_config(options.config_path);
-        if (!loaded) return std::unexpected(loaded.error());
-        config = *loaded;
+        auto loaded = SANDGATE_TRY(load_agent_config(options.config_path));
+        config = loaded;
     } else {
         config.state_dir = default_state_dir();
     }
@@ -128,19 +127,17 @@ common::Expected<ApiTarget> resolve_api_target(const ApiTargetOptions& options) 
 }
 
 common::Expected<ApiResponse> api_request(const ApiTarget& target, std::string_view method,
-                                           const std::string& path, const std::string& payload) {
+                                          const std::string& path, const std::string& payload) {
     std::string body;
-    auto prepared = prepare(target, method, path, payload, &body);
-    if (!prepared) return std::unexpected(prepared.error());
-    const CURLcode code = curl_easy_perform(prepared->curl.get());
-    return finish(target, prepared->curl.get(), code, std::move(body));
+    auto prepared = SANDGATE_TRY(prepare(target, method, path, payload, &body));
+    const CURLcode code = curl_easy_perform(prepared.curl.get());
+    return finish(target, prepared.curl.get(), code, std::move(body));
 }
 
 common::Expected<ApiResponse> api_stream(const ApiTarget& target, const std::string& path) {
-    auto prepared = prepare(target, "GET", path, "", nullptr);
-    if (!prepared) return std::unexpected(prepared.error());
-    const CURLcode code = curl_easy_perform(prepared->curl.get());
-    return finish(target, prepared->curl.get(), code, {});
+    auto prepared = SANDGATE_TRY(prepare(target, "GET", path, "", nullptr));
+    const CURLcode code = curl_easy_perform(prepared.curl.get());
+    return finish(target, prepared.curl.get(), code, {});
 }
 
 common::Expected<ApiResponse> api_request_cancellable(
@@ -148,11 +145,10 @@ common::Expected<ApiResponse> api_request_cancellable(
     const std::string& payload, const sandbox::CancelToken& cancel,
     const std::function<AfterCancel()>& on_cancel) {
     std::string body;
-    auto prepared = prepare(target, method, path, payload, &body);
-    if (!prepared) return std::unexpected(prepared.error());
+    auto prepared = SANDGATE_TRY(prepare(target, method, path, payload, &body));
     MultiHandle multi(curl_multi_init());
     if (!multi) return fail(ErrorKind::unavailable, "cannot make a libcurl multi handle");
-    CURL* curl = prepared->curl.get();
+    CURL* curl = prepared.curl.get();
     curl_multi_add_handle(multi.get(), curl);
     // Removed before either handle is cleaned up, whichever way this returns.
     struct Attached {

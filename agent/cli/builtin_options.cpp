@@ -3,8 +3,8 @@
 #include <stdlib.h>
 
 #include "agent/cli/units.hpp"
-#include "jobs/git/git_remove.hpp"
 #include "common/temp_dir.hpp"
+#include "jobs/git/git_remove.hpp"
 
 namespace agent {
 
@@ -26,8 +26,8 @@ BuiltinStores::~BuiltinStores() {
 }
 
 common::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const BuiltinFlags& flags,
-                                                                      const fs::path& state_dir,
-                                                                      const std::string& report) {
+                                                                     const fs::path& state_dir,
+                                                                     const std::string& report) {
     jobs::CacheLimits limits;
     for (auto [flag, text, out] :
          {std::tuple{"--cache-max-entry", &flags.cache_max_entry, &limits.max_entry_bytes},
@@ -35,13 +35,12 @@ common::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const Built
         auto bytes = parse_bytes(*text);
         if (!bytes)
             return common::fail(common::ErrorKind::invalid_input,
-                                 std::string(flag) + ": " + bytes.error().message);
+                                std::string(flag) + ": " + bytes.error().message);
         *out = *bytes;
     }
     const fs::path cache_dir = flags.cache_dir.empty() ? jobs::CacheStore::default_dir(state_dir)
                                                        : fs::absolute(flags.cache_dir);
-    auto caches = jobs::CacheStore::open(cache_dir, limits);
-    if (!caches) return std::unexpected(caches.error());
+    auto caches = SANDGATE_TRY(jobs::CacheStore::open(cache_dir, limits));
     fs::path artifacts_dir;
     fs::path remove_at_end;
     if (!flags.artifacts_dir.empty()) {
@@ -49,20 +48,17 @@ common::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const Built
     } else if (!report.empty()) {
         artifacts_dir = fs::absolute(report).replace_extension(".artifacts");
     } else {
-        auto made = common::make_host_temp_dir("sandgate-artifacts-");
-        if (!made) return std::unexpected(made.error());
-        artifacts_dir = remove_at_end = *made;
+        auto made = SANDGATE_TRY(common::make_host_temp_dir("sandgate-artifacts-"));
+        artifacts_dir = remove_at_end = made;
     }
     // A run's artifacts are its own: what an earlier run left next to the same report goes.
     if (flags.artifacts_dir.empty() && remove_at_end.empty()) {
-        if (auto removed = jobs::remove_tree(artifacts_dir); !removed)
-            return std::unexpected(removed.error());
+        SANDGATE_TRY(jobs::remove_tree(artifacts_dir));
         std::error_code ec;
         fs::create_directories(artifacts_dir.parent_path(), ec);  // trusted path: the report's
     }
-    auto artifacts = jobs::ArtifactStore::open(artifacts_dir);
-    if (!artifacts) return std::unexpected(artifacts.error());
-    return std::make_unique<BuiltinStores>(std::move(*caches), std::move(*artifacts),
+    auto artifacts = SANDGATE_TRY(jobs::ArtifactStore::open(artifacts_dir));
+    return std::make_unique<BuiltinStores>(std::move(caches), std::move(artifacts),
                                            std::move(remove_at_end));
 }
 

@@ -22,9 +22,9 @@
 #include "agent/cli/policy_options.hpp"
 #include "agent/cli/terminal_text.hpp"
 #include "agent/cli/units.hpp"
-#include "sandbox/wrap/netns.hpp"
 #include "sandbox/process/result_json.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/netns.hpp"
 #include "sandbox/wrap/wrap.hpp"
 
 namespace agent {
@@ -126,8 +126,7 @@ common::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
         if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
             // Most likely a path seen inside an earlier run (its HOME or TMPDIR): say so.
             if (o.policy.sandbox == "bwrap")
-                if (auto ok = sandbox::refuse_private_scratch(o.cwd, "--cwd"); !ok)
-                    return std::unexpected(ok.error());
+                SANDGATE_TRY(sandbox::refuse_private_scratch(o.cwd, "--cwd"));
             return fail(ErrorKind::invalid_input, "--cwd " + o.cwd + ": no such directory");
         }
         request.cwd = o.cwd;
@@ -185,18 +184,18 @@ common::Expected<void> write_result_file(const std::string& path, const std::str
         out << doc << '\n';
         if (!out.flush())
             return common::fail(common::ErrorKind::permanent,
-                                 "--result-file: cannot write " + temp);
+                                "--result-file: cannot write " + temp);
     }
     if (std::rename(temp.c_str(), path.c_str()) != 0)
         return common::fail(common::ErrorKind::permanent,
-                             common::errno_message("--result-file: " + path));
+                            common::errno_message("--result-file: " + path));
     return {};
 }
 
 // Whether the command line keeps the default wrap's network (bwrap, --network none), read
-// before CLI11 parses it (~0.1 ms) so that the namespace is made meanwhile (sandbox/wrap/netns.hpp).
-// Only the options' own spellings count; a wrong guess either way costs at most a namespace
-// made for nothing or one made later, by bwrap.
+// before CLI11 parses it (~0.1 ms) so that the namespace is made meanwhile
+// (sandbox/wrap/netns.hpp). Only the options' own spellings count; a wrong guess either way costs
+// at most a namespace made for nothing or one made later, by bwrap.
 bool wants_loopback_netns(CommandArgs args) {
     for (std::size_t i = 1; i < args.size(); ++i) {
         const std::string_view arg = args[i];

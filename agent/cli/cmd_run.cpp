@@ -24,18 +24,18 @@
 #include "agent/cli/policy_options.hpp"
 #include "agent/cli/run_list.hpp"
 #include "agent/cli/run_setup.hpp"
+#include "common/temp_dir.hpp"
 #include "jobs/git/changed_paths.hpp"
 #include "jobs/git/checkout.hpp"
-#include "jobs/run/dotenv.hpp"
 #include "jobs/git/git_mirror.hpp"
 #include "jobs/git/git_remove.hpp"
+#include "jobs/run/dotenv.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/run/masker.hpp"
 #include "jobs/run/run_report.hpp"
+#include "jobs/run/workflow_runner.hpp"
 #include "jobs/workflow/runner_labels.hpp"
 #include "jobs/workflow/workflow_events.hpp"
-#include "jobs/run/workflow_runner.hpp"
-#include "common/temp_dir.hpp"
 
 namespace agent {
 namespace {
@@ -109,12 +109,10 @@ void add_flags(CLI::App& app, RunFlags& f) {
 class TempRoot {
 public:
     common::Expected<std::filesystem::path> create() {
-        auto made = common::make_host_temp_dir("sandgate-run-");
-        if (!made) return std::unexpected(made.error());
-        m_path = *made;
-        auto opened = sandbox::SafeDir::open_trusted(m_path, "the run's temp root");
-        if (!opened) return std::unexpected(opened.error());
-        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
+        auto made = SANDGATE_TRY(common::make_host_temp_dir("sandgate-run-"));
+        m_path = made;
+        auto opened = SANDGATE_TRY(sandbox::SafeDir::open_trusted(m_path, "the run's temp root"));
+        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(opened));
         return m_path;
     }
     // The directory, opened when it was made (before any step ran).

@@ -62,9 +62,9 @@ common::Expected<void> add_url(Rules& rules, std::string_view preset, std::strin
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string_view::npos)
         return common::fail(common::ErrorKind::invalid_input,
-                             "--allow-egress " + std::string(preset) +
-                                 ": the configured registry '" + sandbox::printable(url) +
-                                 "' is not a URL");
+                            "--allow-egress " + std::string(preset) +
+                                ": the configured registry '" + sandbox::printable(url) +
+                                "' is not a URL");
     const std::string_view scheme = url.substr(0, scheme_end);
     std::string_view authority = url.substr(scheme_end + 3);
     authority = authority.substr(0, authority.find_first_of("/?#"));
@@ -76,7 +76,7 @@ common::Expected<void> add_url(Rules& rules, std::string_view preset, std::strin
 }
 
 common::Expected<void> add_urls(Rules& rules, std::string_view preset,
-                                 const std::vector<std::string>& urls) {
+                                const std::vector<std::string>& urls) {
     for (const auto& url : urls)
         if (auto ok = add_url(rules, preset, url); !ok) return ok;
     return {};
@@ -89,8 +89,7 @@ common::Expected<Rules> npm(const PresetPlaces& places) {
     if (registry.empty()) registry = values_of(places.home / ".npmrc", "registry");
     if (registry.empty()) registry = values_of(places.etc / "npmrc", "registry");
     if (registry.empty()) registry = {"https://registry.npmjs.org/"};
-    if (auto ok = add_urls(rules, "@npm", {registry.back()}); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(add_urls(rules, "@npm", {registry.back()}));
     return rules;
 }
 
@@ -110,10 +109,10 @@ common::Expected<Rules> pypi(const PresetPlaces& places) {
     Rules rules;
     if (urls.empty()) {
         for (const char* host : {"pypi.org", "files.pythonhosted.org"})
-            if (auto ok = add(rules, "@pypi", host); !ok) return std::unexpected(ok.error());
+            SANDGATE_TRY(add(rules, "@pypi", host));
         return rules;
     }
-    if (auto ok = add_urls(rules, "@pypi", urls); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(add_urls(rules, "@pypi", urls));
     return rules;
 }
 
@@ -126,7 +125,7 @@ common::Expected<Rules> go(const PresetPlaces& places) {
     for (std::string item; std::getline(items, item, ',');) {
         const std::string_view url = trimmed(item);
         if (url.empty() || url == "direct" || url == "off") continue;
-        if (auto ok = add_url(rules, "@go", url); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(add_url(rules, "@go", url));
     }
     const auto* sumdb = env_value(places, "GOSUMDB");
     std::string sum = sumdb ? *sumdb : "sum.golang.org";
@@ -134,7 +133,7 @@ common::Expected<Rules> go(const PresetPlaces& places) {
         sum = sum.substr(
             sum.rfind(' ') == std::string::npos ? 0 : sum.rfind(' ') + 1);  // "name+key url"
         if (sum.find("://") != std::string::npos) {
-            if (auto ok = add_url(rules, "@go", sum); !ok) return std::unexpected(ok.error());
+            SANDGATE_TRY(add_url(rules, "@go", sum));
         } else if (auto ok = add(rules, "@go", sum.substr(0, sum.find('+'))); !ok) {
             return std::unexpected(ok.error());
         }
@@ -179,7 +178,7 @@ common::Expected<Rules> debian(const PresetPlaces& places) {
     if (urls.empty())
         urls = {"http://deb.debian.org/debian", "http://security.debian.org/debian-security"};
     Rules rules;
-    if (auto ok = add_urls(rules, "@debian", urls); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(add_urls(rules, "@debian", urls));
     return rules;
 }
 
@@ -200,25 +199,22 @@ PresetPlaces machine_places() {
 }
 
 common::Expected<void> add_egress_values(const std::vector<std::string>& allow,
-                                          const std::vector<std::string>& ranges,
-                                          sandbox::Policy& policy) {
+                                         const std::vector<std::string>& ranges,
+                                         sandbox::Policy& policy) {
     std::optional<PresetPlaces> places;  // read once, and only for a preset
     for (const auto& text : allow) {
         if (text.starts_with('@')) {
             if (!places) places = machine_places();
-            auto rules = expand_egress_preset(text, *places);
-            if (!rules) return std::unexpected(rules.error());
-            policy.egress.insert(policy.egress.end(), rules->begin(), rules->end());
+            auto rules = SANDGATE_TRY(expand_egress_preset(text, *places));
+            policy.egress.insert(policy.egress.end(), rules.begin(), rules.end());
             continue;
         }
-        auto rule = sandbox::parse_egress_rule(text);
-        if (!rule) return std::unexpected(rule.error());
-        policy.egress.push_back(std::move(*rule));
+        auto rule = SANDGATE_TRY(sandbox::parse_egress_rule(text));
+        policy.egress.push_back(std::move(rule));
     }
     for (const auto& text : ranges) {
-        auto range = sandbox::parse_egress_range(text);
-        if (!range) return std::unexpected(range.error());
-        policy.egress_ranges.push_back(std::move(*range));
+        auto range = SANDGATE_TRY(sandbox::parse_egress_range(text));
+        policy.egress_ranges.push_back(std::move(range));
     }
     return {};
 }

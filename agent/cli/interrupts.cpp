@@ -22,9 +22,8 @@ extern "C" void on_interrupt(int sig) {
 }  // namespace
 
 common::Expected<std::unique_ptr<InterruptGuard>> InterruptGuard::install() {
-    auto token = sandbox::CancelToken::create();
-    if (!token) return std::unexpected(token.error());
-    std::unique_ptr<InterruptGuard> guard(new InterruptGuard(std::move(*token)));
+    auto token = SANDGATE_TRY(sandbox::CancelToken::create());
+    std::unique_ptr<InterruptGuard> guard(new InterruptGuard(std::move(token)));
     g_received = 0;
     g_token = &guard->m_token;
     struct sigaction action {};

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/daemon/queue_open.hpp"
-#include "sandbox/broker/broker.hpp"
 #include "common/json_convert.hpp"
+#include "sandbox/broker/broker.hpp"
 #include "sandbox/process/result_json.hpp"
 
 namespace agent {
@@ -144,14 +144,14 @@ common::Expected<void> check_posture(const Posture& recorded, const sandbox::Pol
     // The job sandbox's wrap has no proxy of a step's own: egress asked of it would be lost.
     if (!asked.egress.empty())
         return common::fail(common::ErrorKind::invalid_input,
-                             "--network allowlist: the job sandbox has no egress proxy (each "
-                             "step needs a wrap of its own): no step runs");
+                            "--network allowlist: the job sandbox has no egress proxy (each "
+                            "step needs a wrap of its own): no step runs");
     if (!unwrapped && !networked) return {};
     return common::fail(common::ErrorKind::invalid_input,
-                         "the job sandbox (mode " + recorded.mode + ", network " +
-                             recorded.network + ") is weaker than asked (--sandbox " +
-                             std::string(sandbox::to_string(asked.mode)) + " --network " +
-                             std::string(sandbox::to_string(asked.network)) + "): no step runs");
+                        "the job sandbox (mode " + recorded.mode + ", network " + recorded.network +
+                            ") is weaker than asked (--sandbox " +
+                            std::string(sandbox::to_string(asked.mode)) + " --network " +
+                            std::string(sandbox::to_string(asked.network)) + "): no step runs");
 }
 
 }  // namespace
@@ -253,8 +253,7 @@ common::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
             spdlog::warn("job sandbox evidence: {}", opened.error().message);
         }
     }
-    if (asked != nullptr)
-        if (auto ok = check_posture(posture, *asked); !ok) return std::unexpected(ok.error());
+    if (asked != nullptr) SANDGATE_TRY(check_posture(posture, *asked));
     return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, posture.json());
 }
 

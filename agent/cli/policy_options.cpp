@@ -3,24 +3,24 @@
 #include <algorithm>
 #include <charconv>
 
-#include "agent/daemon/agent_config.hpp"
 #include "agent/cli/egress_presets.hpp"
 #include "agent/cli/units.hpp"
+#include "agent/daemon/agent_config.hpp"
 #include "sandbox/wrap/identity.hpp"
 
 namespace agent {
 namespace {
 
 common::Expected<std::optional<std::uint64_t>> optional_bytes(const std::string& text,
-                                                               const char* flag) {
+                                                              const char* flag) {
     if (text.empty()) return std::optional<std::uint64_t>{};
     auto bytes = parse_bytes(text);
     if (!bytes)
         return common::fail(common::ErrorKind::invalid_input,
-                             std::string(flag) + ": " + bytes.error().message);
+                            std::string(flag) + ": " + bytes.error().message);
     if (*bytes == 0)
         return common::fail(common::ErrorKind::invalid_input,
-                             std::string(flag) + ": must be positive");
+                            std::string(flag) + ": must be positive");
     return std::optional<std::uint64_t>(*bytes);
 }
 
@@ -30,7 +30,7 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 
 // --network allowlist and its hosts: each needs the other.
 common::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
-                                   sandbox::Policy& policy) {
+                                  sandbox::Policy& policy) {
     if (auto ok = add_egress_values(options.allow_egress, options.allow_egress_range, policy); !ok)
         return ok;
     if (!allowlist && !options.allow_egress.empty())
@@ -39,12 +39,12 @@ common::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
             "--allow-egress " + options.allow_egress.front() + ": needs --network allowlist");
     if (!allowlist && !options.allow_egress_range.empty())
         return common::fail(common::ErrorKind::invalid_input,
-                             "--allow-egress-range " + options.allow_egress_range.front() +
-                                 ": needs --network allowlist");
+                            "--allow-egress-range " + options.allow_egress_range.front() +
+                                ": needs --network allowlist");
     if (allowlist && policy.egress.empty())
         return common::fail(common::ErrorKind::invalid_input,
-                             "--network allowlist: name the hosts the step may reach with "
-                             "--allow-egress HOST[:PORT]");
+                            "--network allowlist: name the hosts the step may reach with "
+                            "--allow-egress HOST[:PORT]");
     return {};
 }
 
@@ -156,13 +156,13 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
         policy.offline = sandbox::Offline::off;
     else if (!options.offline.empty())
         return common::fail(common::ErrorKind::invalid_input,
-                             "--offline: expected on or off, not '" + options.offline + "'");
+                            "--offline: expected on or off, not '" + options.offline + "'");
     policy.read_only = paths(options.read_only);
     policy.writable = paths(options.writable);
     policy.hide = paths(options.hide);
     if (!options.scratch.empty()) policy.scratch = options.scratch;
     if (!options.toolchain_cache.empty()) policy.toolchain_cache = options.toolchain_cache;
-    if (auto ok = choose_tool_cache(options, policy); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(choose_tool_cache(options, policy));
     auto memory = optional_bytes(options.memory, "--memory");
     if (!memory) return std::unexpected(memory.error());
     policy.memory_bytes = *memory;
@@ -175,29 +175,29 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
         auto [ptr, ec] = std::from_chars(options.pids.data(), end, pids);
         if (ec != std::errc() || ptr != end || pids == 0)
             return common::fail(common::ErrorKind::invalid_input,
-                                 "--pids: expected a positive number, not '" + options.pids + "'");
+                                "--pids: expected a positive number, not '" + options.pids + "'");
         policy.pids = pids;
     }
-    if (auto ok = add_egress(options, allowlist, policy); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(add_egress(options, allowlist, policy));
     if (!options.sandbox_user.empty()) {
-        auto identity = sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user");
-        if (!identity) return std::unexpected(identity.error());
-        policy.host_identity = *identity;
+        auto identity =
+            SANDGATE_TRY(sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user"));
+        policy.host_identity = identity;
     }
     policy.image = options.image;
     policy.container_runtime = options.container_runtime;
     const bool container = policy.mode == sandbox::SandboxMode::container;
     if (!container && (!options.image.empty() || !options.container_runtime.empty()))
         return common::fail(common::ErrorKind::invalid_input,
-                             "--image/--container-runtime: only with --sandbox container");
+                            "--image/--container-runtime: only with --sandbox container");
     if (policy.mode == sandbox::SandboxMode::off &&
         (!options.read_only.empty() || !options.writable.empty() || !options.hide.empty() ||
          policy.memory_bytes || policy.pids || policy.tmp_size_bytes || policy.toolchain_cache ||
          policy.scratch || !policy.egress.empty()))
         return common::fail(common::ErrorKind::invalid_input,
-                             "--sandbox off cannot honour isolation flags ("
-                             "--read-only, --memory, --allow-egress, ...): drop them or use a "
-                             "sandbox");
+                            "--sandbox off cannot honour isolation flags ("
+                            "--read-only, --memory, --allow-egress, ...): drop them or use a "
+                            "sandbox");
     return policy;
 }
 

@@ -61,10 +61,10 @@ namespace {
 constexpr std::uint64_t k_max_workflow_bytes = 4 * 1024 * 1024;
 
 // A workflow file of the repository (a pull request's tree): read through the repository's fd,
-// a regular file beneath it reached without a link (sandbox/access/safe_access.hpp). An absolute path
-// outside the repository is the caller's own file (-W /some/file.yml), read as it is.
+// a regular file beneath it reached without a link (sandbox/access/safe_access.hpp). An absolute
+// path outside the repository is the caller's own file (-W /some/file.yml), read as it is.
 common::Expected<std::string> read_workflow_file(const std::filesystem::path& repository,
-                                                  const std::filesystem::path& file) {
+                                                 const std::filesystem::path& file) {
     const std::filesystem::path full = file.is_absolute() ? file : repository / file;
     const auto unreadable = [&] {
         return fail(ErrorKind::invalid_input, file.string() + ": cannot read the file");
@@ -91,23 +91,21 @@ common::Expected<std::vector<jobs::Workflow>> load_workflows(
     jobs::Dialect dialect) {
     std::vector<jobs::Workflow> out;
     for (const auto& file : files) {
-        auto text = read_workflow_file(repository, file);
-        if (!text) return std::unexpected(text.error());
-        auto workflow = jobs::parse_workflow(*text, file.lexically_normal().string(), dialect);
-        if (!workflow) return std::unexpected(workflow.error());
-        for (const auto& job : workflow->jobs) {
+        auto text = SANDGATE_TRY(read_workflow_file(repository, file));
+        auto workflow =
+            SANDGATE_TRY(jobs::parse_workflow(text, file.lexically_normal().string(), dialect));
+        for (const auto& job : workflow.jobs) {
             if (!job.uses || !job.uses->value.starts_with("./")) continue;
-            auto called = jobs::load_called_workflow(repository, job);
-            if (!called) return std::unexpected(called.error());
+            SANDGATE_TRY(jobs::load_called_workflow(repository, job));
         }
-        out.push_back(std::move(*workflow));
+        out.push_back(std::move(workflow));
     }
     return out;
 }
 
 common::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                        const std::string& flag,
-                                                                        bool from_environment) {
+                                                                       const std::string& flag,
+                                                                       bool from_environment) {
     const auto eq = text.find('=');
     const std::string name = text.substr(0, eq);
     if (name.empty())
@@ -122,8 +120,7 @@ common::Expected<std::pair<std::string, std::string>> parse_assignment(const std
     return std::pair{name, std::string(value)};
 }
 
-common::Expected<std::pair<std::string, std::string>> parse_matrix_filter(
-    const std::string& text) {
+common::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text) {
     const auto colon = text.find(':');
     if (colon == std::string::npos || colon == 0)
         return fail(ErrorKind::invalid_input, "--matrix " + text + ": expected KEY:VALUE");
@@ -153,7 +150,7 @@ jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo&
 }
 
 common::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings,
-                                                 const jobs::Workflow& workflow) {
+                                                const jobs::Workflow& workflow) {
     jobs::Object given;
     if (const jobs::Value* inputs = settings.event.get("inputs"); inputs && inputs->is_object())
         given = inputs->as_object();

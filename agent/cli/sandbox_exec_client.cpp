@@ -8,13 +8,13 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "agent/cli/cli11.hpp"
 #include "agent/api/exec_registry.hpp"
+#include "agent/cli/cli11.hpp"
 #include "agent/cli/interrupts.hpp"
 #include "agent/cli/random_id.hpp"
-#include "agent/sandboxes/sandbox_records.hpp"
 #include "agent/cli/terminal_text.hpp"
 #include "agent/cli/units.hpp"
+#include "agent/sandboxes/sandbox_records.hpp"
 #include "sandbox/broker/broker_protocol.hpp"
 
 namespace agent {
@@ -34,7 +34,7 @@ enum class ZeroDuration { allowed, refused };
 
 // Milliseconds of a duration flag; zero refused too when `zero` says so.
 common::Expected<std::int64_t> duration_ms(std::string_view flag, const std::string& text,
-                                            ZeroDuration zero) {
+                                           ZeroDuration zero) {
     auto parsed = parse_duration(text);
     if (!parsed)
         return fail(ErrorKind::invalid_input, std::string(flag) + ": " + parsed.error().message);
@@ -139,16 +139,14 @@ common::Expected<Json> sandbox_exec_body(const SandboxExecOptions& o) {
     if (!env.empty()) body["env"] = std::move(env);
     if (!o.cwd.empty()) body["cwd"] = o.cwd;
     if (!o.timeout.empty()) {
-        auto ms = duration_ms("--timeout", o.timeout, ZeroDuration::refused);
-        if (!ms) return std::unexpected(ms.error());
-        body["timeout_ms"] = *ms;
+        auto ms = SANDGATE_TRY(duration_ms("--timeout", o.timeout, ZeroDuration::refused));
+        body["timeout_ms"] = ms;
     }
     if (!o.kill_grace.empty()) {
-        auto ms = duration_ms("--kill-grace", o.kill_grace, ZeroDuration::allowed);
-        if (!ms) return std::unexpected(ms.error());
-        if (*ms > sandbox::k_max_kill_grace.count())
+        auto ms = SANDGATE_TRY(duration_ms("--kill-grace", o.kill_grace, ZeroDuration::allowed));
+        if (ms > sandbox::k_max_kill_grace.count())
             return fail(ErrorKind::invalid_input, "--kill-grace: at most 10m");
-        body["kill_grace_ms"] = *ms;
+        body["kill_grace_ms"] = ms;
     }
     if (!o.output_limit.empty()) {
         auto limit = parse_bytes(o.output_limit);

@@ -28,8 +28,8 @@ struct BadConfig {
     std::string message;
 };
 
-// The file is read with the workflow reader (jobs/workflow/yaml_tree.hpp): bounded, and one line per
-// error whatever the file holds.
+// The file is read with the workflow reader (jobs/workflow/yaml_tree.hpp): bounded, and one line
+// per error whatever the file holds.
 using Node = jobs::YamlNode;
 
 std::string where(const std::filesystem::path& file, const Node& node) {
@@ -343,11 +343,10 @@ Expected<void> refuse_other_spelling(const std::filesystem::path& path) {
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
     config.source = path;
-    if (auto named = refuse_other_spelling(path); !named) return std::unexpected(named.error());
-    auto root = jobs::load_yaml_file(path.string());
-    if (!root) return std::unexpected(root.error());
+    SANDGATE_TRY(refuse_other_spelling(path));
+    auto root = SANDGATE_TRY(jobs::load_yaml_file(path.string()));
     try {
-        parse(path, *root, config);
+        parse(path, root, config);
     } catch (const BadConfig& bad) {
         return fail(ErrorKind::invalid_input, bad.message);
     }

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/gate/gate_reporting.hpp"
 #include "agent/daemon/secret_file_token.hpp"
+#include "agent/gate/gate_reporting.hpp"
 #include "github/journal.hpp"
 
 namespace agent {
@@ -86,11 +86,10 @@ github::ClientOptions agent_client_options(const AgentConfig& config) {
 
 Expected<std::optional<github::HttpClient>> agent_github_client(const AgentConfig& config) {
     if (!config.github_token_file) return std::optional<github::HttpClient>();
-    auto token = SecretFileToken::open(*config.github_token_file);
-    if (!token) return std::unexpected(token.error());
-    auto client = github::HttpClient::create(agent_client_options(config), std::move(*token));
-    if (!client) return std::unexpected(client.error());
-    return std::optional<github::HttpClient>(std::move(*client));
+    auto token = SANDGATE_TRY(SecretFileToken::open(*config.github_token_file));
+    auto client =
+        SANDGATE_TRY(github::HttpClient::create(agent_client_options(config), std::move(token)));
+    return std::optional<github::HttpClient>(std::move(client));
 }
 
 ReportSender::ReportSender(const AgentConfig& config, JobQueue& queue,
@@ -131,14 +130,12 @@ Expected<github::JobReport> ReportSender::job_report(const Job& job, const Repor
 
 Expected<github::Reporter*> ReportSender::reporter_for(const std::string& repository) {
     if (auto it = m_reporters.find(repository); it != m_reporters.end()) return &it->second;
-    auto parsed = github::Repository::parse(repository);
-    if (!parsed) return std::unexpected(parsed.error());
+    auto parsed = SANDGATE_TRY(github::Repository::parse(repository));
     github::ReporterOptions options;
-    options.repository = *parsed;
+    options.repository = parsed;
     options.check_name_template = m_config.check_name;
-    auto reporter = github::Reporter::create(*m_client, std::move(options));
-    if (!reporter) return std::unexpected(reporter.error());
-    return &m_reporters.emplace(repository, std::move(*reporter)).first->second;
+    auto reporter = SANDGATE_TRY(github::Reporter::create(*m_client, std::move(options)));
+    return &m_reporters.emplace(repository, std::move(reporter)).first->second;
 }
 
 std::chrono::milliseconds ReportSender::rate_limit_wait() const {
@@ -175,11 +172,9 @@ void ReportSender::failed(const Report& report, const common::Error& error, Deli
 }
 
 Expected<github::Delivery> ReportSender::send(const Job& job, const Report& report) {
-    auto built = job_report(job, report);
-    if (!built) return std::unexpected(built.error());
-    auto reporter = reporter_for(job.spec.key.repository);
-    if (!reporter) return std::unexpected(reporter.error());
-    return report.kind == "start" ? (*reporter)->start(*built) : (*reporter)->finish(*built);
+    auto built = SANDGATE_TRY(job_report(job, report));
+    auto reporter = SANDGATE_TRY(reporter_for(job.spec.key.repository));
+    return report.kind == "start" ? (reporter)->start(built) : (reporter)->finish(built);
 }
 
 void ReportSender::deliver(const Report& report, DeliveryStats& stats) {

@@ -10,16 +10,14 @@ namespace agent {
 common::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, PollNow poll) {
     // The daemon's queue (SQLite: one connection for the reports and the poll; a pool's
     // PostgreSQL: the poll state shared by the pool), migrated once.
-    auto store = open_agent_store(config);
-    if (!store) return std::unexpected(store.error());
-    auto& queue = store->queue;
-    auto client = agent_github_client(config);
-    if (!client) return std::unexpected(client.error());
+    auto store = SANDGATE_TRY(open_agent_store(config));
+    auto& queue = store.queue;
+    auto client = SANDGATE_TRY(agent_github_client(config));
     GitHubRoundStats stats;
-    const bool polling = poll == PollNow::yes && *client && !config.repositories.empty();
+    const bool polling = poll == PollNow::yes && client && !config.repositories.empty();
     std::optional<github::HttpClient> poll_client;
-    if (polling) poll_client = **client;  // the sender takes its own copy
-    ReportSender sender(config, *queue, std::move(*client));
+    if (polling) poll_client = *client;  // the sender takes its own copy
+    ReportSender sender(config, *queue, std::move(client));
     stats.reports = sender.deliver_due();
     if (!polling) return stats;
     if (const auto until = poll_client->rate_limited_until()) {
@@ -30,7 +28,7 @@ common::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, P
         return stats;
     }
     Poller poller(
-        std::move(*poll_client), *queue, *store->poll_state,
+        std::move(*poll_client), *queue, store.poll_state,
         PollerOptions{config.repositories, config.pr_label,
                       std::chrono::duration_cast<std::chrono::milliseconds>(config.poll_interval)});
     stats.poll = poller.poll_once();

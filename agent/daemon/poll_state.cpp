@@ -38,55 +38,50 @@ public:
         : m_connection(std::move(db)), m_db(*m_connection) {}
 
     Expected<std::optional<PolledPage>> page(std::string_view path) override {
-        auto select = m_db.prepare("SELECT etag, next FROM poll_pages WHERE path = ?");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, path);
-        auto row = select->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) return std::optional<PolledPage>();
-        PolledPage page{select->column_text(0), std::nullopt};
-        if (!select->column_is_null(1)) page.next = select->column_text(1);
+        auto select =
+            SANDGATE_TRY(m_db.prepare("SELECT etag, next FROM poll_pages WHERE path = ?"));
+        select.bind(1, path);
+        auto row = SANDGATE_TRY(select.step());
+        if (!row) return std::optional<PolledPage>();
+        PolledPage page{select.column_text(0), std::nullopt};
+        if (!select.column_is_null(1)) page.next = select.column_text(1);
         return std::optional<PolledPage>(std::move(page));
     }
 
     Expected<void> set_page(std::string_view path, const PolledPage& page) override {
-        auto upsert = m_db.prepare(
-            "INSERT INTO poll_pages (path, etag, next) VALUES (?1, ?2, ?3) "
-            "ON CONFLICT (path) DO UPDATE SET etag = ?2, next = ?3");
-        if (!upsert) return std::unexpected(upsert.error());
-        upsert->bind(1, path).bind(2, page.etag).bind_optional(3, page.next);
-        return upsert->run();
+        auto upsert = SANDGATE_TRY(
+            m_db.prepare("INSERT INTO poll_pages (path, etag, next) VALUES (?1, ?2, ?3) "
+                         "ON CONFLICT (path) DO UPDATE SET etag = ?2, next = ?3"));
+        upsert.bind(1, path).bind(2, page.etag).bind_optional(3, page.next);
+        return upsert.run();
     }
 
     Expected<std::set<std::string>> branches(std::string_view repository) override {
-        auto select = m_db.prepare("SELECT sha FROM poll_branches WHERE repository = ?");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, repository);
+        auto select =
+            SANDGATE_TRY(m_db.prepare("SELECT sha FROM poll_branches WHERE repository = ?"));
+        select.bind(1, repository);
         std::set<std::string> heads;
         while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return heads;
-            heads.insert(select->column_text(0));
+            auto row = SANDGATE_TRY(select.step());
+            if (!row) return heads;
+            heads.insert(select.column_text(0));
         }
     }
 
     Expected<void> set_branches(std::string_view repository,
                                 const std::set<std::string>& heads) override {
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto clear = m_db.prepare("DELETE FROM poll_branches WHERE repository = ?");
-        if (!clear) return std::unexpected(clear.error());
-        clear->bind(1, repository);
-        if (auto ok = clear->run(); !ok) return ok;
-        auto insert = m_db.prepare("INSERT INTO poll_branches (repository, sha) VALUES (?, ?)");
-        if (!insert) return std::unexpected(insert.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
+        auto clear = SANDGATE_TRY(m_db.prepare("DELETE FROM poll_branches WHERE repository = ?"));
+        clear.bind(1, repository);
+        if (auto ok = clear.run(); !ok) return ok;
+        auto insert =
+            SANDGATE_TRY(m_db.prepare("INSERT INTO poll_branches (repository, sha) VALUES (?, ?)"));
         for (const auto& sha : heads) {
-            insert->reset();
-            insert->bind(1, repository).bind(2, sha);
-            if (auto ok = insert->run(); !ok) return ok;
+            insert.reset();
+            insert.bind(1, repository).bind(2, sha);
+            if (auto ok = insert.run(); !ok) return ok;
         }
-        return tx->commit();
+        return tx.commit();
     }
 
 private:
@@ -97,19 +92,16 @@ private:
 }  // namespace
 
 Expected<SqliteStore> open_sqlite_store(const std::filesystem::path& path, SqliteOptions options) {
-    auto db = open_sqlite_database(path, options.busy_timeout);
-    if (!db) return std::unexpected(db.error());
+    auto db = SANDGATE_TRY(open_sqlite_database(path, options.busy_timeout));
     // The queue owns the schema: it creates or migrates the file on the shared connection.
-    auto queue = sqlite_queue_on(*db, path, std::move(options.clock));
-    if (!queue) return std::unexpected(queue.error());
-    return SqliteStore{std::move(*queue), std::make_unique<SqlitePollState>(std::move(*db))};
+    auto queue = SANDGATE_TRY(sqlite_queue_on(db, path, std::move(options.clock)));
+    return SqliteStore{std::move(queue), std::make_unique<SqlitePollState>(std::move(db))};
 }
 
 Expected<std::unique_ptr<PollState>> open_sqlite_poll_state(const std::filesystem::path& path,
                                                             SqliteOptions options) {
-    auto store = open_sqlite_store(path, std::move(options));
-    if (!store) return std::unexpected(store.error());
-    return std::move(store->poll_state);
+    auto store = SANDGATE_TRY(open_sqlite_store(path, std::move(options)));
+    return std::move(store.poll_state);
 }
 
 }  // namespace agent

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "agent/daemon/poll_state.hpp"
 #include "agent/store/job_store_pg.hpp"
 #include "agent/store/job_store_pg_schema.hpp"
 #include "agent/store/pg_session.hpp"
-#include "agent/daemon/poll_state.hpp"
 
 namespace agent {
 
@@ -30,64 +30,58 @@ public:
     Expected<std::unique_ptr<PollTurn>> take_turn(std::string_view repository,
                                                   std::chrono::milliseconds interval) override {
         // The session's lock: held until the turn ends (or the connection does).
-        auto locked = run([&](pg::Connection& db) {
+        auto locked = SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec("SELECT pg_try_advisory_lock($1, hashtext($2))",
                            {k_poll_lock_class, repository});
-        });
-        if (!locked) return std::unexpected(locked.error());
-        if (locked->integer(0, 0) == 0)
+        }));
+        if (locked.integer(0, 0) == 0)
             return std::unique_ptr<PollTurn>();  // another agent polls it
         auto turn = std::make_unique<Turn>(*this, std::string(repository));
-        auto due = run([&](pg::Connection& db) {
+        auto due = SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec(
                 "INSERT INTO poll_schedule (repository, polled_at) VALUES ($1, now_ms($2)) "
                 "ON CONFLICT (repository) DO UPDATE SET polled_at = EXCLUDED.polled_at "
                 "WHERE poll_schedule.polled_at <= EXCLUDED.polled_at - $3 RETURNING polled_at",
                 {repository, now(),
                  static_cast<std::int64_t>((interval - slack(interval)).count())});
-        });
-        if (!due) return std::unexpected(due.error());
-        if (due->rows() == 0) return std::unique_ptr<PollTurn>();  // polled within the interval
+        }));
+        if (due.rows() == 0) return std::unique_ptr<PollTurn>();  // polled within the interval
         return std::unique_ptr<PollTurn>(std::move(turn));
     }
 
     Expected<std::optional<PolledPage>> page(std::string_view path) override {
-        auto rows = run([&](pg::Connection& db) {
+        auto rows = SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec("SELECT etag, next FROM poll_pages WHERE path = $1", {path});
-        });
-        if (!rows) return std::unexpected(rows.error());
-        if (rows->rows() == 0) return std::optional<PolledPage>();
-        PolledPage page{rows->text(0, 0), std::nullopt};
-        if (!rows->is_null(0, 1)) page.next = rows->text(0, 1);
+        }));
+        if (rows.rows() == 0) return std::optional<PolledPage>();
+        PolledPage page{rows.text(0, 0), std::nullopt};
+        if (!rows.is_null(0, 1)) page.next = rows.text(0, 1);
         return std::optional<PolledPage>(std::move(page));
     }
 
     Expected<void> set_page(std::string_view path, const PolledPage& page) override {
-        auto done = run([&](pg::Connection& db) {
+        SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec(
                 "INSERT INTO poll_pages (path, etag, next) VALUES ($1, $2, $3) "
                 "ON CONFLICT (path) DO UPDATE SET etag = $2, next = $3",
                 {path, page.etag, page.next});
-        });
-        if (!done) return std::unexpected(done.error());
+        }));
         return {};
     }
 
     Expected<std::set<std::string>> branches(std::string_view repository) override {
-        auto rows = run([&](pg::Connection& db) {
+        auto rows = SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec("SELECT sha FROM poll_branches WHERE repository = $1", {repository});
-        });
-        if (!rows) return std::unexpected(rows.error());
+        }));
         std::set<std::string> heads;
-        for (int i = 0; i < rows->rows(); ++i) heads.insert(rows->text(i, 0));
+        for (int i = 0; i < rows.rows(); ++i) heads.insert(rows.text(i, 0));
         return heads;
     }
 
     Expected<void> set_branches(std::string_view repository,
                                 const std::set<std::string>& heads) override {
-        auto done = run([&](pg::Connection& db) -> Expected<pg::Result> {
-            auto tx = pg::Transaction::begin(db);
-            if (!tx) return std::unexpected(tx.error());
+        SANDGATE_TRY(run([&](pg::Connection& db) -> Expected<pg::Result> {
+            auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
             auto cleared = db.exec("DELETE FROM poll_branches WHERE repository = $1", {repository});
             if (!cleared) return cleared;
             for (const auto& sha : heads)
@@ -95,10 +89,9 @@ public:
                                       {repository, sha});
                     !ok)
                     return ok;
-            if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+            SANDGATE_TRY(tx.commit());
             return cleared;
-        });
-        if (!done) return std::unexpected(done.error());
+        }));
         return {};
     }
 
@@ -128,9 +121,8 @@ private:
 
     template <typename Body>
     Expected<pg::Result> run(Body&& body) {
-        auto db = m_session.connection();
-        if (!db) return std::unexpected(db.error());
-        auto result = body(**db);
+        auto db = SANDGATE_TRY(m_session.connection());
+        auto result = body(*db);
         if (!result) m_session.failed(result.error());
         return result;
     }

@@ -109,30 +109,26 @@ Expected<std::optional<github::Response>> Poller::fetch(const std::string& path,
 }
 
 Expected<void> Poller::submit(const JobSpec& spec, PollStats& stats) {
-    auto submitted = m_queue.submit(spec);
-    if (!submitted) return std::unexpected(submitted.error());
-    if (submitted->outcome == SubmitOutcome::duplicate) {
+    auto submitted = SANDGATE_TRY(m_queue.submit(spec));
+    if (submitted.outcome == SubmitOutcome::duplicate) {
         ++stats.duplicates;
         return {};
     }
     ++stats.submitted;
-    spdlog::info("poll {}: job {} queued ({} {} {})", spec.key.repository, submitted->job.id,
+    spdlog::info("poll {}: job {} queued ({} {} {})", spec.key.repository, submitted.job.id,
                  spec.event, spec.ref, spec.key.sha);
     return {};
 }
 
 Expected<void> Poller::poll_queue_branches(const std::string& repository, PollStats& stats) {
     const std::string path = "/repos/" + repository + "/git/matching-refs/heads/gh-readonly-queue/";
-    const auto known = m_state->page(path);
-    if (!known) return std::unexpected(known.error());
-    auto response = fetch(path, *known, stats);
-    if (!response) return std::unexpected(response.error());
-    if (!*response) return {};
+    const auto known = SANDGATE_TRY(m_state->page(path));
+    auto response = SANDGATE_TRY(fetch(path, known, stats));
+    if (!response) return {};
     simdjson::dom::parser parser;
-    auto refs = parse_array(parser, **response, path);
-    if (!refs) return std::unexpected(refs.error());
+    auto refs = SANDGATE_TRY(parse_array(parser, *response, path));
     std::set<std::string> heads;
-    for (element item : *refs) {
+    for (element item : refs) {
         JobSpec spec;
         spec.key = {repository, text_at(item, "/object/sha"), "", 1};
         spec.ref = text_at(item, "/ref");
@@ -157,24 +153,21 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         stats.cancelled += cancelled->size();
     }
     if (auto ok = m_state->set_branches(repository, heads); !ok) return ok;
-    return m_state->set_page(path, {(*response)->header("etag").value_or(""), std::nullopt});
+    return m_state->set_page(path, {(response)->header("etag").value_or(""), std::nullopt});
 }
 
 Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stats) {
     std::optional<std::string> path = "/repos/" + repository + "/pulls?state=open&per_page=100";
     for (int page = 0; path && page < k_poll_max_pages; ++page) {
-        const auto known = m_state->page(*path);
-        if (!known) return std::unexpected(known.error());
-        auto response = fetch(*path, *known, stats);
-        if (!response) return std::unexpected(response.error());
-        if (!*response) {
-            path = *known ? (*known)->next : std::nullopt;  // a 304 answers a page we know
+        const auto known = SANDGATE_TRY(m_state->page(*path));
+        auto response = SANDGATE_TRY(fetch(*path, known, stats));
+        if (!response) {
+            path = known ? (known)->next : std::nullopt;  // a 304 answers a page we know
             continue;
         }
         simdjson::dom::parser parser;
-        auto pulls = parse_array(parser, **response, *path);
-        if (!pulls) return std::unexpected(pulls.error());
-        for (element pull : *pulls) {
+        auto pulls = SANDGATE_TRY(parse_array(parser, *response, *path));
+        for (element pull : pulls) {
             std::int64_t number = 0;
             JobSpec spec;
             spec.key = {repository, text_at(pull, "/head/sha"), "", 1};
@@ -193,8 +186,8 @@ Expected<void> Poller::poll_pulls(const std::string& repository, PollStats& stat
             spec.payload_json = payload.dump();
             if (auto ok = submit(spec, stats); !ok) return ok;
         }
-        auto next = next_link(**response, m_client.api_url());
-        if (auto ok = m_state->set_page(*path, {(*response)->header("etag").value_or(""), next});
+        auto next = next_link(*response, m_client.api_url());
+        if (auto ok = m_state->set_page(*path, {(response)->header("etag").value_or(""), next});
             !ok)
             return ok;
         path = std::move(next);

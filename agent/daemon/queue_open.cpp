@@ -18,16 +18,14 @@ common::Expected<PostgresOptions> postgres_options(const AgentConfig& config) {
 
 common::Expected<std::unique_ptr<JobQueue>> open_agent_queue(const AgentConfig& config) {
     if (config.queue_url.empty()) return open_sqlite_queue(default_queue_path(config.state_dir));
-    auto options = postgres_options(config);
-    if (!options) return std::unexpected(options.error());
-    return open_postgres_queue(*options);
+    auto options = SANDGATE_TRY(postgres_options(config));
+    return open_postgres_queue(options);
 }
 
 common::Expected<QueueStore> open_agent_store(const AgentConfig& config) {
     if (config.queue_url.empty()) return open_sqlite_store(default_queue_path(config.state_dir));
-    auto options = postgres_options(config);
-    if (!options) return std::unexpected(options.error());
-    return open_postgres_store(*options);
+    auto options = SANDGATE_TRY(postgres_options(config));
+    return open_postgres_store(options);
 }
 
 common::Expected<std::unique_ptr<JobQueue>> open_job_process_queue(

@@ -8,10 +8,8 @@ namespace agent {
 
 common::Expected<std::shared_ptr<SecretFileToken>> SecretFileToken::open(
     std::filesystem::path path) {
-    auto token = read_secret_file(path);
-    if (!token) return std::unexpected(token.error());
-    return std::shared_ptr<SecretFileToken>(
-        new SecretFileToken(std::move(path), std::move(*token)));
+    auto token = SANDGATE_TRY(read_secret_file(path));
+    return std::shared_ptr<SecretFileToken>(new SecretFileToken(std::move(path), std::move(token)));
 }
 
 common::Expected<std::string> SecretFileToken::token() {

@@ -37,25 +37,25 @@
 #include "agent/cli/builtin_options.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
-#include "agent/gate/gate_reporting.hpp"
 #include "agent/cli/interrupts.hpp"
 #include "agent/cli/job_executor.hpp"
 #include "agent/cli/policy_options.hpp"
 #include "agent/cli/random_id.hpp"
 #include "agent/cli/run_setup.hpp"
+#include "agent/gate/gate_reporting.hpp"
+#include "common/temp_dir.hpp"
 #include "jobs/git/changed_paths.hpp"
 #include "jobs/git/git_handles.hpp"
 #include "jobs/git/git_provider.hpp"
 #include "jobs/git/git_remove.hpp"
+#include "jobs/git/repo_info.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/run/masker.hpp"
-#include "jobs/git/repo_info.hpp"
 #include "jobs/run/run_report.hpp"
+#include "jobs/run/workflow_runner.hpp"
 #include "jobs/workflow/runner_labels.hpp"
 #include "jobs/workflow/workflow_events.hpp"
-#include "jobs/run/workflow_runner.hpp"
 #include "sandbox/wrap/identity.hpp"
-#include "common/temp_dir.hpp"
 
 namespace agent {
 namespace {
@@ -202,23 +202,19 @@ public:
     // In a job sandbox, the directory belongs to the sandbox's host identity (`owner`), which
     // reaches RUNNER_TEMP through it.
     common::Expected<std::filesystem::path> create(const std::string& label,
-                                                    const sandbox::SafeDir* base,
-                                                    const std::optional<sandbox::Owner>& owner) {
+                                                   const sandbox::SafeDir* base,
+                                                   const std::optional<sandbox::Owner>& owner) {
         if (base != nullptr) {
-            auto name = random_id("sandgate-" + label + "-", 12);
-            if (!name) return std::unexpected(name.error());
-            auto made = base->make_dirs(*name, {0700, owner}, "the gate's temp root");
-            if (!made) return std::unexpected(made.error());
-            m_path = made->path();
-            m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*made));
+            auto name = SANDGATE_TRY(random_id("sandgate-" + label + "-", 12));
+            auto made = SANDGATE_TRY(base->make_dirs(name, {0700, owner}, "the gate's temp root"));
+            m_path = made.path();
+            m_dir = std::make_shared<const sandbox::SafeDir>(std::move(made));
             return m_path;
         }
-        auto made_here = common::make_host_temp_dir("sandgate-" + label + "-");
-        if (!made_here) return std::unexpected(made_here.error());
-        m_path = *made_here;
-        auto opened = sandbox::SafeDir::open_trusted(m_path, "the gate's temp root");
-        if (!opened) return std::unexpected(opened.error());
-        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
+        auto made_here = SANDGATE_TRY(common::make_host_temp_dir("sandgate-" + label + "-"));
+        m_path = made_here;
+        auto opened = SANDGATE_TRY(sandbox::SafeDir::open_trusted(m_path, "the gate's temp root"));
+        m_dir = std::make_shared<const sandbox::SafeDir>(std::move(opened));
         return m_path;
     }
     // The directory, opened when it was made (before any step ran).
@@ -261,9 +257,9 @@ common::Expected<std::optional<sandbox::SafeDir>> scratch_parent(const Gate& gat
     auto workspace =
         sandbox::SafeDir::open_trusted(gate.job_sandbox->workspace, "the job's workspace");
     if (!workspace) return std::unexpected(workspace.error());
-    auto dir = workspace->make_dirs("tmp", {0755, std::nullopt}, "the job's workspace tmp");
-    if (!dir) return std::unexpected(dir.error());
-    return std::optional<sandbox::SafeDir>(std::move(*dir));
+    auto dir =
+        SANDGATE_TRY(workspace->make_dirs("tmp", {0755, std::nullopt}, "the job's workspace tmp"));
+    return std::optional<sandbox::SafeDir>(std::move(dir));
 }
 
 // Why the gate stops before any job runs; `commit`: the commit's own doing (its workflows),

@@ -14,8 +14,8 @@
 namespace agent {
 namespace {
 
-using github::Conclusion;
 using common::ErrorKind;
+using github::Conclusion;
 using Element = simdjson::dom::element;
 
 std::string text_of(Element object, const char* field) {
@@ -181,31 +181,30 @@ void add_github_options(CLI::App& app, GitHubFlags& flags, StateDirOption state_
 }
 
 common::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
-                                                  github::ClientOptions options) {
+                                                 github::ClientOptions options) {
     auto repository = github::Repository::parse(flags.repo);
     if (!repository) return std::unexpected(repository.error());
     const bool app =
         !flags.app_id.empty() || !flags.app_key.empty() || !flags.installation_id.empty();
     if (app && !flags.token_file.empty()) {
         return common::fail(ErrorKind::invalid_input,
-                             "--token-file and the App flags (--app-id ...) exclude each other");
+                            "--token-file and the App flags (--app-id ...) exclude each other");
     }
     if (app && (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty())) {
         return common::fail(ErrorKind::invalid_input,
-                             "--app-id, --app-key and --installation-id go together");
+                            "--app-id, --app-key and --installation-id go together");
     }
     options.api_url = flags.api_url;
     std::shared_ptr<github::TokenSource> tokens;
     if (app) {
-        auto source = github::InstallationTokenSource::create(
-            options, {flags.app_id, flags.app_key, flags.installation_id});
-        if (!source) return std::unexpected(source.error());
-        tokens = *source;
+        auto source = SANDGATE_TRY(github::InstallationTokenSource::create(
+            options, {flags.app_id, flags.app_key, flags.installation_id}));
+        tokens = source;
     } else {
         common::Expected<std::string> token =
             common::fail(ErrorKind::invalid_input,
-                          "no GitHub credentials: give --token-file, the App flags, or set "
-                          "SANDGATE_GITHUB_TOKEN or GITHUB_TOKEN");
+                         "no GitHub credentials: give --token-file, the App flags, or set "
+                         "SANDGATE_GITHUB_TOKEN or GITHUB_TOKEN");
         if (!flags.token_file.empty()) {
             token = github::read_token_file(flags.token_file);
         } else {
@@ -219,8 +218,7 @@ common::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
         if (!token) return std::unexpected(token.error());
         tokens = std::make_shared<github::StaticToken>(*token);
     }
-    auto client = github::HttpClient::create(options, tokens);
-    if (!client) return std::unexpected(client.error());
+    auto client = SANDGATE_TRY(github::HttpClient::create(options, tokens));
     github::ReporterOptions reporter;
     reporter.repository = *repository;
     reporter.check_name_template = flags.check_name;
@@ -230,37 +228,35 @@ common::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
     const std::filesystem::path state =
         flags.state_dir.empty() ? default_state_dir() : std::filesystem::path(flags.state_dir);
     reporter.journal_dir = state / "github-journal";
-    return github::Reporter::create(std::move(*client), std::move(reporter));
+    return github::Reporter::create(std::move(client), std::move(reporter));
 }
 
 common::Expected<std::shared_ptr<common::TokenProvider>> git_token_source(
     const GitHubFlags& flags, github::ClientOptions options) {
     if (flags.app_id.empty() || flags.app_key.empty() || flags.installation_id.empty())
         return std::shared_ptr<common::TokenProvider>();
-    auto repository = github::Repository::parse(flags.repo);
-    if (!repository) return std::unexpected(repository.error());
+    auto repository = SANDGATE_TRY(github::Repository::parse(flags.repo));
     options.api_url = flags.api_url;
-    auto source = github::InstallationTokenSource::create(
+    auto source = SANDGATE_TRY(github::InstallationTokenSource::create(
         options, {flags.app_id, flags.app_key, flags.installation_id},
-        github::git_read_scope(repository->name));
-    if (!source) return std::unexpected(source.error());
-    if (auto first = (*source)->token(); !first) return std::unexpected(first.error());
-    return std::shared_ptr<common::TokenProvider>(std::move(*source));
+        github::git_read_scope(repository.name)));
+    SANDGATE_TRY((source)->token());
+    return std::shared_ptr<common::TokenProvider>(std::move(source));
 }
 
-common::Expected<std::vector<github::JobReport>> job_reports_from_run_report(
-    std::string_view json, std::string_view sha) {
+common::Expected<std::vector<github::JobReport>> job_reports_from_run_report(std::string_view json,
+                                                                             std::string_view sha) {
     if (sha.empty()) return common::fail(ErrorKind::invalid_input, "--sha is empty");
     simdjson::dom::parser parser;
     Element root;
     if (auto error = parser.parse(json.data(), json.size()).get(root); error) {
-        return common::fail(ErrorKind::invalid_input, std::string("run report: not JSON: ") +
-                                                           simdjson::error_message(error));
+        return common::fail(ErrorKind::invalid_input,
+                            std::string("run report: not JSON: ") + simdjson::error_message(error));
     }
     simdjson::dom::array workflows;
     if (root["workflows"].get_array().get(workflows) != simdjson::SUCCESS) {
         return common::fail(ErrorKind::invalid_input,
-                             "run report: field `workflows` missing or not an array");
+                            "run report: field `workflows` missing or not an array");
     }
     std::vector<github::JobReport> out;
     for (Element workflow : workflows) {
@@ -271,7 +267,7 @@ common::Expected<std::vector<github::JobReport>> job_reports_from_run_report(
         add_jobs(workflow, name, file, "", (base.empty() ? name : base) + "#", sha, out);
     }
     for (const auto& report : out) {
-        if (auto valid = github::validate(report); !valid) return std::unexpected(valid.error());
+        SANDGATE_TRY(github::validate(report));
     }
     return out;
 }

@@ -22,7 +22,7 @@ common::Error field_error(std::string_view field, std::string_view what) {
 
 // An optional string member: absent or null gives "".
 common::Expected<std::string> string_at(dom::object object, std::string_view key,
-                                         std::string_view field) {
+                                        std::string_view field) {
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return std::string();
     std::string_view text;
@@ -32,7 +32,7 @@ common::Expected<std::string> string_at(dom::object object, std::string_view key
 }
 
 common::Expected<std::vector<std::string>> strings_at(dom::object object, std::string_view key,
-                                                       std::string_view field) {
+                                                      std::string_view field) {
     std::vector<std::string> out;
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return out;
@@ -51,7 +51,7 @@ common::Expected<std::vector<std::string>> strings_at(dom::object object, std::s
 // prependPath: a list of directories, or one string of them joined with ':' (both reach hooks,
 // depending on the runner's version).
 common::Expected<std::vector<std::string>> path_list_at(dom::object object, std::string_view key,
-                                                         std::string_view field) {
+                                                        std::string_view field) {
     std::string_view joined;
     if (object[key].get_string().get(joined) != simdjson::SUCCESS)
         return strings_at(object, key, field);
@@ -65,8 +65,8 @@ common::Expected<std::vector<std::string>> path_list_at(dom::object object, std:
 }
 
 common::Expected<std::map<std::string, std::string>> env_at(dom::object object,
-                                                             std::string_view key,
-                                                             std::string_view field) {
+                                                            std::string_view key,
+                                                            std::string_view field) {
     std::map<std::string, std::string> out;
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return out;
@@ -88,7 +88,7 @@ common::Expected<std::map<std::string, std::string>> env_at(dom::object object,
 // for the allowlist to judge (runner_hook_run.cpp); only a relative target is an error here.
 enum class Volumes { runner, workflow };
 common::Expected<std::vector<HookMount>> mounts_at(dom::object object, std::string_view key,
-                                                    std::string_view field, Volumes origin) {
+                                                   std::string_view field, Volumes origin) {
     std::vector<HookMount> out;
     dom::element element;
     if (object[key].get(element) != simdjson::SUCCESS || element.is_null()) return out;
@@ -296,11 +296,10 @@ common::Expected<HookInput> parse_hook_input(std::string_view json) {
         if (input.response_file.empty())
             return std::unexpected(
                 field_error("responseFile", "prepare_job needs a response file"));
-        if (has_args)
-            if (auto ok = parse_prepare(args, input); !ok) return std::unexpected(ok.error());
+        if (has_args) SANDGATE_TRY(parse_prepare(args, input));
     } else if (input.command != HookCommand::cleanup_job) {
         if (!has_args) return std::unexpected(field_error("args", "is required for this command"));
-        if (auto ok = parse_step(args, input); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(parse_step(args, input));
     }
     return input;
 }

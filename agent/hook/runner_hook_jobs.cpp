@@ -130,9 +130,8 @@ common::Expected<sandbox::SafeDir> HookJobs::open_root() const {
 
 common::Expected<std::filesystem::path> HookJobs::create(
     const std::string& id, ProcessMark owner, std::optional<sandbox::Owner> sandbox) const {
-    auto root = open_root();
-    if (!root) return std::unexpected(root.error());
-    auto job = root->make_dirs(id, {0700, std::nullopt}, "the job's directory");
+    auto root = SANDGATE_TRY(open_root());
+    auto job = root.make_dirs(id, {0700, std::nullopt}, "the job's directory");
     if (!job) return std::unexpected(job.error());
     if (auto ok =
             job->create_file("owner", mark_text(owner), {0600, std::nullopt}, "the job's owner");
@@ -140,15 +139,13 @@ common::Expected<std::filesystem::path> HookJobs::create(
         return std::unexpected(ok.error());
     if (auto steps = job->make_dirs("steps", {0700, std::nullopt}, "the job's steps"); !steps)
         return std::unexpected(steps.error());
-    if (auto made = job->make_dirs("scratch", {0700, sandbox}, "the job's scratch"); !made)
-        return std::unexpected(made.error());
+    SANDGATE_TRY(job->make_dirs("scratch", {0700, sandbox}, "the job's scratch"));
     return scratch(id);
 }
 
 common::Expected<StepRecord> HookJobs::record_step(const std::string& id) const {
-    auto root = open_root();
-    if (!root) return std::unexpected(root.error());
-    auto steps = root->open_dir(id + "/steps", "the job's steps");
+    auto root = SANDGATE_TRY(open_root());
+    auto steps = root.open_dir(id + "/steps", "the job's steps");
     if (!steps)
         return fail(ErrorKind::invalid_input, "state.sandgate.job: job " + id +
                                                   " is not prepared here (cleaned up already?)");
@@ -164,12 +161,11 @@ common::Expected<StepRecord> HookJobs::record_step(const std::string& id) const 
 }
 
 common::Expected<void> HookJobs::finish(const std::string& id,
-                                         std::chrono::milliseconds grace) const {
-    auto root = open_root();
-    if (!root) return std::unexpected(root.error());
-    if (auto steps = root->open_dir(id + "/steps", "the job's steps"))
+                                        std::chrono::milliseconds grace) const {
+    auto root = SANDGATE_TRY(open_root());
+    if (auto steps = root.open_dir(id + "/steps", "the job's steps"))
         stop_steps(recorded_steps(*steps), grace);
-    return root->remove(id, "the job's directory");
+    return root.remove(id, "the job's directory");
 }
 
 std::size_t HookJobs::reap_stale(std::chrono::milliseconds grace) const {

@@ -11,9 +11,9 @@
 #include "agent/cli/random_id.hpp"
 #include "agent/hook/runner_hook.hpp"
 #include "agent/hook/runner_hook_jobs.hpp"
+#include "sandbox/access/safe_access.hpp"
 #include "sandbox/wrap/identity.hpp"
 #include "sandbox/wrap/mounts.hpp"
-#include "sandbox/access/safe_access.hpp"
 
 namespace agent {
 namespace {
@@ -38,19 +38,18 @@ nlohmann::ordered_json mounts_json(const std::vector<HookMount>& mounts) {
 // reads half a response, and a link planted at either name (the runner's temp directory is
 // bound into its steps) is replaced, never followed.
 common::Expected<void> write_atomically(const std::filesystem::path& path,
-                                         const std::string& text) {
-    auto dir = sandbox::SafeDir::open_trusted(path.parent_path().empty() ? "." : path.parent_path(),
-                                              "the response file's directory");
-    if (!dir) return std::unexpected(dir.error());
-    return dir->replace_file(path.filename().string(), text, {0644, std::nullopt},
-                             "the response file");
+                                        const std::string& text) {
+    auto dir = SANDGATE_TRY(sandbox::SafeDir::open_trusted(
+        path.parent_path().empty() ? "." : path.parent_path(), "the response file's directory"));
+    return dir.replace_file(path.filename().string(), text, {0644, std::nullopt},
+                            "the response file");
 }
 
 // userMountVolumes come from the workflow's container.volumes, which a pull request controls:
 // only a host path within one of --allow-volume's, and then read-only.
 common::Expected<std::vector<HookMount>> allowed_user_mounts(const std::vector<HookMount>& asked,
-                                                              const HookOptions& options,
-                                                              std::string_view field) {
+                                                             const HookOptions& options,
+                                                             std::string_view field) {
     std::vector<HookMount> out;
     for (const auto& m : asked) {
         const std::filesystem::path source(m.source);
@@ -92,8 +91,7 @@ common::Expected<int> prepare_job(const HookInput& input, const HookOptions& opt
     job.id = *id;
     job.mounts.insert(job.mounts.end(), user->begin(), user->end());
     // The job's scratch (HOME, TMPDIR) is the sandbox's: made for its host identity.
-    auto scratch = jobs.create(job.id, *owner, sandbox::sandbox_owner(options.policy));
-    if (!scratch) return std::unexpected(scratch.error());
+    SANDGATE_TRY(jobs.create(job.id, *owner, sandbox::sandbox_owner(options.policy)));
     if (!job.image.empty() && options.policy.mode != sandbox::SandboxMode::container)
         spdlog::warn(
             "job image {} is not pulled: steps run on this machine's userland inside the wrap",
@@ -121,7 +119,7 @@ common::Expected<int> prepare_job(const HookInput& input, const HookOptions& opt
 
 // The host path of a container path, through the longest mount that holds it.
 common::Expected<std::filesystem::path> host_path(const std::vector<HookMount>& mounts,
-                                                   const std::filesystem::path& inside) {
+                                                  const std::filesystem::path& inside) {
     const HookMount* best = nullptr;
     for (const auto& m : mounts) {
         const auto rel = inside.lexically_normal().lexically_relative(m.target);
@@ -217,18 +215,17 @@ common::Expected<int> run_step(const HookInput& input, const HookOptions& option
                             "' needs a container runtime; start the hook with "
                             "--sandbox container");
         request.policy.image = step.image;
-        auto user = allowed_user_mounts(step.user_mounts, options, "args.userMountVolumes");
-        if (!user) return std::unexpected(user.error());
+        auto user =
+            SANDGATE_TRY(allowed_user_mounts(step.user_mounts, options, "args.userMountVolumes"));
         mounts = step.mounts;
-        mounts.insert(mounts.end(), user->begin(), user->end());
+        mounts.insert(mounts.end(), user.begin(), user.end());
     }
     auto argv = step_argv(input);
     if (!argv) return std::unexpected(argv.error());
     request.argv = std::move(*argv);
     const HookJobs jobs(options.state_dir);
     // cleanup_job stops the step through this record should it still run by then.
-    auto record = jobs.record_step(job.id);
-    if (!record) return std::unexpected(record.error());
+    SANDGATE_TRY(jobs.record_step(job.id));
     request.policy.scratch = jobs.scratch(job.id);  // HOME and TMPDIR persist across the steps
     for (const auto& m : mounts) request.policy.binds.push_back({m.source, m.target, m.access});
     auto cwd = host_path(mounts, step.working_directory);
@@ -250,8 +247,7 @@ common::Expected<int> run_step(const HookInput& input, const HookOptions& option
 // Stops whatever of the job still runs and removes its directory; idempotent.
 common::Expected<int> cleanup_job(const HookInput& input, const HookOptions& options) {
     if (!input.state) return 0;  // nothing of ours to clean
-    if (auto done = HookJobs(options.state_dir).finish(input.state->id); !done)
-        return std::unexpected(done.error());
+    SANDGATE_TRY(HookJobs(options.state_dir).finish(input.state->id));
     return 0;
 }
 

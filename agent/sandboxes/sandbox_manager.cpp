@@ -16,10 +16,10 @@
 #include "agent/cli/random_id.hpp"
 #include "agent/sandboxes/sandbox_dirs.hpp"
 #include "agent/sandboxes/sandbox_records.hpp"
-#include "sandbox/broker/broker.hpp"
 #include "common/fd.hpp"
 #include "common/json_convert.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/broker/broker.hpp"
 #include "sandbox/process/spawn.hpp"
 
 namespace agent {
@@ -75,7 +75,8 @@ SandboxManager::SandboxManager(ManagerConfig config) : m_config(std::move(config
         std::error_code ec;
         m_config.sandgate_binary = std::filesystem::read_symlink("/proc/self/exe", ec);
         // The broker runs in the small launcher beside sandgate-full or sandgate-agent
-        // (agent/cli/launcher.hpp): it starts faster and each step's fork copies far fewer mappings.
+        // (agent/cli/launcher.hpp): it starts faster and each step's fork copies far fewer
+        // mappings.
         const auto launcher = m_config.sandgate_binary.parent_path() / "sandgate";
         const auto name = m_config.sandgate_binary.filename();
         if ((name == k_full_binary_name || name == k_agent_binary_name) &&
@@ -107,8 +108,7 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
         return fail(ErrorKind::invalid_input,
                     "sandbox identity needs a repository, a SHA and a job id");
     if (options.ttl.count() <= 0) return fail(ErrorKind::invalid_input, "sandbox ttl must be > 0");
-    auto new_id = random_id("sb-", 8);
-    if (!new_id) return std::unexpected(new_id.error());
+    auto new_id = SANDGATE_TRY(random_id("sb-", 8));
     auto box = std::make_shared<Sandbox>();
     {
         std::lock_guard lock(m_mutex);
@@ -116,7 +116,7 @@ Expected<SandboxInfo> SandboxManager::create(const SandboxIdentity& identity,
             if (other->info.identity == identity && other->info.state != SandboxState::destroyed)
                 return fail(ErrorKind::invalid_input,
                             "a sandbox for " + identity.canonical() + " exists already: " + id);
-        box->info.id = std::move(*new_id);
+        box->info.id = std::move(new_id);
         box->info.identity = identity;
         box->info.state = SandboxState::created;
         m_sandboxes[box->info.id] = box;
@@ -178,9 +178,8 @@ sandbox::RunRequest SandboxManager::broker_run(const Sandbox& box, sandbox::Poli
 
 Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options) {
     box.dir = m_config.state_dir / "sandboxes" / box.info.id;
-    auto made = socket_dir_for(box.dir);
-    if (!made) return std::unexpected(made.error());
-    const auto socket_dir = *made;
+    auto made = SANDGATE_TRY(socket_dir_for(box.dir));
+    const auto socket_dir = made;
     box.socket = socket_dir / "broker.sock";
     box.info.socket = box.socket;
     box.job = options.job;
@@ -201,8 +200,7 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     box.info.policy_json = sandbox_policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.
     if (m_config.journal && box.job)
-        if (auto ok = m_config.journal->record_policy(*box.job, box.info.policy_json); !ok)
-            return std::unexpected(ok.error());
+        SANDGATE_TRY(m_config.journal->record_policy(*box.job, box.info.policy_json));
     write_meta(box);
 
     sandbox::RunRequest run = broker_run(box, std::move(policy), options.ttl);

@@ -36,29 +36,26 @@ public:
 
     Expected<Submitted> submit(const JobSpec& spec) override {
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto insert = m_db.prepare(
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
+        auto insert = SANDGATE_TRY(m_db.prepare(
             "INSERT INTO jobs (repository, sha, workflow_job, attempt, ref, event, source, "
             "payload, state, created) VALUES (?,?,?,?,?,?,?,?,'queued',?) "
-            "ON CONFLICT (repository, sha, workflow_job, attempt) DO NOTHING");
-        if (!insert) return std::unexpected(insert.error());
+            "ON CONFLICT (repository, sha, workflow_job, attempt) DO NOTHING"));
         const auto& key = spec.key;
-        insert->bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
-        insert->bind(4, key.attempt).bind(5, spec.ref).bind(6, spec.event).bind(7, spec.source);
-        insert->bind(8, spec.payload_json).bind(9, m_clock());
-        if (auto ok = insert->run(); !ok) return std::unexpected(ok.error());
+        insert.bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
+        insert.bind(4, key.attempt).bind(5, spec.ref).bind(6, spec.event).bind(7, spec.source);
+        insert.bind(8, spec.payload_json).bind(9, m_clock());
+        SANDGATE_TRY(insert.run());
         const auto outcome = m_db.changes() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
-        auto found = query_jobs(
+        auto found = SANDGATE_TRY(query_jobs(
             "repository=?1 AND sha=?2 AND workflow_job=?3 AND attempt=?4",
             [&](sqlite::Statement& select) {
                 select.bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
                 select.bind(4, key.attempt);
-            });
-        if (!found) return std::unexpected(found.error());
-        if (found->empty()) return fail(ErrorKind::permanent, "submitted job vanished");
-        Submitted submitted{std::move(found->front()), outcome};
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+            }));
+        if (found.empty()) return fail(ErrorKind::permanent, "submitted job vanished");
+        Submitted submitted{std::move(found.front()), outcome};
+        if (auto ok = tx.commit(); !ok) return std::unexpected(ok.error());
         return submitted;
     }
 
@@ -84,43 +81,38 @@ public:
 
     Expected<std::int64_t> count(JobState state) override {
         std::lock_guard lock(m_mutex);
-        auto select = m_db.prepare("SELECT count(*) FROM jobs WHERE state = ?");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, to_string(state));
-        auto row = select->step();
-        if (!row) return std::unexpected(row.error());
-        return select->column_int(0);
+        auto select = SANDGATE_TRY(m_db.prepare("SELECT count(*) FROM jobs WHERE state = ?"));
+        select.bind(1, to_string(state));
+        SANDGATE_TRY(select.step());
+        return select.column_int(0);
     }
 
     Expected<std::optional<Job>> claim(std::string_view owner, std::chrono::milliseconds lease,
                                        std::size_t max_running) override {
         if (owner.empty()) return fail(ErrorKind::invalid_input, "claim: empty owner id");
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
         auto running =
             m_db.prepare("SELECT count(*) FROM jobs WHERE state='running' AND lease_owner=?");
         if (!running) return std::unexpected(running.error());
         running->bind(1, owner);
-        if (auto row = running->step(); !row) return std::unexpected(row.error());
+        SANDGATE_TRY(running->step());
         if (running->column_int(0) >= static_cast<std::int64_t>(max_running))
             return std::optional<Job>();
         const auto now = m_clock();
-        auto update = m_db.prepare(
+        auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE jobs SET state='running', lease_owner=?1, lease_expires=?2, "
             "claims=claims+1, started=CASE WHEN started=0 THEN ?3 ELSE started END "
             "WHERE id = (SELECT id FROM jobs WHERE state='queued' ORDER BY id LIMIT 1) "
-            "RETURNING id");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, owner).bind(2, now + lease.count()).bind(3, now);
-        auto row = update->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) return std::optional<Job>();
-        const auto id = update->column_int(0);
-        if (auto done = update->run(); !done) return std::unexpected(done.error());
+            "RETURNING id"));
+        update.bind(1, owner).bind(2, now + lease.count()).bind(3, now);
+        auto row = SANDGATE_TRY(update.step());
+        if (!row) return std::optional<Job>();
+        const auto id = update.column_int(0);
+        if (auto done = update.run(); !done) return std::unexpected(done.error());
         auto job = get_locked(id);
         if (!job) return std::unexpected(job.error());
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        if (auto ok = tx.commit(); !ok) return std::unexpected(ok.error());
         return job;
     }
 
@@ -128,16 +120,14 @@ public:
                                   std::chrono::milliseconds lease) override {
         std::lock_guard lock(m_mutex);
         const auto expires = m_clock() + lease.count();
-        auto update = m_db.prepare(
-            "UPDATE jobs SET lease_expires=?1 WHERE id=?2 AND lease_owner=?3 AND "
-            "state='running' RETURNING cancel_requested");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, expires).bind(2, id).bind(3, owner);
-        auto row = update->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) return lease_lost(id, owner);
-        Heartbeat beat{expires, update->column_int(0) != 0};
-        if (auto done = update->run(); !done) return std::unexpected(done.error());
+        auto update = SANDGATE_TRY(
+            m_db.prepare("UPDATE jobs SET lease_expires=?1 WHERE id=?2 AND lease_owner=?3 AND "
+                         "state='running' RETURNING cancel_requested"));
+        update.bind(1, expires).bind(2, id).bind(3, owner);
+        auto row = SANDGATE_TRY(update.step());
+        if (!row) return lease_lost(id, owner);
+        Heartbeat beat{expires, update.column_int(0) != 0};
+        SANDGATE_TRY(update.run());
         return beat;
     }
 
@@ -147,31 +137,27 @@ public:
             return fail(ErrorKind::invalid_input,
                         "complete: state " + std::string(to_string(state)) + " is not terminal");
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto update = m_db.prepare(
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
+        auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE jobs SET state=?1, reason=?2, result=?3, finished=?4, lease_owner='', "
-            "lease_expires=0 WHERE id=?5 AND lease_owner=?6 AND state='running'");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, to_string(state)).bind(2, reason).bind(3, result_json);
-        update->bind(4, m_clock()).bind(5, id).bind(6, owner);
-        if (auto ok = update->run(); !ok) return ok;
+            "lease_expires=0 WHERE id=?5 AND lease_owner=?6 AND state='running'"));
+        update.bind(1, to_string(state)).bind(2, reason).bind(3, result_json);
+        update.bind(4, m_clock()).bind(5, id).bind(6, owner);
+        if (auto ok = update.run(); !ok) return ok;
         if (m_db.changes() == 0) return std::unexpected(lease_lost(id, owner).error());
-        if (auto ok = insert_report(id, "conclude", conclude_body(state, reason), owner); !ok)
-            return std::unexpected(ok.error());
-        return tx->commit();
+        SANDGATE_TRY(insert_report(id, "conclude", conclude_body(state, reason), owner));
+        return tx.commit();
     }
 
     Expected<CancelOutcome> cancel(std::int64_t id, std::string_view reason) override {
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
         auto job = get_locked(id);
         if (!job) return std::unexpected(job.error());
         if (!*job) return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
         auto outcome = cancel_locked(**job, reason);
         if (!outcome) return outcome;
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return outcome;
     }
 
@@ -179,18 +165,15 @@ public:
                                                         std::string_view sha,
                                                         std::string_view reason) override {
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto jobs = select_jobs("repository=?1 AND sha=?2 AND state IN ('queued','running')",
-                                repository, sha);
-        if (!jobs) return std::unexpected(jobs.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
+        auto jobs = SANDGATE_TRY(select_jobs(
+            "repository=?1 AND sha=?2 AND state IN ('queued','running')", repository, sha));
         std::vector<std::int64_t> ids;
-        for (const auto& job : *jobs) {
-            auto outcome = cancel_locked(job, reason);
-            if (!outcome) return std::unexpected(outcome.error());
+        for (const auto& job : jobs) {
+            SANDGATE_TRY(cancel_locked(job, reason));
             ids.push_back(job.id);
         }
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return ids;
     }
 
@@ -209,10 +192,9 @@ public:
 
     Expected<void> record_policy(std::int64_t id, std::string_view policy_json) override {
         std::lock_guard lock(m_mutex);
-        auto update = m_db.prepare("UPDATE jobs SET policy=?1 WHERE id=?2");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, policy_json).bind(2, id);
-        if (auto ok = update->run(); !ok) return ok;
+        auto update = SANDGATE_TRY(m_db.prepare("UPDATE jobs SET policy=?1 WHERE id=?2"));
+        update.bind(1, policy_json).bind(2, id);
+        if (auto ok = update.run(); !ok) return ok;
         if (m_db.changes() == 0)
             return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
         return {};
@@ -230,17 +212,15 @@ public:
 
     Expected<std::vector<JobEvent>> events(std::int64_t id) override {
         std::lock_guard lock(m_mutex);
-        auto select = m_db.prepare(
-            "SELECT id, job_id, at, kind, body FROM job_events WHERE job_id=? ORDER BY id");
-        if (!select) return std::unexpected(select.error());
-        select->bind(1, id);
+        auto select = SANDGATE_TRY(m_db.prepare(
+            "SELECT id, job_id, at, kind, body FROM job_events WHERE job_id=? ORDER BY id"));
+        select.bind(1, id);
         std::vector<JobEvent> out;
         while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return out;
-            out.push_back({select->column_int(0), select->column_int(1), select->column_int(2),
-                           select->column_text(3), select->column_text(4)});
+            auto row = SANDGATE_TRY(select.step());
+            if (!row) return out;
+            out.push_back({select.column_int(0), select.column_int(1), select.column_int(2),
+                           select.column_text(3), select.column_text(4)});
         }
     }
 
@@ -248,12 +228,11 @@ public:
                                       std::string_view body_json) override {
         std::lock_guard lock(m_mutex);
         // Owned by whoever holds the job now (the agent that runs it queues its start).
-        auto insert = m_db.prepare(
+        auto insert = SANDGATE_TRY(m_db.prepare(
             "INSERT INTO reports (job_id, kind, body, next_attempt, owner) "
-            "SELECT ?1, ?2, ?3, 0, COALESCE((SELECT lease_owner FROM jobs WHERE id = ?1), '')");
-        if (!insert) return std::unexpected(insert.error());
-        insert->bind(1, job_id).bind(2, kind).bind(3, body_json);
-        if (auto ok = insert->run(); !ok) return std::unexpected(ok.error());
+            "SELECT ?1, ?2, ?3, 0, COALESCE((SELECT lease_owner FROM jobs WHERE id = ?1), '')"));
+        insert.bind(1, job_id).bind(2, kind).bind(3, body_json);
+        SANDGATE_TRY(insert.run());
         return m_db.last_insert_id();
     }
 
@@ -265,33 +244,31 @@ public:
     Expected<std::vector<Report>> claim_reports(std::size_t limit,
                                                 std::chrono::milliseconds lease) override {
         std::lock_guard lock(m_mutex);
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
         const auto now = m_clock();
         auto obsolete =
             m_db.prepare("DELETE FROM reports AS r WHERE " + queue_sql::obsolete_start("r", "?1"));
         if (!obsolete) return std::unexpected(obsolete.error());
         obsolete->bind(1, now);
-        if (auto ok = obsolete->run(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(obsolete->run());
         auto due = select_due(limit, now);
         if (!due) return due;
-        auto hold = m_db.prepare("UPDATE reports SET claimed_until = ?1 WHERE id = ?2");
-        if (!hold) return std::unexpected(hold.error());
+        auto hold =
+            SANDGATE_TRY(m_db.prepare("UPDATE reports SET claimed_until = ?1 WHERE id = ?2"));
         for (const auto& report : *due) {
-            hold->reset();
-            hold->bind(1, now + lease.count()).bind(2, report.id);
-            if (auto ok = hold->run(); !ok) return std::unexpected(ok.error());
+            hold.reset();
+            hold.bind(1, now + lease.count()).bind(2, report.id);
+            SANDGATE_TRY(hold.run());
         }
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return due;
     }
 
     Expected<void> report_delivered(std::int64_t report_id) override {
         std::lock_guard lock(m_mutex);
-        auto remove = m_db.prepare("DELETE FROM reports WHERE id=?");
-        if (!remove) return std::unexpected(remove.error());
-        remove->bind(1, report_id);
-        return remove->run();
+        auto remove = SANDGATE_TRY(m_db.prepare("DELETE FROM reports WHERE id=?"));
+        remove.bind(1, report_id);
+        return remove.run();
     }
 
     Expected<void> report_failed(std::int64_t report_id,
@@ -306,15 +283,14 @@ public:
 
     Expected<std::int64_t> owed_reports(std::optional<std::string_view> owner) override {
         std::lock_guard lock(m_mutex);
-        auto select = m_db.prepare("SELECT count(*) FROM reports WHERE ?1 IS NULL OR owner = ?1");
-        if (!select) return std::unexpected(select.error());
+        auto select = SANDGATE_TRY(
+            m_db.prepare("SELECT count(*) FROM reports WHERE ?1 IS NULL OR owner = ?1"));
         if (owner)
-            select->bind(1, *owner);
+            select.bind(1, *owner);
         else
-            select->bind_null(1);
-        auto row = select->step();
-        if (!row) return std::unexpected(row.error());
-        return select->column_int(0);
+            select.bind_null(1);
+        SANDGATE_TRY(select.step());
+        return select.column_int(0);
     }
 
 private:
@@ -326,9 +302,8 @@ private:
         select->bind(1, now).bind(2, static_cast<std::int64_t>(limit));
         std::vector<Report> out;
         while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return out;
+            auto row = SANDGATE_TRY(select->step());
+            if (!row) return out;
             out.push_back({select->column_int(0), select->column_int(1), select->column_text(2),
                            select->column_text(3), select->column_int(4), select->column_int(5),
                            select->column_text(6)});
@@ -338,37 +313,31 @@ private:
     Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay,
                               int attempt) {
         std::lock_guard lock(m_mutex);
-        auto update = m_db.prepare(
+        auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE reports SET attempts=attempts+?1, next_attempt=?2, claimed_until=0 WHERE "
-            "id=?3");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, std::int64_t{attempt})
-            .bind(2, m_clock() + delay.count())
-            .bind(3, report_id);
-        return update->run();
+            "id=?3"));
+        update.bind(1, std::int64_t{attempt}).bind(2, m_clock() + delay.count()).bind(3, report_id);
+        return update.run();
     }
 
     Expected<std::optional<Job>> get_locked(std::int64_t id) {
-        auto jobs = select_jobs("id=?1", std::to_string(id), "");
-        if (!jobs) return std::unexpected(jobs.error());
-        if (jobs->empty()) return std::optional<Job>();
-        return std::optional<Job>(std::move(jobs->front()));
+        auto jobs = SANDGATE_TRY(select_jobs("id=?1", std::to_string(id), ""));
+        if (jobs.empty()) return std::optional<Job>();
+        return std::optional<Job>(std::move(jobs.front()));
     }
 
     // The one job lookup: SELECT every column WHERE `tail` (conditions, then any ORDER BY /
     // LIMIT), its parameters bound by `bind`, each row read into a Job.
     template <typename Bind>
     Expected<std::vector<Job>> query_jobs(std::string_view tail, Bind&& bind) {
-        auto select = m_db.prepare("SELECT " + std::string(k_job_columns) + " FROM jobs WHERE " +
-                                   std::string(tail));
-        if (!select) return std::unexpected(select.error());
-        bind(*select);
+        auto select = SANDGATE_TRY(m_db.prepare("SELECT " + std::string(k_job_columns) +
+                                                " FROM jobs WHERE " + std::string(tail)));
+        bind(select);
         std::vector<Job> jobs;
         while (true) {
-            auto row = select->step();
-            if (!row) return std::unexpected(row.error());
-            if (!*row) return jobs;
-            jobs.push_back(read_job(*select));
+            auto row = SANDGATE_TRY(select.step());
+            if (!row) return jobs;
+            jobs.push_back(read_job(select));
         }
     }
 
@@ -385,41 +354,34 @@ private:
     Expected<CancelOutcome> cancel_locked(const Job& job, std::string_view reason) {
         if (is_terminal(job.state)) return CancelOutcome::already_finished;
         if (job.state == JobState::running) {
-            auto update = m_db.prepare(
-                "UPDATE jobs SET cancel_requested=1, reason=?1 WHERE id=?2 AND state='running'");
-            if (!update) return std::unexpected(update.error());
-            update->bind(1, reason).bind(2, job.id);
-            if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
+            auto update = SANDGATE_TRY(m_db.prepare(
+                "UPDATE jobs SET cancel_requested=1, reason=?1 WHERE id=?2 AND state='running'"));
+            update.bind(1, reason).bind(2, job.id);
+            SANDGATE_TRY(update.run());
             return CancelOutcome::requested;
         }
-        auto update = m_db.prepare(
+        auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE jobs SET state='cancelled', reason=?1, finished=?2 WHERE id=?3 AND "
-            "state='queued'");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, reason).bind(2, m_clock()).bind(3, job.id);
-        if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
+            "state='queued'"));
+        update.bind(1, reason).bind(2, m_clock()).bind(3, job.id);
+        SANDGATE_TRY(update.run());
         // A re-queued job already has a check run in progress: conclude it too.
         if (job.claims > 0)
-            if (auto ok = insert_report(job.id, "conclude",
-                                        conclude_body(JobState::cancelled, reason), "");
-                !ok)
-                return std::unexpected(ok.error());
+            SANDGATE_TRY(
+                insert_report(job.id, "conclude", conclude_body(JobState::cancelled, reason), ""));
         return CancelOutcome::cancelled;
     }
 
     Expected<std::vector<Recovered>> recover_where(const std::string& where, std::string_view owner,
                                                    OnLostLease policy, std::int64_t max_claims) {
-        auto tx = sqlite::Transaction::begin(m_db);
-        if (!tx) return std::unexpected(tx.error());
-        auto jobs = select_jobs(where, owner, "");
-        if (!jobs) return std::unexpected(jobs.error());
+        auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
+        auto jobs = SANDGATE_TRY(select_jobs(where, owner, ""));
         std::vector<Recovered> recovered;
-        for (const auto& job : *jobs) {
-            auto outcome = recover_one(job, policy, max_claims);
-            if (!outcome) return std::unexpected(outcome.error());
-            recovered.push_back({job.id, *outcome});
+        for (const auto& job : jobs) {
+            auto outcome = SANDGATE_TRY(recover_one(job, policy, max_claims));
+            recovered.push_back({job.id, outcome});
         }
-        if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return recovered;
     }
 
@@ -427,13 +389,12 @@ private:
         const bool rerun =
             policy == OnLostLease::requeue && !job.cancel_requested && job.claims < max_claims;
         if (rerun) {
-            auto update = m_db.prepare(
+            auto update = SANDGATE_TRY(m_db.prepare(
                 "UPDATE jobs SET state='queued', lease_owner='', lease_expires=0, reason=?1 "
-                "WHERE id=?2");
-            if (!update) return std::unexpected(update.error());
-            update->bind(1, "re-queued: the agent " + job.lease_owner + " lost its lease");
-            update->bind(2, job.id);
-            if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
+                "WHERE id=?2"));
+            update.bind(1, "re-queued: the agent " + job.lease_owner + " lost its lease");
+            update.bind(2, job.id);
+            SANDGATE_TRY(update.run());
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;
@@ -443,12 +404,11 @@ private:
                                              " died or lost its lease "
                                              "mid-job (after " +
                                              std::to_string(job.claims) + " attempt(s))";
-        auto update = m_db.prepare(
+        auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE jobs SET state=?1, reason=?2, finished=?3, lease_owner='', lease_expires=0 "
-            "WHERE id=?4");
-        if (!update) return std::unexpected(update.error());
-        update->bind(1, to_string(state)).bind(2, reason).bind(3, m_clock()).bind(4, job.id);
-        if (auto ok = update->run(); !ok) return std::unexpected(ok.error());
+            "WHERE id=?4"));
+        update.bind(1, to_string(state)).bind(2, reason).bind(3, m_clock()).bind(4, job.id);
+        SANDGATE_TRY(update.run());
         if (auto ok =
                 insert_report(job.id, "conclude", conclude_body(state, reason), job.lease_owner);
             !ok)
@@ -458,11 +418,10 @@ private:
 
     Expected<void> insert_report(std::int64_t job_id, std::string_view kind, std::string_view body,
                                  std::string_view owner) {
-        auto insert = m_db.prepare(
-            "INSERT INTO reports (job_id, kind, body, next_attempt, owner) VALUES (?,?,?,0,?)");
-        if (!insert) return std::unexpected(insert.error());
-        insert->bind(1, job_id).bind(2, kind).bind(3, body).bind(4, owner);
-        return insert->run();
+        auto insert = SANDGATE_TRY(m_db.prepare(
+            "INSERT INTO reports (job_id, kind, body, next_attempt, owner) VALUES (?,?,?,0,?)"));
+        insert.bind(1, job_id).bind(2, kind).bind(3, body).bind(4, owner);
+        return insert.run();
     }
 
     static std::unexpected<common::Error> lease_lost(std::int64_t id, std::string_view owner) {
@@ -484,9 +443,8 @@ Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(
     std::error_code ec;
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) return fail(ErrorKind::permanent, path.parent_path().string() + ": " + ec.message());
-    auto db = sqlite::Database::open(path, busy_timeout);
-    if (!db) return std::unexpected(db.error());
-    return std::make_shared<sqlite::Database>(std::move(*db));
+    auto db = SANDGATE_TRY(sqlite::Database::open(path, busy_timeout));
+    return std::make_shared<sqlite::Database>(std::move(db));
 }
 
 Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
@@ -503,9 +461,8 @@ Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Data
 
 Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
                                                       SqliteOptions options) {
-    auto db = open_sqlite_database(path, options.busy_timeout);
-    if (!db) return std::unexpected(db.error());
-    return sqlite_queue_on(std::move(*db), path, std::move(options.clock));
+    auto db = SANDGATE_TRY(open_sqlite_database(path, options.busy_timeout));
+    return sqlite_queue_on(std::move(db), path, std::move(options.clock));
 }
 
 }  // namespace agent

@@ -15,10 +15,10 @@
 
 namespace agent {
 
-using queue_sql::conclude_body;
 using common::ErrorKind;
 using common::Expected;
 using common::fail;
+using queue_sql::conclude_body;
 
 namespace {
 
@@ -62,33 +62,31 @@ public:
     Expected<Submitted> submit(const JobSpec& spec) override {
         return transaction([&](pg::Connection& db) -> Expected<Submitted> {
             const auto& key = spec.key;
-            auto inserted = db.exec(
+            auto inserted = SANDGATE_TRY(db.exec(
                 "INSERT INTO jobs (repository, sha, workflow_job, attempt, ref, event, source, "
                 "payload, state, created) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', "
                 "now_ms($9)) ON CONFLICT ON CONSTRAINT jobs_dedup DO NOTHING RETURNING id",
                 {key.repository, key.sha, key.workflow_job, key.attempt, spec.ref, spec.event,
-                 spec.source, spec.payload_json, now()});
-            if (!inserted) return std::unexpected(inserted.error());
+                 spec.source, spec.payload_json, now()}));
             const auto outcome =
-                inserted->rows() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
-            if (outcome == SubmitOutcome::created)
-                if (auto ok = notify(db, k_notify_queued); !ok) return std::unexpected(ok.error());
-            auto found = db.exec("SELECT " + k_columns +
-                                     " FROM jobs WHERE repository = $1 AND sha = $2 "
-                                     "AND workflow_job = $3 AND attempt = $4",
-                                 {key.repository, key.sha, key.workflow_job, key.attempt});
-            if (!found) return std::unexpected(found.error());
-            if (found->rows() == 0) return fail(ErrorKind::permanent, "submitted job vanished");
-            return Submitted{read_pg_job(*found, 0), outcome};
+                inserted.rows() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
+            if (outcome == SubmitOutcome::created) SANDGATE_TRY(notify(db, k_notify_queued));
+            auto found =
+                SANDGATE_TRY(db.exec("SELECT " + k_columns +
+                                         " FROM jobs WHERE repository = $1 AND sha = $2 "
+                                         "AND workflow_job = $3 AND attempt = $4",
+                                     {key.repository, key.sha, key.workflow_job, key.attempt}));
+            if (found.rows() == 0) return fail(ErrorKind::permanent, "submitted job vanished");
+            return Submitted{read_pg_job(found, 0), outcome};
         });
     }
 
     Expected<std::optional<Job>> get(std::int64_t id) override {
         return statement([&](pg::Connection& db) -> Expected<std::optional<Job>> {
-            auto rows = db.exec("SELECT " + k_columns + " FROM jobs WHERE id = $1", {id});
-            if (!rows) return std::unexpected(rows.error());
-            if (rows->rows() == 0) return std::optional<Job>();
-            return std::optional<Job>(read_pg_job(*rows, 0));
+            auto rows =
+                SANDGATE_TRY(db.exec("SELECT " + k_columns + " FROM jobs WHERE id = $1", {id}));
+            if (rows.rows() == 0) return std::optional<Job>();
+            return std::optional<Job>(read_pg_job(rows, 0));
         });
     }
 
@@ -97,22 +95,22 @@ public:
             const std::optional<std::string> state =
                 filter.state ? std::optional<std::string>(std::string(to_string(*filter.state)))
                              : std::nullopt;
-            auto rows = db.exec("SELECT " + k_columns +
-                                    " FROM jobs WHERE id > $1 AND ($2::text IS NULL "
-                                    "OR state = $2) AND ($3::text IS NULL OR repository = $3) AND "
-                                    "($4::text IS NULL OR sha = $4) ORDER BY id LIMIT $5",
-                                {filter.after_id, state, filter.repository, filter.sha,
-                                 static_cast<std::int64_t>(filter.limit)});
-            if (!rows) return std::unexpected(rows.error());
-            return read_jobs(*rows);
+            auto rows = SANDGATE_TRY(
+                db.exec("SELECT " + k_columns +
+                            " FROM jobs WHERE id > $1 AND ($2::text IS NULL "
+                            "OR state = $2) AND ($3::text IS NULL OR repository = $3) AND "
+                            "($4::text IS NULL OR sha = $4) ORDER BY id LIMIT $5",
+                        {filter.after_id, state, filter.repository, filter.sha,
+                         static_cast<std::int64_t>(filter.limit)}));
+            return read_jobs(rows);
         });
     }
 
     Expected<std::int64_t> count(JobState state) override {
         return statement([&](pg::Connection& db) -> Expected<std::int64_t> {
-            auto rows = db.exec("SELECT count(*) FROM jobs WHERE state = $1", {to_string(state)});
-            if (!rows) return std::unexpected(rows.error());
-            return rows->integer(0, 0);
+            auto rows = SANDGATE_TRY(
+                db.exec("SELECT count(*) FROM jobs WHERE state = $1", {to_string(state)}));
+            return rows.integer(0, 0);
         });
     }
 
@@ -120,7 +118,7 @@ public:
                                        std::size_t max_running) override {
         return statement([&](pg::Connection& db) -> Expected<std::optional<Job>> {
             // Only `owner` itself races its own count; SKIP LOCKED keeps other claimers apart.
-            auto rows = db.exec(
+            auto rows = SANDGATE_TRY(db.exec(
                 "WITH next AS (SELECT id FROM jobs WHERE state = 'queued' AND (SELECT count(*) "
                 "FROM jobs WHERE state = 'running' AND lease_owner = $1) < $2 ORDER BY id LIMIT 1 "
                 "FOR UPDATE SKIP LOCKED) "
@@ -131,24 +129,22 @@ public:
                 "FROM next WHERE jobs.id = next.id RETURNING " +
                     prefixed("jobs."),
                 {owner, static_cast<std::int64_t>(max_running),
-                 static_cast<std::int64_t>(lease.count()), now()});
-            if (!rows) return std::unexpected(rows.error());
-            if (rows->rows() == 0) return std::optional<Job>();
-            return std::optional<Job>(read_pg_job(*rows, 0));
+                 static_cast<std::int64_t>(lease.count()), now()}));
+            if (rows.rows() == 0) return std::optional<Job>();
+            return std::optional<Job>(read_pg_job(rows, 0));
         });
     }
 
     Expected<Heartbeat> heartbeat(std::int64_t id, std::string_view owner,
                                   std::chrono::milliseconds lease) override {
         return statement([&](pg::Connection& db) -> Expected<Heartbeat> {
-            auto rows = db.exec(
-                "UPDATE jobs SET lease_expires = now_ms($4) + $3 WHERE id = $1 AND "
-                "lease_owner = $2 AND state = 'running' RETURNING lease_expires, "
-                "cancel_requested",
-                {id, owner, static_cast<std::int64_t>(lease.count()), now()});
-            if (!rows) return std::unexpected(rows.error());
-            if (rows->rows() == 0) return lease_lost(id, owner);
-            return Heartbeat{rows->integer(0, 0), rows->integer(0, 1) != 0};
+            auto rows = SANDGATE_TRY(
+                db.exec("UPDATE jobs SET lease_expires = now_ms($4) + $3 WHERE id = $1 AND "
+                        "lease_owner = $2 AND state = 'running' RETURNING lease_expires, "
+                        "cancel_requested",
+                        {id, owner, static_cast<std::int64_t>(lease.count()), now()}));
+            if (rows.rows() == 0) return lease_lost(id, owner);
+            return Heartbeat{rows.integer(0, 0), rows.integer(0, 1) != 0};
         });
     }
 
@@ -158,13 +154,12 @@ public:
             return fail(ErrorKind::invalid_input,
                         "complete: state " + std::string(to_string(state)) + " is not terminal");
         return transaction([&](pg::Connection& db) -> Expected<void> {
-            auto done = db.exec(
+            auto done = SANDGATE_TRY(db.exec(
                 "UPDATE jobs SET state = $1, reason = $2, result = $3, finished = now_ms($4), "
                 "lease_owner = '', lease_expires = 0 WHERE id = $5 AND lease_owner = $6 "
                 "AND state = 'running'",
-                {to_string(state), reason, result_json, now(), id, owner});
-            if (!done) return std::unexpected(done.error());
-            if (done->affected() == 0) return lease_lost(id, owner);
+                {to_string(state), reason, result_json, now(), id, owner}));
+            if (done.affected() == 0) return lease_lost(id, owner);
             return insert_report(db, id, "conclude", conclude_body(state, reason), owner);
         });
     }
@@ -184,15 +179,14 @@ public:
                                                         std::string_view sha,
                                                         std::string_view reason) override {
         return transaction([&](pg::Connection& db) -> Expected<std::vector<std::int64_t>> {
-            auto rows = db.exec("SELECT " + k_columns +
-                                    " FROM jobs WHERE repository = $1 AND sha = $2 "
-                                    "AND state IN ('queued', 'running') ORDER BY id FOR UPDATE",
-                                {repository, sha});
-            if (!rows) return std::unexpected(rows.error());
+            auto rows = SANDGATE_TRY(
+                db.exec("SELECT " + k_columns +
+                            " FROM jobs WHERE repository = $1 AND sha = $2 "
+                            "AND state IN ('queued', 'running') ORDER BY id FOR UPDATE",
+                        {repository, sha}));
             std::vector<std::int64_t> ids;
-            for (const auto& job : read_jobs(*rows)) {
-                auto outcome = cancel_locked(db, job, reason);
-                if (!outcome) return std::unexpected(outcome.error());
+            for (const auto& job : read_jobs(rows)) {
+                SANDGATE_TRY(cancel_locked(db, job, reason));
                 ids.push_back(job.id);
             }
             return ids;
@@ -211,9 +205,9 @@ public:
 
     Expected<void> record_policy(std::int64_t id, std::string_view policy_json) override {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            auto done = db.exec("UPDATE jobs SET policy = $1 WHERE id = $2", {policy_json, id});
-            if (!done) return std::unexpected(done.error());
-            if (done->affected() == 0)
+            auto done = SANDGATE_TRY(
+                db.exec("UPDATE jobs SET policy = $1 WHERE id = $2", {policy_json, id}));
+            if (done.affected() == 0)
                 return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
             return {};
         });
@@ -222,25 +216,23 @@ public:
     Expected<void> append_event(std::int64_t id, std::string_view kind,
                                 std::string_view body_json) override {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            auto done = db.exec(
+            SANDGATE_TRY(db.exec(
                 "INSERT INTO job_events (job_id, at, kind, body) VALUES ($1, now_ms($2), $3, $4)",
-                {id, now(), kind, body_json});
-            if (!done) return std::unexpected(done.error());
+                {id, now(), kind, body_json}));
             return {};
         });
     }
 
     Expected<std::vector<JobEvent>> events(std::int64_t id) override {
         return statement([&](pg::Connection& db) -> Expected<std::vector<JobEvent>> {
-            auto rows = db.exec(
-                "SELECT id, job_id, at, kind, body::text FROM job_events WHERE job_id = $1 "
-                "ORDER BY id",
-                {id});
-            if (!rows) return std::unexpected(rows.error());
+            auto rows = SANDGATE_TRY(
+                db.exec("SELECT id, job_id, at, kind, body::text FROM job_events WHERE job_id = $1 "
+                        "ORDER BY id",
+                        {id}));
             std::vector<JobEvent> out;
-            for (int i = 0; i < rows->rows(); ++i)
-                out.push_back({rows->integer(i, 0), rows->integer(i, 1), rows->integer(i, 2),
-                               rows->text(i, 3), rows->text(i, 4)});
+            for (int i = 0; i < rows.rows(); ++i)
+                out.push_back({rows.integer(i, 0), rows.integer(i, 1), rows.integer(i, 2),
+                               rows.text(i, 3), rows.text(i, 4)});
             return out;
         });
     }
@@ -248,12 +240,11 @@ public:
     Expected<std::int64_t> add_report(std::int64_t job_id, std::string_view kind,
                                       std::string_view body_json) override {
         return statement([&](pg::Connection& db) -> Expected<std::int64_t> {
-            auto rows = db.exec(
-                "INSERT INTO reports (job_id, kind, body, owner) SELECT $1, $2, $3, "
-                "COALESCE((SELECT lease_owner FROM jobs WHERE id = $1), '') RETURNING id",
-                {job_id, kind, body_json});
-            if (!rows) return std::unexpected(rows.error());
-            return rows->integer(0, 0);
+            auto rows = SANDGATE_TRY(
+                db.exec("INSERT INTO reports (job_id, kind, body, owner) SELECT $1, $2, $3, "
+                        "COALESCE((SELECT lease_owner FROM jobs WHERE id = $1), '') RETURNING id",
+                        {job_id, kind, body_json}));
+            return rows.integer(0, 0);
         });
     }
 
@@ -271,28 +262,26 @@ public:
     Expected<std::vector<Report>> claim_reports(std::size_t limit,
                                                 std::chrono::milliseconds lease) override {
         return transaction([&](pg::Connection& db) -> Expected<std::vector<Report>> {
-            auto obsolete = db.exec(
+            SANDGATE_TRY(db.exec(
                 "DELETE FROM reports r WHERE " + queue_sql::obsolete_start("r", "now_ms($1)"),
-                {now()});
-            if (!obsolete) return std::unexpected(obsolete.error());
+                {now()}));
             // A report another sender is claiming right now is locked: skipped, never waited on.
-            auto rows = db.exec("WITH due AS (SELECT r.id FROM reports r WHERE " +
-                                    queue_sql::due_report("now_ms($1)") +
-                                    " ORDER BY r.id LIMIT $2 FOR UPDATE SKIP LOCKED) "
-                                    "UPDATE reports r SET claimed_until = now_ms($1) + $3 FROM due "
-                                    "WHERE r.id = due.id RETURNING " +
-                                    std::string(k_report_columns),
-                                {now(), static_cast<std::int64_t>(limit),
-                                 static_cast<std::int64_t>(lease.count())});
-            if (!rows) return std::unexpected(rows.error());
-            return read_reports(*rows);
+            auto rows = SANDGATE_TRY(
+                db.exec("WITH due AS (SELECT r.id FROM reports r WHERE " +
+                            queue_sql::due_report("now_ms($1)") +
+                            " ORDER BY r.id LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                            "UPDATE reports r SET claimed_until = now_ms($1) + $3 FROM due "
+                            "WHERE r.id = due.id RETURNING " +
+                            std::string(k_report_columns),
+                        {now(), static_cast<std::int64_t>(limit),
+                         static_cast<std::int64_t>(lease.count())}));
+            return read_reports(rows);
         });
     }
 
     Expected<void> report_delivered(std::int64_t report_id) override {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            if (auto ok = db.exec("DELETE FROM reports WHERE id = $1", {report_id}); !ok)
-                return std::unexpected(ok.error());
+            SANDGATE_TRY(db.exec("DELETE FROM reports WHERE id = $1", {report_id}));
             return {};
         });
     }
@@ -352,9 +341,8 @@ private:
     template <typename Body>
     auto statement(Body&& body) -> decltype(body(std::declval<pg::Connection&>())) {
         std::lock_guard lock(m_mutex);
-        auto db = m_session.connection();
-        if (!db) return std::unexpected(db.error());
-        auto result = body(**db);
+        auto db = SANDGATE_TRY(m_session.connection());
+        auto result = body(*db);
         if (!result) m_session.failed(result.error());
         return result;
     }
@@ -363,11 +351,10 @@ private:
     template <typename Body>
     auto transaction(Body&& body) -> decltype(body(std::declval<pg::Connection&>())) {
         return statement([&](pg::Connection& db) -> decltype(body(db)) {
-            auto tx = pg::Transaction::begin(db);
-            if (!tx) return std::unexpected(tx.error());
+            auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
             auto result = body(db);
             if (!result) return result;
-            if (auto ok = tx->commit(); !ok) return std::unexpected(ok.error());
+            SANDGATE_TRY(tx.commit());
             return result;
         });
     }
@@ -375,21 +362,19 @@ private:
     Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay,
                               int attempt) {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            if (auto ok = db.exec(
-                    "UPDATE reports SET attempts = attempts + $1, next_attempt = now_ms($2) + $3, "
-                    "claimed_until = 0 WHERE id = $4",
-                    {attempt, now(), static_cast<std::int64_t>(delay.count()), report_id});
-                !ok)
-                return std::unexpected(ok.error());
+            SANDGATE_TRY(db.exec(
+                "UPDATE reports SET attempts = attempts + $1, next_attempt = now_ms($2) + $3, "
+                "claimed_until = 0 WHERE id = $4",
+                {attempt, now(), static_cast<std::int64_t>(delay.count()), report_id}));
             return {};
         });
     }
 
     Expected<void> insert_report(pg::Connection& db, std::int64_t job_id, std::string_view kind,
                                  std::string_view body, std::string_view owner) {
-        auto ok = db.exec("INSERT INTO reports (job_id, kind, body, owner) VALUES ($1, $2, $3, $4)",
-                          {job_id, kind, body, owner});
-        if (!ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(
+            db.exec("INSERT INTO reports (job_id, kind, body, owner) VALUES ($1, $2, $3, $4)",
+                    {job_id, kind, body, owner}));
         return {};
     }
 
@@ -397,26 +382,21 @@ private:
                                           std::string_view reason) {
         if (is_terminal(job.state)) return CancelOutcome::already_finished;
         if (job.state == JobState::running) {
-            auto ok = db.exec(
-                "UPDATE jobs SET cancel_requested = true, reason = $1 WHERE id = $2 AND "
-                "state = 'running'",
-                {reason, job.id});
-            if (!ok) return std::unexpected(ok.error());
-            if (auto notified = notify(db, k_notify_cancel); !notified)
-                return std::unexpected(notified.error());
+            SANDGATE_TRY(
+                db.exec("UPDATE jobs SET cancel_requested = true, reason = $1 WHERE id = $2 AND "
+                        "state = 'running'",
+                        {reason, job.id}));
+            SANDGATE_TRY(notify(db, k_notify_cancel));
             return CancelOutcome::requested;
         }
-        auto ok = db.exec(
-            "UPDATE jobs SET state = 'cancelled', reason = $1, finished = now_ms($2) WHERE "
-            "id = $3 AND state = 'queued'",
-            {reason, now(), job.id});
-        if (!ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(
+            db.exec("UPDATE jobs SET state = 'cancelled', reason = $1, finished = now_ms($2) WHERE "
+                    "id = $3 AND state = 'queued'",
+                    {reason, now(), job.id}));
         // A re-queued job already has a check run in progress: conclude it too.
         if (job.claims > 0)
-            if (auto queued = insert_report(db, job.id, "conclude",
-                                            conclude_body(JobState::cancelled, reason), "");
-                !queued)
-                return std::unexpected(queued.error());
+            SANDGATE_TRY(insert_report(db, job.id, "conclude",
+                                       conclude_body(JobState::cancelled, reason), ""));
         return CancelOutcome::cancelled;
     }
 
@@ -427,15 +407,14 @@ private:
         return transaction([&](pg::Connection& db) -> Expected<std::vector<Recovered>> {
             // SKIP LOCKED: a job another agent is recovering (or heartbeating) right now is
             // left to it.
-            auto rows = db.exec("SELECT " + k_columns + " FROM jobs WHERE state = 'running' AND " +
-                                    where + " ORDER BY id FOR UPDATE SKIP LOCKED",
-                                {parameter});
-            if (!rows) return std::unexpected(rows.error());
+            auto rows = SANDGATE_TRY(db.exec("SELECT " + k_columns +
+                                                 " FROM jobs WHERE state = 'running' AND " + where +
+                                                 " ORDER BY id FOR UPDATE SKIP LOCKED",
+                                             {parameter}));
             std::vector<Recovered> recovered;
-            for (const auto& job : read_jobs(*rows)) {
-                auto state = recover_one(db, job, policy, max_claims);
-                if (!state) return std::unexpected(state.error());
-                recovered.push_back({job.id, *state});
+            for (const auto& job : read_jobs(rows)) {
+                auto state = SANDGATE_TRY(recover_one(db, job, policy, max_claims));
+                recovered.push_back({job.id, state});
             }
             return recovered;
         });
@@ -446,14 +425,12 @@ private:
         const bool rerun =
             policy == OnLostLease::requeue && !job.cancel_requested && job.claims < max_claims;
         if (rerun) {
-            auto ok = db.exec(
+            SANDGATE_TRY(db.exec(
                 "UPDATE jobs SET state = 'queued', lease_owner = '', lease_expires = 0, reason = "
                 "$1 "
                 "WHERE id = $2",
-                {"re-queued: the agent " + job.lease_owner + " lost its lease", job.id});
-            if (!ok) return std::unexpected(ok.error());
-            if (auto notified = notify(db, k_notify_queued); !notified)
-                return std::unexpected(notified.error());
+                {"re-queued: the agent " + job.lease_owner + " lost its lease", job.id}));
+            SANDGATE_TRY(notify(db, k_notify_queued));
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;
@@ -462,15 +439,12 @@ private:
                                        : "the agent " + job.lease_owner +
                                              " died or lost its lease mid-job (after " +
                                              std::to_string(job.claims) + " attempt(s))";
-        auto ok = db.exec(
+        SANDGATE_TRY(db.exec(
             "UPDATE jobs SET state = $1, reason = $2, finished = now_ms($3), lease_owner = '', "
             "lease_expires = 0 WHERE id = $4",
-            {to_string(state), reason, now(), job.id});
-        if (!ok) return std::unexpected(ok.error());
-        if (auto queued = insert_report(db, job.id, "conclude", conclude_body(state, reason),
-                                        job.lease_owner);
-            !queued)
-            return std::unexpected(queued.error());
+            {to_string(state), reason, now(), job.id}));
+        SANDGATE_TRY(
+            insert_report(db, job.id, "conclude", conclude_body(state, reason), job.lease_owner));
         return state;
     }
 
@@ -492,23 +466,20 @@ pg::ConnectOptions connect_options(const PostgresOptions& options) {
 }
 
 Expected<std::string> describe_postgres_url(std::string_view url) {
-    auto parts = pg::parse_url(url);
-    if (!parts) return std::unexpected(parts.error());
-    return pg::describe(*parts);
+    auto parts = SANDGATE_TRY(pg::parse_url(url));
+    return pg::describe(parts);
 }
 
 Expected<std::unique_ptr<JobQueue>> open_postgres_queue(const PostgresOptions& options) {
-    auto where = describe_postgres_url(options.url);
-    if (!where) return std::unexpected(where.error());
-    auto db = pg::Connection::open(connect_options(options));
-    if (!db) return std::unexpected(db.error());
-    if (auto ok = migrate_pg_job_store(*db); !ok) {
+    auto where = SANDGATE_TRY(describe_postgres_url(options.url));
+    auto db = SANDGATE_TRY(pg::Connection::open(connect_options(options)));
+    if (auto ok = migrate_pg_job_store(db); !ok) {
         auto err = ok.error();
-        err.message = *where + ": " + err.message;
+        err.message = where + ": " + err.message;
         return std::unexpected(err);
     }
     return std::unique_ptr<JobQueue>(
-        std::make_unique<PostgresQueue>(options, std::move(*where), std::move(*db)));
+        std::make_unique<PostgresQueue>(options, std::move(where), std::move(db)));
 }
 
 }  // namespace agent

@@ -19,8 +19,7 @@ constexpr int k_idle_wait_ms = 5000;    // the socket is watched; this only boun
 constexpr int k_backoff_wait_ms = 250;  // while pg::Session backs off
 
 common::Expected<void> listen(pg::Connection& db) {
-    if (auto ok = db.exec("LISTEN " + std::string(k_jobs_channel)); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(db.exec("LISTEN " + std::string(k_jobs_channel)));
     return {};
 }
 
@@ -86,10 +85,9 @@ private:
 
 common::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(
     pg::ConnectOptions options, std::function<void(QueueChange)> woken) {
-    if (auto lib = pg::api(); !lib) return std::unexpected(lib.error());
+    SANDGATE_TRY(pg::api());
     common::Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!stop)
-        return common::fail(common::ErrorKind::permanent, common::errno_message("eventfd"));
+    if (!stop) return common::fail(common::ErrorKind::permanent, common::errno_message("eventfd"));
     return std::unique_ptr<QueueSubscription>(
         std::make_unique<Listener>(std::move(options), std::move(woken), std::move(stop)));
 }

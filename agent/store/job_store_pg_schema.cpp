@@ -56,9 +56,8 @@ CREATE TABLE poll_schedule (repository TEXT PRIMARY KEY, polled_at BIGINT NOT NU
 };
 
 Expected<std::int64_t> applied_version(pg::Connection& db) {
-    auto row = db.exec("SELECT COALESCE(max(version), 0) FROM migrations");
-    if (!row) return std::unexpected(row.error());
-    return row->integer(0, 0);
+    auto row = SANDGATE_TRY(db.exec("SELECT COALESCE(max(version), 0) FROM migrations"));
+    return row.integer(0, 0);
 }
 
 }  // namespace
@@ -91,18 +90,16 @@ Job read_pg_job(const pg::Result& result, int row) {
 }
 
 Expected<void> use_pg_schema(pg::Connection& db) {
-    if (auto ok = db.exec("SET search_path TO sandgate"); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(db.exec("SET search_path TO sandgate"));
     return {};
 }
 
 Expected<void> migrate_pg_job_store(pg::Connection& db) {
     if (auto ok = use_pg_schema(db); !ok) return ok;
-    auto tx = pg::Transaction::begin(db);
-    if (!tx) return std::unexpected(tx.error());
+    auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
     // First the lock, then anything that creates: two agents starting at once never race on
     // CREATE ... IF NOT EXISTS (which is not safe against a concurrent creator).
-    if (auto ok = db.exec("SELECT pg_advisory_xact_lock($1, $2)", {k_migration_lock_class, 1}); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(db.exec("SELECT pg_advisory_xact_lock($1, $2)", {k_migration_lock_class, 1}));
     if (auto ok =
             db.exec_script("CREATE SCHEMA IF NOT EXISTS sandgate; "
                            "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
@@ -122,10 +119,9 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
             err.message = "migration " + std::to_string(next) + ": " + err.message;
             return std::unexpected(err);
         }
-        if (auto ok = db.exec("INSERT INTO migrations (version) VALUES ($1)", {next}); !ok)
-            return std::unexpected(ok.error());
+        SANDGATE_TRY(db.exec("INSERT INTO migrations (version) VALUES ($1)", {next}));
     }
-    return tx->commit();
+    return tx.commit();
 }
 
 }  // namespace agent

@@ -55,11 +55,9 @@ CREATE INDEX reports_by_job ON reports (job_id, id);
 };
 
 Expected<std::int64_t> scalar(sqlite::Database& db, std::string_view sql) {
-    auto statement = db.prepare(sql);
-    if (!statement) return std::unexpected(statement.error());
-    auto row = statement->step();
-    if (!row) return std::unexpected(row.error());
-    return statement->column_int(0);
+    auto statement = SANDGATE_TRY(db.prepare(sql));
+    SANDGATE_TRY(statement.step());
+    return statement.column_int(0);
 }
 
 }  // namespace
@@ -87,8 +85,7 @@ Job read_job(const sqlite::Statement& row) {
 }
 
 Expected<void> migrate_job_store(sqlite::Database& db) {
-    auto tx = sqlite::Transaction::begin(db);
-    if (!tx) return std::unexpected(tx.error());
+    auto tx = SANDGATE_TRY(sqlite::Transaction::begin(db));
     auto version = scalar(db, "PRAGMA user_version");
     if (!version) return std::unexpected(version.error());
     if (*version > static_cast<std::int64_t>(k_migrations.size()))
@@ -100,7 +97,7 @@ Expected<void> migrate_job_store(sqlite::Database& db) {
         if (auto ok = db.exec(k_migrations[i]); !ok) return ok;
     if (auto ok = db.exec("PRAGMA user_version = " + std::to_string(k_migrations.size())); !ok)
         return ok;
-    return tx->commit();
+    return tx.commit();
 }
 
 }  // namespace agent

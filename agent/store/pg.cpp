@@ -104,14 +104,13 @@ Expected<const Api*> api() {
 }
 
 Expected<UrlParts> parse_url(std::string_view url) {
-    auto lib = api();
-    if (!lib) return std::unexpected(lib.error());
+    auto lib = SANDGATE_TRY(api());
     char* message = nullptr;
     const std::string text(url);
-    PQconninfoOption* options = (*lib)->conninfo_parse(text.c_str(), &message);
+    PQconninfoOption* options = (lib)->conninfo_parse(text.c_str(), &message);
     if (!options) {
         std::string why = trimmed(message ? message : "not a connection URL");
-        if (message) (*lib)->freemem(message);
+        if (message) (lib)->freemem(message);
         return fail(ErrorKind::invalid_input, why);
     }
     UrlParts parts;
@@ -129,7 +128,7 @@ Expected<UrlParts> parse_url(std::string_view url) {
         else if (key == "password" && *option->val)
             parts.password = true;
     }
-    (*lib)->conninfo_free(options);
+    (lib)->conninfo_free(options);
     return parts;
 }
 
@@ -164,8 +163,7 @@ std::int64_t Result::affected() const {
 }
 
 Expected<Connection> Connection::open(const ConnectOptions& options) {
-    auto lib = api();
-    if (!lib) return std::unexpected(lib.error());
+    auto lib = SANDGATE_TRY(api());
     const std::string timeout = std::to_string(options.connect_timeout.count());
     // expand_dbname: `dbname` holds the whole URL; the keywords after it override it.
     std::vector<const char*> keys = {"dbname", "connect_timeout", "application_name"};
@@ -177,14 +175,14 @@ Expected<Connection> Connection::open(const ConnectOptions& options) {
     }
     keys.push_back(nullptr);
     values.push_back(nullptr);
-    PGconn* raw = (*lib)->connectdb_params(keys.data(), values.data(), 1);
+    PGconn* raw = (lib)->connectdb_params(keys.data(), values.data(), 1);
     if (!raw) return fail(ErrorKind::transient, "postgresql: out of memory connecting");
-    Connection conn(*lib, raw);
-    if ((*lib)->status(raw) != CONNECTION_OK) {
-        const std::string why = trimmed((*lib)->error_message(raw));
+    Connection conn(lib, raw);
+    if ((lib)->status(raw) != CONNECTION_OK) {
+        const std::string why = trimmed((lib)->error_message(raw));
         return fail(connect_failure_kind(why), "postgresql: cannot connect: " + why);
     }
-    (*lib)->set_notice_processor(raw, &ignore_notice, nullptr);
+    (lib)->set_notice_processor(raw, &ignore_notice, nullptr);
     return conn;
 }
 
@@ -241,7 +239,7 @@ Expected<std::vector<std::string>> Connection::notifications() {
 }
 
 Expected<Transaction> Transaction::begin(Connection& db) {
-    if (auto ok = db.exec("BEGIN"); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(db.exec("BEGIN"));
     return Transaction(db);
 }
 
@@ -251,7 +249,7 @@ Transaction::~Transaction() {
 
 Expected<void> Transaction::commit() {
     auto* db = std::exchange(m_db, nullptr);
-    if (auto ok = db->exec("COMMIT"); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(db->exec("COMMIT"));
     return {};
 }
 

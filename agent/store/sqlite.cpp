@@ -36,10 +36,9 @@ Expected<Database> Database::open(const std::filesystem::path& path,
     if (code != SQLITE_OK) return std::unexpected(db.error("open " + path.string(), code));
     sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
     sqlite3_extended_result_codes(raw, 1);
-    if (auto ok = db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                          " PRAGMA foreign_keys=ON;");
-        !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(
+        db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                " PRAGMA foreign_keys=ON;"));
     return db;
 }
 
@@ -101,9 +100,8 @@ Expected<bool> Statement::step() {
 
 Expected<void> Statement::run() {
     while (true) {
-        auto row = step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) return {};
+        auto row = SANDGATE_TRY(step());
+        if (!row) return {};
     }
 }
 
@@ -130,7 +128,7 @@ bool Statement::column_is_null(int index) const {
 }
 
 Expected<Transaction> Transaction::begin(Database& db) {
-    if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(db.exec("BEGIN IMMEDIATE"));
     return Transaction(db);
 }
 

@@ -64,14 +64,14 @@ common::Expected<ActionSource> ActionSource::parse(std::string_view text) {
         auto remote = parse_remote(base);
         if (!remote)
             return common::fail(ErrorKind::invalid_input,
-                                 "--actions-source: " + remote.error().message);
+                                "--actions-source: " + remote.error().message);
         source.m_base = remote->fetch_url;
         return source;
     }
     if (base.find("://") != std::string::npos || !base.starts_with("/"))
         return common::fail(ErrorKind::invalid_input,
-                             "--actions-source '" + std::string(text) +
-                                 "': an https:// or file:// URL, an absolute directory or 'none'");
+                            "--actions-source '" + std::string(text) +
+                                "': an https:// or file:// URL, an absolute directory or 'none'");
     source.m_base = base;
     source.m_local = true;
     return source;
@@ -84,36 +84,33 @@ std::string ActionSource::repository_url(const ActionRef& ref) const {
 }
 
 common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
-                                                   const ActionStore& store) const {
+                                                  const ActionStore& store) const {
     if (!configured())
         return common::fail(ErrorKind::unavailable, "no action source is configured");
     const std::string url = repository_url(ref);
     if (m_local && !is_directory(url))
         return common::fail(ErrorKind::unavailable, "the source has no " + url);
-    auto remote = parse_remote(url);
-    if (!remote) return std::unexpected(remote.error());
+    auto remote = SANDGATE_TRY(parse_remote(url));
     std::error_code ec;
     std::filesystem::create_directories(store.mirrors_root(), ec);  // trusted path: the store's own
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "creating " + store.mirrors_root().string() + ": " + ec.message());
+                            "creating " + store.mirrors_root().string() + ": " + ec.message());
     const auto gitdir = store.mirrors_root() / (ref.archive_name() + ".git");
     auto lock = FileLock::acquire(store.mirrors_root() / (ref.archive_name() + ".lock"),
                                   LockMode::exclusive);
     if (!lock) return std::unexpected(lock.error());
-    auto repository = open_mirror(gitdir);
-    if (!repository) return std::unexpected(repository.error());
+    auto repository = SANDGATE_TRY(open_mirror(gitdir));
     std::optional<git_oid> commit =
-        is_full_sha(ref.ref) ? resolve_in(repository->get(), ref.ref) : std::nullopt;
+        is_full_sha(ref.ref) ? resolve_in(repository.get(), ref.ref) : std::nullopt;
     if (!commit) {
         const std::vector<std::string> refspecs{"+refs/heads/*:refs/heads/*",
                                                 "+refs/tags/*:refs/tags/*"};
         // Anonymous: the token is nullopt, so no credential of any kind is offered.
-        if (auto fetched =
-                fetch_refspecs(repository->get(), *remote, refspecs, std::nullopt, *remote);
+        if (auto fetched = fetch_refspecs(repository.get(), remote, refspecs, std::nullopt, remote);
             !fetched)
             return std::unexpected(fetched.error());
-        commit = resolve_in(repository->get(), ref.ref);
+        commit = resolve_in(repository.get(), ref.ref);
     }
     if (!commit)
         return common::fail(
@@ -124,12 +121,11 @@ common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
         auto temp = store.archive_temp_path(ref, sha);
         if (!temp) return std::unexpected(temp.error());
         const std::string top = ref.owner + "-" + ref.repo + "-" + sha.substr(0, 7);
-        if (auto written = write_commit_archive(repository->get(), *commit, top, *temp); !written) {
+        if (auto written = write_commit_archive(repository.get(), *commit, top, *temp); !written) {
             std::filesystem::remove(*temp, ec);  // trusted path: the store's own temp file
             return std::unexpected(written.error());
         }
-        if (auto committed = store.commit_archive(*temp, ref, sha); !committed)
-            return std::unexpected(committed.error());
+        SANDGATE_TRY(store.commit_archive(*temp, ref, sha));
     }
     return sha;
 }

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "common/fd.hpp"
 #include "jobs/actions/action_archive.hpp"
 #include "jobs/git/git_remove.hpp"
-#include "common/fd.hpp"
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs {
@@ -31,7 +31,7 @@ common::Expected<void> make_dirs(const std::filesystem::path& path) {
     std::filesystem::create_directories(path, ec);  // trusted path: the store's own directories
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "creating " + path.string() + ": " + ec.message());
+                            "creating " + path.string() + ": " + ec.message());
     return {};
 }
 
@@ -92,16 +92,16 @@ common::Expected<void> ActionStore::pin(const ActionRef& ref, const std::string&
     std::ranges::sort(refs);
     std::string text;
     for (const auto& [name, pinned_sha] : refs) text += name + "\t" + pinned_sha + "\n";
-    auto opened = sandbox::SafeDir::open_trusted(dir, "the action's archive directory");
-    if (!opened) return std::unexpected(opened.error());
-    return opened->replace_file("refs", text, sandbox::CreateOptions{0644, std::nullopt},
-                                (dir / "refs").string());
+    auto opened =
+        SANDGATE_TRY(sandbox::SafeDir::open_trusted(dir, "the action's archive directory"));
+    return opened.replace_file("refs", text, sandbox::CreateOptions{0644, std::nullopt},
+                               (dir / "refs").string());
 }
 
 common::Expected<std::filesystem::path> ActionStore::archive_temp_path(
     const ActionRef& ref, const std::string& sha) const {
     const auto dir = m_dirs.archives / ref.archive_name();
-    if (auto made = make_dirs(dir); !made) return std::unexpected(made.error());
+    SANDGATE_TRY(make_dirs(dir));
     std::string pattern = (dir / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
     common::Fd fd(::mkstemp(pattern.data()));  // trusted path: the store's own directory
     if (!fd) return io_fail("mkstemp " + pattern);
@@ -110,8 +110,8 @@ common::Expected<std::filesystem::path> ActionStore::archive_temp_path(
 }
 
 common::Expected<void> ActionStore::commit_archive(const std::filesystem::path& temp,
-                                                    const ActionRef& ref,
-                                                    const std::string& sha) const {
+                                                   const ActionRef& ref,
+                                                   const std::string& sha) const {
     const auto final_path = archive_path(ref, sha);
     if (has_archive(ref, sha)) {
         ::unlink(temp.c_str());  // trusted path: the store's own temp file
@@ -121,20 +121,20 @@ common::Expected<void> ActionStore::commit_archive(const std::filesystem::path& 
         const int saved = errno;
         ::unlink(temp.c_str());
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("renaming into " + final_path.string(), saved));
+                            common::errno_message("renaming into " + final_path.string(), saved));
     }
     return {};
 }
 
 common::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
-                                                           const std::string& sha) const {
+                                                          const std::string& sha) const {
     const auto parent = trees_root() / ref.archive_name();
     const auto final_path = parent / sha;
     if (entry_exists(final_path)) return final_path;
     if (!has_archive(ref, sha))
         return common::fail(ErrorKind::unavailable,
-                             "no archive " + archive_path(ref, sha).string());
-    if (auto made = make_dirs(parent); !made) return std::unexpected(made.error());
+                            "no archive " + archive_path(ref, sha).string());
+    SANDGATE_TRY(make_dirs(parent));
     std::string pattern = (parent / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
     // trusted path: the store's own
     if (::mkdtemp(pattern.data()) == nullptr) return io_fail("mkdtemp " + pattern);
@@ -149,9 +149,9 @@ common::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
     if (done && ::rename(unpacked.c_str(), final_path.c_str()) != 0) {  // trusted path
         const int saved = errno;
         if (!entry_exists(final_path))  // another run's rename won: theirs is as good
-            done = common::fail(
-                ErrorKind::permanent,
-                common::errno_message("renaming into " + final_path.string(), saved));
+            done =
+                common::fail(ErrorKind::permanent,
+                             common::errno_message("renaming into " + final_path.string(), saved));
     } else if (done) {
         ::chmod(final_path.c_str(), 0555);  // trusted path: the store's tree, now whole
     }
@@ -162,7 +162,7 @@ common::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
 }
 
 common::Expected<FileLock> ActionStore::lock_shared() const {
-    if (auto made = make_dirs(m_dirs.work); !made) return std::unexpected(made.error());
+    SANDGATE_TRY(make_dirs(m_dirs.work));
     return FileLock::acquire(m_dirs.work / "lock", LockMode::shared);
 }
 
@@ -193,7 +193,7 @@ common::Expected<std::vector<StoredAction>> ActionStore::list() const {
     }
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "listing " + m_dirs.archives.string() + ": " + ec.message());
+                            "listing " + m_dirs.archives.string() + ": " + ec.message());
     std::ranges::sort(out, [](const auto& a, const auto& b) {
         return std::tie(a.name, a.sha) < std::tie(b.name, b.sha);
     });
@@ -201,11 +201,11 @@ common::Expected<std::vector<StoredAction>> ActionStore::list() const {
 }
 
 common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives archives) const {
-    if (auto made = make_dirs(m_dirs.work); !made) return std::unexpected(made.error());
+    SANDGATE_TRY(make_dirs(m_dirs.work));
     auto lock = FileLock::acquire(m_dirs.work / "lock", LockMode::exclusive, LockWait::try_once);
     if (!lock)
         return common::fail(lock.error().kind, "a run is using the action store " +
-                                                    m_dirs.work.string() + ": prune it later");
+                                                   m_dirs.work.string() + ": prune it later");
     std::vector<std::string> removed;
     auto remove = [&](const std::filesystem::path& path) -> common::Expected<void> {
         if (auto gone = remove_tree(path); !gone) return gone;
@@ -216,7 +216,7 @@ common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arch
     if (std::filesystem::is_directory(trees_root(), ec))
         // trusted path: the action store (no step writes there)
         for (const auto& repo : std::filesystem::directory_iterator(trees_root(), ec))
-            if (auto gone = remove(repo.path()); !gone) return std::unexpected(gone.error());
+            SANDGATE_TRY(remove(repo.path()));
     if (std::filesystem::is_directory(m_dirs.archives, ec)) {
         // trusted path: the action store (no step writes there)
         for (const auto& repo : std::filesystem::directory_iterator(m_dirs.archives, ec)) {
@@ -232,15 +232,13 @@ common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arch
                     drop = std::ranges::none_of(
                         refs, [&](const auto& pair) { return pair.second == sha; });
                 }
-                if (drop)
-                    if (auto gone = remove(file.path()); !gone)
-                        return std::unexpected(gone.error());
+                if (drop) SANDGATE_TRY(remove(file.path()));
             }
         }
     }
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "pruning " + m_dirs.archives.string() + ": " + ec.message());
+                            "pruning " + m_dirs.archives.string() + ": " + ec.message());
     return removed;
 }
 

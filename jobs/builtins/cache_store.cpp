@@ -76,16 +76,15 @@ PendingBlob::~PendingBlob() {
 }
 
 common::Expected<CacheStore> CacheStore::open(const std::filesystem::path& dir,
-                                               CacheLimits limits) {
+                                              CacheLimits limits) {
     std::error_code ec;
     std::filesystem::create_directories(dir.parent_path(), ec);  // trusted path: the state dir
-    auto root = sandbox::SafeDir::make_trusted(dir, k_private, "the cache store");
-    if (!root) return std::unexpected(root.error());
-    auto blobs = root->make_dirs("blobs", k_private, "the cache store's blobs");
+    auto root = SANDGATE_TRY(sandbox::SafeDir::make_trusted(dir, k_private, "the cache store"));
+    auto blobs = root.make_dirs("blobs", k_private, "the cache store's blobs");
     if (!blobs) return std::unexpected(blobs.error());
-    auto tmp = root->make_dirs("tmp", k_private, "the cache store's tmp");
+    auto tmp = root.make_dirs("tmp", k_private, "the cache store's tmp");
     if (!tmp) return std::unexpected(tmp.error());
-    return CacheStore(std::move(*root), std::move(*blobs), std::move(*tmp), limits);
+    return CacheStore(std::move(root), std::move(*blobs), std::move(*tmp), limits);
 }
 
 common::Expected<std::vector<CacheEntry>> CacheStore::read_index() const {
@@ -120,11 +119,10 @@ common::Expected<std::vector<CacheEntry>> CacheStore::list() const {
 common::Expected<std::optional<CacheEntry>> CacheStore::lookup(
     const std::vector<std::string>& scopes, const std::string& version,
     const std::vector<std::string>& keys) const {
-    auto entries = read_index();
-    if (!entries) return std::unexpected(entries.error());
+    auto entries = SANDGATE_TRY(read_index());
     const auto newest = [&](const std::string& scope, auto&& matches) {
         const CacheEntry* best = nullptr;
-        for (const auto& entry : *entries) {
+        for (const auto& entry : entries) {
             if (entry.scope != scope || entry.version != version || !matches(entry.key)) continue;
             if (best == nullptr || entry.created >= best->created) best = &entry;
         }
@@ -150,15 +148,15 @@ common::Expected<PendingBlob> CacheStore::begin_save() const {
     static std::atomic<unsigned> counter{0};
     const std::string name =
         std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + ".tar.gz";
-    auto fd = sandbox::create_new_file(*m_tmp, name, {0400, std::nullopt}, "a cache archive");
-    if (!fd) return std::unexpected(fd.error());
-    return PendingBlob(m_tmp.get(), name, std::move(*fd));
+    auto fd = SANDGATE_TRY(
+        sandbox::create_new_file(*m_tmp, name, {0400, std::nullopt}, "a cache archive"));
+    return PendingBlob(m_tmp.get(), name, std::move(fd));
 }
 
 common::Expected<SaveOutcome> CacheStore::commit(PendingBlob blob, const std::string& scope,
-                                                  const std::string& version,
-                                                  const std::string& key, const std::string& sha,
-                                                  std::uint64_t bytes) const {
+                                                 const std::string& version, const std::string& key,
+                                                 const std::string& sha,
+                                                 std::uint64_t bytes) const {
     if (bytes > m_limits.max_entry_bytes || bytes > m_limits.max_total_bytes)
         return common::fail(
             ErrorKind::invalid_input,
@@ -167,34 +165,33 @@ common::Expected<SaveOutcome> CacheStore::commit(PendingBlob blob, const std::st
                 std::to_string(std::min(m_limits.max_entry_bytes, m_limits.max_total_bytes)));
     auto lock = FileLock::acquire(m_root.path() / "lock", LockMode::exclusive);
     if (!lock) return std::unexpected(lock.error());
-    auto entries = read_index();
-    if (!entries) return std::unexpected(entries.error());
-    if (std::ranges::any_of(*entries, [&](const CacheEntry& e) {
+    auto entries = SANDGATE_TRY(read_index());
+    if (std::ranges::any_of(entries, [&](const CacheEntry& e) {
             return e.scope == scope && e.version == version && e.key == key;
         }))
         return SaveOutcome::exists;
     // Named by its content: a blob there already is the same bytes, and stays.
     if (::renameat(m_tmp->fd(), blob.name().c_str(), m_blobs.fd(), blob_name(sha).c_str()) != 0)
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("storing the cache entry '" + key + "'"));
+                            common::errno_message("storing the cache entry '" + key + "'"));
     blob.release();
-    entries->push_back({now_ns(), scope, version, bytes, sha, key});
-    std::ranges::sort(*entries, {}, &CacheEntry::created);
+    entries.push_back({now_ns(), scope, version, bytes, sha, key});
+    std::ranges::sort(entries, {}, &CacheEntry::created);
     std::uint64_t total = 0;
     std::set<std::string> counted;
-    for (const auto& e : *entries)
+    for (const auto& e : entries)
         if (counted.insert(e.sha).second) total += e.bytes;
     std::set<std::string> dropped;
-    while (total > m_limits.max_total_bytes && entries->size() > 1) {
-        const CacheEntry oldest = entries->front();
-        entries->erase(entries->begin());
-        if (std::ranges::none_of(*entries,
+    while (total > m_limits.max_total_bytes && entries.size() > 1) {
+        const CacheEntry oldest = entries.front();
+        entries.erase(entries.begin());
+        if (std::ranges::none_of(entries,
                                  [&](const CacheEntry& e) { return e.sha == oldest.sha; })) {
             total -= oldest.bytes;
             dropped.insert(oldest.sha);
         }
     }
-    if (auto written = write_index(*entries); !written) return std::unexpected(written.error());
+    SANDGATE_TRY(write_index(entries));
     for (const auto& sha_dropped : dropped) (void)m_blobs.remove(blob_name(sha_dropped), "a blob");
     return SaveOutcome::saved;
 }

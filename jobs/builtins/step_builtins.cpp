@@ -4,21 +4,21 @@
 // actions/download-artifact on the run's artifacts (jobs/builtins/artifact_store.hpp).
 //
 // The workspace is a step's: its files are selected and read only through
-// sandbox/access/safe_access.hpp (jobs/expr/path_patterns.hpp, jobs/builtins/tree_archive.hpp): links, FIFOs and
-// devices among the saved paths are left out (counted on one line), never followed. Restores
-// and downloads write into the workspace at their own step, before the steps that use them;
-// nothing written by a step reaches the stores but through an archive the trusted side wrote.
-// Paths outside the workspace (`~/.npm`) are left out with a warning.
+// sandbox/access/safe_access.hpp (jobs/expr/path_patterns.hpp, jobs/builtins/tree_archive.hpp):
+// links, FIFOs and devices among the saved paths are left out (counted on one line), never
+// followed. Restores and downloads write into the workspace at their own step, before the steps
+// that use them; nothing written by a step reaches the stores but through an archive the trusted
+// side wrote. Paths outside the workspace (`~/.npm`) are left out with a warning.
 #include <algorithm>
 
+#include "common/sha256.hpp"
 #include "jobs/builtins/artifact_store.hpp"
 #include "jobs/builtins/cache_store.hpp"
-#include "jobs/run/job_steps.hpp"
-#include "jobs/expr/path_patterns.hpp"
-#include "common/sha256.hpp"
-#include "jobs/run/step_inputs.hpp"
 #include "jobs/builtins/tree_archive.hpp"
 #include "jobs/builtins/workspace_pack.hpp"
+#include "jobs/expr/path_patterns.hpp"
+#include "jobs/run/job_steps.hpp"
+#include "jobs/run/step_inputs.hpp"
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs::detail {
@@ -124,23 +124,21 @@ void JobRun::run_cache_restore(BuiltinAction builtin, const std::string& uses,
 common::Expected<void> JobRun::restore_cache(const CacheEntry& entry, StepReport& report) {
     auto workspace = sandbox::SafeDir::open_trusted(m_leg.workspace, "the workspace");
     if (!workspace) return std::unexpected(workspace.error());
-    auto blob = m_services.caches->open_blob(entry);
-    if (!blob) return std::unexpected(blob.error());
+    auto blob = SANDGATE_TRY(m_services.caches->open_blob(entry));
     const sandbox::SafeDir* root = &*workspace;
-    auto unpacked = read_tree_archive(
-        *blob,
+    auto unpacked = SANDGATE_TRY(read_tree_archive(
+        blob,
         [&](const std::string& name) -> std::optional<TreePlacement> {
             if (!name.starts_with(k_workspace_prefix)) return std::nullopt;
             return TreePlacement{root, name.substr(k_workspace_prefix.size())};
         },
         ArchiveLimits{m_services.caches->limits().max_entry_bytes * 8,
-                      m_services.caches->limits().max_entry_bytes, 10'000'000});
-    if (!unpacked) return std::unexpected(unpacked.error());
+                      m_services.caches->limits().max_entry_bytes, 10'000'000}));
     m_services.log.output(
         StepLabel{m_label, report.name},
         m_services.masker.mask("sandgate: restored the cache entry for key " + entry.key + " (" +
-                               plural(unpacked->files, "file") + ", " +
-                               std::to_string(unpacked->bytes) +
+                               plural(unpacked.files, "file") + ", " +
+                               std::to_string(unpacked.bytes) +
                                " bytes) from its store into the workspace instead of running "
                                "actions/cache"));
     return {};

@@ -6,8 +6,8 @@
 #include <array>
 #include <cerrno>
 
-#include "jobs/actions/archive_handles.hpp"
 #include "common/sha256.hpp"
+#include "jobs/actions/archive_handles.hpp"
 #include "sandbox/access/safe_write.hpp"
 
 namespace jobs {
@@ -63,15 +63,15 @@ public:
         const auto size = static_cast<std::uint64_t>(st.st_size);
         if (size > m_limits.max_entry_bytes)
             return common::fail(ErrorKind::invalid_input,
-                                 member.relative + " is larger than " +
-                                     std::to_string(m_limits.max_entry_bytes) + " bytes");
+                                member.relative + " is larger than " +
+                                    std::to_string(m_limits.max_entry_bytes) + " bytes");
         if (m_result.content_bytes + size > m_limits.max_total_bytes)
             return common::fail(ErrorKind::invalid_input,
-                                 "the files come to more than " +
-                                     std::to_string(m_limits.max_total_bytes) + " bytes");
+                                "the files come to more than " +
+                                    std::to_string(m_limits.max_total_bytes) + " bytes");
         if (++m_result.files > m_limits.max_entries)
             return common::fail(ErrorKind::invalid_input,
-                                 "more than " + std::to_string(m_limits.max_entries) + " files");
+                                "more than " + std::to_string(m_limits.max_entries) + " files");
         ArchiveEntry entry(archive_entry_new());
         if (!entry) return common::fail(ErrorKind::permanent, "libarchive: out of memory");
         archive_entry_set_pathname(entry.get(), member.name.c_str());
@@ -90,7 +90,7 @@ public:
             if (got < 0 && errno == EINTR) continue;
             if (got < 0)
                 return common::fail(ErrorKind::permanent,
-                                     common::errno_message("reading " + member.relative));
+                                    common::errno_message("reading " + member.relative));
             if (got == 0) break;
             if (archive_write_data(m_writer, buffer.data(), static_cast<std::size_t>(got)) < 0)
                 return write_error();
@@ -102,8 +102,7 @@ public:
     }
 
     std::unexpected<common::Error> write_error() const {
-        return common::fail(ErrorKind::permanent,
-                             "writing the archive: " + archive_text(m_writer));
+        return common::fail(ErrorKind::permanent, "writing the archive: " + archive_text(m_writer));
     }
 
 private:
@@ -116,9 +115,9 @@ private:
 }  // namespace
 
 common::Expected<PackedArchive> write_tree_archive(const std::vector<TreeMember>& members,
-                                                    const common::Fd& out,
-                                                    const ArchiveLimits& limits,
-                                                    const sandbox::ReadLimits& read) {
+                                                   const common::Fd& out,
+                                                   const ArchiveLimits& limits,
+                                                   const sandbox::ReadLimits& read) {
     ArchiveWriter writer(archive_write_new());
     if (!writer) return common::fail(ErrorKind::permanent, "libarchive: out of memory");
     archive_write_add_filter_gzip(writer.get());
@@ -129,18 +128,17 @@ common::Expected<PackedArchive> write_tree_archive(const std::vector<TreeMember>
     if (archive_write_open2(writer.get(), &sink, nullptr, sink_write, nullptr, nullptr) !=
         ARCHIVE_OK)
         return common::fail(ErrorKind::permanent,
-                             "writing the archive: " + archive_text(writer.get()));
+                            "writing the archive: " + archive_text(writer.get()));
     PackedArchive result;
     Packer packer(writer.get(), limits, read, result);
     for (const auto& member : members) {
-        auto added = packer.add(member);
-        if (!added) return std::unexpected(added.error());
+        SANDGATE_TRY(packer.add(member));
     }
     if (archive_write_close(writer.get()) != ARCHIVE_OK)
         return common::fail(ErrorKind::permanent,
-                             sink.error != 0
-                                 ? common::errno_message("writing the archive", sink.error)
-                                 : "writing the archive: " + archive_text(writer.get()));
+                            sink.error != 0
+                                ? common::errno_message("writing the archive", sink.error)
+                                : "writing the archive: " + archive_text(writer.get()));
     result.archive_bytes = sink.bytes;
     result.sha256 = sink.digest.hex();
     return result;
@@ -180,28 +178,26 @@ private:
     }
 
     common::Expected<void> write(const TreePlacement& placement, mode_t perm, time_t mtime,
-                                  long mtime_nsec) {
+                                 long mtime_nsec) {
         const std::string& relative = placement.relative;
         const auto slash = relative.rfind('/');
         const std::string base = slash == std::string::npos ? relative : relative.substr(slash + 1);
         std::optional<sandbox::SafeDir> made;
         if (slash != std::string::npos) {
-            auto dirs = placement.root->make_dirs(relative.substr(0, slash), {0755, std::nullopt},
-                                                  relative.substr(0, slash));
-            if (!dirs) return std::unexpected(dirs.error());
-            made = std::move(*dirs);
+            auto dirs = SANDGATE_TRY(placement.root->make_dirs(
+                relative.substr(0, slash), {0755, std::nullopt}, relative.substr(0, slash)));
+            made = std::move(dirs);
         }
         const sandbox::SafeDir& parent = made ? *made : *placement.root;
         // What a step left at the name (a file, a link, a directory) goes; a link is unlinked.
         if (auto removed = parent.remove(base, relative); !removed) return removed;
-        auto fd = sandbox::create_new_file(
+        auto fd = SANDGATE_TRY(sandbox::create_new_file(
             parent, base, {(perm & 0111) != 0 ? mode_t{0755} : mode_t{0644}, std::nullopt},
-            relative);
-        if (!fd) return std::unexpected(fd.error());
-        if (auto copied = copy_data(*fd, relative); !copied) return copied;
+            relative));
+        if (auto copied = copy_data(fd, relative); !copied) return copied;
         const std::array<timespec, 2> times{timespec{mtime, mtime_nsec},
                                             timespec{mtime, mtime_nsec}};
-        ::futimens(fd->get(), times.data());
+        ::futimens(fd.get(), times.data());
         return {};
     }
 
@@ -230,7 +226,7 @@ private:
                 if (n < 0 && errno == EINTR) continue;
                 if (n <= 0)
                     return common::fail(ErrorKind::permanent,
-                                         common::errno_message("writing " + relative));
+                                        common::errno_message("writing " + relative));
                 done += static_cast<std::size_t>(n);
             }
         }
@@ -245,8 +241,8 @@ private:
 }  // namespace
 
 common::Expected<UnpackedArchive> read_tree_archive(const common::Fd& archive_fd,
-                                                     const PlaceEntry& place,
-                                                     const ArchiveLimits& limits) {
+                                                    const PlaceEntry& place,
+                                                    const ArchiveLimits& limits) {
     ArchiveReader reader(archive_read_new());
     if (!reader) return common::fail(ErrorKind::permanent, "libarchive: out of memory");
     archive_read_support_filter_gzip(reader.get());
@@ -254,7 +250,7 @@ common::Expected<UnpackedArchive> read_tree_archive(const common::Fd& archive_fd
     if (::lseek(archive_fd.get(), 0, SEEK_SET) != 0 ||
         archive_read_open_fd(reader.get(), archive_fd.get(), k_chunk) != ARCHIVE_OK)
         return common::fail(ErrorKind::invalid_input,
-                             "the archive cannot be read: " + archive_text(reader.get()));
+                            "the archive cannot be read: " + archive_text(reader.get()));
     Restorer restorer(reader.get(), place, limits);
     archive_entry* entry = nullptr;
     for (;;) {
@@ -262,8 +258,8 @@ common::Expected<UnpackedArchive> read_tree_archive(const common::Fd& archive_fd
         if (status == ARCHIVE_EOF) break;
         if (status != ARCHIVE_OK && status != ARCHIVE_WARN)
             return common::fail(ErrorKind::invalid_input,
-                                 "the archive is corrupt: " + archive_text(reader.get()));
-        if (auto ok = restorer.entry(entry); !ok) return std::unexpected(ok.error());
+                                "the archive is corrupt: " + archive_text(reader.get()));
+        SANDGATE_TRY(restorer.entry(entry));
     }
     return restorer.result();
 }

@@ -62,20 +62,18 @@ common::Expected<PackedPaths> pack_workspace(const PackRequest& request, const c
     }
     auto workspace = sandbox::SafeDir::open_trusted(request.workspace, "the workspace");
     if (!workspace) return std::unexpected(workspace.error());
-    auto selection = select_files(*workspace, patterns, request.read);
-    if (!selection) return std::unexpected(selection.error());
-    result.skipped = std::move(selection->skipped);
+    auto selection = SANDGATE_TRY(select_files(*workspace, patterns, request.read));
+    result.skipped = std::move(selection.skipped);
     std::string root;
     if (request.names == PackNames::below_common_root) {
         auto segments = common_root(patterns);
         root = joined(segments);
         // A single file's path is its own literal prefix: its directory is the root.
-        if (!segments.empty() &&
-            std::ranges::find(selection->files, root) != selection->files.end())
+        if (!segments.empty() && std::ranges::find(selection.files, root) != selection.files.end())
             root = joined(std::span<const std::string>(segments).first(segments.size() - 1));
     }
     std::vector<TreeMember> members;
-    for (const auto& file : selection->files) {
+    for (const auto& file : selection.files) {
         std::string name;
         if (request.names == PackNames::workspace_prefixed) {
             name = "w/" + file;
@@ -85,9 +83,8 @@ common::Expected<PackedPaths> pack_workspace(const PackRequest& request, const c
         }
         members.push_back({&*workspace, file, std::move(name)});
     }
-    auto packed = write_tree_archive(members, out, request.limits, request.read);
-    if (!packed) return std::unexpected(packed.error());
-    result.archive = std::move(*packed);
+    auto packed = SANDGATE_TRY(write_tree_archive(members, out, request.limits, request.read));
+    result.archive = std::move(packed);
     for (auto& late : result.archive.skipped) result.skipped.push_back(std::move(late));
     return result;
 }

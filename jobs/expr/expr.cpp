@@ -25,9 +25,8 @@ std::vector<std::string> context_names(const EvalContext& context) {
 }
 
 ExprExpected<Value> evaluate(std::string_view expression, const EvalContext& context) {
-    auto parsed = parse(expression, context.contexts, context.functions);
-    if (!parsed) return std::unexpected(parsed.error());
-    return parsed->evaluate(context);
+    auto parsed = SANDGATE_TRY(parse(expression, context.contexts, context.functions));
+    return parsed.evaluate(context);
 }
 
 namespace {
@@ -102,39 +101,33 @@ bool has_expression(std::string_view text) {
 }
 
 ExprExpected<std::string> interpolate(std::string_view text, const EvalContext& context) {
-    auto segments = split_template(text);
-    if (!segments) return std::unexpected(segments.error());
+    auto segments = SANDGATE_TRY(split_template(text));
     std::string out;
     out.reserve(text.size());
-    for (const auto& segment : *segments) {
+    for (const auto& segment : segments) {
         if (!segment.is_expression) {
             out += segment.text;
             continue;
         }
-        auto value = evaluate(segment.text, context);
-        if (!value) return std::unexpected(value.error());
-        out += value->to_display_string();
+        auto value = SANDGATE_TRY(evaluate(segment.text, context));
+        out += value.to_display_string();
     }
     return out;
 }
 
 ExprExpected<Value> interpolate_value(std::string_view text, const EvalContext& context) {
-    auto segments = split_template(text);
-    if (!segments) return std::unexpected(segments.error());
-    if (auto sole = sole_expression(*segments)) return evaluate(*sole, context);
-    auto joined = interpolate(text, context);
-    if (!joined) return std::unexpected(joined.error());
-    return Value(std::move(*joined));
+    auto segments = SANDGATE_TRY(split_template(text));
+    if (auto sole = sole_expression(segments)) return evaluate(*sole, context);
+    auto joined = SANDGATE_TRY(interpolate(text, context));
+    return Value(std::move(joined));
 }
 
 ExprExpected<void> check_template(std::string_view text, std::span<const std::string> names,
                                   FunctionSet functions) {
-    auto segments = split_template(text);
-    if (!segments) return std::unexpected(segments.error());
-    for (const auto& segment : *segments) {
+    auto segments = SANDGATE_TRY(split_template(text));
+    for (const auto& segment : segments) {
         if (!segment.is_expression) continue;
-        if (auto parsed = parse(segment.text, names, functions); !parsed)
-            return std::unexpected(parsed.error());
+        SANDGATE_TRY(parse(segment.text, names, functions));
     }
     return {};
 }
@@ -144,8 +137,7 @@ ExprExpected<void> check_condition(std::string_view if_text, std::span<const std
     functions = functions | FunctionSet::status;
     const std::string_view text = trim(if_text);
     if (has_expression(text)) return check_template(text, names, functions);
-    if (auto parsed = parse(text, names, functions); !parsed)
-        return std::unexpected(parsed.error());
+    SANDGATE_TRY(parse(text, names, functions));
     return {};
 }
 
@@ -157,27 +149,23 @@ ExprExpected<bool> evaluate_condition(std::string_view if_text, const EvalContex
     std::string_view expression = trim(if_text);
     std::string interpolated;
     if (has_expression(expression)) {
-        auto segments = split_template(expression);
-        if (!segments) return std::unexpected(segments.error());
-        if (auto sole = sole_expression(*segments)) {
+        auto segments = SANDGATE_TRY(split_template(expression));
+        if (auto sole = sole_expression(segments)) {
             expression = *sole;
         } else {
             // Literal text around `${{ }}`: GitHub evaluates the template to a string, and a
             // non-empty string is true (after the implicit success()).
             EvalContext widened = context;
             widened.functions = functions;
-            auto text = interpolate(expression, widened);
-            if (!text) return std::unexpected(text.error());
-            return with_status.status == RunStatus::success && !text->empty();
+            auto text = SANDGATE_TRY(interpolate(expression, widened));
+            return with_status.status == RunStatus::success && !text.empty();
         }
     }
     if (trim(expression).empty()) return with_status.status == RunStatus::success;
-    auto parsed = parse(expression, with_status.contexts, functions);
-    if (!parsed) return std::unexpected(parsed.error());
-    if (!parsed->uses_status_function() && with_status.status != RunStatus::success) return false;
-    auto value = parsed->evaluate(with_status);
-    if (!value) return std::unexpected(value.error());
-    return value->truthy();
+    auto parsed = SANDGATE_TRY(parse(expression, with_status.contexts, functions));
+    if (!parsed.uses_status_function() && with_status.status != RunStatus::success) return false;
+    auto value = SANDGATE_TRY(parsed.evaluate(with_status));
+    return value.truthy();
 }
 
 }  // namespace jobs

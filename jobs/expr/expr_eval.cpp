@@ -208,16 +208,14 @@ private:
         for (const auto& child : node.children) {
             auto arg = eval(*child);
             if (!arg) return arg;
-            if (auto charged = charge(cost(arg->value)); !charged)
-                return std::unexpected(charged.error());
+            SANDGATE_TRY(charge(cost(arg->value)));
             args.push_back(std::move(arg->value));
         }
-        auto result = expr_detail::call_function(node.function, args, m_context);
-        if (!result) return std::unexpected(result.error());
+        auto result = SANDGATE_TRY(expr_detail::call_function(node.function, args, m_context));
         m_memory = saved;
-        if (auto charged = charge(cost(*result)); !charged) return std::unexpected(charged.error());
+        SANDGATE_TRY(charge(cost(result)));
         m_memory = saved;
-        return Operand{std::move(*result)};
+        return Operand{std::move(result)};
     }
 
     const EvalContext& m_context;
@@ -229,9 +227,8 @@ private:
 ExprExpected<Value> Expression::evaluate(const EvalContext& context) const {
     if (!m_root) return Value();
     Evaluator evaluator(context);
-    auto result = evaluator.eval(*m_root);
-    if (!result) return std::unexpected(result.error());
-    return std::move(result->value);
+    auto result = SANDGATE_TRY(evaluator.eval(*m_root));
+    return std::move(result.value);
 }
 
 }  // namespace jobs

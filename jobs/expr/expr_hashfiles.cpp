@@ -1,7 +1,7 @@
 // hashFiles(): the algorithm of actions/runner's hashFiles (sha256 over the sha256 digests
-// of the matched files) with @actions/glob's pattern rules (jobs/expr/path_patterns.hpp). The workspace
-// is a step's: it is walked and read only through sandbox/access/safe_access.hpp (regular files, no links
-// followed), within the step's time and cancellable.
+// of the matched files) with @actions/glob's pattern rules (jobs/expr/path_patterns.hpp). The
+// workspace is a step's: it is walked and read only through sandbox/access/safe_access.hpp (regular
+// files, no links followed), within the step's time and cancellable.
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -42,10 +42,9 @@ using Digest = std::array<unsigned char, 32>;
 
 // The digest of one regular file beneath the workspace, read through the workspace's fd in
 // chunks, the limits checked between them.
-common::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace,
-                                      const std::string& relative, const HashLimits& limits) {
-    auto fd = workspace.open_file(relative, "hashFiles: " + relative);
-    if (!fd) return std::unexpected(fd.error());
+common::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const std::string& relative,
+                                     const HashLimits& limits) {
+    auto fd = SANDGATE_TRY(workspace.open_file(relative, "hashFiles: " + relative));
     DigestContext context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
     if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
         return common::fail(common::ErrorKind::permanent, "sha256 unavailable");
@@ -53,11 +52,10 @@ common::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace,
     std::array<char, 65536> buffer{};
     for (;;) {
         if (auto stop = expired(limits)) return std::unexpected(*stop);
-        const ssize_t got = ::read(fd->get(), buffer.data(), buffer.size());
+        const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
         if (got < 0 && errno == EINTR) continue;
         if (got < 0)
-            return common::fail(common::ErrorKind::permanent,
-                                 "hashFiles: cannot read " + relative);
+            return common::fail(common::ErrorKind::permanent, "hashFiles: cannot read " + relative);
         if (got == 0) break;
         EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(got));
     }
@@ -79,8 +77,8 @@ std::string to_hex(const unsigned char* bytes, std::size_t size) {
 // Regular files under `workspace` selected by `patterns` (jobs/expr/path_patterns.hpp): symlinks
 // (to files or directories), FIFOs and devices are neither followed nor hashed.
 common::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDir& workspace,
-                                                           const std::vector<PathPattern>& patterns,
-                                                           const HashLimits& limits) {
+                                                          const std::vector<PathPattern>& patterns,
+                                                          const HashLimits& limits) {
     const sandbox::ReadLimits walk_limits{0, limits.deadline,
                                           limits.cancel != nullptr ? limits.cancel->fd() : -1};
     auto selection = select_files(workspace, patterns, walk_limits);
@@ -91,14 +89,14 @@ common::Expected<std::vector<std::string>> matching_files(const sandbox::SafeDir
 }  // namespace
 
 common::Expected<std::string> hash_files(const fs::path& workspace_in,
-                                          std::span<const std::string> arguments,
-                                          const HashLimits& limits) {
+                                         std::span<const std::string> arguments,
+                                         const HashLimits& limits) {
     std::error_code ec;
     const fs::path workspace = fs::absolute(workspace_in, ec).lexically_normal();
     auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
     if (ec || !root) {
         return common::fail(common::ErrorKind::invalid_input,
-                             "workspace is not a directory: " + workspace_in.string());
+                            "workspace is not a directory: " + workspace_in.string());
     }
     std::vector<PathPattern> patterns;
     for (const auto& argument : arguments) {
@@ -111,14 +109,13 @@ common::Expected<std::string> hash_files(const fs::path& workspace_in,
             rest.remove_prefix(newline + 1);
         }
     }
-    auto files = matching_files(*root, patterns, limits);
-    if (!files) return std::unexpected(files.error());
-    if (files->empty()) return std::string();
+    auto files = SANDGATE_TRY(matching_files(*root, patterns, limits));
+    if (files.empty()) return std::string();
     DigestContext total(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
     if (!total || EVP_DigestInit_ex(total.get(), EVP_sha256(), nullptr) != 1) {
         return common::fail(common::ErrorKind::permanent, "sha256 unavailable");
     }
-    for (const auto& file : *files) {
+    for (const auto& file : files) {
         auto digest = sha256_file(*root, file, limits);
         if (!digest) return std::unexpected(hash_error(digest.error()));
         EVP_DigestUpdate(total.get(), digest->data(), digest->size());

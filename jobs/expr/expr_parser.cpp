@@ -357,35 +357,31 @@ struct Parsed {
 
 ExprExpected<Parsed> parse_with(std::string_view text, std::span<const std::string> names,
                                 const Object* contexts, FunctionSet functions) {
-    auto tokens = expr_detail::lex(text);
-    if (!tokens) return std::unexpected(tokens.error());
-    expr_detail::Parser parser(text, std::move(*tokens), names, contexts, functions);
-    auto root = parser.run();
-    if (!root) return std::unexpected(root.error());
-    return Parsed{std::move(*root), parser.uses_status()};
+    auto tokens = SANDGATE_TRY(expr_detail::lex(text));
+    expr_detail::Parser parser(text, std::move(tokens), names, contexts, functions);
+    auto root = SANDGATE_TRY(parser.run());
+    return Parsed{std::move(root), parser.uses_status()};
 }
 
 }  // namespace
 
 ExprExpected<Expression> parse(std::string_view text, std::span<const std::string> names,
                                FunctionSet functions) {
-    auto parsed = parse_with(text, names, nullptr, functions);
-    if (!parsed) return std::unexpected(parsed.error());
+    auto parsed = SANDGATE_TRY(parse_with(text, names, nullptr, functions));
     Expression expression;
-    expression.m_root = std::move(parsed->root);
+    expression.m_root = std::move(parsed.root);
     expression.m_text = std::string(text);
-    expression.m_uses_status = parsed->uses_status;
+    expression.m_uses_status = parsed.uses_status;
     return expression;
 }
 
 ExprExpected<Expression> parse(std::string_view text, const Object& contexts,
                                FunctionSet functions) {
-    auto parsed = parse_with(text, {}, &contexts, functions);
-    if (!parsed) return std::unexpected(parsed.error());
+    auto parsed = SANDGATE_TRY(parse_with(text, {}, &contexts, functions));
     Expression expression;
-    expression.m_root = std::move(parsed->root);
+    expression.m_root = std::move(parsed.root);
     expression.m_text = std::string(text);
-    expression.m_uses_status = parsed->uses_status;
+    expression.m_uses_status = parsed.uses_status;
     return expression;
 }
 
@@ -411,13 +407,11 @@ bool has_status_call(const Expression::Node& node) {
 
 ExprExpected<std::unique_ptr<Expression::Node>> parse_allowed(std::string_view text,
                                                               const AllowedContext& allowed) {
-    auto tokens = expr_detail::lex(text);
-    if (!tokens) return std::unexpected(tokens.error());
-    expr_detail::Parser parser(text, std::move(*tokens), allowed.names, nullptr, FunctionSet::core);
+    auto tokens = SANDGATE_TRY(expr_detail::lex(text));
+    expr_detail::Parser parser(text, std::move(tokens), allowed.names, nullptr, FunctionSet::core);
     parser.use_signatures(allowed.functions);
-    auto root = parser.run();
-    if (!root) return std::unexpected(root.error());
-    return std::move(*root);
+    auto root = SANDGATE_TRY(parser.run());
+    return std::move(root);
 }
 
 }  // namespace
@@ -447,8 +441,7 @@ AllowedContext split_allowed_context(std::span<const std::string_view> context) 
 }
 
 ExprExpected<void> validate_expression(std::string_view expression, const AllowedContext& allowed) {
-    auto root = parse_allowed(expression, allowed);
-    if (!root) return std::unexpected(root.error());
+    SANDGATE_TRY(parse_allowed(expression, allowed));
     return {};
 }
 

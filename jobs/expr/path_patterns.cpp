@@ -83,8 +83,8 @@ std::vector<std::string> literal_prefix(const PathPattern& pattern) {
 }
 
 common::Expected<FileSelection> select_files(const sandbox::SafeDir& root,
-                                              const std::vector<PathPattern>& patterns,
-                                              const sandbox::ReadLimits& limits) {
+                                             const std::vector<PathPattern>& patterns,
+                                             const sandbox::ReadLimits& limits) {
     std::set<std::string> files, skipped;
     std::set<std::string> walked;  // the prefixes' parents walked whole already
     for (const auto& pattern : patterns) {
@@ -101,7 +101,7 @@ common::Expected<FileSelection> select_files(const sandbox::SafeDir& root,
         common::Expected<sandbox::SafeDir> dir =
             parent.empty() ? root.open_dir(".", root.label()) : root.open_dir(parent, parent);
         if (!dir) continue;  // missing, or reached through a link: nothing there to select
-        auto visited = dir->walk(
+        SANDGATE_TRY(dir->walk(
             [&](const sandbox::WalkEntry& entry) {
                 const std::string relative =
                     parent.empty() ? entry.relative : parent + "/" + entry.relative;
@@ -124,8 +124,7 @@ common::Expected<FileSelection> select_files(const sandbox::SafeDir& root,
                 }
                 return sandbox::WalkStep::skip;
             },
-            limits);
-        if (!visited) return std::unexpected(visited.error());
+            limits));
     }
     return FileSelection{{files.begin(), files.end()}, {skipped.begin(), skipped.end()}};
 }

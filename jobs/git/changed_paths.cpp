@@ -38,7 +38,7 @@ common::Expected<GitCommit> lookup_commit(git_repository* repository, const git_
     const int rc = git_commit_lookup(&raw, repository, &oid);
     if (rc == GIT_ENOTFOUND)
         return common::fail(ErrorKind::unavailable,
-                             "commit " + oid_hex(oid) + " is not in the repository");
+                            "commit " + oid_hex(oid) + " is not in the repository");
     if (rc != 0) return git_fail(ErrorKind::permanent, "read commit " + oid_hex(oid), rc);
     return GitCommit(raw);
 }
@@ -65,23 +65,20 @@ void add_delta_paths(const git_diff_delta& delta, std::vector<std::string>& out)
 
 // `from` null: every file of `to` is added.
 common::Expected<ChangedFiles> diff_oids(git_repository* repository, const git_oid* from,
-                                          const git_oid& to) {
-    auto to_commit = lookup_commit(repository, to);
-    if (!to_commit) return std::unexpected(to_commit.error());
-    auto to_tree = commit_tree(to_commit->get());
-    if (!to_tree) return std::unexpected(to_tree.error());
+                                         const git_oid& to) {
+    auto to_commit = SANDGATE_TRY(lookup_commit(repository, to));
+    auto to_tree = SANDGATE_TRY(commit_tree(to_commit.get()));
     GitTree from_tree;
     if (from != nullptr) {
-        auto from_commit = lookup_commit(repository, *from);
-        if (!from_commit) return std::unexpected(from_commit.error());
-        auto tree = commit_tree(from_commit->get());
+        auto from_commit = SANDGATE_TRY(lookup_commit(repository, *from));
+        auto tree = commit_tree(from_commit.get());
         if (!tree) return std::unexpected(tree.error());
         from_tree = std::move(*tree);
     }
     git_diff_options options = GIT_DIFF_OPTIONS_INIT;
     git_diff* raw = nullptr;
     if (const int rc =
-            git_diff_tree_to_tree(&raw, repository, from_tree.get(), to_tree->get(), &options);
+            git_diff_tree_to_tree(&raw, repository, from_tree.get(), to_tree.get(), &options);
         rc != 0)
         return git_fail(ErrorKind::permanent, "diff " + oid_hex(to), rc);
     GitDiff diff(raw);
@@ -99,7 +96,7 @@ common::Expected<ChangedFiles> diff_oids(git_repository* repository, const git_o
 
 // The merge base of `a` and `b`; nullopt when they share no history.
 common::Expected<std::optional<git_oid>> merge_base(git_repository* repository, const git_oid& a,
-                                                     const git_oid& b) {
+                                                    const git_oid& b) {
     git_oid base;
     const int rc = git_merge_base(&base, repository, &a, &b);
     if (rc == GIT_ENOTFOUND) return std::optional<git_oid>();
@@ -139,7 +136,7 @@ std::optional<git_oid> default_branch_tip(git_repository* repository, const Valu
 
 // GitHub does not diff a push of more than 1,000 commits: counts before..after up to that.
 common::Expected<std::size_t> count_commits(git_repository* repository, const git_oid& before,
-                                             const git_oid& after) {
+                                            const git_oid& after) {
     git_revwalk* raw = nullptr;
     if (const int rc = git_revwalk_new(&raw, repository); rc != 0)
         return git_fail(ErrorKind::permanent, "revwalk", rc);
@@ -156,38 +153,32 @@ common::Expected<std::size_t> count_commits(git_repository* repository, const gi
 
 // `base` is a commit of the repository (pull_request_base looked it up).
 common::Expected<ChangedFiles> pull_request_files(git_repository* repository, const git_oid& base,
-                                                   const git_oid& head) {
-    if (auto commit = lookup_commit(repository, head); !commit)
-        return std::unexpected(commit.error());
-    auto fork_point = merge_base(repository, base, head);
-    if (!fork_point) return std::unexpected(fork_point.error());
-    return diff_oids(repository, *fork_point ? &**fork_point : &base, head);
+                                                  const git_oid& head) {
+    SANDGATE_TRY(lookup_commit(repository, head));
+    auto fork_point = SANDGATE_TRY(merge_base(repository, base, head));
+    return diff_oids(repository, fork_point ? &*fork_point : &base, head);
 }
 
 common::Expected<ChangedFiles> push_files(git_repository* repository, const Value& payload,
-                                           std::string_view before, const git_oid& after) {
+                                          std::string_view before, const git_oid& after) {
     if (!all_zeros(before)) {
-        auto from = parse_sha(before);
-        if (!from) return std::unexpected(from.error());
-        for (const git_oid* oid : {static_cast<const git_oid*>(&*from), &after})
-            if (auto commit = lookup_commit(repository, *oid); !commit)
-                return std::unexpected(commit.error());
-        auto commits = count_commits(repository, *from, after);
+        auto from = SANDGATE_TRY(parse_sha(before));
+        for (const git_oid* oid : {static_cast<const git_oid*>(&from), &after})
+            SANDGATE_TRY(lookup_commit(repository, *oid));
+        auto commits = count_commits(repository, from, after);
         if (!commits) return std::unexpected(commits.error());
         if (*commits > k_max_push_commits)
             return common::fail(ErrorKind::unavailable,
-                                 "more than 1000 commits pushed: GitHub does not diff them "
-                                 "and runs the workflow");
-        return diff_oids(repository, &*from, after);
+                                "more than 1000 commits pushed: GitHub does not diff them "
+                                "and runs the workflow");
+        return diff_oids(repository, &from, after);
     }
     // A new branch: from its merge base with the default branch, else every file.
-    if (auto commit = lookup_commit(repository, after); !commit)
-        return std::unexpected(commit.error());
+    SANDGATE_TRY(lookup_commit(repository, after));
     std::optional<git_oid> fork_point;
     if (const auto tip = default_branch_tip(repository, payload)) {
-        auto base = merge_base(repository, *tip, after);
-        if (!base) return std::unexpected(base.error());
-        fork_point = *base;
+        auto base = SANDGATE_TRY(merge_base(repository, *tip, after));
+        fork_point = base;
     }
     return diff_oids(repository, fork_point ? &*fork_point : nullptr, after);
 }
@@ -196,69 +187,60 @@ common::Expected<ChangedFiles> push_files(git_repository* repository, const Valu
 // of base.ref (a base SHA not given, or gone from the remote after a force-push). Either way a
 // commit the repository holds: the error otherwise.
 common::Expected<git_oid> pull_request_base(git_repository* repository, const std::string& sha,
-                                             const std::string& branch) {
+                                            const std::string& branch) {
     if (!sha.empty()) {
-        auto base = parse_sha(sha);
-        if (!base) return std::unexpected(base.error());
-        auto commit = lookup_commit(repository, *base);
-        if (commit) return *base;
+        auto base = SANDGATE_TRY(parse_sha(sha));
+        auto commit = lookup_commit(repository, base);
+        if (commit) return base;
         if (commit.error().kind != ErrorKind::unavailable || branch.empty())
             return std::unexpected(commit.error());
     }
     if (auto tip = branch_tip(repository, branch)) {
-        if (auto commit = lookup_commit(repository, *tip); !commit)
-            return std::unexpected(commit.error());
+        SANDGATE_TRY(lookup_commit(repository, *tip));
         return *tip;
     }
     const std::string missing =
         sha.empty() ? "no base SHA" : "commit " + sha + " is not in the repository";
-    return common::fail(ErrorKind::unavailable,
-                         missing + ", nor the base branch '" + branch + "'");
+    return common::fail(ErrorKind::unavailable, missing + ", nor the base branch '" + branch + "'");
 }
 
 common::Expected<ChangedFiles> compute(const std::filesystem::path& path,
-                                        std::string_view event_name, const Value& payload,
-                                        const std::string& from, const std::string& to) {
+                                       std::string_view event_name, const Value& payload,
+                                       const std::string& from, const std::string& to) {
     const bool pull = event_name.starts_with("pull_request");
     const Value* pull_request = payload.get("pull_request");
     const std::string base_ref =
         pull ? text_at(pull_request != nullptr ? pull_request->get("base") : nullptr, "ref") : "";
     if (to.empty() || (from.empty() && base_ref.empty()))
         return common::fail(ErrorKind::invalid_input,
-                             pull ? "the payload has no pull_request.base.sha (nor base.ref) and "
-                                    "pull_request.head.sha"
-                                  : "the payload has no 'before' and 'after' SHAs");
+                            pull ? "the payload has no pull_request.base.sha (nor base.ref) and "
+                                   "pull_request.head.sha"
+                                 : "the payload has no 'before' and 'after' SHAs");
     if (event_name == "push" && all_zeros(to)) return ChangedFiles{};  // a deleted branch
-    auto head = parse_sha(to);
-    if (!head) return std::unexpected(head.error());
-    auto repository = open_repository(path);
-    if (!repository) return std::unexpected(repository.error());
-    if (event_name == "push") return push_files(repository->get(), payload, from, *head);
-    auto base = pull_request_base(repository->get(), from, base_ref);
-    if (!base) return std::unexpected(base.error());
-    return pull_request_files(repository->get(), *base, *head);
+    auto head = SANDGATE_TRY(parse_sha(to));
+    auto repository = SANDGATE_TRY(open_repository(path));
+    if (event_name == "push") return push_files(repository.get(), payload, from, head);
+    auto base = SANDGATE_TRY(pull_request_base(repository.get(), from, base_ref));
+    return pull_request_files(repository.get(), base, head);
 }
 
 }  // namespace
 
 common::Expected<ChangedFiles> diff_commits(const std::filesystem::path& repository,
-                                             std::string_view from, std::string_view to) {
-    auto head = parse_sha(to);
-    if (!head) return std::unexpected(head.error());
+                                            std::string_view from, std::string_view to) {
+    auto head = SANDGATE_TRY(parse_sha(to));
     std::optional<git_oid> base;
     if (!from.empty()) {
-        auto parsed = parse_sha(from);
-        if (!parsed) return std::unexpected(parsed.error());
-        base = *parsed;
+        auto parsed = SANDGATE_TRY(parse_sha(from));
+        base = parsed;
     }
-    auto repo = open_repository(repository);
-    if (!repo) return std::unexpected(repo.error());
-    return diff_oids(repo->get(), base ? &*base : nullptr, *head);
+    auto repo = SANDGATE_TRY(open_repository(repository));
+    return diff_oids(repo.get(), base ? &*base : nullptr, head);
 }
 
 common::Expected<ChangedFiles> event_changed_files(const std::filesystem::path& repository,
-                                                    std::string_view event_name,
-                                                    const Value& payload) {
+                                                   std::string_view event_name,
+                                                   const Value& payload) {
     std::string from;
     std::string to;
     if (event_name == "pull_request" || event_name == "pull_request_target") {
@@ -270,13 +252,13 @@ common::Expected<ChangedFiles> event_changed_files(const std::filesystem::path& 
         to = text_at(&payload, "after");
     } else {
         return common::fail(ErrorKind::invalid_input,
-                             std::string(event_name) + " has no paths filters");
+                            std::string(event_name) + " has no paths filters");
     }
     auto changed = compute(repository, event_name, payload, from, to);
     if (!changed) {
         const std::string range = (from.empty() ? "?" : from) + ".." + (to.empty() ? "?" : to);
-        return common::fail(changed.error().kind, std::string(event_name) + " " + range + ": " +
-                                                       changed.error().message);
+        return common::fail(changed.error().kind,
+                            std::string(event_name) + " " + range + ": " + changed.error().message);
     }
     return changed;
 }

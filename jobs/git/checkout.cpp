@@ -17,7 +17,7 @@ common::Expected<std::filesystem::path> DirectoryWorkspace::workspace_for(const 
 }
 
 common::Expected<std::string> DirectoryWorkspace::checkout(const std::filesystem::path& workspace,
-                                                            const CheckoutRequest& request) {
+                                                           const CheckoutRequest& request) {
     if (!request.repository.empty() && request.repository != m_name)
         return common::fail(
             common::ErrorKind::unavailable,
@@ -25,15 +25,15 @@ common::Expected<std::string> DirectoryWorkspace::checkout(const std::filesystem
                 "': sandgate runs offline and only checks out the repository it runs in");
     if (!request.ref.empty())
         return common::fail(common::ErrorKind::unavailable,
-                             "actions/checkout with ref '" + request.ref +
-                                 "': sandgate runs offline on the repository directory as it is");
+                            "actions/checkout with ref '" + request.ref +
+                                "': sandgate runs offline on the repository directory as it is");
     if (request.path.empty() || request.path == ".")
         return "workspace is the repository directory " + workspace.string();
     const std::filesystem::path target = (workspace / request.path).lexically_normal();
     const auto relative = target.lexically_relative(workspace);
     if (relative.empty() || *relative.begin() == "..")
         return common::fail(common::ErrorKind::invalid_input,
-                             "actions/checkout path '" + request.path + "' leaves the workspace");
+                            "actions/checkout path '" + request.path + "' leaves the workspace");
     // The workspace is the steps' (earlier ones may have run): the copy goes through
     // descriptors opened beneath it, into a fresh directory, links copied as links and never
     // followed on either side (sandbox/access/safe_access.hpp).
@@ -42,8 +42,7 @@ common::Expected<std::string> DirectoryWorkspace::checkout(const std::filesystem
     if (!root) return std::unexpected(root.error());
     if (!source) return std::unexpected(source.error());
     const std::string into = relative.generic_string();
-    if (auto cleared = root->remove(into, "actions/checkout path '" + request.path + "'"); !cleared)
-        return std::unexpected(cleared.error());
+    SANDGATE_TRY(root->remove(into, "actions/checkout path '" + request.path + "'"));
     auto dest =
         root->make_dirs(into, {0755, std::nullopt}, "actions/checkout path '" + request.path + "'");
     if (!dest) return std::unexpected(dest.error());

@@ -7,12 +7,12 @@
 
 #include <cstdlib>
 
+#include "common/fd.hpp"
 #include "jobs/git/git_handles.hpp"
 #include "jobs/git/git_lock.hpp"
 #include "jobs/git/git_mirror_layout.hpp"
 #include "jobs/git/git_remove.hpp"
 #include "jobs/git/mirror_gc.hpp"
-#include "common/fd.hpp"
 
 namespace jobs {
 namespace {
@@ -83,7 +83,7 @@ CommitCheck check_commit(git_repository* repository, const git_oid& oid) {
 
 void write_marker(const fs::path& gitdir, const RemoteUrl& remote) {
     common::Fd fd(::open((gitdir / k_mirror_marker).c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+                         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
     if (!fd) return;
     const std::string text = "remote " + remote.fetch_url + "\n";
     if (::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()))
@@ -104,7 +104,7 @@ void remove_leftovers(const fs::path& dir, const std::string& name) {
 // Creates a whole mirror at `gitdir`: init and fetch in a temporary directory, marker last,
 // then swap it into place (the old, untrusted one is moved aside and removed).
 common::Expected<void> create_mirror(const fs::path& gitdir, const RemoteUrl& remote,
-                                      const RemoteUrl& gated, const MirrorRequest& request) {
+                                     const RemoteUrl& gated, const MirrorRequest& request) {
     const fs::path dir = gitdir.parent_path();
     const std::string name = gitdir.filename().string();
     remove_leftovers(dir, name);
@@ -156,34 +156,32 @@ common::Expected<void> make_private_dir(const fs::path& dir) {
     fs::create_directories(dir, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "cannot create " + dir.string() + ": " + ec.message());
+                            "cannot create " + dir.string() + ": " + ec.message());
     return {};
 }
 
 // The mirror's paths, its directories made, the old flat layout adopted: under the lock it
 // returns, which the caller holds for as long as it touches the mirror.
 common::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir,
-                                    const MirrorLayout& layout) {
-    if (auto made = make_private_dir(mirrors_dir); !made) return std::unexpected(made.error());
+                                   const MirrorLayout& layout) {
+    SANDGATE_TRY(make_private_dir(mirrors_dir));
     ::chmod(state_dir.c_str(), 0700);  // mirrors may hold private code
-    if (auto made = make_private_dir(layout.lock.parent_path()); !made)
-        return std::unexpected(made.error());
+    SANDGATE_TRY(make_private_dir(layout.lock.parent_path()));
     auto lock = FileLock::acquire(layout.lock, LockMode::exclusive);
     if (!lock) return lock;
     // Made under the lock: the mirror gc (mirror_gc.hpp) may have moved the scope away while
     // we waited for it.
-    if (auto made = make_private_dir(layout.gitdir.parent_path()); !made)
-        return std::unexpected(made.error());
+    SANDGATE_TRY(make_private_dir(layout.gitdir.parent_path()));
     if (auto used = record_mirror_use(mirrors_dir, layout.scope.filename().string()); !used)
         spdlog::warn("mirror {}: {}", layout.scope.string(), used.error().message);
     if (auto adopted = adopt_legacy_mirror(layout); !adopted)
         spdlog::warn("old mirror {} not adopted ({}); cloning anew", layout.legacy_gitdir.string(),
                      adopted.error().message);
     // The mirror is bound read-only into the sandboxes of its repository's jobs, which run as an
-    // unprivileged host uid when sandgate is root (sandbox/wrap/identity.hpp): its own directory must
-    // be readable by anyone who reaches it (mkdtemp made it 0700, as it did for older mirrors).
-    // The state dir (0700) still keeps other host users out; the sandbox gets the mirror bound
-    // through the portal (sandbox/wrap/wrap_bwrap.cpp).
+    // unprivileged host uid when sandgate is root (sandbox/wrap/identity.hpp): its own directory
+    // must be readable by anyone who reaches it (mkdtemp made it 0700, as it did for older
+    // mirrors). The state dir (0700) still keeps other host users out; the sandbox gets the mirror
+    // bound through the portal (sandbox/wrap/wrap_bwrap.cpp).
     ::chmod(layout.gitdir.c_str(), 0755);
     return lock;
 }
@@ -217,19 +215,15 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
     if (!remote) return std::unexpected(remote.error());
     auto scope = request.scope.empty() ? remote : parse_remote(request.scope);
     if (!scope) return std::unexpected(scope.error());
-    if (!request.scope.empty())
-        if (auto allowed = check_module_remote(m_state_dir, *scope, *remote); !allowed)
-            return std::unexpected(allowed.error());
-    auto oid = parse_sha(request.sha);
-    if (!oid) return std::unexpected(oid.error());
+    if (!request.scope.empty()) SANDGATE_TRY(check_module_remote(m_state_dir, *scope, *remote));
+    auto oid = SANDGATE_TRY(parse_sha(request.sha));
     const MirrorLayout layout = mirror_layout(mirrors_dir(), *scope, *remote);
-    auto lock = prepare(m_state_dir, mirrors_dir(), layout);
-    if (!lock) return std::unexpected(lock.error());
+    SANDGATE_TRY(prepare(m_state_dir, mirrors_dir(), layout));
 
     Mirror mirror;
     mirror.remote = *remote;
     mirror.scope_remote = *scope;
-    mirror.commit = *oid;
+    mirror.commit = oid;
     mirror.gitdir = layout.gitdir;
     mirror.scope = layout.scope;
     GitRepository repository = trust == Trust::verify ? open_trusted(mirror.gitdir) : nullptr;
@@ -245,37 +239,35 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
         repository = open_trusted(mirror.gitdir);
         if (!repository)
             return common::fail(ErrorKind::permanent, "mirror " + mirror.gitdir.string() +
-                                                           " is unusable right after cloning");
+                                                          " is unusable right after cloning");
         return {};
     };
-    if (!repository)
-        if (auto made = recreate(); !made) return std::unexpected(made.error());
+    if (!repository) SANDGATE_TRY(recreate());
 
-    CommitCheck check = check_commit(repository.get(), *oid);
+    CommitCheck check = check_commit(repository.get(), oid);
     if (check == CommitCheck::missing && mirror.event == MirrorEvent::none) {
-        auto fetched = fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref),
-                                      request.token, *scope);
-        if (!fetched) return std::unexpected(fetched.error());
+        SANDGATE_TRY(fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref),
+                                    request.token, *scope));
         mirror.event = MirrorEvent::fetched;
-        check = check_commit(repository.get(), *oid);
+        check = check_commit(repository.get(), oid);
         if (check == CommitCheck::missing && !refs_intact(repository.get()))
             check = CommitCheck::corrupt;
     }
     if (check == CommitCheck::corrupt) {
         if (mirror.event == MirrorEvent::cloned || mirror.event == MirrorEvent::recloned)
             return common::fail(ErrorKind::permanent, "commit " + request.sha + " from " +
-                                                           remote->fetch_url +
-                                                           " is unreadable right after cloning");
-        if (auto made = recreate(); !made) return std::unexpected(made.error());
-        check = check_commit(repository.get(), *oid);
+                                                          remote->fetch_url +
+                                                          " is unreadable right after cloning");
+        SANDGATE_TRY(recreate());
+        check = check_commit(repository.get(), oid);
     }
     if (check == CommitCheck::missing) {
         fetch_by_oid(repository.get(), *remote, *scope, request);
-        check = check_commit(repository.get(), *oid);
+        check = check_commit(repository.get(), oid);
     }
     if (check == CommitCheck::corrupt)
         return common::fail(ErrorKind::permanent, "commit " + request.sha + " in mirror " +
-                                                       mirror.gitdir.string() + " is unreadable");
+                                                      mirror.gitdir.string() + " is unreadable");
     mirror.presence =
         check == CommitCheck::present ? CommitPresence::present : CommitPresence::missing;
     return mirror;

@@ -58,17 +58,16 @@ MirrorLayout mirror_layout(const fs::path& mirrors_dir, const RemoteUrl& scope,
 }
 
 common::Expected<fs::path> make_mirror_scope(const fs::path& state_dir, std::string_view text) {
-    auto remote = parse_remote(text);
-    if (!remote) return std::unexpected(remote.error());
+    auto remote = SANDGATE_TRY(parse_remote(text));
     const fs::path mirrors = state_dir / "mirrors";
-    const fs::path scope = mirror_layout(mirrors, *remote, *remote).scope;
+    const fs::path scope = mirror_layout(mirrors, remote, remote).scope;
     std::error_code ec;
     fs::create_directories(scope, ec);
     if (!ec) fs::permissions(mirrors, fs::perms::owner_all, ec);  // mirrors may hold private code
     fs::path real = ec ? fs::path() : fs::canonical(scope, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "cannot create " + scope.string() + ": " + ec.message());
+                            "cannot create " + scope.string() + ": " + ec.message());
     // A job of this repository starts: the mirror gc keeps its scope (mirror_gc.hpp).
     if (auto used = record_mirror_use(mirrors, scope.filename().string()); !used)
         spdlog::warn("mirror scope {}: {}", scope.string(), used.error().message);
@@ -76,13 +75,13 @@ common::Expected<fs::path> make_mirror_scope(const fs::path& state_dir, std::str
 }
 
 common::Expected<void> check_module_remote(const fs::path& state_dir, const RemoteUrl& scope,
-                                            const RemoteUrl& remote) {
+                                           const RemoteUrl& remote) {
     if (remote.kind != RemoteKind::local) return {};
     if (scope.kind != RemoteKind::local)
         return common::fail(ErrorKind::invalid_input,
-                             "submodule remote '" + remote.fetch_url +
-                                 "' is a local path under the " + scope.fetch_url +
-                                 " repository; refused (as git's protocol.file.allow=user)");
+                            "submodule remote '" + remote.fetch_url +
+                                "' is a local path under the " + scope.fetch_url +
+                                " repository; refused (as git's protocol.file.allow=user)");
     if (is_within(remote.fetch_url, state_dir))
         return common::fail(
             ErrorKind::invalid_input,
@@ -93,16 +92,15 @@ common::Expected<void> check_module_remote(const fs::path& state_dir, const Remo
 common::Expected<void> adopt_legacy_mirror(const MirrorLayout& layout) {
     if (exists_nofollow(layout.gitdir) || !exists_nofollow(layout.legacy_gitdir)) return {};
     // Held while renaming: a gate of the flat layout may still be fetching into it.
-    auto old_lock = FileLock::acquire(layout.legacy_lock, LockMode::exclusive);
-    if (!old_lock) return std::unexpected(old_lock.error());
+    auto old_lock = SANDGATE_TRY(FileLock::acquire(layout.legacy_lock, LockMode::exclusive));
     if (!exists_nofollow(layout.legacy_gitdir)) return {};  // another scope adopted it meanwhile
     if (::rename(layout.legacy_gitdir.c_str(), layout.gitdir.c_str()) != 0)
         return common::fail(ErrorKind::permanent,
-                             common::errno_message("rename " + layout.legacy_gitdir.string()));
+                            common::errno_message("rename " + layout.legacy_gitdir.string()));
     spdlog::info("mirror {} moved to {}", layout.legacy_gitdir.string(), layout.gitdir.string());
     remove_legacy_leftovers(layout.legacy_gitdir);
     // Unlinked while held: a flat-layout locker waiting on it re-checks the path (FileLock).
-    (void)old_lock->remove_lock_file();
+    (void)old_lock.remove_lock_file();
     return {};
 }
 

@@ -27,7 +27,7 @@ common::Expected<fs::path> target_path(const fs::path& workspace, const std::str
     const fs::path relative = target.lexically_relative(workspace);
     if (fs::path(path).is_absolute() || relative.empty() || *relative.begin() == "..")
         return common::fail(ErrorKind::invalid_input,
-                             "actions/checkout path '" + path + "' leaves the workspace");
+                            "actions/checkout path '" + path + "' leaves the workspace");
     return target;
 }
 
@@ -47,15 +47,13 @@ common::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& targ
         fs::create_directories(target.parent_path(), ec);
         if (::mkdir(target.c_str(), 0755) != 0)
             return common::fail(ErrorKind::permanent,
-                                 common::errno_message("mkdir " + target.string()));
+                                common::errno_message("mkdir " + target.string()));
         return {};
     }
     const std::string label = "actions/checkout path '" + relative + "'";
-    auto root = sandbox::SafeDir::open_trusted(workspace, "the workspace");
-    if (!root) return std::unexpected(root.error());
-    if (auto removed = root->remove(relative, label); !removed) return removed;
-    auto made = root->make_dirs(relative, {0755, std::nullopt}, label);
-    if (!made) return std::unexpected(made.error());
+    auto root = SANDGATE_TRY(sandbox::SafeDir::open_trusted(workspace, "the workspace"));
+    if (auto removed = root.remove(relative, label); !removed) return removed;
+    SANDGATE_TRY(root.make_dirs(relative, {0755, std::nullopt}, label));
     return {};
 }
 
@@ -65,7 +63,7 @@ common::Expected<unsigned> parse_fetch_depth(const std::string& text) {
     if (text.empty()) return 1u;
     if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
         return common::fail(ErrorKind::invalid_input,
-                             "actions/checkout fetch-depth '" + text + "' is not a number");
+                            "actions/checkout fetch-depth '" + text + "' is not a number");
     unsigned depth = 0;
     std::from_chars(text.data(), text.data() + text.size(), depth);  // nine digits at most: fits
     return depth;
@@ -76,18 +74,17 @@ common::Expected<SubmoduleMode> parse_submodules(const std::string& text) {
     if (text == "true") return SubmoduleMode::top;
     if (text == "recursive") return SubmoduleMode::recursive;
     return common::fail(ErrorKind::invalid_input, "actions/checkout submodules '" + text +
-                                                       "' is not true, false or recursive");
+                                                      "' is not true, false or recursive");
 }
 
 GitWorkspace::GitWorkspace(const MirrorCache& cache, WorktreeArea& area, GitSource source)
     : m_cache(cache), m_area(area), m_source(std::move(source)) {}
 
 common::Expected<fs::path> GitWorkspace::workspace_for(const std::string& job_key) {
-    auto worktree = m_area.create(job_key);
-    if (!worktree) return std::unexpected(worktree.error());
-    const fs::path path = worktree->path();
+    auto worktree = SANDGATE_TRY(m_area.create(job_key));
+    const fs::path path = worktree.path();
     std::lock_guard lock(m_mutex);
-    m_worktrees.push_back(std::move(*worktree));
+    m_worktrees.push_back(std::move(worktree));
     return path;
 }
 
@@ -122,46 +119,42 @@ common::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref) 
         return oid_hex(*git_object_id(commit.get()));
     }
     return common::fail(ErrorKind::invalid_input,
-                         "actions/checkout ref '" + ref + "' is not in the mirror of " +
-                             mirror->remote.fetch_url + " (offline: only its refs are known)");
+                        "actions/checkout ref '" + ref + "' is not in the mirror of " +
+                            mirror->remote.fetch_url + " (offline: only its refs are known)");
 }
 
 common::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
-                                                      const CheckoutRequest& request) {
+                                                     const CheckoutRequest& request) {
     if (!request.repository.empty() && request.repository != m_source.repository)
         return common::fail(ErrorKind::unavailable,
-                             "actions/checkout of '" + request.repository +
-                                 "': the gate checks out only the repository under test");
+                            "actions/checkout of '" + request.repository +
+                                "': the gate checks out only the repository under test");
     auto depth = parse_fetch_depth(request.fetch_depth);
     if (!depth) return std::unexpected(depth.error());
     auto submodules = parse_submodules(request.submodules);
     if (!submodules) return std::unexpected(submodules.error());
-    auto target = target_path(workspace, request.path);
-    if (!target) return std::unexpected(target.error());
-    auto sha = resolve_ref(request.ref);
-    if (!sha) return std::unexpected(sha.error());
-    if (auto fresh = fresh_dir(workspace, *target); !fresh) return std::unexpected(fresh.error());
+    auto target = SANDGATE_TRY(target_path(workspace, request.path));
+    auto sha = SANDGATE_TRY(resolve_ref(request.ref));
+    SANDGATE_TRY(fresh_dir(workspace, target));
     GitCheckoutRequest git;
-    git.source =
-        MirrorRequest{m_source.remote, *sha, request.ref.empty() ? m_source.ref : request.ref,
-                      m_source.token, ""};
-    git.path = *target;
+    git.source = MirrorRequest{
+        m_source.remote, sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token, ""};
+    git.path = target;
     git.depth = *depth;
     git.submodules = *submodules;
-    auto done = checkout_commit(m_cache, git);
-    if (!done) return std::unexpected(done.error());
-    if (done->mirror.presence == CommitPresence::missing)
+    auto done = SANDGATE_TRY(checkout_commit(m_cache, git));
+    if (done.mirror.presence == CommitPresence::missing)
         return common::fail(ErrorKind::invalid_input,
-                             "commit " + *sha + " is not in " + done->mirror.remote.fetch_url);
+                            "commit " + sha + " is not in " + done.mirror.remote.fetch_url);
     {
         std::lock_guard lock(m_mutex);
-        for (const auto& gitdir : done->mirror_gitdirs)
+        for (const auto& gitdir : done.mirror_gitdirs)
             if (std::find(m_mirrors.begin(), m_mirrors.end(), gitdir) == m_mirrors.end())
                 m_mirrors.push_back(gitdir);
     }
-    std::string line = "checked out " + *sha;
+    std::string line = "checked out " + sha;
     if (!git.source.ref.empty()) line += " (" + git.source.ref + ")";
-    line += " at " + target->string();
+    line += " at " + target.string();
     line += *depth == 0 ? ", whole history" : ", depth " + std::to_string(*depth);
     if (*submodules != SubmoduleMode::none) line += ", with submodules";
     return line;

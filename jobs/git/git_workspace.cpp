@@ -9,10 +9,10 @@
 #include <map>
 #include <memory>
 
-#include "jobs/git/git_handles.hpp"
-#include "jobs/git/git_remove.hpp"
 #include "common/fd.hpp"
 #include "common/temp_dir.hpp"
+#include "jobs/git/git_handles.hpp"
+#include "jobs/git/git_remove.hpp"
 
 namespace jobs {
 namespace {
@@ -54,11 +54,10 @@ common::Expected<std::vector<SubmoduleEntry>> list_submodules(const fs::path& wo
 }
 
 common::Expected<void> checkout_submodules(const MirrorCache& cache,
-                                            const GitCheckoutRequest& request,
-                                            GitCheckoutResult& result) {
-    auto entries = list_submodules(request.path);
-    if (!entries) return std::unexpected(entries.error());
-    for (const auto& entry : *entries) {
+                                           const GitCheckoutRequest& request,
+                                           GitCheckoutResult& result) {
+    auto entries = SANDGATE_TRY(list_submodules(request.path));
+    for (const auto& entry : entries) {
         GitCheckoutRequest sub;
         sub.source.remote = entry.url;
         sub.source.sha = oid_hex(entry.commit);
@@ -72,11 +71,11 @@ common::Expected<void> checkout_submodules(const MirrorCache& cache,
         auto done = checkout_commit(cache, sub);
         if (!done)
             return common::fail(done.error().kind,
-                                 "submodule " + entry.name + ": " + done.error().message);
+                                "submodule " + entry.name + ": " + done.error().message);
         if (done->mirror.presence == CommitPresence::missing)
             return common::fail(ErrorKind::permanent, "submodule " + entry.name + ": commit " +
-                                                           sub.source.sha + " is not in " +
-                                                           done->mirror.remote.fetch_url);
+                                                          sub.source.sha + " is not in " +
+                                                          done->mirror.remote.fetch_url);
         result.mirror_gitdirs.insert(result.mirror_gitdirs.end(), done->mirror_gitdirs.begin(),
                                      done->mirror_gitdirs.end());
     }
@@ -87,8 +86,7 @@ common::Expected<void> checkout_submodules(const MirrorCache& cache,
 common::Expected<void> reset_dir(const fs::path& path) {
     if (auto removed = remove_tree(path); !removed) return removed;
     if (::mkdir(path.c_str(), 0700) != 0)
-        return common::fail(ErrorKind::permanent,
-                             common::errno_message("mkdir " + path.string()));
+        return common::fail(ErrorKind::permanent, common::errno_message("mkdir " + path.string()));
     return {};
 }
 
@@ -200,7 +198,7 @@ std::vector<fs::path> submodule_mirrors(const MirrorCache& cache, const Mirror& 
 }
 
 common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
-                                                     const GitCheckoutRequest& request) {
+                                                    const GitCheckoutRequest& request) {
     auto mirror = cache.ensure_commit(request.source);
     if (!mirror) return std::unexpected(mirror.error());
     GitCheckoutResult result;
@@ -219,7 +217,7 @@ common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
         // once, never trusting the old mirror again, and retry from an empty directory.
         spdlog::warn("checkout from mirror {} failed ({}); re-cloning", mirror->gitdir.string(),
                      made.error().message);
-        if (auto reset = reset_dir(request.path); !reset) return std::unexpected(reset.error());
+        SANDGATE_TRY(reset_dir(request.path));
         mirror = cache.reclone(request.source);
         if (!mirror) return std::unexpected(mirror.error());
         result.mirror = *mirror;
@@ -229,8 +227,7 @@ common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
     }
     result.mirror_gitdirs.push_back(mirror->gitdir);
     if (request.submodules != SubmoduleMode::none)
-        if (auto subs = checkout_submodules(cache, request, result); !subs)
-            return std::unexpected(subs.error());
+        SANDGATE_TRY(checkout_submodules(cache, request, result));
     return result;
 }
 

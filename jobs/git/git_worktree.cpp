@@ -51,7 +51,7 @@ common::Expected<void> configure(git_repository* repository, const WorktreeSpec&
 // The commits at depth `depth` (1 = the commit itself) that have parents: git's shallow
 // boundary for `--depth depth`, by breadth-first minimum depth over all parents.
 common::Expected<std::vector<std::string>> shallow_boundary(git_repository* repository,
-                                                             const git_oid& start, unsigned depth) {
+                                                            const git_oid& start, unsigned depth) {
     std::map<std::string, unsigned> seen{{oid_hex(start), 1}};
     std::deque<std::pair<git_oid, unsigned>> queue{{start, 1}};
     std::set<std::string> boundary;
@@ -78,11 +78,10 @@ common::Expected<std::vector<std::string>> shallow_boundary(git_repository* repo
 }
 
 common::Expected<void> write_shallow(git_repository* repository, const WorktreeSpec& spec) {
-    auto boundary = shallow_boundary(repository, spec.commit, spec.depth);
-    if (!boundary) return std::unexpected(boundary.error());
-    if (boundary->empty()) return {};
+    auto boundary = SANDGATE_TRY(shallow_boundary(repository, spec.commit, spec.depth));
+    if (boundary.empty()) return {};
     std::string text;
-    for (const auto& hex : *boundary) text += hex + "\n";
+    for (const auto& hex : boundary) text += hex + "\n";
     return write_text(spec.path / ".git/shallow", text);
 }
 
@@ -112,8 +111,7 @@ common::Expected<GitRepository> init_repository(const WorktreeSpec& spec) {
     git_repository_free(raw);
     // Alternates are read when the object database is first loaded: write them, then reopen.
     const fs::path objects = fs::absolute(spec.mirror_gitdir) / "objects";
-    auto written = write_text(spec.path / ".git/objects/info/alternates", objects.string() + "\n");
-    if (!written) return std::unexpected(written.error());
+    SANDGATE_TRY(write_text(spec.path / ".git/objects/info/alternates", objects.string() + "\n"));
     if (int rc = git_repository_open_ext(&raw, spec.path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
                                          nullptr);
         rc != 0)
@@ -125,9 +123,8 @@ common::Expected<GitRepository> init_repository(const WorktreeSpec& spec) {
 
 common::Expected<void> materialise_worktree(const WorktreeSpec& spec) {
     ensure_libgit2();
-    auto repository = init_repository(spec);
-    if (!repository) return std::unexpected(repository.error());
-    git_repository* repo = repository->get();
+    auto repository = SANDGATE_TRY(init_repository(spec));
+    git_repository* repo = repository.get();
     if (auto configured = configure(repo, spec); !configured) return configured;
     const std::string hex = oid_hex(spec.commit);
     git_object* raw = nullptr;
@@ -196,7 +193,7 @@ common::Expected<JobWorktree> WorktreeArea::create(std::string_view label) {
     fs::create_directories(m_dir, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "cannot create " + m_dir.string() + ": " + ec.message());
+                            "cannot create " + m_dir.string() + ": " + ec.message());
     unsigned char bytes[6];
     if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
         return common::fail(ErrorKind::permanent, common::errno_message("getrandom"));
@@ -210,10 +207,10 @@ common::Expected<JobWorktree> WorktreeArea::create(std::string_view label) {
     const fs::path lease_path = m_dir / (id + ".lease");
     // The lease exists (and is held) before the directory, so a reaper never mistakes a
     // worktree being created for an orphan.
-    auto lease = FileLock::acquire(lease_path, LockMode::exclusive, LockWait::try_once);
-    if (!lease) return std::unexpected(lease.error());
+    auto lease =
+        SANDGATE_TRY(FileLock::acquire(lease_path, LockMode::exclusive, LockWait::try_once));
     const std::string pid = std::to_string(::getpid()) + "\n";
-    if (::write(lease->fd(), pid.data(), pid.size()) < 0) { /* the pid is informational */
+    if (::write(lease.fd(), pid.data(), pid.size()) < 0) { /* the pid is informational */
     }
     const fs::path path = m_dir / id;
     if (::mkdir(path.c_str(), 0700) != 0) {
@@ -222,7 +219,7 @@ common::Expected<JobWorktree> WorktreeArea::create(std::string_view label) {
         ::unlink(lease_path.c_str());
         return error;
     }
-    return JobWorktree(path, lease_path, std::move(*lease));
+    return JobWorktree(path, lease_path, std::move(lease));
 }
 
 std::size_t WorktreeArea::reap_stale() {

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/fd.hpp"
 #include "jobs/git/git_lock.hpp"
 #include "jobs/git/git_remove.hpp"
 #include "jobs/git/git_url.hpp"
-#include "common/fd.hpp"
 
 namespace jobs {
 
@@ -139,7 +139,7 @@ common::Expected<fs::path> move_to_trash(const fs::path& mirrors, const Candidat
     for (const auto& path : moving)
         if (::rename(path.c_str(), (*trash / path.filename()).c_str()) != 0) {
             auto error = common::fail(ErrorKind::permanent,
-                                       common::errno_message("rename " + path.string()));
+                                      common::errno_message("rename " + path.string()));
             ::rmdir(trash->c_str());  // empty unless the mirror itself went in: then it stays trash
             return error;
         }
@@ -210,31 +210,28 @@ std::string_view to_string(MirrorGcReason reason) {
     return reason == MirrorGcReason::unserved ? "unserved" : "idle";
 }
 
-common::Expected<void> record_mirror_use(const fs::path& mirrors_dir,
-                                          std::string_view scope_name) {
+common::Expected<void> record_mirror_use(const fs::path& mirrors_dir, std::string_view scope_name) {
     const fs::path dir = mirrors_dir / k_last_use_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "cannot create " + dir.string() + ": " + ec.message());
+                            "cannot create " + dir.string() + ": " + ec.message());
     const fs::path stamp = dir / scope_name;
     common::Fd fd(::open(stamp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd || ::futimens(fd.get(), nullptr) != 0)
-        return common::fail(ErrorKind::permanent,
-                             common::errno_message("touch " + stamp.string()));
+        return common::fail(ErrorKind::permanent, common::errno_message("touch " + stamp.string()));
     return {};
 }
 
 common::Expected<std::string> mirror_scope_name(std::string_view remote) {
-    auto parsed = parse_remote(remote);
-    if (!parsed) return std::unexpected(parsed.error());
-    return mirror_dir_name(*parsed);
+    auto parsed = SANDGATE_TRY(parse_remote(remote));
+    return mirror_dir_name(parsed);
 }
 
 common::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir,
-                                                  const MirrorGcPolicy& policy, SysTime now,
-                                                  TrashRemoval removal) {
+                                                 const MirrorGcPolicy& policy, SysTime now,
+                                                 TrashRemoval removal) {
     MirrorGcReport report;
     const fs::path mirrors = state_dir / "mirrors";
     std::error_code ec;
@@ -243,7 +240,7 @@ common::Expected<MirrorGcReport> collect_mirrors(const fs::path& state_dir,
     auto candidates = find_candidates(mirrors, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "cannot read " + mirrors.string() + ": " + ec.message());
+                            "cannot read " + mirrors.string() + ": " + ec.message());
     fs::create_directories(mirrors / "locks", ec);
     for (const auto& candidate : candidates) {
         const auto reason = verdict(mirrors, candidate, policy, now);

@@ -5,8 +5,8 @@
 #include <random>
 #include <system_error>
 
-#include "jobs/workflow/yaml_tree.hpp"
 #include "common/fd.hpp"
+#include "jobs/workflow/yaml_tree.hpp"
 
 namespace jobs {
 namespace {
@@ -57,7 +57,7 @@ std::optional<Line> read_line(std::string_view text, std::size_t& index) {
 }
 
 std::unexpected<common::Error> parse_error(std::string_view label, std::size_t line,
-                                            std::string_view message) {
+                                           std::string_view message) {
     // One printable line, whatever bytes the file holds (yaml_tree.hpp's one_line).
     return fail(ErrorKind::invalid_input,
                 std::string(label) + ":" + std::to_string(line) + ": " + one_line(message));
@@ -133,23 +133,23 @@ void read_summary(const sandbox::SafeDir& dir, const std::string& name,
 
 }  // namespace
 
-common::Expected<FileCommandFiles> FileCommandFiles::create(
-    const sandbox::SafeDir& root, std::string_view relative,
-    const sandbox::CreateOptions& options) {
-    auto dir = root.make_dirs(relative, {0755, options.owner}, "the file-command directory");
-    if (!dir) return std::unexpected(dir.error());
+common::Expected<FileCommandFiles> FileCommandFiles::create(const sandbox::SafeDir& root,
+                                                            std::string_view relative,
+                                                            const sandbox::CreateOptions& options) {
+    auto dir =
+        SANDGATE_TRY(root.make_dirs(relative, {0755, options.owner}, "the file-command directory"));
     FileCommandFiles files;
     files.m_suffix = random_suffix();
-    const auto& base = dir->path();
+    const auto& base = dir.path();
     files.m_paths = {
         base / (k_slots[0].prefix + files.m_suffix), base / (k_slots[1].prefix + files.m_suffix),
         base / (k_slots[2].prefix + files.m_suffix), base / (k_slots[3].prefix + files.m_suffix),
         base / (k_slots[4].prefix + files.m_suffix)};
-    files.m_dir = std::move(*dir);
+    files.m_dir = std::move(dir);
     for (const auto& slot : k_slots) {
-        auto made = files.m_dir.create_file(slot.prefix + files.m_suffix, {}, options,
-                                            "$" + std::string(slot.variable));
-        if (!made) return std::unexpected(made.error());  // the destructor removes the others
+        SANDGATE_TRY(files.m_dir.create_file(
+            slot.prefix + files.m_suffix, {}, options,
+            "$" + std::string(slot.variable)));  // the destructor removes the others
     }
     return files;
 }

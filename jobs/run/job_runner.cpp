@@ -49,12 +49,11 @@ Object env_object(const sandbox::Environment& env) {
 ExprExpected<sandbox::Environment> evaluate_env(const YamlNode& env, const EvalContext& context) {
     sandbox::Environment out;
     if (env.is_null()) return out;
-    auto value = evaluate_yaml(env, context);
-    if (!value) return std::unexpected(value.error());
-    if (!value->is_object())
+    auto value = SANDGATE_TRY(evaluate_yaml(env, context));
+    if (!value.is_object())
         return std::unexpected(ExprError{ExprError::Phase::evaluation,
                                          located(env.mark, "env must evaluate to a mapping")});
-    for (const auto& [name, item] : value->as_object()) out.emplace_back(name, env_text(item));
+    for (const auto& [name, item] : value.as_object()) out.emplace_back(name, env_text(item));
     return out;
 }
 

@@ -32,7 +32,7 @@ const Builtin* find_builtin(std::string_view name) {
 }
 
 common::Expected<std::filesystem::path> require_program(std::string_view program,
-                                                         std::string_view path_env) {
+                                                        std::string_view path_env) {
     auto found = find_program(program, path_env);
     if (found.empty()) {
         return fail(ErrorKind::unavailable,
@@ -124,9 +124,8 @@ common::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::strin
     while (!shell.empty() && (shell.back() == ' ' || shell.back() == '\t')) shell.remove_suffix(1);
     if (shell.empty()) {  // the runner's default: bash -e, else sh -e
         const bool has_bash = !find_program("bash", path_env).empty();
-        auto program = require_program(has_bash ? "bash" : "sh", path_env);
-        if (!program) return std::unexpected(program.error());
-        return ShellTemplate{program->string(), {"-e", "{0}"}, ".sh", has_bash ? "bash" : "sh"};
+        auto program = SANDGATE_TRY(require_program(has_bash ? "bash" : "sh", path_env));
+        return ShellTemplate{program.string(), {"-e", "{0}"}, ".sh", has_bash ? "bash" : "sh"};
     }
     const auto space = shell.find_first_of(" \t");
     const auto command = shell.substr(0, space);
@@ -140,37 +139,31 @@ common::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::strin
                             "'. Shell must be a valid built-in (bash, sh, python, pwsh, "
                             "powershell) or a format string containing '{0}'");
         }
-        auto program = require_program(command, path_env);
-        if (!program) return std::unexpected(program.error());
+        auto program = SANDGATE_TRY(require_program(command, path_env));
         const auto extension = builtin ? std::string(builtin->extension) : std::string();
-        return ShellTemplate{program->string(), split_arguments(rest), extension,
+        return ShellTemplate{program.string(), split_arguments(rest), extension,
                              builtin ? std::string(builtin->name) : std::string("custom")};
     }
     std::string_view program_name = builtin->name;
     if (program_name == "python" && find_program("python", path_env).empty())
         program_name = "python3";
-    auto program = require_program(program_name, path_env);
-    if (!program) return std::unexpected(program.error());
-    return ShellTemplate{program->string(), split_arguments(builtin->args),
+    auto program = SANDGATE_TRY(require_program(program_name, path_env));
+    return ShellTemplate{program.string(), split_arguments(builtin->args),
                          std::string(builtin->extension), std::string(builtin->name)};
 }
 
 common::Expected<ShellCommand> prepare_script(std::string_view shell, std::string_view script,
-                                               const sandbox::SafeDir& temp_dir,
-                                               const sandbox::CreateOptions& options,
-                                               std::string_view path_env) {
-    auto resolved = resolve_shell(shell, path_env);
-    if (!resolved) return std::unexpected(resolved.error());
+                                              const sandbox::SafeDir& temp_dir,
+                                              const sandbox::CreateOptions& options,
+                                              std::string_view path_env) {
+    auto resolved = SANDGATE_TRY(resolve_shell(shell, path_env));
     ShellCommand command;
-    command.script_name = random_name() + resolved->extension;
+    command.script_name = random_name() + resolved.extension;
     command.script = temp_dir.path() / command.script_name;
-    if (auto written = temp_dir.create_file(command.script_name, fix_up(*resolved, script), options,
-                                            "the step's script in $RUNNER_TEMP");
-        !written) {
-        return std::unexpected(written.error());
-    }
-    command.argv.push_back(resolved->program);
-    for (const auto& arg : resolved->args)
+    SANDGATE_TRY(temp_dir.create_file(command.script_name, fix_up(resolved, script), options,
+                                      "the step's script in $RUNNER_TEMP"));
+    command.argv.push_back(resolved.program);
+    for (const auto& arg : resolved.args)
         command.argv.push_back(replace_placeholder(arg, command.script.string()));
     return command;
 }

@@ -42,7 +42,7 @@ private:
 // RUNNER_TEMP through a directory fd: its parent is the trusted side's own, RUNNER_TEMP itself
 // and everything in it the steps' (a step that replaced it by a link is refused here).
 common::Expected<sandbox::SafeDir> open_temp(const StepContext& context,
-                                              const sandbox::CreateOptions& options) {
+                                             const sandbox::CreateOptions& options) {
     const sandbox::CreateOptions dirs{0755, options.owner};
     const auto name = context.temp_dir.filename().string();
     if (context.temp_root != nullptr)
@@ -166,17 +166,17 @@ void record_run(const sandbox::RunResult& run, StepResult& result) {
 // The step's command line: its own argv, or the shell's argv for its script, which is
 // written under temp_dir and removed with the scratch files.
 common::Expected<std::vector<std::string>> step_argv(const StepSpec& spec,
-                                                      const sandbox::SafeDir& temp,
-                                                      const sandbox::CreateOptions& options,
-                                                      const sandbox::Environment& env,
-                                                      ScratchFiles& scratch) {
+                                                     const sandbox::SafeDir& temp,
+                                                     const sandbox::CreateOptions& options,
+                                                     const sandbox::Environment& env,
+                                                     ScratchFiles& scratch) {
     if (!spec.argv.empty()) return spec.argv;
     const auto* path = lookup(env, "PATH");
-    auto command = prepare_script(spec.shell, spec.script, temp, options,
-                                  path ? std::string_view(*path) : std::string_view());
-    if (!command) return std::unexpected(command.error());
-    scratch.set_script(&temp, command->script_name);
-    return std::move(command->argv);
+    auto command =
+        SANDGATE_TRY(prepare_script(spec.shell, spec.script, temp, options,
+                                    path ? std::string_view(*path) : std::string_view()));
+    scratch.set_script(&temp, command.script_name);
+    return std::move(command.argv);
 }
 
 // The runner's switches in the step's environment: ACTIONS_ALLOW_UNSECURE_COMMANDS allows

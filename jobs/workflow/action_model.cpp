@@ -93,15 +93,14 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
 }  // namespace
 
 common::Expected<Action> parse_action(std::string_view text, std::string_view file,
-                                       const std::filesystem::path& dir) {
+                                      const std::filesystem::path& dir) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
     // The runner reads action.yml against action-root (ActionManifestManager).
     static constexpr std::string_view k_conditions[] = {"step-if"};
     TemplateReadOptions options;
     options.condition_types = k_conditions;
-    if (auto read = read_template(schema::action_schema(), "action-root", *root, options); !read)
-        return std::unexpected(read.error());
+    SANDGATE_TRY(read_template(schema::action_schema(), "action-root", *root, options));
     ParseContext ctx;
     Action action;
     action.directory = dir;
@@ -120,21 +119,19 @@ common::Expected<Action> parse_action(std::string_view text, std::string_view fi
 }
 
 common::Expected<Action> load_action(const std::filesystem::path& root,
-                                      const std::filesystem::path& dir) {
+                                     const std::filesystem::path& dir) {
     const auto relative = sandbox::relative_beneath(root, dir);
     if (!relative)
         return common::fail(
             common::ErrorKind::invalid_input,
             "the local action " + dir.string() + " is not beneath " + root.string());
-    auto tree = sandbox::SafeDir::open_trusted(root, root.string());
-    if (!tree) return std::unexpected(tree.error());
+    auto tree = SANDGATE_TRY(sandbox::SafeDir::open_trusted(root, root.string()));
     const sandbox::ReadLimits limits{4 * 1024 * 1024, std::nullopt, -1};
     for (const char* name : {"action.yml", "action.yaml"}) {
         const auto file = dir / name;
-        auto text = tree->read_file_if_present((std::filesystem::path(*relative) / name).string(),
-                                               limits, file.string());
-        if (!text) return std::unexpected(text.error());
-        if (*text) return parse_action(**text, file.string(), dir);
+        auto text = SANDGATE_TRY(tree.read_file_if_present(
+            (std::filesystem::path(*relative) / name).string(), limits, file.string()));
+        if (text) return parse_action(*text, file.string(), dir);
     }
     return common::fail(
         common::ErrorKind::invalid_input,

@@ -26,22 +26,22 @@ common::Expected<Value> computed_strategy(const Job& job, const EvalContext& con
     if (!value) return common::fail(common::ErrorKind::invalid_input, value.error().message);
     if (!value->is_object())
         return common::fail(common::ErrorKind::invalid_input,
-                             located(node.mark, "strategy must evaluate to an object"));
+                            located(node.mark, "strategy must evaluate to an object"));
     return *value;
 }
 
 // The combinations the job's matrix expands to (after --matrix filters); one empty
 // combination without a matrix.
 common::Expected<std::vector<Value>> matrix_combinations(const Job& job, const Value* computed,
-                                                          const EvalContext& context,
-                                                          const RunSettings& settings) {
+                                                         const EvalContext& context,
+                                                         const RunSettings& settings) {
     if (computed != nullptr) {
         const Value* matrix = computed->get("matrix");
         if (matrix == nullptr || matrix->is_null()) return std::vector<Value>(1);
         auto expanded = expand_matrix(*matrix);
         if (!expanded)
             return common::fail(common::ErrorKind::invalid_input,
-                                 located(job.strategy->computed->mark, expanded.error().message));
+                                located(job.strategy->computed->mark, expanded.error().message));
         return filter_matrix(std::move(*expanded), settings.matrix_filter);
     }
     if (!job.strategy || job.strategy->matrix.is_null()) return std::vector<Value>(1);
@@ -50,7 +50,7 @@ common::Expected<std::vector<Value>> matrix_combinations(const Job& job, const V
     auto expanded = expand_matrix(*matrix);
     if (!expanded)
         return common::fail(common::ErrorKind::invalid_input,
-                             located(job.strategy->matrix.mark, expanded.error().message));
+                            located(job.strategy->matrix.mark, expanded.error().message));
     return filter_matrix(std::move(*expanded), settings.matrix_filter);
 }
 
@@ -62,7 +62,7 @@ std::size_t parallel_limit(const Value& value) {
 }
 
 common::Expected<void> strategy_settings(const Job& job, const Value* computed,
-                                          const EvalContext& context, LegPlan& plan) {
+                                         const EvalContext& context, LegPlan& plan) {
     if (computed != nullptr) {
         if (const Value* ff = computed->get("fail-fast"); ff != nullptr && !ff->is_null())
             plan.fail_fast = ff->truthy();
@@ -122,20 +122,17 @@ EvalContext job_eval_context(const JobScope& scope, RunStatus status) {
 }
 
 common::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context,
-                                     const RunSettings& settings) {
+                                    const RunSettings& settings) {
     LegPlan plan;
     std::optional<Value> computed;
     if (job.strategy && job.strategy->computed) {
-        auto strategy = computed_strategy(job, context);
-        if (!strategy) return std::unexpected(strategy.error());
-        computed = std::move(*strategy);
+        auto strategy = SANDGATE_TRY(computed_strategy(job, context));
+        computed = std::move(strategy);
     }
     const Value* computed_value = computed ? &*computed : nullptr;
-    auto combinations = matrix_combinations(job, computed_value, context, settings);
-    if (!combinations) return std::unexpected(combinations.error());
-    if (auto ok = strategy_settings(job, computed_value, context, plan); !ok)
-        return std::unexpected(ok.error());
-    const std::size_t total = combinations->size();
+    auto combinations = SANDGATE_TRY(matrix_combinations(job, computed_value, context, settings));
+    SANDGATE_TRY(strategy_settings(job, computed_value, context, plan));
+    const std::size_t total = combinations.size();
     for (std::size_t i = 0; i < total; ++i) {
         Object strategy;
         strategy.set("fail-fast", plan.fail_fast);
@@ -143,7 +140,7 @@ common::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context,
         strategy.set("job-total", static_cast<double>(total));
         strategy.set("max-parallel",
                      static_cast<double>(plan.max_parallel == 0 ? total : plan.max_parallel));
-        plan.legs.push_back(Leg{(*combinations)[i], std::move(strategy)});
+        plan.legs.push_back(Leg{(combinations)[i], std::move(strategy)});
     }
     return plan;
 }
@@ -171,7 +168,7 @@ std::string leg_name(const Job& job, const Leg& leg, const EvalContext& context)
 }
 
 common::Expected<LegPlacement> place_leg(const Job& job, const EvalContext& context,
-                                          const RunSettings& settings) {
+                                         const RunSettings& settings) {
     LegPlacement placement;
     auto runs_on = evaluate_yaml(job.runs_on, context);
     if (!runs_on) return common::fail(common::ErrorKind::invalid_input, runs_on.error().message);

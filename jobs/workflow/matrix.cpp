@@ -100,7 +100,7 @@ bool excluded(const std::vector<Vector>& vectors, const std::vector<std::size_t>
 }
 
 common::Expected<std::vector<Object>> cross_product(const std::vector<Vector>& vectors,
-                                                     const std::vector<Object>& excludes) {
+                                                    const std::vector<Object>& excludes) {
     std::vector<Object> out;
     if (vectors.empty()) return out;
     std::size_t product = 1;
@@ -151,8 +151,7 @@ ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& c
     Object out;
     for (const auto& entry : matrix.entries) {
         if (has_expression(entry.key)) {  // ${{ insert }} or a computed vector name
-            if (auto added = evaluate_entry(entry, context, out); !added)
-                return std::unexpected(added.error());
+            SANDGATE_TRY(evaluate_entry(entry, context, out));
             continue;
         }
         auto value = evaluate_vector(entry.value, context);
@@ -171,12 +170,11 @@ common::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
     std::vector<Object> includes, excludes;
     for (const auto& [key, value] : matrix.as_object()) {
         if (equals_ignore_case(key, "include") || equals_ignore_case(key, "exclude")) {
-            auto list = object_list(value, key);
-            if (!list) return std::unexpected(list.error());
-            (equals_ignore_case(key, "include") ? includes : excludes) = std::move(*list);
+            auto list = SANDGATE_TRY(object_list(value, key));
+            (equals_ignore_case(key, "include") ? includes : excludes) = std::move(list);
             continue;
         }
-        if (auto ok = check_vector(key, value); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(check_vector(key, value));
         vectors.push_back(Vector{key, &value.as_array()});
         vector_keys.insert(fold_case(key));
     }

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "common/strings.hpp"
 #include "jobs/expr/value.hpp"
 #include "sandbox/access/safe_access.hpp"
 #include "sandbox/access/safe_read.hpp"
-#include "common/strings.hpp"
 
 namespace jobs {
 
@@ -32,9 +32,9 @@ public:
             PCRE2_UCHAR message[256];
             pcre2_get_error_message(code, message, sizeof message);
             return common::fail(common::ErrorKind::invalid_input,
-                                 "invalid regexp '" + pattern + "' at offset " +
-                                     std::to_string(offset) + ": " +
-                                     reinterpret_cast<const char*>(message));
+                                "invalid regexp '" + pattern + "' at offset " +
+                                    std::to_string(offset) + ": " +
+                                    reinterpret_cast<const char*>(message));
         }
         auto regex = std::shared_ptr<CompiledRegex>(new CompiledRegex(compiled));
         pcre2_jit_compile(compiled, PCRE2_JIT_COMPLETE);  // best effort: the interpreter otherwise
@@ -98,7 +98,7 @@ common::Expected<std::optional<int>> group_index(const Value& pattern, std::stri
     const double number = value->is_number() ? value->as_number() : -1.5;
     if (!value->is_number() || number != static_cast<double>(static_cast<int>(number)))
         return common::fail(common::ErrorKind::invalid_input,
-                             "The property '" + std::string(name) + "' must be a whole number");
+                            "The property '" + std::string(name) + "' must be a whole number");
     return std::optional<int>(static_cast<int>(number));
 }
 
@@ -115,7 +115,7 @@ std::optional<std::string> track(std::string_view name, const std::optional<int>
 }
 
 common::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bool last,
-                                                std::set<std::string>& seen) {
+                                               std::set<std::string>& seen) {
     if (!item.is_object())
         return common::fail(common::ErrorKind::invalid_input, "a pattern must be an object");
     MatcherPattern pattern;
@@ -132,16 +132,15 @@ common::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bo
                             {"code", &pattern.code},         {"message", &pattern.message},
                             {"fromPath", &pattern.from_path}};
     for (const auto& field : fields) {
-        auto index = group_index(item, field.name);
-        if (!index) return std::unexpected(index.error());
-        *field.slot = *index;
+        auto index = SANDGATE_TRY(group_index(item, field.name));
+        *field.slot = index;
     }
     if (pattern.loop && (first || !last))
         return common::fail(common::ErrorKind::invalid_input,
-                             "Only the last pattern in a multiline matcher may set 'loop'");
+                            "Only the last pattern in a multiline matcher may set 'loop'");
     if (pattern.loop && !pattern.message)
         return common::fail(common::ErrorKind::invalid_input,
-                             "The loop pattern must set 'message'");
+                            "The loop pattern must set 'message'");
     auto regex = CompiledRegex::compile(pattern.regexp);
     if (!regex) return std::unexpected(regex.error());
     pattern.regex = *regex;
@@ -166,26 +165,26 @@ common::Expected<ProblemMatcher> parse_matcher(const Value& item) {
     if (!matcher.severity.empty() && !equals_ignore_case(matcher.severity, "error") &&
         !equals_ignore_case(matcher.severity, "warning"))
         return common::fail(common::ErrorKind::invalid_input,
-                             "Matcher '" + matcher.owner +
-                                 "' contains unexpected default severity '" + matcher.severity +
-                                 "'");
+                            "Matcher '" + matcher.owner +
+                                "' contains unexpected default severity '" + matcher.severity +
+                                "'");
     const Value* patterns = item.get("pattern");
     if (patterns == nullptr || !patterns->is_array() || patterns->as_array().empty())
         return common::fail(common::ErrorKind::invalid_input,
-                             "Matcher '" + matcher.owner + "' does not contain any patterns");
+                            "Matcher '" + matcher.owner + "' does not contain any patterns");
     std::set<std::string> seen;
     const auto& list = patterns->as_array();
     for (std::size_t i = 0; i < list.size(); ++i) {
         auto pattern = parse_pattern(list[i], i == 0, i + 1 == list.size(), seen);
         if (!pattern)
             return common::fail(common::ErrorKind::invalid_input,
-                                 "matcher '" + matcher.owner + "', pattern " + std::to_string(i) +
-                                     ": " + pattern.error().message);
+                                "matcher '" + matcher.owner + "', pattern " + std::to_string(i) +
+                                    ": " + pattern.error().message);
         matcher.patterns.push_back(std::move(*pattern));
     }
     if (!seen.contains("message"))
         return common::fail(common::ErrorKind::invalid_input,
-                             "At least one pattern must set 'message'");
+                            "At least one pattern must set 'message'");
     return matcher;
 }
 
@@ -261,10 +260,9 @@ std::optional<std::string> repository_file(const MatcherHit& hit,
 }  // namespace
 
 common::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::string_view json,
-                                                                      std::string_view source) {
+                                                                     std::string_view source) {
     auto located = [&](const std::string& message) {
-        return common::fail(common::ErrorKind::invalid_input,
-                             std::string(source) + ": " + message);
+        return common::fail(common::ErrorKind::invalid_input, std::string(source) + ": " + message);
     };
     auto document = parse_json(json);
     if (!document) return located(document.error().message);

@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
+#include "jobs/expr/value.hpp"
 #include "jobs/workflow/template_reader.hpp"
 #include "jobs/workflow/template_schema.hpp"
-#include "jobs/expr/value.hpp"
 #include "jobs/workflow/workflow_parse.hpp"
 
 namespace jobs {
@@ -371,7 +371,7 @@ bool is_valid_identifier(std::string_view id) {
 }
 
 common::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
-                                           Dialect dialect) {
+                                          Dialect dialect) {
     auto root = parse_yaml(text, file);
     if (!root) return std::unexpected(root.error());
     // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
@@ -381,8 +381,7 @@ common::Expected<Workflow> parse_workflow(std::string_view text, std::string_vie
     options.background_steps =
         true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
-    if (auto read = read_template(workflow_grammar(), "workflow-root", *root, options); !read)
-        return std::unexpected(read.error());
+    SANDGATE_TRY(read_template(workflow_grammar(), "workflow-root", *root, options));
     ParseContext ctx;
     Workflow workflow;
     workflow.file = std::string(file);
@@ -413,7 +412,7 @@ common::Expected<Workflow> load_workflow(const std::filesystem::path& path, Dial
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return common::fail(common::ErrorKind::invalid_input,
-                             one_line(path.string()) + ": cannot read the file");
+                            one_line(path.string()) + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
     return parse_workflow(buffer.str(), path.string(), dialect);

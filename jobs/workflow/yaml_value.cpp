@@ -84,8 +84,7 @@ ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& conte
     if (node.is_mapping()) {
         Object object;
         for (const auto& entry : node.entries) {
-            if (auto added = evaluate_entry(entry, context, object); !added)
-                return std::unexpected(added.error());
+            SANDGATE_TRY(evaluate_entry(entry, context, object));
         }
         return Value(std::move(object));
     }

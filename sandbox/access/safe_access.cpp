@@ -183,7 +183,7 @@ Expected<Fd> open_for_removal(int parent, const char* name, const std::string& l
 Expected<std::optional<std::string>> sweep(int dir, const std::string& label) {
     std::optional<std::string> pending;
     std::optional<Error> failure;
-    auto listed = list(dir, label, [&](const char* name, unsigned char type) {
+    SANDGATE_TRY(list(dir, label, [&](const char* name, unsigned char type) {
         const EntryKind kind = kind_of(dir, name, type);
         if (kind != EntryKind::directory) {
             if (::unlinkat(dir, name, 0) != 0 && errno != ENOENT)
@@ -198,8 +198,7 @@ Expected<std::optional<std::string>> sweep(int dir, const std::string& label) {
         }
         pending = name;
         return false;
-    });
-    if (!listed) return std::unexpected(listed.error());
+    }));
     if (failure) return std::unexpected(*failure);
     return pending;
 }
@@ -213,18 +212,17 @@ Expected<void> empty_tree(Fd root, const std::string& label) {
     std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> trail;  // name, parent identity
     std::string emptied;
     for (;;) {
-        auto next = sweep(current.get(), label);
-        if (!next) return std::unexpected(next.error());
-        if (*next) {
-            if (**next == emptied)
+        auto next = SANDGATE_TRY(sweep(current.get(), label));
+        if (next) {
+            if (*next == emptied)
                 return fail(ErrorKind::permanent, label + ": cannot remove " + emptied);
             struct stat here {};
             if (::fstat(current.get(), &here) != 0)
                 return fail(ErrorKind::permanent, errno_message("removing " + label));
-            auto child = open_for_removal(current.get(), (*next)->c_str(), label + "/" + **next);
-            if (!child) return std::unexpected(child.error());
-            trail.push_back({**next, {here.st_dev, here.st_ino}});
-            current = std::move(*child);
+            auto child =
+                SANDGATE_TRY(open_for_removal(current.get(), (next)->c_str(), label + "/" + *next));
+            trail.push_back({*next, {here.st_dev, here.st_ino}});
+            current = std::move(child);
             emptied.clear();
             continue;
         }
@@ -251,9 +249,8 @@ Expected<void> remove_entry(int parent, const std::string& name, const std::stri
             return fail(ErrorKind::permanent, errno_message("removing " + label));
         return {};
     }
-    auto dir = open_for_removal(parent, name.c_str(), label);
-    if (!dir) return std::unexpected(dir.error());
-    if (auto emptied = empty_tree(std::move(*dir), label); !emptied) return emptied;
+    auto dir = SANDGATE_TRY(open_for_removal(parent, name.c_str(), label));
+    if (auto emptied = empty_tree(std::move(dir), label); !emptied) return emptied;
     if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
         return fail(ErrorKind::permanent, errno_message("removing " + label));
     return {};
@@ -353,9 +350,8 @@ Expected<std::string> read_file_beneath(const std::filesystem::path& root,
     const auto relative = relative_beneath(root, path);
     if (!relative || *relative == ".")
         return fail(ErrorKind::invalid_input, label + " is not beneath " + root.string());
-    auto dir = SafeDir::open_trusted(root, root.string());
-    if (!dir) return std::unexpected(dir.error());
-    return dir->read_file(*relative, limits, label);
+    auto dir = SANDGATE_TRY(SafeDir::open_trusted(root, root.string()));
+    return dir.read_file(*relative, limits, label);
 }
 
 Expected<SafeDir> SafeDir::open_trusted(const std::filesystem::path& path, std::string label) {
@@ -449,10 +445,9 @@ Expected<Fd> SafeDir::open_regular(std::string_view relative, const std::string&
 
 Expected<std::string> SafeDir::read_file(std::string_view relative, const ReadLimits& limits,
                                          const std::string& label) const {
-    auto text = read_file_if_present(relative, limits, label);
-    if (!text) return std::unexpected(text.error());
-    if (!*text) return fail(ErrorKind::invalid_input, label + " does not exist");
-    return std::move(**text);
+    auto text = SANDGATE_TRY(read_file_if_present(relative, limits, label));
+    if (!text) return fail(ErrorKind::invalid_input, label + " does not exist");
+    return std::move(*text);
 }
 
 Expected<std::optional<std::string>> SafeDir::read_file_if_present(std::string_view relative,
@@ -466,36 +461,31 @@ Expected<std::optional<std::string>> SafeDir::read_file_if_present(std::string_v
     if (static_cast<std::uint64_t>(st.st_size) > limits.max_bytes)
         return fail(ErrorKind::invalid_input,
                     label + " is larger than " + std::to_string(limits.max_bytes) + " bytes");
-    auto text = read_all(*fd, limits, label);
-    if (!text) return std::unexpected(text.error());
-    return std::optional<std::string>(std::move(*text));
+    auto text = SANDGATE_TRY(read_all(*fd, limits, label));
+    return std::optional<std::string>(std::move(text));
 }
 
 Expected<void> SafeDir::create_file(std::string_view relative, std::string_view content,
                                     const CreateOptions& options, const std::string& label) const {
-    auto made = create_file_once(relative, content, options, label);
-    if (!made) return std::unexpected(made.error());
-    if (!*made) return fail(ErrorKind::invalid_input, label + " exists already");
+    auto made = SANDGATE_TRY(create_file_once(relative, content, options, label));
+    if (!made) return fail(ErrorKind::invalid_input, label + " exists already");
     return {};
 }
 
 Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_view content,
                                          const CreateOptions& options,
                                          const std::string& label) const {
-    auto fd = create_exclusive(*this, relative, options, label);
-    if (!fd) return std::unexpected(fd.error());
-    if (!*fd) return false;
-    if (auto written = write_all(**fd, content, label); !written)
-        return std::unexpected(written.error());
+    auto fd = SANDGATE_TRY(create_exclusive(*this, relative, options, label));
+    if (!fd) return false;
+    SANDGATE_TRY(write_all(*fd, content, label));
     return true;
 }
 
 Expected<Fd> create_new_file(const SafeDir& dir, std::string_view relative,
                              const CreateOptions& options, const std::string& label) {
-    auto fd = create_exclusive(dir, relative, options, label);
-    if (!fd) return std::unexpected(fd.error());
-    if (!*fd) return fail(ErrorKind::invalid_input, label + " exists already");
-    return std::move(**fd);
+    auto fd = SANDGATE_TRY(create_exclusive(dir, relative, options, label));
+    if (!fd) return fail(ErrorKind::invalid_input, label + " exists already");
+    return std::move(*fd);
 }
 
 Expected<void> SafeDir::replace_file(std::string_view name, std::string_view content,
@@ -614,14 +604,13 @@ std::pair<std::string, std::string> split_last(const std::string& relative) {
 Expected<void> copy_file(const SafeDir& from, const SafeDir& to, const std::string& relative,
                          const std::optional<Owner>& owner) {
     struct stat st {};
-    auto in = from.open_file(relative, relative, &st);
-    if (!in) return std::unexpected(in.error());
+    auto in = SANDGATE_TRY(from.open_file(relative, relative, &st));
     Fd out(open_beneath(to.fd(), relative.c_str(), O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 0777));
     if (!out) return open_error(relative, errno, "a new file");
     if (owner && ::fchown(out.get(), owner->uid, owner->gid) != 0)
         return fail(ErrorKind::permanent, errno_message("giving " + relative + " to the sandbox"));
     for (;;) {
-        const ssize_t n = ::copy_file_range(in->get(), nullptr, out.get(), nullptr, 1 << 30, 0);
+        const ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, 1 << 30, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return fail(ErrorKind::permanent, errno_message("copying " + relative));
         if (n == 0) return {};

@@ -16,10 +16,10 @@
 #include <thread>
 #include <utility>
 
+#include "common/unix_socket.hpp"
+#include "sandbox/access/safe_access.hpp"
 #include "sandbox/process/cancel.hpp"
 #include "sandbox/wrap/payload_status.hpp"
-#include "sandbox/access/safe_access.hpp"
-#include "common/unix_socket.hpp"
 
 namespace sandbox {
 namespace {
@@ -96,8 +96,7 @@ Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
     if (*relative == ".") return base;
     auto root = SafeDir::open_trusted(base, "the sandbox root");
     if (!root) return std::unexpected(root.error());
-    if (auto dir = root->open_dir(*relative, "cwd '" + cwd + "'"); !dir)
-        return std::unexpected(dir.error());
+    SANDGATE_TRY(root->open_dir(*relative, "cwd '" + cwd + "'"));
     return (base / *relative).lexically_normal();
 }
 
@@ -142,7 +141,7 @@ private:
 Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) {
     auto token = CancelToken::create_linked(shutdown);
     if (!token) return token;
-    if (auto ok = token->fire_on_hangup(connection); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(token->fire_on_hangup(connection));
     return token;
 }
 
@@ -194,11 +193,10 @@ public:
         std::error_code ec;
         m_root = std::filesystem::weakly_canonical(m_config.root, ec);
         if (ec) return fail(ErrorKind::invalid_input, m_config.root.string() + ": " + ec.message());
-        auto listener = common::listen_unix(m_config.socket);
-        if (!listener) return std::unexpected(listener.error());
+        auto listener = SANDGATE_TRY(common::listen_unix(m_config.socket));
         // Non-blocking: should both threads wake for one connection, the one that loses the
         // accept goes back to its wait (and sees the shutdown) instead of blocking in accept.
-        ::fcntl(listener->get(), F_SETFL, ::fcntl(listener->get(), F_GETFL) | O_NONBLOCK);
+        ::fcntl(listener.get(), F_SETFL, ::fcntl(listener.get(), F_GETFL) | O_NONBLOCK);
         spdlog::info("broker {}: listening on {} (steps reaped by {})", m_config.identity,
                      m_config.socket.string(),
                      m_reaper == Reaper::caller ? "the broker" : "a reaper per step");
@@ -206,8 +204,8 @@ public:
         if (!shutdown) return std::unexpected(shutdown.error());
         m_shutdown.emplace(std::move(*shutdown));
         Expected<void> other_result;
-        std::thread other([&] { other_result = accept_loop(listener->get()); });
-        auto result = accept_loop(listener->get());
+        std::thread other([&] { other_result = accept_loop(listener.get()); });
+        auto result = accept_loop(listener.get());
         // On shutdown a running step is cancelled (its tree stopped), so both loops end soon.
         other.join();
         return result ? other_result : result;
@@ -395,15 +393,12 @@ Expected<void> serve_broker(const BrokerConfig& config) {
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait,
                                   common::PeerCredentials* peer, const CancelToken* cancel) {
-    auto connection = common::connect_unix(socket);
-    if (!connection) return std::unexpected(connection.error());
-    auto credentials = common::peer_credentials(connection->get());
-    if (!credentials) return std::unexpected(credentials.error());
-    if (!trusted_broker(*credentials, socket))
+    auto connection = SANDGATE_TRY(common::connect_unix(socket));
+    auto credentials = SANDGATE_TRY(common::peer_credentials(connection.get()));
+    if (!trusted_broker(credentials, socket))
         return fail(ErrorKind::permanent, socket.string() + ": the broker runs as another uid");
-    if (peer) *peer = *credentials;
-    if (auto ok = common::write_frame(connection->get(), encode_request(request)); !ok)
-        return std::unexpected(ok.error());
+    if (peer) *peer = credentials;
+    SANDGATE_TRY(common::write_frame(connection.get(), encode_request(request)));
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (wait)
         deadline = std::chrono::steady_clock::now() + *wait;
@@ -413,12 +408,10 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const Bro
         deadline = std::chrono::steady_clock::now() + *request.exec.timeout + k_reply_margin;
     if (cancel != nullptr && request.op == BrokerOp::exec) {
         const auto grace = request.exec.kill_grace.value_or(k_default_kill_grace);
-        if (auto ok = await_reply(connection->get(), *cancel, grace, deadline); !ok)
-            return std::unexpected(ok.error());
+        SANDGATE_TRY(await_reply(connection.get(), *cancel, grace, deadline));
     }
-    auto frame = common::read_frame(connection->get(), k_max_reply_frame, deadline);
-    if (!frame) return std::unexpected(frame.error());
-    return parse_reply(*frame);
+    auto frame = SANDGATE_TRY(common::read_frame(connection.get(), k_max_reply_frame, deadline));
+    return parse_reply(frame);
 }
 
 }  // namespace sandbox

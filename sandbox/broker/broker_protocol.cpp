@@ -83,18 +83,16 @@ Expected<void> parse_exec_fields(object obj, ExecRequest& exec) {
     auto timeout = optional_uint(obj, "timeout_ms");
     if (!timeout) return std::unexpected(timeout.error());
     if (*timeout) exec.timeout = std::chrono::milliseconds(**timeout);
-    auto grace = optional_uint(obj, "kill_grace_ms");
-    if (!grace) return std::unexpected(grace.error());
-    if (*grace) {
-        if (**grace > static_cast<std::uint64_t>(k_max_kill_grace.count()))
+    auto grace = SANDGATE_TRY(optional_uint(obj, "kill_grace_ms"));
+    if (grace) {
+        if (*grace > static_cast<std::uint64_t>(k_max_kill_grace.count()))
             return bad("kill_grace_ms", "is more than " + std::to_string(k_max_kill_grace.count()));
-        exec.kill_grace = std::chrono::milliseconds(**grace);
+        exec.kill_grace = std::chrono::milliseconds(*grace);
     }
-    auto limit = optional_uint(obj, "output_limit");
-    if (!limit) return std::unexpected(limit.error());
-    if (*limit) {
-        if (**limit > k_max_broker_output_limit) return bad("output_limit", "is too large");
-        exec.output_limit = **limit;
+    auto limit = SANDGATE_TRY(optional_uint(obj, "output_limit"));
+    if (limit) {
+        if (*limit > k_max_broker_output_limit) return bad("output_limit", "is too large");
+        exec.output_limit = *limit;
     }
     auto stdin_text = optional_string(obj, "stdin_text");
     if (!stdin_text) return std::unexpected(stdin_text.error());
@@ -241,9 +239,8 @@ std::string encode_request(const BrokerRequest& request) {
 Expected<BrokerRequest> parse_request(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::padded_string storage;
-    auto doc = parse_document(parser, json, storage);
-    if (!doc) return std::unexpected(doc.error());
-    object obj = doc->get_object().value_unsafe();
+    auto doc = SANDGATE_TRY(parse_document(parser, json, storage));
+    object obj = doc.get_object().value_unsafe();
     BrokerRequest request;
     std::string_view op;
     if (obj["op"].get(op) != simdjson::SUCCESS) return bad("op", "is missing");
@@ -258,8 +255,7 @@ Expected<BrokerRequest> parse_request(std::string_view json) {
     auto identity = optional_string(obj, "identity");
     if (!identity) return std::unexpected(identity.error());
     request.exec.identity = identity->value_or("");
-    if (request.op == BrokerOp::exec)
-        if (auto ok = parse_exec_fields(obj, request.exec); !ok) return std::unexpected(ok.error());
+    if (request.op == BrokerOp::exec) SANDGATE_TRY(parse_exec_fields(obj, request.exec));
     return request;
 }
 
@@ -298,11 +294,9 @@ Expected<RunResult> decode_run_result(std::string_view json) {
 Expected<ExecRequest> parse_exec_object(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::padded_string storage;
-    auto doc = parse_document(parser, json, storage);
-    if (!doc) return std::unexpected(doc.error());
+    auto doc = SANDGATE_TRY(parse_document(parser, json, storage));
     ExecRequest exec;
-    if (auto ok = parse_exec_fields(doc->get_object().value_unsafe(), exec); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(parse_exec_fields(doc.get_object().value_unsafe(), exec));
     return exec;
 }
 

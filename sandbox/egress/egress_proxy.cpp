@@ -482,13 +482,11 @@ Expected<std::unique_ptr<EgressProxy>> EgressProxy::start(EgressSettings setting
     if (!forwarder) return fail(ErrorKind::unavailable, "egress proxy: no forwarder socket");
     Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop) return fail(ErrorKind::unavailable, errno_message("eventfd for the egress proxy"));
-    auto resolver = EgressResolver::start();
-    if (!resolver) return std::unexpected(resolver.error());
+    auto resolver = SANDGATE_TRY(EgressResolver::start());
     auto proxy = std::make_unique<Proxy>(std::move(settings), std::move(forwarder), std::move(stop),
-                                         std::move(*resolver));
-    auto thread = start_quiet_thread([raw = proxy.get()] { raw->loop(); });
-    if (!thread) return std::unexpected(thread.error());
-    proxy->run_on(std::move(*thread));
+                                         std::move(resolver));
+    auto thread = SANDGATE_TRY(start_quiet_thread([raw = proxy.get()] { raw->loop(); }));
+    proxy->run_on(std::move(thread));
     return std::unique_ptr<EgressProxy>(std::move(proxy));
 }
 

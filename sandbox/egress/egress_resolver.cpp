@@ -32,9 +32,8 @@ Expected<std::unique_ptr<EgressResolver>> EgressResolver::start() {
     resolver->m_ready = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!resolver->m_ready)
         return fail(ErrorKind::unavailable, errno_message("eventfd for the egress resolver"));
-    auto thread = start_quiet_thread([raw = resolver.get()] { raw->work(); });
-    if (!thread) return std::unexpected(thread.error());
-    resolver->m_thread = std::move(*thread);
+    auto thread = SANDGATE_TRY(start_quiet_thread([raw = resolver.get()] { raw->work(); }));
+    resolver->m_thread = std::move(thread);
     return resolver;
 }
 

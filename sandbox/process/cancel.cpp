@@ -17,21 +17,20 @@ Expected<CancelToken> CancelToken::create() {
 }
 
 Expected<CancelToken> CancelToken::create_linked(const CancelToken& parent) {
-    auto own = create();
-    if (!own) return std::unexpected(own.error());
+    auto own = SANDGATE_TRY(create());
     // An epoll fd polls readable while any fd in its set is: level-triggered, and neither
     // eventfd is ever read, so once either token fires the watch stays readable. The parent's
     // fd() may itself be an epoll fd (a chain of links); epoll nests.
     Fd watch(::epoll_create1(EPOLL_CLOEXEC));
     if (!watch) return fail(ErrorKind::unavailable, errno_message("epoll_create1"));
-    for (const int fd : {own->m_event.get(), parent.fd()}) {
+    for (const int fd : {own.m_event.get(), parent.fd()}) {
         epoll_event event{};
         event.events = EPOLLIN;
         event.data.fd = fd;
         if (::epoll_ctl(watch.get(), EPOLL_CTL_ADD, fd, &event) != 0)
             return fail(ErrorKind::unavailable, errno_message("epoll_ctl"));
     }
-    return CancelToken(std::move(own->m_event), std::move(watch));
+    return CancelToken(std::move(own.m_event), std::move(watch));
 }
 
 Expected<void> CancelToken::fire_on_hangup(int socket) {

@@ -219,11 +219,10 @@ Expected<std::filesystem::path> Cgroup::base() {
 }
 
 Expected<Cgroup> Cgroup::create() {
-    auto parent = base();
-    if (!parent) return std::unexpected(parent.error());
-    remove_stale_leaves_once(*parent);
+    auto parent = SANDGATE_TRY(base());
+    remove_stale_leaves_once(parent);
     const std::filesystem::path path =
-        *parent / ("sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(++g_counter));
+        parent / ("sandgate-" + std::to_string(::getpid()) + "-" + std::to_string(++g_counter));
     if (::mkdir(path.c_str(), 0755) != 0)
         return fail(ErrorKind::unavailable, errno_message("mkdir " + path.string()));
     Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

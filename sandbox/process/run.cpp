@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "sandbox/process/cgroup.hpp"
-#include "sandbox/wrap/payload_status.hpp"
 #include "sandbox/process/run_session.hpp"
 #include "sandbox/process/run_tree.hpp"
 #include "sandbox/process/spawn.hpp"
+#include "sandbox/wrap/payload_status.hpp"
 #include "sandbox/wrap/wrap.hpp"
 
 namespace sandbox {
@@ -108,11 +108,10 @@ Expected<Pipe> output_pipe() {
 Expected<RunPipes> open_pipes(const RunRequest& request) {
     RunPipes pipes;
     if (request.stdin_text && !request.stdin_text->empty()) {
-        auto in = make_pipe();
-        if (!in) return std::unexpected(in.error());
-        set_nonblocking(in->write.get());
-        pipes.stdin_parent = std::move(in->write);
-        pipes.stdin_child = std::move(in->read);
+        auto in = SANDGATE_TRY(make_pipe());
+        set_nonblocking(in.write.get());
+        pipes.stdin_parent = std::move(in.write);
+        pipes.stdin_child = std::move(in.read);
     } else {
         pipes.stdin_child = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
         if (!pipes.stdin_child) return fail(ErrorKind::permanent, errno_message("open /dev/null"));

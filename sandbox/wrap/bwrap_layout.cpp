@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "sandbox/wrap/offline.hpp"
 #include "common/temp_dir.hpp"
+#include "sandbox/wrap/offline.hpp"
 #include "sandbox/wrap/tool_cache.hpp"
 
 namespace sandbox {
@@ -52,17 +52,16 @@ Expected<Scratch> make_scratch(const Policy& policy) {
         std::error_code ec;
         // trusted path: --scratch is the caller's (a job runner makes its legs' beneath its fd)
         std::filesystem::create_directories(*policy.scratch, ec);
-        auto checked = checked_bind_path(*policy.scratch, "--scratch", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        return Scratch{*checked, ScratchPlace::kept};
+        auto checked =
+            SANDGATE_TRY(checked_bind_path(*policy.scratch, "--scratch", MustExist::yes));
+        return Scratch{checked, ScratchPlace::kept};
     }
     if (!policy.toolchain_cache)
         return Scratch{std::filesystem::path(k_private_scratch), ScratchPlace::in_wrap};
-    auto made = common::make_host_temp_dir("sandgate-run-");
-    if (!made) return std::unexpected(made.error());
-    auto checked = checked_bind_path(*made, "scratch", MustExist::yes);
+    auto made = SANDGATE_TRY(common::make_host_temp_dir("sandgate-run-"));
+    auto checked = checked_bind_path(made, "scratch", MustExist::yes);
     if (!checked) {
-        ::rmdir(made->c_str());
+        ::rmdir(made.c_str());
         return std::unexpected(checked.error());
     }
     return Scratch{*checked, ScratchPlace::host};
@@ -79,16 +78,14 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         entries.push_back({MountKind::bind, scratch.root, scratch.root, {}, 2});
     }
     for (const auto& path : policy.read_only) {
-        auto checked = checked_bind_path(path, "--read-only", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        if (auto ok = refuse_host_roots(*checked, "--read-only"); !ok) return ok;
-        entries.push_back({MountKind::ro_bind, *checked, *checked, {}, 2});
+        auto checked = SANDGATE_TRY(checked_bind_path(path, "--read-only", MustExist::yes));
+        if (auto ok = refuse_host_roots(checked, "--read-only"); !ok) return ok;
+        entries.push_back({MountKind::ro_bind, checked, checked, {}, 2});
     }
     for (const auto& path : policy.writable) {
-        auto checked = checked_bind_path(path, "--writable", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        if (auto ok = refuse_host_roots(*checked, "--writable"); !ok) return ok;
-        entries.push_back({MountKind::bind, *checked, *checked, {}, 2});
+        auto checked = SANDGATE_TRY(checked_bind_path(path, "--writable", MustExist::yes));
+        if (auto ok = refuse_host_roots(checked, "--writable"); !ok) return ok;
+        entries.push_back({MountKind::bind, checked, checked, {}, 2});
     }
     if (auto added = add_binds(policy.binds, entries); !added) return added;
     // The cache's allowlisted directories (offline.hpp), each read-only at its own path; never
@@ -104,10 +101,10 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
     }
     // The hosted tool cache: read-only where the hosted runners have it (tool_cache.hpp).
     if (policy.tool_cache) {
-        auto checked = checked_bind_path(*policy.tool_cache, "--tool-cache", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        if (auto ok = refuse_host_roots(*checked, "--tool-cache"); !ok) return ok;
-        entries.push_back({MountKind::ro_bind, std::string(k_tool_cache_mount), *checked, {}, 2});
+        auto checked =
+            SANDGATE_TRY(checked_bind_path(*policy.tool_cache, "--tool-cache", MustExist::yes));
+        if (auto ok = refuse_host_roots(checked, "--tool-cache"); !ok) return ok;
+        entries.push_back({MountKind::ro_bind, std::string(k_tool_cache_mount), checked, {}, 2});
     }
     // The agent's own files: masked wherever a bind would otherwise show them.
     for (const auto& path : agent_private_paths(entries)) {
@@ -117,13 +114,12 @@ Expected<void> add_policy_mounts(const RunRequest& request, const std::filesyste
         entries.push_back({kind, path, {}, {}, 1});
     }
     for (const auto& path : policy.hide) {
-        auto checked = checked_bind_path(path, "--hide", MustExist::no);
-        if (!checked) return std::unexpected(checked.error());
+        auto checked = SANDGATE_TRY(checked_bind_path(path, "--hide", MustExist::no));
         std::error_code ec;
-        if (!std::filesystem::exists(*checked, ec)) continue;  // nothing there to hide
-        const auto kind = std::filesystem::is_directory(*checked, ec) ? MountKind::hide_dir
-                                                                      : MountKind::hide_file;
-        entries.push_back({kind, *checked, {}, {}, 3});
+        if (!std::filesystem::exists(checked, ec)) continue;  // nothing there to hide
+        const auto kind =
+            std::filesystem::is_directory(checked, ec) ? MountKind::hide_dir : MountKind::hide_file;
+        entries.push_back({kind, checked, {}, {}, 3});
     }
     return {};
 }

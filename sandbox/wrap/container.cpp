@@ -6,11 +6,11 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
+#include "common/temp_dir.hpp"
 #include "sandbox/process/limits.hpp"
 #include "sandbox/wrap/mounts.hpp"
 #include "sandbox/wrap/offline.hpp"
 #include "sandbox/wrap/probe.hpp"
-#include "common/temp_dir.hpp"
 
 namespace sandbox {
 namespace {
@@ -79,9 +79,8 @@ Expected<std::filesystem::path> container_scratch(const Policy& policy,
 Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>& argv) {
     const auto add = [&](const std::filesystem::path& path, std::string_view flag,
                          const char* mode) -> Expected<void> {
-        auto checked = checked_bind_path(path, flag, MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
-        volume(argv, *checked, mode);
+        auto checked = SANDGATE_TRY(checked_bind_path(path, flag, MustExist::yes));
+        volume(argv, checked, mode);
         return {};
     };
     for (const auto& path : policy.read_only)
@@ -89,10 +88,9 @@ Expected<void> add_policy_volumes(const Policy& policy, std::vector<std::string>
     for (const auto& path : policy.writable)
         if (auto ok = add(path, "--writable", "rw"); !ok) return ok;
     for (const auto& bind : policy.binds) {  // a host path shown elsewhere (the hooks' /__w)
-        auto checked = checked_bind_path(bind.source, "bind source", MustExist::yes);
-        if (!checked) return std::unexpected(checked.error());
+        auto checked = SANDGATE_TRY(checked_bind_path(bind.source, "bind source", MustExist::yes));
         argv.insert(argv.end(),
-                    {"-v", checked->string() + ":" + bind.destination.lexically_normal().string() +
+                    {"-v", checked.string() + ":" + bind.destination.lexically_normal().string() +
                                ":" + (bind.access == Access::writable ? "rw" : "ro")});
     }
     // The cache's allowlisted directories only, never the whole directory (credentials).
@@ -156,7 +154,7 @@ Expected<void> check_image(const Policy& policy) {
 Expected<WrapPlan> plan_container(const RunRequest& request) {
     const Policy& policy = request.policy;
     if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
-    if (auto ok = check_image(policy); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(check_image(policy));
     auto runtime = find_container_runtime(policy);
     if (!runtime) return std::unexpected(runtime.error());
     std::error_code ec;
@@ -168,15 +166,13 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     if (!limits) return std::unexpected(limits.error());
 
     auto resources = std::make_unique<ContainerResources>();
-    auto scratch_root = container_scratch(policy, *resources);
-    if (!scratch_root) return std::unexpected(scratch_root.error());
-    const ScratchLayout layout = scratch_layout(*scratch_root);
-    auto fresh = create_scratch(layout, std::nullopt);
-    if (!fresh) return std::unexpected(fresh.error());
+    auto scratch_root = SANDGATE_TRY(container_scratch(policy, *resources));
+    const ScratchLayout layout = scratch_layout(scratch_root);
+    auto fresh = SANDGATE_TRY(create_scratch(layout, std::nullopt));
     const OfflineEnv offline = offline_enabled(policy) ? OfflineEnv::on : OfflineEnv::off;
-    if (*fresh) {
+    if (fresh) {
         if (auto ok =
-                seed_toolchain_home(**fresh, layout, offline, policy.toolchain_cache, std::nullopt);
+                seed_toolchain_home(*fresh, layout, offline, policy.toolchain_cache, std::nullopt);
             !ok)
             return std::unexpected(ok.error());
     }
@@ -187,15 +183,15 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     plan.argv =
         run_options(*runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
     volume(plan.argv, *cwd, "rw");
-    volume(plan.argv, *scratch_root, "rw");
-    if (auto ok = add_policy_volumes(policy, plan.argv); !ok) return std::unexpected(ok.error());
+    volume(plan.argv, scratch_root, "rw");
+    SANDGATE_TRY(add_policy_volumes(policy, plan.argv));
     plan.argv.insert(plan.argv.end(), {"-w", cwd->string()});
     for (const auto& [key, value] : plan.env) plan.argv.insert(plan.argv.end(), {"-e", key});
     plan.argv.push_back(policy.image);
     plan.argv.insert(plan.argv.end(), request.argv.begin(), request.argv.end());
     plan.on_timeout_argv = {runtime->string(), "rm", "-f", name};
     plan.tree_kill = TreeKill::subreaper;
-    plan.description = describe_container(*runtime, policy, name, offline, *scratch_root);
+    plan.description = describe_container(*runtime, policy, name, offline, scratch_root);
     plan.resources = std::move(resources);
     return plan;
 }

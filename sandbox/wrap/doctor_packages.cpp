@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "sandbox/wrap/doctor.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/doctor.hpp"
 
 namespace sandbox {
 namespace {
@@ -150,29 +150,26 @@ std::optional<std::vector<std::string>> installed_packages() {
 }
 
 Expected<PackagesReport> workflow_packages(const std::filesystem::path& repository) {
-    auto root = SafeDir::open_trusted(repository, repository.string());
-    if (!root) return std::unexpected(root.error());
+    auto root = SANDGATE_TRY(SafeDir::open_trusted(repository, repository.string()));
     auto workflows =
-        root->open_dir(".github/workflows", (repository / ".github/workflows").string());
+        root.open_dir(".github/workflows", (repository / ".github/workflows").string());
     if (!workflows) return std::unexpected(workflows.error());
     std::vector<std::string> files;
-    auto walked = workflows->walk([&](const WalkEntry& entry) {
+    SANDGATE_TRY(workflows->walk([&](const WalkEntry& entry) {
         if (entry.kind == EntryKind::regular &&
             (entry.relative.ends_with(".yml") || entry.relative.ends_with(".yaml")) &&
             entry.relative.find('/') == std::string::npos)
             files.push_back(entry.relative);
         return WalkStep::skip;
-    });
-    if (!walked) return std::unexpected(walked.error());
+    }));
     std::sort(files.begin(), files.end());
     PackagesReport report;
     for (const auto& file : files) {
         const std::string label = ".github/workflows/" + file;
         ReadLimits limits;
         limits.max_bytes = k_max_workflow;
-        auto text = workflows->read_file(file, limits, label);
-        if (!text) return std::unexpected(text.error());
-        for (auto& ask : package_asks(*text, label, report.unresolved)) {
+        auto text = SANDGATE_TRY(workflows->read_file(file, limits, label));
+        for (auto& ask : package_asks(text, label, report.unresolved)) {
             const bool seen =
                 std::any_of(report.asks.begin(), report.asks.end(),
                             [&](const auto& other) { return other.package == ask.package; });

@@ -172,12 +172,9 @@ Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scr
         if (!relative) continue;
         const auto parent = std::filesystem::path(*relative).parent_path().string();
         if (!parent.empty()) {
-            if (auto dir = home.make_dirs(parent, {0755, owner}, parent); !dir)
-                return std::unexpected(dir.error());
+            SANDGATE_TRY(home.make_dirs(parent, {0755, owner}, parent));
         }
-        if (auto made = home.create_file_once(*relative, file.content, {0644, owner}, *relative);
-            !made)
-            return std::unexpected(made.error());
+        SANDGATE_TRY(home.create_file_once(*relative, file.content, {0644, owner}, *relative));
     }
     return {};
 }

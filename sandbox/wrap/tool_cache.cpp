@@ -12,8 +12,8 @@
 #include <optional>
 #include <tuple>
 
-#include "sandbox/wrap/mounts.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/wrap/mounts.hpp"
 
 namespace sandbox {
 namespace {
@@ -195,36 +195,30 @@ std::filesystem::path link_target(const std::filesystem::path& path) {
 Expected<ToolEntry> add_tool(const SafeDir& root, const MachineTool& tool, const std::string& arch,
                              bool& kept) {
     const std::string version_dir = tool.tool + "/" + tool.version;
-    auto dir = root.make_dirs(version_dir, k_dir_mode, version_dir);
-    if (!dir) return std::unexpected(dir.error());
+    auto dir = SANDGATE_TRY(root.make_dirs(version_dir, k_dir_mode, version_dir));
     ToolEntry entry{tool.tool, tool.version, arch, true, {}};
     struct stat st {};
     const std::string marker = arch + ".complete";
-    if (::fstatat(dir->fd(), marker.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (::fstatat(dir.fd(), marker.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         kept = true;
         entry.target = tool.root.empty()
-                           ? link_target(dir->path() / arch / "bin" / tool.bins.front().first)
-                           : link_target(dir->path() / arch);
+                           ? link_target(dir.path() / arch / "bin" / tool.bins.front().first)
+                           : link_target(dir.path() / arch);
         return entry;
     }
-    if (auto removed = dir->remove(arch, version_dir + "/" + arch); !removed)
-        return std::unexpected(removed.error());
+    SANDGATE_TRY(dir.remove(arch, version_dir + "/" + arch));
     if (!tool.root.empty()) {
-        if (auto linked = make_link(*dir, tool.root, arch); !linked)
-            return std::unexpected(linked.error());
+        SANDGATE_TRY(make_link(dir, tool.root, arch));
         entry.target = tool.root;
     } else {
-        auto bin = dir->make_dirs(arch + "/bin", k_dir_mode, version_dir + "/" + arch + "/bin");
+        auto bin = dir.make_dirs(arch + "/bin", k_dir_mode, version_dir + "/" + arch + "/bin");
         if (!bin) return std::unexpected(bin.error());
         for (const auto& [name, target] : tool.bins) {
-            if (auto linked = make_link(*bin, target, name); !linked)
-                return std::unexpected(linked.error());
+            SANDGATE_TRY(make_link(*bin, target, name));
         }
         entry.target = tool.bins.front().second;
     }
-    if (auto made = dir->create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker);
-        !made)
-        return std::unexpected(made.error());
+    SANDGATE_TRY(dir.create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker));
     return entry;
 }
 
@@ -252,16 +246,14 @@ std::vector<MachineTool> find_machine_tools(const std::string& path_list,
 
 Expected<ToolCacheAdd> add_machine_tools(const std::filesystem::path& cache,
                                          const std::vector<MachineTool>& tools) {
-    auto root = SafeDir::make_trusted(cache, k_dir_mode, "the tool cache");
-    if (!root) return std::unexpected(root.error());
+    auto root = SANDGATE_TRY(SafeDir::make_trusted(cache, k_dir_mode, "the tool cache"));
     const std::string arch = tool_cache_arch();
     ToolCacheAdd result;
     for (const auto& tool : tools) {
         if (tool.root.empty() && tool.bins.empty()) continue;
         bool kept = false;
-        auto entry = add_tool(*root, tool, arch, kept);
-        if (!entry) return std::unexpected(entry.error());
-        (kept ? result.kept : result.added).push_back(std::move(*entry));
+        auto entry = SANDGATE_TRY(add_tool(root, tool, arch, kept));
+        (kept ? result.kept : result.added).push_back(std::move(entry));
     }
     return result;
 }
@@ -271,11 +263,10 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
     std::error_code ec;
     if (!std::filesystem::exists(std::filesystem::symlink_status(cache, ec))) return entries;
     if (ec) return entries;
-    auto root = SafeDir::open_trusted(cache, "the tool cache");
-    if (!root) return std::unexpected(root.error());
+    auto root = SANDGATE_TRY(SafeDir::open_trusted(cache, "the tool cache"));
     // <Tool>/<version>/<arch> (a directory or a link) and <arch>.complete beside it.
     std::vector<std::string> markers;
-    auto walked = root->walk([&](const WalkEntry& found) {
+    SANDGATE_TRY(root.walk([&](const WalkEntry& found) {
         const auto depth = std::count(found.relative.begin(), found.relative.end(), '/');
         if (depth < 2)
             return found.kind == EntryKind::directory ? WalkStep::descend : WalkStep::skip;
@@ -293,7 +284,7 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
                         found.relative.substr(second + 1),
                         false,
                         {}};
-        const auto path = root->path() / found.relative;
+        const auto path = root.path() / found.relative;
         if (found.kind == EntryKind::symlink) {
             entry.target = link_target(path);
         } else {
@@ -303,8 +294,7 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
         }
         entries.push_back(std::move(entry));
         return WalkStep::skip;
-    });
-    if (!walked) return std::unexpected(walked.error());
+    }));
     for (auto& entry : entries) {
         const std::string relative = entry.tool + "/" + entry.version + "/" + entry.arch;
         entry.complete = std::find(markers.begin(), markers.end(), relative) != markers.end();

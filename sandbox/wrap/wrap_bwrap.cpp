@@ -9,10 +9,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "sandbox/wrap/bwrap_layout.hpp"
 #include "sandbox/egress/egress_wrap.hpp"
-#include "sandbox/wrap/identity.hpp"
 #include "sandbox/process/limits.hpp"
+#include "sandbox/wrap/bwrap_layout.hpp"
+#include "sandbox/wrap/identity.hpp"
 #include "sandbox/wrap/mounts.hpp"
 #include "sandbox/wrap/netns.hpp"
 #include "sandbox/wrap/offline.hpp"
@@ -168,7 +168,7 @@ Expected<std::filesystem::path> checked_cwd(const RunRequest& request) {
     std::error_code ec;
     const std::filesystem::path cwd_in =
         request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd;
-    if (auto ok = refuse_private_scratch(cwd_in, "--cwd"); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(refuse_private_scratch(cwd_in, "--cwd"));
     return checked_bind_path(cwd_in, "--cwd", MustExist::yes);
 }
 
@@ -192,8 +192,7 @@ Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resou
     start.files = wrap_files(request.policy, start.scratch, start.offline);
     // The policy's binds are known before bwrap starts: under a host identity of its own,
     // bwrap gets them through the portal (SpawnSpec::portal), made between fork and exec.
-    if (auto ok = add_policy_mounts(request, start.cwd, start.scratch, start.policy_mounts); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(add_policy_mounts(request, start.cwd, start.scratch, start.policy_mounts));
     // The scratch is made for the identity already (create_scratch, its seeding, its payload).
     for (const auto& entry : start.policy_mounts)
         if (entry.kind == MountKind::bind && entry.source != start.scratch.root)
@@ -233,9 +232,8 @@ Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
             return !bound(entry) || reachable_by(entry.source, *start.identity);
         });
     if (all_reachable) return {};
-    auto dir = portal_directory();
-    if (!dir) return std::unexpected(dir.error());
-    plan.portal_dir = *dir;
+    auto dir = SANDGATE_TRY(portal_directory());
+    plan.portal_dir = dir;
     for (auto& entry : start.policy_mounts) {
         if (!bound(entry)) continue;
         // A bind source checked_bind_path resolved (no link in it): the portal binds this very
@@ -260,12 +258,11 @@ Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
 
 // Creates what the limits need on the host (v1 cgroups) and records the rest for the spawn.
 Expected<void> attach_limits(const LimitPlan& limits, WrapPlan& plan, BwrapResources& resources) {
-    auto limit_resources = apply_limits(limits);
-    if (!limit_resources) return std::unexpected(limit_resources.error());
-    plan.join_cgroups = (*limit_resources)->take_procs();
+    auto limit_resources = SANDGATE_TRY(apply_limits(limits));
+    plan.join_cgroups = (limit_resources)->take_procs();
     plan.rlimits = rlimits_of(limits);
     plan.cgroup2_limits = limits.cgroup2_files;
-    resources.limits = std::move(*limit_resources);
+    resources.limits = std::move(limit_resources);
     return {};
 }
 
@@ -319,18 +316,14 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
     const bool in_wrap = start.scratch.place == ScratchPlace::in_wrap;
     if (!in_wrap) {
         // Seeded once, when its home is made: never again through paths a step could replace.
-        auto fresh = create_scratch(dirs, start.identity);
-        if (!fresh) return std::unexpected(fresh.error());
-        if (*fresh) {
-            if (auto ok = seed_toolchain_home(**fresh, dirs, offline, policy.toolchain_cache,
-                                              start.identity);
-                !ok)
-                return std::unexpected(ok.error());
+        auto fresh = SANDGATE_TRY(create_scratch(dirs, start.identity));
+        if (fresh) {
+            SANDGATE_TRY(
+                seed_toolchain_home(*fresh, dirs, offline, policy.toolchain_cache, start.identity));
         }
     }
     if (start.identity) {
-        if (auto ok = give_trees({start.writable, start.policy_mounts, *start.identity}); !ok)
-            return std::unexpected(ok.error());
+        SANDGATE_TRY(give_trees({start.writable, start.policy_mounts, *start.identity}));
     }
     auto& entries = layout.entries;
     entries = system_mounts(policy.network == NetworkMode::host ? WithResolv::yes : WithResolv::no);
@@ -401,11 +394,10 @@ public:
         : m_start(std::move(start)), m_options(std::move(options)), m_timing(timing) {}
 
     Expected<void> complete(const RunRequest& request, WrapPlan& plan) override {
-        auto layout = plan_layout(request, m_start, std::move(m_start.files));
-        if (!layout) return std::unexpected(layout.error());
-        m_text = options_text(request.policy, *layout, m_start.status_fd, plan.netns);
+        auto layout = SANDGATE_TRY(plan_layout(request, m_start, std::move(m_start.files)));
+        m_text = options_text(request.policy, layout, m_start.status_fd, plan.netns);
         const int verdict =
-            resolve_payload(request.argv[0], layout->env, layout->cwd, layout->entries);
+            resolve_payload(request.argv[0], layout.env, layout.cwd, layout.entries);
         if (verdict != 0)
             plan.argv = bwrap_argv(m_start.bwrap, failing_payload(verdict, request.argv[0]),
                                    m_start.payload_status_fd, m_start.egress_fd);
@@ -443,46 +435,43 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     if (timing == PlanTiming::pending && request.policy.network == NetworkMode::none)
         netns = request.early_netns != nullptr ? request.early_netns : &made_here.emplace();
     auto resources = std::make_unique<BwrapResources>();
-    auto start = plan_start(request, *resources);
-    if (!start) return std::unexpected(start.error());
-    auto channel = options_channel(timing);
-    if (!channel) return std::unexpected(channel.error());
-    auto filter = seccomp_filter_fd();
-    if (!filter) return std::unexpected(filter.error());
-    auto files = open_wrap_files(start->files);
+    auto start = SANDGATE_TRY(plan_start(request, *resources));
+    auto channel = SANDGATE_TRY(options_channel(timing));
+    auto filter = SANDGATE_TRY(seccomp_filter_fd());
+    auto files = open_wrap_files(start.files);
     if (!files) return std::unexpected(files.error());
     WrapPlan plan;
-    if (auto ok = plan_portal(*start, plan); !ok) return std::unexpected(ok.error());
+    if (auto ok = plan_portal(start, plan); !ok) return std::unexpected(ok.error());
     plan.fresh_session_keyring = true;
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
     auto payload_status = status_channel();
     if (!payload_status) return std::unexpected(payload_status.error());
 
-    plan.inherited_fds.push_back(std::move(channel->bwrap_end));
-    plan.inherited_fds.push_back(std::move(*filter));
+    plan.inherited_fds.push_back(std::move(channel.bwrap_end));
+    plan.inherited_fds.push_back(std::move(filter));
     for (auto& fd : *files) plan.inherited_fds.push_back(std::move(fd));
-    start->status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+    start.status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
     plan.inherited_fds.push_back(std::move(status->write));
     plan.status = std::move(status->read);
-    start->payload_status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+    start.payload_status_fd = 3 + static_cast<int>(plan.inherited_fds.size());
     plan.inherited_fds.push_back(std::move(payload_status->write));
     plan.payload_status = std::move(payload_status->read);
     if (!request.policy.egress.empty()) {
         auto egress = start_egress(request.policy);
         if (!egress) return std::unexpected(egress.error());
-        start->egress_fd = 3 + static_cast<int>(plan.inherited_fds.size());
+        start.egress_fd = 3 + static_cast<int>(plan.inherited_fds.size());
         plan.inherited_fds.push_back(std::move(egress->wrap_end));
         plan.egress = std::move(egress->proxy);
     }
-    plan.argv = bwrap_argv(start->bwrap, request.argv, start->payload_status_fd, start->egress_fd);
-    if (auto ok = attach_limits(start->limits, plan, *resources); !ok)
+    plan.argv = bwrap_argv(start.bwrap, request.argv, start.payload_status_fd, start.egress_fd);
+    if (auto ok = attach_limits(start.limits, plan, *resources); !ok)
         return std::unexpected(ok.error());
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
     if (netns != nullptr) plan.netns = netns->take();
     auto completion =
-        std::make_unique<BwrapCompletion>(std::move(*start), std::move(channel->our_end), timing);
+        std::make_unique<BwrapCompletion>(std::move(start), std::move(channel.our_end), timing);
     if (timing == PlanTiming::pending) {
         plan.pending = std::move(completion);
         return plan;
