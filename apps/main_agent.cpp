@@ -1,5 +1,6 @@
 // `sandgate-agent`: the agent daemon, without libcurl, libgit2 or OpenSSL (its GitHub traffic
-// runs in `sandgate-full agent-github` rounds); started by `sandgate agent` (agent/cli/launcher.hpp).
+// runs in `sandgate-full agent-github` rounds); started by `sandgate agent`
+// (agent/cli/launcher.hpp).
 #include "agent/cli/launcher.hpp"
 
 int main(int argc, char** argv) {

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
 #include "sandbox/broker/broker.hpp"
 #include "sandbox/process/run.hpp"
 

@@ -1,4 +1,5 @@
-// The egress proxy (sandbox/egress/egress_proxy.hpp) against the same loopback server reached directly:
+// The egress proxy (sandbox/egress/egress_proxy.hpp) against the same loopback server reached
+// directly:
 //   - throughput of one large download (1 GiB by default; `bench_egress MIB`), through the proxy
 //     (plain HTTP forwarding) and direct, as a ratio (target: at least 0.9);
 //   - the latency one request gains through the proxy (a fresh connection each, median of 200;

@@ -48,10 +48,10 @@ std::string errno_message(std::string_view what, int saved_errno);
 // A GNU statement expression (GCC and clang; `__extension__` keeps -Wpedantic quiet): the one
 // construct that can both yield a value and return from the enclosing function. `expr` is
 // evaluated once, into a copy, so an Expected held elsewhere is never moved from.
-#define SANDGATE_TRY(...)                                                                  \
-    __extension__({                                                                        \
-        auto sandgate_try_result = (__VA_ARGS__);                                          \
-        if (!sandgate_try_result) [[unlikely]]                                             \
-            return std::unexpected(std::move(sandgate_try_result).error());                \
-        std::move(sandgate_try_result).value();                                            \
+#define SANDGATE_TRY(...)                                                   \
+    __extension__({                                                         \
+        auto sandgate_try_result = (__VA_ARGS__);                           \
+        if (!sandgate_try_result) [[unlikely]]                              \
+            return std::unexpected(std::move(sandgate_try_result).error()); \
+        std::move(sandgate_try_result).value();                             \
     })

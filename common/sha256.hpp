@@ -1,7 +1,7 @@
 #pragma once
 // SHA-256 of a byte string, with nettle rather than OpenSSL: the agent daemon uses it (mirror
-// scope names, bearer-token comparison) and must not load libcrypto (tests/unit/agent/test_agent.cpp
-// checks its DT_NEEDED). Pure functions; no errors.
+// scope names, bearer-token comparison) and must not load libcrypto
+// (tests/unit/agent/test_agent.cpp checks its DT_NEEDED). Pure functions; no errors.
 
 #include <nettle/sha2.h>
 

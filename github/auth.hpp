@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"  // parse_github_time
-#include "common/error.hpp"
 
 namespace github {
 
@@ -55,7 +55,7 @@ std::string base64url(std::string_view bytes);
 // A GitHub App JWT: header {"alg":"RS256","typ":"JWT"}, claims {"iat": now-60, "exp": now+540,
 // "iss": app_id}, signed RS256 with `key`.
 common::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
-                                            std::chrono::system_clock::time_point now);
+                                           std::chrono::system_clock::time_point now);
 
 struct AppCredentials {
     std::string app_id;  // digits (or the App's client ID)

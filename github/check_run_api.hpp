@@ -21,7 +21,7 @@ struct Target {
 
 // The newest run named check_name on report.sha whose external_id is report.job_key.
 common::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
-                                                              const JobReport& report);
+                                                             const JobReport& report);
 
 // POST check-runs with status in_progress; returns the new id.
 common::Expected<std::int64_t> create_in_progress(const Target& target, const JobReport& report);
@@ -34,11 +34,11 @@ common::Expected<std::int64_t> create_completed(const Target& target, const JobR
 common::Expected<void> conclude(const Target& target, std::int64_t id, const JobReport& report);
 // PATCH annotations [from, from + 50) (title and summary repeated: output requires them).
 common::Expected<void> add_annotations(const Target& target, std::int64_t id,
-                                        const JobReport& report, std::size_t from);
+                                       const JobReport& report, std::size_t from);
 // A minimal conclusion (no annotations, a plain summary), for when GitHub refused the full
 // one: the run must not stay in_progress.
 common::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
-                                         const JobReport& report, const std::string& why);
+                                        const JobReport& report, const std::string& why);
 
 // POST statuses/{sha}: pending while in progress, then success/failure/error.
 common::Expected<void> post_status(const Target& target, const JobReport& report);

@@ -22,9 +22,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.hpp"
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"
-#include "common/error.hpp"
 
 namespace github {
 

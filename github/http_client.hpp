@@ -119,21 +119,21 @@ class HttpClient {
 public:
     // Fails with invalid_input on a bad api_url or user agent.
     static common::Expected<HttpClient> create(ClientOptions options,
-                                                std::shared_ptr<TokenSource> tokens);
+                                               std::shared_ptr<TokenSource> tokens);
 
     // Sends `method path` (path begins with '/', relative to the API base, query included)
     // with an optional JSON body, retrying as described above. A 2xx is a value; anything
     // else is an error: invalid_input (422, and 400), permanent (401, 403, 404, other 4xx),
     // transient (5xx, connection errors, rate limits past their budget), timeout.
     common::Expected<Response> request(Method method, std::string_view path,
-                                        std::optional<std::string> body = std::nullopt) const;
+                                       std::optional<std::string> body = std::nullopt) const;
 
     // A conditional GET (for polling): sends If-None-Match: `etag` when it is not empty, with
     // the same headers and retries as request(). 304 Not Modified is a value (status 304, no
     // body; GitHub does not count it against the rate limit), as is any 2xx. invalid_input
     // when the etag is not one line.
     common::Expected<Response> get_if_none_match(std::string_view path,
-                                                  std::string_view etag) const;
+                                                 std::string_view etag) const;
 
     const std::string& api_url() const;
 

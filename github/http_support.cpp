@@ -6,8 +6,8 @@
 #include <cctype>
 #include <charconv>
 
-#include "github/http_client.hpp"
 #include "common/strings.hpp"
+#include "github/http_client.hpp"
 
 namespace github {
 namespace {
@@ -131,7 +131,7 @@ common::Expected<std::string> normalize_api_url(std::string_view url) {
     using common::ErrorKind;
     auto bad = [&](std::string_view why) {
         return common::fail(ErrorKind::invalid_input,
-                             "--api-url: " + std::string(why) + ": '" + std::string(url) + "'");
+                            "--api-url: " + std::string(why) + ": '" + std::string(url) + "'");
     };
     std::string_view rest;
     if (url.starts_with("https://")) {
@@ -145,8 +145,8 @@ common::Expected<std::string> normalize_api_url(std::string_view url) {
     const std::string_view authority = rest.substr(0, host_end);
     if (authority.find('@') != std::string_view::npos) {
         return common::fail(ErrorKind::invalid_input,
-                             "--api-url: must not carry credentials (give the token with "
-                             "--token-file or an environment variable)");
+                            "--api-url: must not carry credentials (give the token with "
+                            "--token-file or an environment variable)");
     }
     if (authority.empty() || authority.front() == ':') return bad("has no host");
     if (url.find_first_of("?# \t\r\n") != std::string_view::npos) {

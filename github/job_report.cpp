@@ -10,8 +10,8 @@
 namespace github {
 namespace {
 
-using nlohmann::ordered_json;
 using common::ErrorKind;
+using nlohmann::ordered_json;
 
 bool all_digits(std::string_view text) {
     return !text.empty() &&
@@ -173,7 +173,7 @@ std::optional<AnnotationLevel> parse_annotation_level(std::string_view text) {
 common::Expected<void> validate(const JobReport& report) {
     auto missing = [](const char* field) {
         return common::fail(ErrorKind::invalid_input,
-                             std::string("job report: `") + field + "` is empty");
+                            std::string("job report: `") + field + "` is empty");
     };
     if (report.workflow.empty()) return missing("workflow");
     if (report.job.empty()) return missing("job");
@@ -181,7 +181,7 @@ common::Expected<void> validate(const JobReport& report) {
     if (report.sha.empty()) return missing("sha");
     if (report.status == JobStatus::completed && !report.conclusion) {
         return common::fail(ErrorKind::invalid_input,
-                             "job report: completed without a `conclusion`");
+                            "job report: completed without a `conclusion`");
     }
     return {};
 }
@@ -218,8 +218,8 @@ common::Expected<JobReport> job_report_from_json(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (auto error = parser.parse(json.data(), json.size()).get(root); error) {
-        return common::fail(ErrorKind::invalid_input, std::string("job report: not JSON: ") +
-                                                           simdjson::error_message(error));
+        return common::fail(ErrorKind::invalid_input,
+                            std::string("job report: not JSON: ") + simdjson::error_message(error));
     }
     Reader reader;
     JobReport report;

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "github/job_report.hpp"
 #include "common/error.hpp"
+#include "github/job_report.hpp"
 
 namespace github {
 

@@ -146,7 +146,7 @@ std::string utf8_suffix(std::string_view text, size_t max_bytes) {
 }
 
 common::Expected<std::string> render_check_name(std::string_view name_template,
-                                                 const JobReport& report) {
+                                                const JobReport& report) {
     std::string out;
     for (size_t at = 0; at < name_template.size();) {
         const size_t open = name_template.find('{', at);
@@ -174,8 +174,8 @@ common::Expected<std::string> render_check_name(std::string_view name_template,
             out += report.sha.substr(0, 7);
         else {
             return common::fail(common::ErrorKind::invalid_input,
-                                 "--check-name: unknown placeholder {" + std::string(key) +
-                                     "} (known: {workflow} {job} {job_key} {sha} {short_sha})");
+                                "--check-name: unknown placeholder {" + std::string(key) +
+                                    "} (known: {workflow} {job} {job_key} {sha} {short_sha})");
         }
         at = close + 1;
     }

@@ -12,9 +12,9 @@
 #include "agent/api/api_bodies.hpp"
 #include "agent/daemon/job_base.hpp"
 #include "agent/daemon/webhook_events.hpp"
+#include "common/json_convert.hpp"
 #include "github/webhook.hpp"
 #include "jobs/workflow/merge_queue.hpp"
-#include "common/json_convert.hpp"
 
 namespace agent {
 

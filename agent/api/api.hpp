@@ -42,8 +42,8 @@
 
 #include "agent/api/exec_registry.hpp"
 #include "agent/api/http_server.hpp"
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
 
 namespace agent {
 

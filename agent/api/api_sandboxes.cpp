@@ -6,8 +6,8 @@
 
 #include "agent/api/api.hpp"
 #include "agent/sandboxes/sandbox_records.hpp"
-#include "sandbox/broker/broker_protocol.hpp"
 #include "common/json_convert.hpp"
+#include "sandbox/broker/broker_protocol.hpp"
 
 namespace agent {
 

@@ -26,8 +26,8 @@
 #include <string>
 #include <utility>
 
-#include "sandbox/process/cancel.hpp"
 #include "common/error.hpp"
+#include "sandbox/process/cancel.hpp"
 
 namespace agent {
 
@@ -64,7 +64,7 @@ public:
     };
 
     common::Expected<Registration> begin(const std::string& sandbox_id, std::string exec_id,
-                                          int connection_fd = -1);
+                                         int connection_fd = -1);
     ExecCancelOutcome cancel(const std::string& sandbox_id, const std::string& exec_id);
     // The exec running in `sandbox_id`, if any (one command at a time per sandbox; a refused
     // second exec may briefly show too, until the broker's refusal ends it).

@@ -49,8 +49,8 @@ class HttpServer {
 public:
     // Takes ownership of a listening socket. Fails when libmicrohttpd refuses it.
     static common::Expected<std::unique_ptr<HttpServer>> start(common::Fd listener,
-                                                                HttpHandler handler,
-                                                                std::size_t max_body);
+                                                               HttpHandler handler,
+                                                               std::size_t max_body);
     ~HttpServer();  // stops accepting, ends streams, joins every connection thread
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

@@ -12,10 +12,10 @@
 #include <string>
 
 #include "agent/cli/cli11.hpp"
+#include "common/error.hpp"
 #include "jobs/actions/action_resolve.hpp"
 #include "jobs/run/run_report.hpp"
 #include "jobs/workflow/workflow_model.hpp"
-#include "common/error.hpp"
 
 namespace agent {
 

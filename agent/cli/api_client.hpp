@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "agent/cli/cli11.hpp"
-#include "sandbox/process/cancel.hpp"
 #include "common/error.hpp"
+#include "sandbox/process/cancel.hpp"
 
 namespace agent {
 
@@ -53,8 +53,7 @@ common::Expected<ApiTarget> resolve_api_target(const ApiTargetOptions& options);
 // One request; `payload` is sent as the JSON body of a POST. unavailable ("cannot reach the
 // agent at WHERE: why") when no answer came; any HTTP status is an answer.
 common::Expected<ApiResponse> api_request(const ApiTarget& target, std::string_view method,
-                                           const std::string& path,
-                                           const std::string& payload = "");
+                                          const std::string& path, const std::string& payload = "");
 
 // A GET whose body goes to stdout as it arrives (a followed log); the returned body is empty.
 common::Expected<ApiResponse> api_stream(const ApiTarget& target, const std::string& path);

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "agent/cli/cli11.hpp"
+#include "common/error.hpp"
 #include "jobs/builtins/artifact_store.hpp"
 #include "jobs/builtins/cache_store.hpp"
-#include "common/error.hpp"
 
 namespace agent {
 

@@ -1,5 +1,5 @@
-// `sandgate actions pull|list|prune`: the remote-action store (jobs/actions/action_store.hpp) from the
-// command line. pull resolves every remote `uses:` of a repository's workflows (or those named)
+// `sandgate actions pull|list|prune`: the remote-action store (jobs/actions/action_store.hpp) from
+// the command line. pull resolves every remote `uses:` of a repository's workflows (or those named)
 // from the source, pins each ref to its commit and fills the archive store; list shows what
 // the store holds; prune removes the unpacked trees and leftovers (and unpinned archives).
 #include <cstdio>

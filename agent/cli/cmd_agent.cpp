@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "agent/daemon/agent_config.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
+#include "agent/daemon/agent_config.hpp"
 #include "agent/daemon/daemon.hpp"
 #include "common/fd.hpp"
 

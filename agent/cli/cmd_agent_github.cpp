@@ -1,7 +1,8 @@
 // `sandgate agent-github --config FILE [--poll] [-v]` (internal): one round of the agent's
-// GitHub traffic (agent/daemon/github_worker.hpp), started by the daemon (agent/daemon/github_rounds.hpp).
-// Exit 0: the round ran (failed reports and repositories are logged and retried by a later
-// round); 1: it could not start (queue, token); 2: usage; 3: the configuration is invalid.
+// GitHub traffic (agent/daemon/github_worker.hpp), started by the daemon
+// (agent/daemon/github_rounds.hpp). Exit 0: the round ran (failed reports and repositories are
+// logged and retried by a later round); 1: it could not start (queue, token); 2: usage; 3: the
+// configuration is invalid.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>

@@ -5,14 +5,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "agent/api/exec_registry.hpp"
 #include "agent/cli/api_client.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
-#include "agent/api/exec_registry.hpp"
 #include "agent/cli/sandbox_exec_client.hpp"
-#include "agent/sandboxes/sandbox_records.hpp"
 #include "agent/cli/terminal_text.hpp"
 #include "agent/cli/units.hpp"
+#include "agent/sandboxes/sandbox_records.hpp"
 
 namespace agent {
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/egress/egress_rule.hpp"
 #include "common/error.hpp"
+#include "sandbox/egress/egress_rule.hpp"
 #include "sandbox/process/run.hpp"
 
 namespace agent {
@@ -39,15 +39,15 @@ PresetPlaces machine_places();
 
 // The rules `name` ("@npm") expands to. invalid_input naming `name` for an unknown preset, or a
 // configured registry whose host the proxy could not serve (an IP literal, a malformed URL).
-common::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(
-    std::string_view name, const PresetPlaces& places);
+common::Expected<std::vector<sandbox::EgressRule>> expand_egress_preset(std::string_view name,
+                                                                        const PresetPlaces& places);
 
 // Appends the rules of `allow` (HOST[:PORT] or a preset, expanded from this machine's
 // configuration: expand_egress_preset) and the ranges of `ranges` (CIDR) to `policy`, as
 // --allow-egress and --allow-egress-range read them; invalid_input naming the first bad one.
 // Shared by the flags (agent/policy_options) and the agent's job.allow_egress.
 common::Expected<void> add_egress_values(const std::vector<std::string>& allow,
-                                          const std::vector<std::string>& ranges,
-                                          sandbox::Policy& policy);
+                                         const std::vector<std::string>& ranges,
+                                         sandbox::Policy& policy);
 
 }  // namespace agent

@@ -14,8 +14,8 @@
 #include <memory>
 #include <optional>
 
-#include "sandbox/process/cancel.hpp"
 #include "common/error.hpp"
+#include "sandbox/process/cancel.hpp"
 
 namespace agent {
 

@@ -73,8 +73,8 @@ private:
 };
 
 // The executor for `box`, recording into the job queue named by SANDGATE_JOB_ID and
-// SANDGATE_STATE_DIR (or a pool's SANDGATE_QUEUE_URL, agent/daemon/queue_open.hpp) when set (opened here
-// and owned by the returned object; the posture is read from the job's recorded policy). With
+// SANDGATE_STATE_DIR (or a pool's SANDGATE_QUEUE_URL, agent/daemon/queue_open.hpp) when set (opened
+// here and owned by the returned object; the posture is read from the job's recorded policy). With
 // `asked` (the posture the caller's flags ask for): invalid_input when the recorded sandbox is
 // weaker (unwrapped where a wrap was asked, the host's network where none was), so a step never
 // runs with less isolation than asked; invalid_input too when `asked` has egress rules (the job

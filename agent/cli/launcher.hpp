@@ -8,8 +8,8 @@
 // `sandgate-broker`, a small dynamically linked binary. The agent daemon (`sandgate agent`,
 // and `agent init`) is handed to `sandgate-agent`, linked without libcurl, libgit2 and OpenSSL
 // so that it idles small (its GitHub traffic runs in `sandgate-full agent-github` rounds, see
-// agent/daemon/github_rounds.hpp). Every other command is handed to `sandgate-full` (the same command
-// table as agent::main). All are installed beside `sandgate` and started by execv with argv
+// agent/daemon/github_rounds.hpp). Every other command is handed to `sandgate-full` (the same
+// command table as agent::main). All are installed beside `sandgate` and started by execv with argv
 // unchanged, so that signals, exit status and stdio are their own.
 
 namespace agent {

@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
+#include "jobs/expr/value.hpp"
 #include "jobs/git/repo_info.hpp"
 #include "jobs/run/run_context.hpp"
-#include "jobs/expr/value.hpp"
 #include "jobs/workflow/workflow_model.hpp"
-#include "common/error.hpp"
 #include "sandbox/process/run.hpp"
 
 namespace agent {
@@ -32,8 +32,8 @@ common::Expected<std::vector<jobs::Workflow>> load_workflows(
 // NAME=VALUE (flag names the option in errors). `NAME` alone takes the value from the
 // agent's environment when `from_environment`.
 common::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                        const std::string& flag,
-                                                                        bool from_environment);
+                                                                       const std::string& flag,
+                                                                       bool from_environment);
 // KEY:VALUE for --matrix.
 common::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text);
 
@@ -49,6 +49,6 @@ jobs::Value synthesized_event(std::string_view event_name, const jobs::RepoInfo&
 // The inputs context of a top-level workflow: workflow_dispatch / workflow_call inputs from
 // the payload's `inputs` (and --input), typed and defaulted. Errors name the input.
 common::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& settings,
-                                                 const jobs::Workflow& workflow);
+                                                const jobs::Workflow& workflow);
 
 }  // namespace agent

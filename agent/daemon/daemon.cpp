@@ -12,20 +12,20 @@
 #include <map>
 
 #include "agent/api/api.hpp"
+#include "agent/api/http_server.hpp"
+#include "agent/cli/launcher.hpp"
 #include "agent/daemon/daemon_loop.hpp"
 #include "agent/daemon/daemon_queue.hpp"
 #include "agent/daemon/github_rounds.hpp"
-#include "agent/api/http_server.hpp"
 #include "agent/daemon/job_base.hpp"
 #include "agent/daemon/job_process.hpp"
-#include "agent/cli/launcher.hpp"
 #include "agent/daemon/mirror_upkeep.hpp"
 #include "agent/daemon/queue_open.hpp"
 #include "agent/sandboxes/sandbox_dirs.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "common/unix_socket.hpp"
 #include "jobs/actions/action_store.hpp"
 #include "jobs/git/git_mirror_layout.hpp"
-#include "common/unix_socket.hpp"
 
 namespace agent {
 
@@ -221,7 +221,7 @@ private:
         if (!ec) workspace = std::filesystem::canonical(workspace, ec);
         if (ec)
             return common::fail(common::ErrorKind::permanent,
-                                 workspace.string() + ": " + ec.message());
+                                workspace.string() + ": " + ec.message());
         SandboxIdentity identity{
             job.spec.key.repository, job.spec.key.sha, job.id, job.spec.key.attempt,
             job.spec.key.workflow_job.empty() ? "gate" : job.spec.key.workflow_job};
@@ -245,8 +245,7 @@ private:
         std::filesystem::create_directories(trees, ec);  // trusted path: the agent's own state
         if (!ec) trees = std::filesystem::canonical(trees, ec);
         if (ec)
-            return common::fail(common::ErrorKind::permanent,
-                                 trees.string() + ": " + ec.message());
+            return common::fail(common::ErrorKind::permanent, trees.string() + ": " + ec.message());
         options.policy.read_only.push_back(trees);
         options.ttl = std::chrono::duration_cast<std::chrono::seconds>(m_config.job_timeout) +
                       k_kill_grace * 6;

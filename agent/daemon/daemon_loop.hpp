@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the daemon (agent/daemon/daemon.cpp, agent/daemon/daemon_start.cpp): its loop and the wait
-// for one tick, shared by the loop and the start-up.
+// Internal to the daemon (agent/daemon/daemon.cpp, agent/daemon/daemon_start.cpp): its loop and the
+// wait for one tick, shared by the loop and the start-up.
 
 #include <signal.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include "agent/daemon/agent_config.hpp"
 #include "agent/daemon/daemon_queue.hpp"
 #include "agent/daemon/github_rounds.hpp"
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
 
 namespace agent {
 

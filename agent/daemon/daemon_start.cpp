@@ -10,12 +10,12 @@
 #include <charconv>
 
 #include "agent/api/api.hpp"
+#include "agent/api/http_server.hpp"
+#include "agent/cli/launcher.hpp"
 #include "agent/daemon/daemon.hpp"
 #include "agent/daemon/daemon_loop.hpp"
 #include "agent/daemon/daemon_queue.hpp"
 #include "agent/daemon/github_rounds.hpp"
-#include "agent/api/http_server.hpp"
-#include "agent/cli/launcher.hpp"
 #include "agent/daemon/queue_open.hpp"
 #include "agent/sandboxes/sandbox_dirs.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
@@ -57,7 +57,7 @@ common::Expected<common::Fd> listen_api(const AgentConfig& config, std::string* 
         const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
         if (ec != std::errc() || end != digits.data() + digits.size() || port < 0 || port > 65535)
             return common::fail(common::ErrorKind::invalid_input,
-                                 "listen: invalid port in '" + config.listen + "'");
+                                "listen: invalid port in '" + config.listen + "'");
         std::uint16_t bound = 0;
         auto listener = listen_loopback(static_cast<std::uint16_t>(port), &bound);
         if (listener) *where = "127.0.0.1:" + std::to_string(bound);
@@ -80,10 +80,10 @@ common::Expected<std::filesystem::path> full_binary() {
     const auto full = self.parent_path() / k_full_binary_name;
     if (std::filesystem::exists(full, ec)) return full;
     return common::fail(common::ErrorKind::unavailable,
-                         full.string() +
-                             " is missing: jobs and GitHub rounds run in it; install "
-                             "sandgate-full beside " +
-                             self.filename().string());
+                        full.string() +
+                            " is missing: jobs and GitHub rounds run in it; install "
+                            "sandgate-full beside " +
+                            self.filename().string());
 }
 
 // The configured queue. A database that cannot be reached yet (a pool's PostgreSQL starting

@@ -1,8 +1,8 @@
 #pragma once
 // The daemon's side of its GitHub traffic (the actions/runner Listener/Worker split): the
 // daemon never talks to GitHub itself. When a round is due it starts one worker process,
-// `sandgate-full agent-github --config FILE [--poll] [-v]` (agent/daemon/github_worker.hpp), at most
-// one at a time, in its own process group, its output on the daemon's stderr. A round is due
+// `sandgate-full agent-github --config FILE [--poll] [-v]` (agent/daemon/github_worker.hpp), at
+// most one at a time, in its own process group, its output on the daemon's stderr. A round is due
 // when
 //   - polling is configured and poll_interval has passed since the last poll round started;
 //   - the queue owes a report whose retry time has come (looked at each second, or at once

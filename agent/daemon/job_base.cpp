@@ -2,8 +2,8 @@
 
 #include <simdjson.h>
 
-#include "jobs/workflow/merge_queue.hpp"
 #include "common/json_convert.hpp"
+#include "jobs/workflow/merge_queue.hpp"
 
 namespace agent {
 

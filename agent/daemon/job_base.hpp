@@ -5,7 +5,8 @@
 // branch of a pull request or merge group). The daemon hands them to `sandgate gate` as
 // --base-sha (paths filters, github.event) and --base-ref (branches filters; the base a pull
 // request is diffed from when its base SHA is missing). SHAs are checked with
-// jobs::is_commit_sha (jobs/workflow/merge_queue.hpp), not jobs::parse_sha: the daemon links no libgit2.
+// jobs::is_commit_sha (jobs/workflow/merge_queue.hpp), not jobs::parse_sha: the daemon links no
+// libgit2.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -31,8 +31,8 @@ class JobProcess {
 public:
     // `log_file` empty: stdout and stderr stay the agent's own (its helper processes).
     static common::Expected<JobProcess> start(const std::vector<std::string>& argv,
-                                               const sandbox::Environment& env,
-                                               const std::filesystem::path& log_file);
+                                              const sandbox::Environment& env,
+                                              const std::filesystem::path& log_file);
     JobProcess(JobProcess&& other) noexcept;
     JobProcess& operator=(JobProcess&&) = delete;
     JobProcess(const JobProcess&) = delete;

@@ -1,11 +1,11 @@
 #pragma once
 // What the poller remembers between rounds (agent/daemon/poller.hpp): per request path, the ETag of
 // the last 200 and the `next` page it linked; per repository, the merge-queue head SHAs the
-// last answer listed. The agent polls from a fresh process each round (agent/daemon/github_rounds.hpp),
-// so this lives with the job queue (its SQLite file, or a pool's PostgreSQL database, where
-// every agent of the pool shares it): If-None-Match is still sent after a restart, and a
-// merge-queue branch that vanished between two rounds (or while the agent was down) is still
-// seen gone.
+// last answer listed. The agent polls from a fresh process each round
+// (agent/daemon/github_rounds.hpp), so this lives with the job queue (its SQLite file, or a pool's
+// PostgreSQL database, where every agent of the pool shares it): If-None-Match is still sent after
+// a restart, and a merge-queue branch that vanished between two rounds (or while the agent was
+// down) is still seen gone.
 //
 // Each call is one transaction; errors come back as values (ErrorKind::transient for lock
 // contention past the busy timeout). Not thread-safe: one poller uses it.
@@ -55,7 +55,7 @@ public:
     virtual common::Expected<std::set<std::string>> branches(std::string_view repository) = 0;
     // Replaces the repository's set whole.
     virtual common::Expected<void> set_branches(std::string_view repository,
-                                                 const std::set<std::string>& heads) = 0;
+                                                const std::set<std::string>& heads) = 0;
 };
 
 // Kept in memory only (a poller that lives as long as its process, and tests).
@@ -65,7 +65,7 @@ public:
     common::Expected<void> set_page(std::string_view path, const PolledPage& page) override;
     common::Expected<std::set<std::string>> branches(std::string_view repository) override;
     common::Expected<void> set_branches(std::string_view repository,
-                                         const std::set<std::string>& heads) override;
+                                        const std::set<std::string>& heads) override;
 
 private:
     std::map<std::string, PolledPage, std::less<>> m_pages;
@@ -89,10 +89,10 @@ using SqliteStore = QueueStore;
 // closes with the last of the two; they must not be used from two threads at once. Fails
 // like open_sqlite_queue.
 common::Expected<SqliteStore> open_sqlite_store(const std::filesystem::path& path,
-                                                 SqliteOptions options = {});
+                                                SqliteOptions options = {});
 
-// Both in a pool's PostgreSQL database (agent/daemon/poll_state_pg.cpp), each on a connection of its
-// own, the schema migrated once. Fails like open_postgres_queue.
+// Both in a pool's PostgreSQL database (agent/daemon/poll_state_pg.cpp), each on a connection of
+// its own, the schema migrated once. Fails like open_postgres_queue.
 common::Expected<QueueStore> open_postgres_store(const PostgresOptions& options);
 
 }  // namespace agent

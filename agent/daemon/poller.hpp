@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/store/job_store.hpp"
 #include "agent/daemon/poll_state.hpp"
+#include "agent/store/job_store.hpp"
 #include "github/http_client.hpp"
 
 namespace agent {
@@ -79,8 +79,8 @@ private:
     // GETs `path` conditionally on `known`'s ETag (m_state's page for it); nullopt on 304
     // (`known` then says where `next` is).
     common::Expected<std::optional<github::Response>> fetch(const std::string& path,
-                                                             const std::optional<PolledPage>& known,
-                                                             PollStats& stats);
+                                                            const std::optional<PolledPage>& known,
+                                                            PollStats& stats);
     common::Expected<void> submit(const JobSpec& spec, PollStats& stats);
 
     github::HttpClient m_client;

@@ -2,15 +2,15 @@
 // The queue an agent's configuration names (queue.url): the embedded SQLite file under the
 // state directory, or a pool's PostgreSQL database, its password read from
 // queue.password_file (when set; else libpq finds it in PGPASSFILE or ~/.pgpass). Used by the
-// daemon (agent/daemon/daemon.cpp) and its GitHub rounds (agent/daemon/github_worker.cpp), so both always
-// open the same queue.
+// daemon (agent/daemon/daemon.cpp) and its GitHub rounds (agent/daemon/github_worker.cpp), so both
+// always open the same queue.
 
 #include <memory>
 #include <string>
 
 #include "agent/daemon/agent_config.hpp"
-#include "agent/store/job_store.hpp"
 #include "agent/daemon/poll_state.hpp"
+#include "agent/store/job_store.hpp"
 
 namespace agent {
 

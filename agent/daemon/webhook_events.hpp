@@ -41,6 +41,6 @@ bool has_label(simdjson::dom::element pull_request, const std::string& label);
 
 // invalid_input naming the missing field when a handled event's payload is malformed.
 common::Expected<WebhookAction> webhook_action(std::string_view event, std::string_view body,
-                                                const WebhookFilter& filter);
+                                               const WebhookFilter& filter);
 
 }  // namespace agent

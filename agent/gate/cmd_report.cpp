@@ -24,7 +24,7 @@ common::Expected<std::string> read_report_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         return common::fail(common::ErrorKind::invalid_input,
-                             "--from-report " + path + ": cannot be read");
+                            "--from-report " + path + ": cannot be read");
     }
     std::ostringstream content;
     content << in.rdbuf();

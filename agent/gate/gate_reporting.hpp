@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "agent/cli/cli11.hpp"
+#include "common/error.hpp"
 #include "github/check_runs.hpp"
 #include "github/job_report.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/run/masker.hpp"
 #include "jobs/run/run_context.hpp"
 #include "jobs/run/run_report.hpp"
-#include "common/error.hpp"
 
 namespace agent {
 
@@ -64,7 +64,7 @@ void add_github_options(CLI::App& app, GitHubFlags& flags,
 // `client` is what the HTTP client starts from (its retry policy and timeouts default to
 // github's named constants; tests pass a shorter policy); its api_url is the flags'.
 common::Expected<github::Reporter> make_reporter(const GitHubFlags& flags,
-                                                  github::ClientOptions client = {});
+                                                 github::ClientOptions client = {});
 
 // The tokens for git fetches of the gated repository when the flags name a GitHub App: an
 // installation token source of its own (not the reporter's), asked for the --github-repo
@@ -110,7 +110,7 @@ std::string job_key(std::string_view workflow_file, std::string_view job_id,
 // Job keys are "<workflow file>#<job id>" plus the matrix leg as compact JSON.
 // invalid_input naming the field on a malformed document.
 common::Expected<std::vector<github::JobReport>> job_reports_from_run_report(std::string_view json,
-                                                                              std::string_view sha);
+                                                                             std::string_view sha);
 
 inline constexpr std::size_t k_log_tail_bytes = 64 * 1024;
 

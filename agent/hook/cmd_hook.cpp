@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/daemon/agent_config.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
 #include "agent/cli/interrupts.hpp"
+#include "agent/daemon/agent_config.hpp"
 #include "agent/hook/runner_hook.hpp"
 
 namespace agent {

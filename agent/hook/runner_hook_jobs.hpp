@@ -65,7 +65,7 @@ public:
     // Makes job `id` (a fresh id) owned by `owner`, its scratch made 0700 for `sandbox` (the
     // steps' host identity; unset: ours). Returns the scratch.
     common::Expected<std::filesystem::path> create(const std::string& id, ProcessMark owner,
-                                                    std::optional<sandbox::Owner> sandbox) const;
+                                                   std::optional<sandbox::Owner> sandbox) const;
     std::filesystem::path scratch(const std::string& id) const { return m_root / id / "scratch"; }
 
     // Records this process as running a step of job `id` (which must exist).
@@ -73,7 +73,7 @@ public:
 
     // Stops the job's steps still running, then removes its directory. A missing job is done.
     common::Expected<void> finish(const std::string& id,
-                                   std::chrono::milliseconds grace = k_job_stop_grace) const;
+                                  std::chrono::milliseconds grace = k_job_stop_grace) const;
 
     // Finishes every job whose owner is gone (or that has none after a minute: a prepare_job
     // that died half-way). Returns how many; a job that cannot be finished is logged and kept.

@@ -19,7 +19,7 @@ common::Expected<void> make_private_dir(const std::filesystem::path& dir) {
     if (ec) return common::fail(common::ErrorKind::permanent, dir.string() + ": " + ec.message());
     if (::chmod(dir.c_str(), 0700) != 0)
         return common::fail(common::ErrorKind::permanent,
-                             common::errno_message("chmod " + dir.string()));
+                            common::errno_message("chmod " + dir.string()));
     return {};
 }
 
@@ -52,7 +52,7 @@ common::Expected<std::filesystem::path> socket_dir_for(const std::filesystem::pa
     // trusted path: a new directory of the host's /tmp, mode 0700
     if (::mkdtemp(pattern.data()) == nullptr)
         return common::fail(common::ErrorKind::permanent,
-                             common::errno_message("mkdtemp " + pattern));
+                            common::errno_message("mkdtemp " + pattern));
     return std::filesystem::path(pattern);
 }
 

@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "agent/store/job_store.hpp"
+#include "common/error.hpp"
 #include "sandbox/broker/broker_protocol.hpp"
 #include "sandbox/process/cancel.hpp"
-#include "common/error.hpp"
 #include "sandbox/process/run.hpp"
 
 namespace agent {
@@ -110,11 +110,11 @@ public:
     SandboxManager& operator=(const SandboxManager&) = delete;
 
     common::Expected<SandboxInfo> create(const SandboxIdentity& identity,
-                                          const SandboxOptions& options);
+                                         const SandboxOptions& options);
     common::Expected<sandbox::BrokerReply> exec(const std::string& id,
-                                                 const SandboxIdentity& identity,
-                                                 sandbox::ExecRequest request,
-                                                 const ExecControl& control = {});
+                                                const SandboxIdentity& identity,
+                                                sandbox::ExecRequest request,
+                                                const ExecControl& control = {});
     // Appends `body` as an event of `kind` to the job record of sandbox `id`, when it has one.
     void record_event(const std::string& id, std::string_view kind, const std::string& body);
     std::optional<SandboxInfo> get(const std::string& id);

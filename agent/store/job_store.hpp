@@ -164,16 +164,16 @@ public:
     // The oldest queued job, now leased to `owner` until now+lease; nullopt when none is
     // queued or `owner` already holds max_running leases.
     virtual common::Expected<std::optional<Job>> claim(std::string_view owner,
-                                                        std::chrono::milliseconds lease,
-                                                        std::size_t max_running) = 0;
+                                                       std::chrono::milliseconds lease,
+                                                       std::size_t max_running) = 0;
     // Extends the lease; fails (permanent, "lease lost") when `owner` no longer holds it.
     virtual common::Expected<Heartbeat> heartbeat(std::int64_t id, std::string_view owner,
-                                                   std::chrono::milliseconds lease) = 0;
+                                                  std::chrono::milliseconds lease) = 0;
     // Concludes a running job held by `owner` with a terminal state; fails when the lease is
     // lost or the state is not terminal.
-    virtual common::Expected<void> complete(std::int64_t id, std::string_view owner,
-                                             JobState state, std::string_view reason,
-                                             std::string_view result_json) = 0;
+    virtual common::Expected<void> complete(std::int64_t id, std::string_view owner, JobState state,
+                                            std::string_view reason,
+                                            std::string_view result_json) = 0;
     // Queued: cancelled now. Running: cancel requested (the holder sees it on heartbeat and
     // completes it `cancelled`). Terminal: nothing changes.
     virtual common::Expected<CancelOutcome> cancel(std::int64_t id, std::string_view reason) = 0;
@@ -183,21 +183,20 @@ public:
 
     // Leases whose expiry passed (any owner), and every lease of `owner` (its previous life).
     virtual common::Expected<std::vector<Recovered>> recover_expired(OnLostLease policy,
-                                                                      std::int64_t max_claims) = 0;
+                                                                     std::int64_t max_claims) = 0;
     virtual common::Expected<std::vector<Recovered>> recover_owner(std::string_view owner,
-                                                                    OnLostLease policy,
-                                                                    std::int64_t max_claims) = 0;
+                                                                   OnLostLease policy,
+                                                                   std::int64_t max_claims) = 0;
 
     // The resolved sandbox policy of a job, written before its sandbox exists.
-    virtual common::Expected<void> record_policy(std::int64_t id,
-                                                  std::string_view policy_json) = 0;
+    virtual common::Expected<void> record_policy(std::int64_t id, std::string_view policy_json) = 0;
     virtual common::Expected<void> append_event(std::int64_t id, std::string_view kind,
-                                                 std::string_view body_json) = 0;
+                                                std::string_view body_json) = 0;
     virtual common::Expected<std::vector<JobEvent>> events(std::int64_t id) = 0;
 
     // Reports owed to GitHub, sent by the reporter and removed once delivered.
     virtual common::Expected<std::int64_t> add_report(std::int64_t job_id, std::string_view kind,
-                                                       std::string_view body_json) = 0;
+                                                      std::string_view body_json) = 0;
     // The reports due now, oldest first, by the order rule above (obsolete starts and
     // reports another sender holds are left out); changes nothing.
     virtual common::Expected<std::vector<Report>> due_reports(std::size_t limit) = 0;
@@ -209,11 +208,11 @@ public:
     virtual common::Expected<void> report_delivered(std::int64_t report_id) = 0;
     // Not sent: one attempt more, due again after `retry_after`.
     virtual common::Expected<void> report_failed(std::int64_t report_id,
-                                                  std::chrono::milliseconds retry_after) = 0;
+                                                 std::chrono::milliseconds retry_after) = 0;
     // Not tried (GitHub asked us to wait, e.g. a rate limit): due again after `delay`, no
     // attempt counted.
     virtual common::Expected<void> report_deferred(std::int64_t report_id,
-                                                    std::chrono::milliseconds delay) = 0;
+                                                   std::chrono::milliseconds delay) = 0;
     // Reports still queued (due or not, in flight or not) whose owner is `owner`; every
     // report when nullopt.
     virtual common::Expected<std::int64_t> owed_reports(std::optional<std::string_view> owner) = 0;
@@ -250,7 +249,7 @@ std::filesystem::path default_queue_path(const std::filesystem::path& state_dir)
 // to share between threads (calls are serialised); several objects and processes may open
 // the same file at once. Fails when the schema is newer than this build knows.
 common::Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesystem::path& path,
-                                                               SqliteOptions options = {});
+                                                              SqliteOptions options = {});
 
 // For stores that share one connection to the queue's file (open_sqlite_store in
 // agent/daemon/poll_state.hpp). open_sqlite_database opens it (creating the file and its directory)
@@ -260,8 +259,8 @@ common::Expected<std::unique_ptr<JobQueue>> open_sqlite_queue(const std::filesys
 common::Expected<std::shared_ptr<sqlite::Database>> open_sqlite_database(
     const std::filesystem::path& path, std::chrono::milliseconds busy_timeout);
 common::Expected<std::unique_ptr<JobQueue>> sqlite_queue_on(std::shared_ptr<sqlite::Database> db,
-                                                             const std::filesystem::path& path,
-                                                             Clock clock = system_now_ms);
+                                                            const std::filesystem::path& path,
+                                                            Clock clock = system_now_ms);
 
 // The PostgreSQL queue (a pool's).
 struct PostgresOptions {

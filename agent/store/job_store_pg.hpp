@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the PostgreSQL backend (agent/job_store_pg*.cpp, agent/daemon/poll_state_pg.cpp): what
-// its files share. The public interface is open_postgres_queue (agent/store/job_store.hpp) and
+// Internal to the PostgreSQL backend (agent/job_store_pg*.cpp, agent/daemon/poll_state_pg.cpp):
+// what its files share. The public interface is open_postgres_queue (agent/store/job_store.hpp) and
 // open_postgres_store (agent/daemon/poll_state.hpp).
 
 #include <functional>

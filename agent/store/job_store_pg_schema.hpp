@@ -1,6 +1,7 @@
 #pragma once
-// Internal to the PostgreSQL job queue (agent/store/job_store_pg.cpp, agent/daemon/poll_state_pg.cpp): the
-// schema `sandgate` and its versioned migrations, and the mapping of a `jobs` row to a Job.
+// Internal to the PostgreSQL job queue (agent/store/job_store_pg.cpp,
+// agent/daemon/poll_state_pg.cpp): the schema `sandgate` and its versioned migrations, and the
+// mapping of a `jobs` row to a Job.
 //
 // Migrations are numbered; table sandgate.migrations holds the versions applied. They are
 // applied in one transaction that first takes a transaction-scoped advisory lock

@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the queue's backends (agent/store/job_store.cpp, agent/store/job_store_pg.cpp): the SQL both
-// speak alike, so the order rule of reports (agent/store/job_store.hpp) is written once.
+// Internal to the queue's backends (agent/store/job_store.cpp, agent/store/job_store_pg.cpp): the
+// SQL both speak alike, so the order rule of reports (agent/store/job_store.hpp) is written once.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -20,8 +20,8 @@ Expected<Connection*> Session::connection() {
         const auto wait =
             std::chrono::duration_cast<std::chrono::milliseconds>(m_next_attempt - now);
         return common::fail(ErrorKind::transient,
-                             "postgresql " + m_what + ": unreachable (next attempt in " +
-                                 std::to_string(wait.count()) + " ms): " + m_last_error);
+                            "postgresql " + m_what + ": unreachable (next attempt in " +
+                                std::to_string(wait.count()) + " ms): " + m_last_error);
     }
     auto opened = Connection::open(m_options);
     if (opened && m_prepare)

@@ -34,7 +34,7 @@ public:
     // Opens (creating when missing) the file with WAL journaling, foreign keys and the busy
     // timeout set. The file is created 0600.
     static common::Expected<Database> open(const std::filesystem::path& path,
-                                            std::chrono::milliseconds busy_timeout);
+                                           std::chrono::milliseconds busy_timeout);
 
     sqlite3* get() const { return m_db.get(); }
     common::Expected<void> exec(std::string_view sql);

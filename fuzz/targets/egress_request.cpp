@@ -1,5 +1,5 @@
-// The egress proxy's request-head parser (sandbox/egress/egress_request.hpp): the first bytes a step
-// sends on a connection to the proxy. Also the --allow-egress and --allow-egress-range parsers
+// The egress proxy's request-head parser (sandbox/egress/egress_request.hpp): the first bytes a
+// step sends on a connection to the proxy. Also the --allow-egress and --allow-egress-range parsers
 // over the same bytes.
 #include "sandbox/egress/egress_request.hpp"
 

@@ -1,5 +1,5 @@
-// GitHub webhook payloads (agent/daemon/webhook_events.hpp): the first line names the event, the rest
-// is the body. Also the signature check over the same bytes.
+// GitHub webhook payloads (agent/daemon/webhook_events.hpp): the first line names the event, the
+// rest is the body. Also the signature check over the same bytes.
 #include "github/webhook.hpp"
 
 #include "agent/daemon/webhook_events.hpp"

@@ -1,6 +1,6 @@
-// Workflow YAML: GitHub's reader, schema and converters (jobs/workflow/workflow_model.hpp). A refusal
-// is one line naming the file; an accepted workflow has a job order and, for a matrix written
-// out, at most 256 legs.
+// Workflow YAML: GitHub's reader, schema and converters (jobs/workflow/workflow_model.hpp). A
+// refusal is one line naming the file; an accepted workflow has a job order and, for a matrix
+// written out, at most 256 legs.
 #include "fuzz/fuzz_target.hpp"
 #include "jobs/workflow/matrix.hpp"
 #include "jobs/workflow/workflow_model.hpp"

@@ -48,7 +48,7 @@ public:
             return refuse("cannot be read: " + archive_text(reader.get()));
         if (::mkdir(m_dest.c_str(), 0700) != 0)  // trusted path: the store's own directory
             return common::fail(ErrorKind::permanent,
-                                 common::errno_message("creating " + m_dest.string()));
+                                common::errno_message("creating " + m_dest.string()));
         archive_entry* entry = nullptr;
         for (;;) {
             const int status = archive_read_next_header(reader.get(), &entry);
@@ -60,14 +60,14 @@ public:
         if (m_top.empty()) return refuse("is empty");
         if (archive_write_close(disk.get()) != ARCHIVE_OK)
             return common::fail(ErrorKind::permanent, "unpacking " + m_archive.string() + ": " +
-                                                           archive_text(disk.get()));
+                                                          archive_text(disk.get()));
         return {};
     }
 
 private:
     std::unexpected<common::Error> refuse(const std::string& why) const {
         return common::fail(ErrorKind::invalid_input,
-                             "the action archive " + m_archive.string() + " " + why);
+                            "the action archive " + m_archive.string() + " " + why);
     }
 
     common::Expected<void> extract(archive* reader, archive* disk, archive_entry* entry) {
@@ -208,8 +208,8 @@ int pack_entry(const char* root, const git_tree_entry* tree_entry, void* payload
 }  // namespace
 
 common::Expected<void> unpack_action_archive(const std::filesystem::path& archive,
-                                              const std::filesystem::path& dest,
-                                              const ArchiveLimits& limits) {
+                                             const std::filesystem::path& dest,
+                                             const ArchiveLimits& limits) {
     Unpacker unpacker(archive, dest, limits);
     auto done = unpacker.run();
     if (!done) (void)remove_tree(dest);  // restores the write bits it needs
@@ -217,8 +217,8 @@ common::Expected<void> unpack_action_archive(const std::filesystem::path& archiv
 }
 
 common::Expected<void> write_commit_archive(git_repository* repository, const git_oid& commit,
-                                             const std::string& top,
-                                             const std::filesystem::path& out) {
+                                            const std::string& top,
+                                            const std::filesystem::path& out) {
     git_commit* raw_commit = nullptr;
     if (int rc = git_commit_lookup(&raw_commit, repository, &commit); rc != 0)
         return git_fail(ErrorKind::permanent, "reading commit " + oid_hex(commit), rc);
@@ -233,7 +233,7 @@ common::Expected<void> write_commit_archive(git_repository* repository, const gi
     archive_write_set_format_pax_restricted(writer.get());
     if (archive_write_open_filename(writer.get(), out.c_str()) != ARCHIVE_OK)
         return common::fail(ErrorKind::permanent,
-                             "writing " + out.string() + ": " + archive_text(writer.get()));
+                            "writing " + out.string() + ": " + archive_text(writer.get()));
     PackState state{repository,
                     writer.get(),
                     top,
@@ -278,7 +278,7 @@ common::Expected<void> make_tree_read_only(const std::filesystem::path& root) {
             std::filesystem::perm_options::replace, ec);
     if (ec)
         return common::fail(ErrorKind::permanent,
-                             "making " + root.string() + " read-only: " + ec.message());
+                            "making " + root.string() + " read-only: " + ec.message());
     return {};
 }
 

@@ -32,15 +32,15 @@ struct ArchiveLimits {
 // entry or a corrupt archive, naming the archive and the entry; permanent for local I/O),
 // whatever was written under `dest` is removed.
 common::Expected<void> unpack_action_archive(const std::filesystem::path& archive,
-                                              const std::filesystem::path& dest,
-                                              const ArchiveLimits& limits = {});
+                                             const std::filesystem::path& dest,
+                                             const ArchiveLimits& limits = {});
 
 // Writes the tree of `commit` in `repository` as a tar.gz with the one top directory `top`
 // to `out` (created or truncated). Submodule entries are left out (GitHub's tarball has them
 // as empty directories); symbolic links are kept as links.
 common::Expected<void> write_commit_archive(git_repository* repository, const git_oid& commit,
-                                             const std::string& top,
-                                             const std::filesystem::path& out);
+                                            const std::string& top,
+                                            const std::filesystem::path& out);
 
 // Makes every file and directory under `root` read-only (write bits cleared; links untouched).
 common::Expected<void> make_tree_read_only(const std::filesystem::path& root);

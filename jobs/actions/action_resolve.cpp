@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "jobs/workflow/action_model.hpp"
 #include "jobs/expr/value.hpp"
+#include "jobs/workflow/action_model.hpp"
 #include "jobs/workflow/workflow_call.hpp"
 
 namespace jobs {

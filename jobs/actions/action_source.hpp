@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.hpp"
 #include "jobs/actions/action_ref.hpp"
 #include "jobs/actions/action_store.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 

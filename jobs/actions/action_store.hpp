@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "jobs/actions/action_ref.hpp"
 #include "jobs/git/git_lock.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 
@@ -65,15 +65,15 @@ public:
     // Moves a finished archive written at `temp` (in the archive's own directory, made with
     // archive_temp_path) into place; an archive already there is kept and `temp` removed.
     common::Expected<std::filesystem::path> archive_temp_path(const ActionRef& ref,
-                                                               const std::string& sha) const;
+                                                              const std::string& sha) const;
     common::Expected<void> commit_archive(const std::filesystem::path& temp, const ActionRef& ref,
-                                           const std::string& sha) const;
+                                          const std::string& sha) const;
 
     // The unpacked read-only tree of ref's repository at `sha`, unpacked from its archive
     // when not there yet (see the header comment). invalid_input when the archive is refused,
     // unavailable when there is no archive.
     common::Expected<std::filesystem::path> tree(const ActionRef& ref,
-                                                  const std::string& sha) const;
+                                                 const std::string& sha) const;
 
     // Held by a run for as long as it uses trees (shared); prune takes it exclusively.
     common::Expected<FileLock> lock_shared() const;

@@ -1,8 +1,8 @@
 #pragma once
 // The artifacts of one run, behind the upload-artifact and download-artifact builtins
-// (jobs/builtins/step_builtins.cpp): DIR/NAME.tar.gz (jobs/builtins/tree_archive.hpp) for each uploaded
-// artifact, DIR/tmp/ for uploads being written. DIR is the trusted side's (kept with the run's
-// report), never bound into a sandbox. Thread- and process-safe: an artifact appears by one
+// (jobs/builtins/step_builtins.cpp): DIR/NAME.tar.gz (jobs/builtins/tree_archive.hpp) for each
+// uploaded artifact, DIR/tmp/ for uploads being written. DIR is the trusted side's (kept with the
+// run's report), never bound into a sandbox. Thread- and process-safe: an artifact appears by one
 // rename, refused when the name is taken unless the upload overwrites.
 
 #include <filesystem>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "jobs/builtins/cache_store.hpp"  // PendingBlob
 #include "common/error.hpp"
+#include "jobs/builtins/cache_store.hpp"  // PendingBlob
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs {
@@ -31,7 +31,7 @@ public:
     common::Expected<PendingBlob> begin_upload() const;
     // invalid_input "an artifact named NAME exists already" unless `overwrite`.
     common::Expected<void> commit(PendingBlob blob, const std::string& name,
-                                   ArtifactOverwrite overwrite) const;
+                                  ArtifactOverwrite overwrite) const;
     // The artifacts' names, sorted.
     common::Expected<std::vector<std::string>> names() const;
     // NAME's archive; invalid_input "Artifact not found for name: NAME" when there is none.

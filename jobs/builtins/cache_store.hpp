@@ -1,6 +1,6 @@
 #pragma once
-// The store behind the actions/cache builtin (jobs/builtins/step_builtins.cpp): entries saved by jobs
-// on this machine, kept on the trusted side and scoped as GitHub scopes caches.
+// The store behind the actions/cache builtin (jobs/builtins/step_builtins.cpp): entries saved by
+// jobs on this machine, kept on the trusted side and scoped as GitHub scopes caches.
 //
 //   DIR/index               one line per entry:
 //   CREATED<TAB>SCOPE<TAB>VERSION<TAB>BYTES<TAB>SHA<TAB>KEY DIR/blobs/SHA.tar.gz    an entry's
@@ -72,7 +72,7 @@ class CacheStore {
 public:
     // Opens (creating) DIR; permanent when it cannot be made.
     static common::Expected<CacheStore> open(const std::filesystem::path& dir,
-                                              CacheLimits limits = {});
+                                             CacheLimits limits = {});
     // STATE/caches.
     static std::filesystem::path default_dir(const std::filesystem::path& state_dir) {
         return state_dir / "caches";
@@ -82,8 +82,8 @@ public:
     // The entry `keys` find: for each scope in order, for each key in order, the newest entry
     // of that version whose key equals it, else the newest whose key starts with it.
     common::Expected<std::optional<CacheEntry>> lookup(const std::vector<std::string>& scopes,
-                                                        const std::string& version,
-                                                        const std::vector<std::string>& keys) const;
+                                                       const std::string& version,
+                                                       const std::vector<std::string>& keys) const;
     // The entry's archive, read-only.
     common::Expected<common::Fd> open_blob(const CacheEntry& entry) const;
 
@@ -93,8 +93,8 @@ public:
     // evicts the oldest entries beyond max_total_bytes. invalid_input when it is larger than
     // max_entry_bytes; SaveOutcome::exists when the scope holds the key already.
     common::Expected<SaveOutcome> commit(PendingBlob blob, const std::string& scope,
-                                          const std::string& version, const std::string& key,
-                                          const std::string& sha, std::uint64_t bytes) const;
+                                         const std::string& version, const std::string& key,
+                                         const std::string& sha, std::uint64_t bytes) const;
 
     common::Expected<std::vector<CacheEntry>> list() const;
     const CacheLimits& limits() const { return m_limits; }

@@ -1,13 +1,14 @@
 // actions/upload-artifact and actions/download-artifact as builtins: the run's artifacts
-// (jobs/builtins/artifact_store.hpp) on the trusted side, kept with the run's report. An upload reads
-// the workspace through sandbox/access/safe_access.hpp only (jobs/builtins/workspace_pack.hpp); a download
-// writes into the workspace at its own step, beneath the workspace's fd.
+// (jobs/builtins/artifact_store.hpp) on the trusted side, kept with the run's report. An upload
+// reads the workspace through sandbox/access/safe_access.hpp only
+// (jobs/builtins/workspace_pack.hpp); a download writes into the workspace at its own step, beneath
+// the workspace's fd.
 #include <fnmatch.h>
 
 #include "jobs/builtins/artifact_store.hpp"
+#include "jobs/builtins/workspace_pack.hpp"
 #include "jobs/run/job_steps.hpp"
 #include "jobs/run/step_inputs.hpp"
-#include "jobs/builtins/workspace_pack.hpp"
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs::detail {

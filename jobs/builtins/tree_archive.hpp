@@ -1,8 +1,8 @@
 #pragma once
 // The archives of the cache and artifact builtins: a gzip'd tar of regular files (and nothing
 // else) read from trees a step could write, and unpacked into such trees. Both sides go through
-// sandbox/access/safe_access.hpp only: a member is opened beneath its root's fd as a regular file (a
-// link or a special file that replaced it since it was selected is skipped, never followed or
+// sandbox/access/safe_access.hpp only: a member is opened beneath its root's fd as a regular file
+// (a link or a special file that replaced it since it was selected is skipped, never followed or
 // opened for reading), and a restored file is created fresh beneath its destination's fd
 // (whatever entry a step left at its name is removed first, a link unlinked, never followed;
 // its directories made beneath, a link among them refused).
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "jobs/actions/action_archive.hpp"  // ArchiveLimits
 #include "common/fd.hpp"
+#include "jobs/actions/action_archive.hpp"  // ArchiveLimits
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs {
@@ -40,9 +40,9 @@ struct PackedArchive {
 // file or the whole is larger than `limits` allow; timeout when `read`'s deadline passes or its
 // token fires.
 common::Expected<PackedArchive> write_tree_archive(const std::vector<TreeMember>& members,
-                                                    const common::Fd& out,
-                                                    const ArchiveLimits& limits,
-                                                    const sandbox::ReadLimits& read);
+                                                   const common::Fd& out,
+                                                   const ArchiveLimits& limits,
+                                                   const sandbox::ReadLimits& read);
 
 // Where an archive entry goes: `relative` beneath `root`; nullopt leaves the entry out.
 struct TreePlacement {
@@ -61,7 +61,7 @@ struct UnpackedArchive {
 // leaves its tree, is refused (invalid_input, naming it). Stops at the first error (files
 // written so far stay).
 common::Expected<UnpackedArchive> read_tree_archive(const common::Fd& archive,
-                                                     const PlaceEntry& place,
-                                                     const ArchiveLimits& limits);
+                                                    const PlaceEntry& place,
+                                                    const ArchiveLimits& limits);
 
 }  // namespace jobs

@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "jobs/expr/value.hpp"
 #include "sandbox/process/cancel.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 
@@ -196,7 +196,7 @@ struct HashLimits {
     const sandbox::CancelToken* cancel = nullptr;
 };
 common::Expected<std::string> hash_files(const std::filesystem::path& workspace,
-                                          std::span<const std::string> patterns,
-                                          const HashLimits& limits = {});
+                                         std::span<const std::string> patterns,
+                                         const HashLimits& limits = {});
 
 }  // namespace jobs

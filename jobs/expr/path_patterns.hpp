@@ -46,7 +46,7 @@ struct FileSelection {
 // The entries below `root` that `patterns` select (walked from each include pattern's literal
 // prefix). ErrorKind::timeout when `limits`' deadline passes or its token fires.
 common::Expected<FileSelection> select_files(const sandbox::SafeDir& root,
-                                              const std::vector<PathPattern>& patterns,
-                                              const sandbox::ReadLimits& limits = {});
+                                             const std::vector<PathPattern>& patterns,
+                                             const sandbox::ReadLimits& limits = {});
 
 }  // namespace jobs

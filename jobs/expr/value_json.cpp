@@ -23,7 +23,7 @@ common::Expected<Value> from_value(simdjson::ondemand::value value, int depth);
 
 std::unexpected<common::Error> json_error(simdjson::error_code error) {
     return common::fail(common::ErrorKind::invalid_input,
-                         std::string("invalid JSON: ") + simdjson::error_message(error));
+                        std::string("invalid JSON: ") + simdjson::error_message(error));
 }
 
 std::unexpected<common::Error> too_deep() {

@@ -1,7 +1,7 @@
 #pragma once
 // The files an event changed, computed with libgit2 (never by running git), for the `paths` /
-// `paths-ignore` workflow trigger filters (jobs/workflow/workflow_events.hpp applies them). GitHub's
-// comparisons ("Git diff comparisons", workflow syntax, on.<push|pull_request>.paths):
+// `paths-ignore` workflow trigger filters (jobs/workflow/workflow_events.hpp applies them).
+// GitHub's comparisons ("Git diff comparisons", workflow syntax, on.<push|pull_request>.paths):
 //   pull_request, pull_request_target: a three-dot diff, merge-base(base, head)..head, from
 //     payload pull_request.base.sha and pull_request.head.sha (base..head when the two have
 //     no common ancestor). Without a base SHA, or with one the repository lacks (the base
@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "jobs/expr/value.hpp"
 #include "jobs/workflow/workflow_events.hpp"
 #include "jobs/workflow/workflow_model.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 
@@ -37,15 +37,15 @@ namespace jobs {
 // counts them all). Errors: invalid_input (not a SHA), unavailable (a commit is not in the
 // repository, or the repository cannot be opened), permanent (another libgit2 failure).
 common::Expected<ChangedFiles> diff_commits(const std::filesystem::path& repository,
-                                             std::string_view from, std::string_view to);
+                                            std::string_view from, std::string_view to);
 
 // The files the event changed (above). Errors: invalid_input (the event has no paths
 // filters, or the payload lacks a SHA it needs), unavailable (a commit is not in the
 // repository, or a push of more than 1,000 commits), permanent; every message names the event
 // and the SHAs.
 common::Expected<ChangedFiles> event_changed_files(const std::filesystem::path& repository,
-                                                    std::string_view event_name,
-                                                    const Value& payload);
+                                                   std::string_view event_name,
+                                                   const Value& payload);
 
 struct EventSelection {
     std::vector<Workflow> workflows;    // those that run, in the given order

@@ -33,7 +33,7 @@ public:
     // Materialises the repository for actions/checkout into `workspace`. Returns a line for
     // the log. Errors fail the step. Thread-safe.
     virtual common::Expected<std::string> checkout(const std::filesystem::path& workspace,
-                                                    const CheckoutRequest& request) = 0;
+                                                   const CheckoutRequest& request) = 0;
 };
 
 class DirectoryWorkspace final : public WorkspaceProvider {
@@ -42,7 +42,7 @@ public:
     DirectoryWorkspace(std::filesystem::path repository, std::string name);
     common::Expected<std::filesystem::path> workspace_for(const std::string& job_key) override;
     common::Expected<std::string> checkout(const std::filesystem::path& workspace,
-                                            const CheckoutRequest& request) override;
+                                           const CheckoutRequest& request) override;
 
 private:
     std::filesystem::path m_repository;

@@ -105,13 +105,13 @@ std::vector<std::string> mirror_refspecs(const std::string& ref) {
 }
 
 common::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
-                                       const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token,
-                                       const RemoteUrl& gated) {
+                                      const std::vector<std::string>& refspecs,
+                                      const std::optional<GitToken>& token,
+                                      const RemoteUrl& gated) {
     ensure_libgit2();
     if (remote.kind == RemoteKind::local && !std::filesystem::exists(remote.fetch_url))
         return common::fail(ErrorKind::unavailable,
-                             "remote " + remote.fetch_url + " is unreachable: no such path");
+                            "remote " + remote.fetch_url + " is unreachable: no such path");
     git_remote* raw = nullptr;
     if (int rc = git_remote_create_anonymous(&raw, repository, remote.fetch_url.c_str()); rc != 0)
         return git_fail(ErrorKind::unavailable, "remote " + remote.fetch_url, rc);
@@ -122,7 +122,7 @@ common::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUr
         auto secret = token->secret();
         if (!secret)
             return common::fail(secret.error().kind, "cannot fetch from " + remote.fetch_url +
-                                                          ": git token: " + secret.error().message);
+                                                         ": git token: " + secret.error().message);
         state.secret = std::move(*secret);
     }
     git_fetch_options options = GIT_FETCH_OPTIONS_INIT;
@@ -144,8 +144,8 @@ common::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUr
                     ": the remote refused the git token and no new one could be had: " +
                     state.minting->message);
         return common::fail(ErrorKind::unavailable,
-                             git_error_text("cannot fetch from " + remote.fetch_url, rc) +
-                                 (token && !offered ? withheld_note(gated) : ""));
+                            git_error_text("cannot fetch from " + remote.fetch_url, rc) +
+                                (token && !offered ? withheld_note(gated) : ""));
     }
     adopt_remote_head(repository, handle.get());
     return {};

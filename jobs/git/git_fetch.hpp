@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "jobs/git/git_credentials.hpp"
-#include "jobs/git/git_url.hpp"
 #include "common/error.hpp"
 #include "common/token_provider.hpp"
+#include "jobs/git/git_credentials.hpp"
+#include "jobs/git/git_url.hpp"
 
 namespace jobs {
 
@@ -54,9 +54,8 @@ std::vector<std::string> mirror_refspecs(const std::string& ref);
 // transient for GitHub's 5xx) when no token can be had, before anything is sent. The message
 // names the remote (its safe URL) and never the token, and says so when a token was withheld.
 common::Expected<void> fetch_refspecs(git_repository* repository, const RemoteUrl& remote,
-                                       const std::vector<std::string>& refspecs,
-                                       const std::optional<GitToken>& token,
-                                       const RemoteUrl& gated);
+                                      const std::vector<std::string>& refspecs,
+                                      const std::optional<GitToken>& token, const RemoteUrl& gated);
 
 // Trusts the CA certificates in `file` (PEM) for https remotes, in addition to none else:
 // libgit2's setting is process-wide. For tests and for agents behind a private CA.

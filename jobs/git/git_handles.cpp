@@ -40,7 +40,7 @@ common::Expected<git_oid> parse_sha(std::string_view sha) {
     git_oid oid;
     if (git_oid_fromstrn(&oid, sha.data(), sha.size()) != 0)
         return common::fail(common::ErrorKind::invalid_input,
-                             "'" + std::string(sha) + "' is not a commit SHA");
+                            "'" + std::string(sha) + "' is not a commit SHA");
     return oid;
 }
 

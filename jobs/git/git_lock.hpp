@@ -26,7 +26,7 @@ public:
     // Creates the lock file when missing (mode 0600) and takes the lock. With try_once, a
     // lock held elsewhere is ErrorKind::transient; other failures are permanent.
     static common::Expected<FileLock> acquire(const std::filesystem::path& path, LockMode mode,
-                                               LockWait wait = LockWait::block);
+                                              LockWait wait = LockWait::block);
 
     FileLock(FileLock&&) noexcept = default;
     FileLock& operator=(FileLock&&) noexcept = default;

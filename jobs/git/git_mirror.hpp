@@ -17,9 +17,9 @@
 #include <optional>
 #include <string>
 
+#include "common/error.hpp"
 #include "jobs/git/git_fetch.hpp"
 #include "jobs/git/git_url.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 

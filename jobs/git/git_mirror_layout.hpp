@@ -33,8 +33,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "jobs/git/git_url.hpp"
 #include "common/error.hpp"
+#include "jobs/git/git_url.hpp"
 
 namespace jobs {
 
@@ -57,12 +57,12 @@ MirrorLayout mirror_layout(const std::filesystem::path& mirrors_dir, const Remot
 // fetched. invalid_input for a remote parse_remote refuses; permanent on I/O errors. Needs
 // neither libgit2 nor OpenSSL: the agent daemon calls it before creating a job's sandbox.
 common::Expected<std::filesystem::path> make_mirror_scope(const std::filesystem::path& state_dir,
-                                                           std::string_view remote);
+                                                          std::string_view remote);
 
 // invalid_input (naming the remote) when a submodule `remote` may not be mirrored in the
 // scope of `scope` (see above). `state_dir` need not be canonical.
 common::Expected<void> check_module_remote(const std::filesystem::path& state_dir,
-                                            const RemoteUrl& scope, const RemoteUrl& remote);
+                                           const RemoteUrl& scope, const RemoteUrl& remote);
 
 // When layout.gitdir is absent and layout.legacy_gitdir exists, renames the latter into place
 // while holding its old lock (the caller holds layout.lock), and removes the old lock file and

@@ -34,7 +34,7 @@ public:
 
     common::Expected<std::filesystem::path> workspace_for(const std::string& job_key) override;
     common::Expected<std::string> checkout(const std::filesystem::path& workspace,
-                                            const CheckoutRequest& request) override;
+                                           const CheckoutRequest& request) override;
 
     // Mirrors the checkouts so far read through alternates.
     std::vector<std::filesystem::path> mirrors_used() const;

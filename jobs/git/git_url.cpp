@@ -36,11 +36,11 @@ common::Expected<RemoteUrl> parse_local(std::string_view text) {
     std::filesystem::path path = std::filesystem::absolute(std::filesystem::path(text), ec);
     if (ec)
         return common::fail(ErrorKind::invalid_input,
-                             "bad remote path '" + std::string(text) + "'");
+                            "bad remote path '" + std::string(text) + "'");
     path = std::filesystem::weakly_canonical(path, ec);
     if (ec)
         return common::fail(ErrorKind::invalid_input,
-                             "bad remote path '" + std::string(text) + "'");
+                            "bad remote path '" + std::string(text) + "'");
     std::string normal = path.string();
     while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
     RemoteUrl remote;
@@ -62,15 +62,15 @@ common::Expected<RemoteUrl> parse_http(std::string_view text, RemoteKind kind) {
         const std::string_view userinfo = authority.substr(0, at);
         if (userinfo.find(':') != std::string_view::npos)
             return common::fail(ErrorKind::invalid_input,
-                                 "remote '" + redact_url(text) +
-                                     "' carries a password; credentials in URLs are refused "
-                                     "(pass the token through SANDGATE_GIT_TOKEN)");
+                                "remote '" + redact_url(text) +
+                                    "' carries a password; credentials in URLs are refused "
+                                    "(pass the token through SANDGATE_GIT_TOKEN)");
         remote.username = std::string(userinfo);
         authority = authority.substr(at + 1);
     }
     if (authority.empty())
         return common::fail(ErrorKind::invalid_input,
-                             "remote '" + redact_url(text) + "' has no host");
+                            "remote '" + redact_url(text) + "' has no host");
     remote.host = lower(authority);
     const std::string scheme = kind == RemoteKind::https ? "https://" : "http://";
     remote.fetch_url = scheme + remote.host + std::string(path);
@@ -91,14 +91,14 @@ common::Expected<RemoteUrl> parse_remote(std::string_view text) {
         const std::string_view path = text.substr(7);
         if (!path.starts_with('/'))
             return common::fail(ErrorKind::invalid_input, "remote '" + std::string(text) +
-                                                               "' is not an absolute file:// URL");
+                                                              "' is not an absolute file:// URL");
         return parse_local(path);
     }
     if (text.find("://") != std::string_view::npos ||
         (!text.starts_with('/') && !text.starts_with('.') && looks_scp_like(text)))
         return common::fail(ErrorKind::invalid_input,
-                             "remote '" + redact_url(text) +
-                                 "' is not supported: use https://, file:// or a local path");
+                            "remote '" + redact_url(text) +
+                                "' is not supported: use https://, file:// or a local path");
     return parse_local(text);
 }
 

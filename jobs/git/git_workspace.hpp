@@ -32,7 +32,7 @@ struct GitCheckoutResult {
 // submodule's remote (the message names the submodule). On error request.path may hold a
 // partial checkout: the caller removes it (JobWorktree does).
 common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
-                                                     const GitCheckoutRequest& request);
+                                                    const GitCheckoutRequest& request);
 
 // The mirrors of `mirror.commit`'s submodules, recursively, each made to hold its gitlinked
 // commit (read from the commit's own .gitmodules; relative URLs resolved against the mirror's

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/git/git_lock.hpp"
 #include "common/error.hpp"
+#include "jobs/git/git_lock.hpp"
 
 namespace jobs {
 

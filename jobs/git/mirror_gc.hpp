@@ -45,7 +45,7 @@ inline constexpr std::chrono::hours k_default_mirror_max_idle{14 * 24};
 // Records a use of the scope `scope_name` now (creating <mirrors>/last-use/ when missing).
 // permanent on I/O errors; callers log it and go on (a missed record only ages the scope).
 common::Expected<void> record_mirror_use(const std::filesystem::path& mirrors_dir,
-                                          std::string_view scope_name);
+                                         std::string_view scope_name);
 
 // The scope directory name (mirror_dir_name) of the repository `remote`, as a job is given it.
 // invalid_input for a remote parse_remote refuses.

@@ -99,8 +99,7 @@ common::Expected<sandbox::Environment> parse_dotenv(std::string_view text, std::
 
 common::Expected<sandbox::Environment> load_dotenv(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return common::fail(common::ErrorKind::invalid_input, path + ": cannot read the file");
+    if (!in) return common::fail(common::ErrorKind::invalid_input, path + ": cannot read the file");
     std::ostringstream buffer;
     buffer << in.rdbuf();
     return parse_dotenv(buffer.str(), path);

@@ -23,10 +23,10 @@
 #include <string_view>
 #include <vector>
 
-#include "jobs/run/workflow_commands.hpp"
 #include "common/error.hpp"
-#include "sandbox/process/run.hpp"
+#include "jobs/run/workflow_commands.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/process/run.hpp"
 
 namespace jobs {
 
@@ -77,8 +77,8 @@ public:
     // real directory) and five new empty files in it with a unique suffix; `options` gives
     // their mode and owner (the sandbox's host identity, which must write them).
     static common::Expected<FileCommandFiles> create(const sandbox::SafeDir& root,
-                                                      std::string_view relative,
-                                                      const sandbox::CreateOptions& options);
+                                                     std::string_view relative,
+                                                     const sandbox::CreateOptions& options);
     FileCommandFiles(FileCommandFiles&&) noexcept = default;
     FileCommandFiles& operator=(FileCommandFiles&&) noexcept = default;
     ~FileCommandFiles();

@@ -4,8 +4,8 @@
 // each step's, enforced by the sandbox), env and defaults.run; background steps, wait,
 // wait-all, cancel and parallel blocks (each background step on its own thread, its results
 // applied at the wait); `uses:` of composite and JavaScript actions, local or remote (remote
-// ones from the run's action store, jobs/actions/action_resolve.hpp: inputs, outputs, env isolation,
-// nesting, pre/main/post with pre-if/post-if), actions/checkout and harden-runner as
+// ones from the run's action store, jobs/actions/action_resolve.hpp: inputs, outputs, env
+// isolation, nesting, pre/main/post with pre-if/post-if), actions/checkout and harden-runner as
 // builtins; docker actions fail the step. Post steps run at the end in reverse order. Then the
 // job's outputs are evaluated.
 //
@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <string>
 
+#include "jobs/expr/value.hpp"
 #include "jobs/run/run_context.hpp"
 #include "jobs/run/run_report.hpp"
-#include "jobs/expr/value.hpp"
 #include "jobs/workflow/workflow_model.hpp"
 
 namespace jobs {

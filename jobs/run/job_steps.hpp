@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
-#include "jobs/workflow/action_model.hpp"
 #include "jobs/actions/action_resolve.hpp"
 #include "jobs/expr/expr.hpp"
 #include "jobs/run/job_runner.hpp"
 #include "jobs/run/step_runner.hpp"
+#include "jobs/workflow/action_model.hpp"
 #include "sandbox/process/cancel.hpp"
 
 namespace jobs {

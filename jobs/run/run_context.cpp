@@ -166,7 +166,7 @@ sandbox::Environment github_environment(const Object& github, const Object& runn
 }
 
 common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, const Object& given,
-                                         const EvalContext& context, bool strict) {
+                                        const EvalContext& context, bool strict) {
     Object out;
     for (const auto& spec : specs) {
         if (const Value* value = given.find(spec.name)) {
@@ -189,7 +189,7 @@ common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, con
         if (out.contains(name)) continue;
         if (strict)
             return common::fail(common::ErrorKind::invalid_input,
-                                 "the input '" + name + "' is not defined by the called workflow");
+                                "the input '" + name + "' is not defined by the called workflow");
         out.set(name, value);
     }
     return out;

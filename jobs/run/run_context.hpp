@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/git/checkout.hpp"
 #include "jobs/expr/expr.hpp"
+#include "jobs/expr/value.hpp"
+#include "jobs/git/checkout.hpp"
+#include "jobs/git/repo_info.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/run/masker.hpp"
-#include "jobs/git/repo_info.hpp"
-#include "jobs/workflow/runner_labels.hpp"
 #include "jobs/run/step_runner.hpp"
-#include "jobs/expr/value.hpp"
+#include "jobs/workflow/runner_labels.hpp"
 #include "jobs/workflow/workflow_model.hpp"
 #include "sandbox/process/run.hpp"
 
@@ -107,7 +107,7 @@ sandbox::Environment github_environment(const Object& github, const Object& runn
 // type (boolean, number, string). `strict`: an input given but not declared, or a required
 // one missing, is an error (calls of reusable workflows); dispatch keeps undeclared ones.
 common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, const Object& given,
-                                         const EvalContext& context, bool strict);
+                                        const EvalContext& context, bool strict);
 
 // Value to env-var text: strings as is, others as GitHub prints them.
 std::string env_text(const Value& value);

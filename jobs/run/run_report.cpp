@@ -191,14 +191,14 @@ nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker) {
 }
 
 common::Expected<void> write_report(const std::filesystem::path& path, const RunReport& report,
-                                     const Masker& masker) {
+                                    const Masker& masker) {
     const std::string text =
         to_json(report, masker).dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
     std::string temp = path.string() + ".tmp-XXXXXX";
     common::Fd fd(::mkstemp(temp.data()));
     if (!fd)
         return common::fail(common::ErrorKind::permanent,
-                             common::errno_message("--report " + path.string()));
+                            common::errno_message("--report " + path.string()));
     std::string_view rest = text;
     while (!rest.empty()) {
         const ssize_t n = ::write(fd.get(), rest.data(), rest.size());

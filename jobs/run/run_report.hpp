@@ -14,12 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "jobs/actions/action_ref.hpp"
+#include "jobs/expr/value.hpp"
 #include "jobs/run/masker.hpp"
 #include "jobs/run/step_runner.hpp"
-#include "jobs/expr/value.hpp"
 #include "jobs/run/workflow_commands.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 
@@ -99,6 +99,6 @@ nlohmann::ordered_json to_json(const RunReport& report, const Masker& masker);
 // Writes the JSON to `path` atomically (a temp file beside it, then rename). Nothing is left
 // behind on error.
 common::Expected<void> write_report(const std::filesystem::path& path, const RunReport& report,
-                                     const Masker& masker);
+                                    const Masker& masker);
 
 }  // namespace jobs

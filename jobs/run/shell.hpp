@@ -44,9 +44,9 @@ common::Expected<ShellTemplate> resolve_shell(std::string_view shell, std::strin
 // the directory fd: never through a link a step planted) into `temp_dir`, owned as `options`
 // says, and returns the argv that runs it.
 common::Expected<ShellCommand> prepare_script(std::string_view shell, std::string_view script,
-                                               const sandbox::SafeDir& temp_dir,
-                                               const sandbox::CreateOptions& options,
-                                               std::string_view path_env);
+                                              const sandbox::SafeDir& temp_dir,
+                                              const sandbox::CreateOptions& options,
+                                              std::string_view path_env);
 
 // Searches `path_env` for an executable regular file named `program` (returned as is when
 // it contains a slash and is executable). Empty when not found.

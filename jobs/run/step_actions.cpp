@@ -1,6 +1,6 @@
-// `uses:` steps of a job leg: local and remote (resolved, jobs/actions/action_resolve.hpp) composite
-// and JavaScript actions, the builtins (actions/checkout here, the cache and artifact ones in
-// step_builtins.cpp and step_artifacts.cpp), and the refusal of containers.
+// `uses:` steps of a job leg: local and remote (resolved, jobs/actions/action_resolve.hpp)
+// composite and JavaScript actions, the builtins (actions/checkout here, the cache and artifact
+// ones in step_builtins.cpp and step_artifacts.cpp), and the refusal of containers.
 #include <algorithm>
 
 #include "jobs/actions/action_resolve.hpp"

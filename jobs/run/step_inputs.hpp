@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jobs/expr/value.hpp"              // equals_ignore_case
+#include "jobs/expr/value.hpp"             // equals_ignore_case
 #include "jobs/run/workflow_commands.hpp"  // NamedValues, find_named
 
 namespace jobs {

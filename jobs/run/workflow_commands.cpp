@@ -5,9 +5,9 @@
 #include <charconv>
 #include <utility>
 
+#include "common/strings.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/workflow/workflow_matchers.hpp"
-#include "common/strings.hpp"
 
 namespace jobs {
 namespace {

@@ -104,8 +104,9 @@ public:
     // Annotation files under `workspace` are made relative to it (as the runner does with
     // github.workspace), so they name repository paths.
     void set_workspace(std::string workspace) { m_workspace = std::move(workspace); }
-    // The action store's read-only trees (jobs/actions/action_store.hpp): an add-matcher FILE beneath
-    // them (an action's own matcher file, setup-python's .github/python.json) is read there too.
+    // The action store's read-only trees (jobs/actions/action_store.hpp): an add-matcher FILE
+    // beneath them (an action's own matcher file, setup-python's .github/python.json) is read there
+    // too.
     void set_action_trees(std::string root) { m_action_trees = std::move(root); }
 
     // The job's problem matchers (borrowed; must outlive the processor): the step starts

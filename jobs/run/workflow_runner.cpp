@@ -7,8 +7,8 @@
 #include <optional>
 #include <thread>
 
-#include "jobs/workflow/job_legs.hpp"
 #include "jobs/run/job_runner.hpp"
+#include "jobs/workflow/job_legs.hpp"
 #include "jobs/workflow/workflow_call.hpp"
 #include "jobs/workflow/yaml_value.hpp"
 

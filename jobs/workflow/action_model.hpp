@@ -33,12 +33,12 @@ struct Action {
 
 // Loads DIR/action.yml (or DIR/action.yaml). DIR lies beneath `root`, a tree steps may have
 // written (the workspace of a `uses: ./my-action`): the manifest is read through root's fd, a
-// regular file reached without a link, at most 4 MiB (sandbox/access/safe_access.hpp). Neither there:
-// invalid_input "Can't find 'action.yml' or 'action.yaml' under 'DIR'..." (the runner's line);
-// a link, FIFO or directory in its place: "DIR/action.yml is not a regular file".
+// regular file reached without a link, at most 4 MiB (sandbox/access/safe_access.hpp). Neither
+// there: invalid_input "Can't find 'action.yml' or 'action.yaml' under 'DIR'..." (the runner's
+// line); a link, FIFO or directory in its place: "DIR/action.yml is not a regular file".
 common::Expected<Action> load_action(const std::filesystem::path& root,
-                                      const std::filesystem::path& dir);
+                                     const std::filesystem::path& dir);
 common::Expected<Action> parse_action(std::string_view text, std::string_view file,
-                                       const std::filesystem::path& dir);
+                                      const std::filesystem::path& dir);
 
 }  // namespace jobs

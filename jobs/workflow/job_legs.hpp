@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "jobs/expr/expr.hpp"
-#include "jobs/run/run_context.hpp"
-#include "jobs/expr/value.hpp"
-#include "jobs/workflow/workflow_model.hpp"
 #include "common/error.hpp"
+#include "jobs/expr/expr.hpp"
+#include "jobs/expr/value.hpp"
+#include "jobs/run/run_context.hpp"
+#include "jobs/workflow/workflow_model.hpp"
 
 namespace jobs {
 
@@ -48,7 +48,7 @@ struct LegPlan {
 // The legs of `job` (one without a matrix; none when --matrix filters out every one).
 // Errors (invalid_input, file:line:col): a strategy or matrix that does not evaluate or expand.
 common::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context,
-                                     const RunSettings& settings);
+                                    const RunSettings& settings);
 
 // `context` with the leg's matrix and strategy contexts.
 EvalContext leg_context(const EvalContext& context, const Leg& leg);
@@ -68,6 +68,6 @@ struct LegPlacement {
 // Where the leg (context: leg_context) may run. Errors: runs-on or container that does not
 // evaluate.
 common::Expected<LegPlacement> place_leg(const Job& job, const EvalContext& context,
-                                          const RunSettings& settings);
+                                         const RunSettings& settings);
 
 }  // namespace jobs

@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "jobs/expr/expr.hpp"
 #include "jobs/expr/value.hpp"
 #include "jobs/workflow/yaml_tree.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 

@@ -9,10 +9,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/strings.hpp"
 #include "jobs/expr/expr.hpp"
 #include "jobs/expr/expr_lexer.hpp"
 #include "jobs/expr/value.hpp"
-#include "common/strings.hpp"
 
 namespace jobs {
 namespace {
@@ -589,7 +589,7 @@ private:
 }  // namespace
 
 common::Expected<void> read_template(const schema::Schema& schema, std::string_view type,
-                                      const YamlNode& root, const TemplateReadOptions& options) {
+                                     const YamlNode& root, const TemplateReadOptions& options) {
     Reader reader(schema, options);
     if (!reader.read_root(type, root))
         return common::fail(common::ErrorKind::invalid_input, reader.error());

@@ -21,9 +21,9 @@
 #include <span>
 #include <string_view>
 
+#include "common/error.hpp"
 #include "jobs/workflow/template_schema.hpp"
 #include "jobs/workflow/yaml_tree.hpp"
-#include "common/error.hpp"
 
 namespace jobs {
 
@@ -40,8 +40,7 @@ struct TemplateReadOptions {
 // Validates `root` against the definition `type` of `schema`. invalid_input with the first
 // error; the schema's own definitions are trusted (a missing one is a permanent error).
 common::Expected<void> read_template(const schema::Schema& schema, std::string_view type,
-                                      const YamlNode& root,
-                                      const TemplateReadOptions& options = {});
+                                     const YamlNode& root, const TemplateReadOptions& options = {});
 
 // The `${{ }}` segments of a template string as GitHub splits them (a `}}` inside a 'string'
 // literal does not close): true with the expressions' texts (untrimmed) when every `${{` is

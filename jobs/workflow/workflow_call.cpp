@@ -15,7 +15,7 @@ constexpr std::uint64_t k_max_called_workflow_bytes = 4 * 1024 * 1024;
 }  // namespace
 
 common::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository,
-                                                 const Job& job) {
+                                                const Job& job) {
     const std::string& uses = job.uses->value;
     if (!uses.starts_with("./"))
         return common::fail(
@@ -31,7 +31,7 @@ common::Expected<Workflow> load_called_workflow(const std::filesystem::path& rep
                                            "the called workflow '" + uses + "'");
     if (!text)
         return common::fail(common::ErrorKind::invalid_input,
-                             located(job.uses->mark, text.error().message));
+                            located(job.uses->mark, text.error().message));
     auto workflow = parse_workflow(*text, path.string());
     if (!workflow) return workflow;
     workflow->file = uses.substr(2);
@@ -53,8 +53,8 @@ Value job_result_entry(Outcome result, const NamedValues& outputs) {
 }
 
 common::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
-                                                const EvalContext& context,
-                                                const Object& caller_secrets) {
+                                               const EvalContext& context,
+                                               const Object& caller_secrets) {
     Object given;
     for (const auto& [name, node] : job.with) {
         auto value = evaluate_yaml(node, context);
@@ -64,7 +64,7 @@ common::Expected<CallArguments> call_arguments(const Job& job, const Workflow& c
     auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
     if (!inputs)
         return common::fail(common::ErrorKind::invalid_input,
-                             located(job.uses->mark, inputs.error().message));
+                            located(job.uses->mark, inputs.error().message));
     CallArguments arguments{std::move(*inputs), {}};
     if (job.secrets_mode == SecretsMode::inherit) arguments.secrets = caller_secrets;
     for (const auto& [name, text] : job.secrets) {

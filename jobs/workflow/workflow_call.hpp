@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "jobs/expr/expr.hpp"
-#include "jobs/run/run_report.hpp"
-#include "jobs/expr/value.hpp"
-#include "jobs/workflow/workflow_model.hpp"
 #include "common/error.hpp"
+#include "jobs/expr/expr.hpp"
+#include "jobs/expr/value.hpp"
+#include "jobs/run/run_report.hpp"
+#include "jobs/workflow/workflow_model.hpp"
 
 namespace jobs {
 
@@ -24,7 +24,7 @@ namespace jobs {
 // checked to be callable (on: workflow_call). A remote `uses:` is unavailable (sandgate
 // runs offline); a missing or uncallable file is invalid_input; both with file:line:col.
 common::Expected<Workflow> load_called_workflow(const std::filesystem::path& repository,
-                                                 const Job& job);
+                                                const Job& job);
 
 // A job's result as expressions see it: {result, outputs} under needs.<id>, and under
 // jobs.<id> when a called workflow's outputs are evaluated.
@@ -41,8 +41,8 @@ struct CallArguments {
 // called workflow does not declare or a required one missing, a required secret not
 // passed; the last two name the `uses:` line.
 common::Expected<CallArguments> call_arguments(const Job& job, const Workflow& called,
-                                                const EvalContext& context,
-                                                const Object& caller_secrets);
+                                               const EvalContext& context,
+                                               const Object& caller_secrets);
 
 struct CallOutputs {
     NamedValues values;               // in declaration order

@@ -7,8 +7,8 @@
 // `branches-ignore`/`tags-ignore` list what does not run. `paths` lists, in the same ordered way,
 // the changed files that make the workflow run (at least one must be admitted); `paths-ignore`
 // skips the workflow only when every changed file matches it. The changed files come from the
-// caller (jobs/git/changed_paths.hpp computes them with libgit2); GitHub looks at the first 300 files
-// of the diff only.
+// caller (jobs/git/changed_paths.hpp computes them with libgit2); GitHub looks at the first 300
+// files of the diff only.
 //
 // Pure functions of the parsed workflow, the payload and the changed files: no I/O, never throws.
 

@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "jobs/run/workflow_commands.hpp"
 #include "common/error.hpp"
+#include "jobs/run/workflow_commands.hpp"
 
 namespace jobs {
 
@@ -52,7 +52,7 @@ struct ProblemMatcher {
 // Parses and validates a matcher document; `source` names it in errors (invalid_input,
 // "SOURCE: message").
 common::Expected<std::vector<ProblemMatcher>> parse_problem_matchers(std::string_view json,
-                                                                      std::string_view source);
+                                                                     std::string_view source);
 // Matcher files are at most this large.
 inline constexpr std::size_t k_max_matcher_file_bytes = 1024 * 1024;
 // Reads and parses FILE, which must be a regular file beneath `workspace` (no links on the

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/workflow/yaml_tree.hpp"
 #include "common/error.hpp"
+#include "jobs/workflow/yaml_tree.hpp"
 
 namespace jobs {
 
@@ -182,10 +182,10 @@ enum class Dialect { github, act };
 
 // Parses and validates a workflow from text; `file` names it in errors.
 common::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
-                                           Dialect dialect = Dialect::github);
+                                          Dialect dialect = Dialect::github);
 // Reads and parses a workflow file; the path as given names it.
 common::Expected<Workflow> load_workflow(const std::filesystem::path& path,
-                                          Dialect dialect = Dialect::github);
+                                         Dialect dialect = Dialect::github);
 
 // Job ids in an order where every job comes after the jobs it needs (file order otherwise).
 // The model is acyclic once validated, so this never fails on a parsed Workflow.

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "jobs/workflow/matrix.hpp"
 #include "jobs/expr/value.hpp"
+#include "jobs/workflow/matrix.hpp"
 #include "jobs/workflow/workflow_parse.hpp"
 #include "jobs/workflow/yaml_value.hpp"
 

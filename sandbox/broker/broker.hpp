@@ -30,10 +30,10 @@
 #include <optional>
 #include <string>
 
+#include "common/unix_socket.hpp"
+#include "sandbox/base.hpp"
 #include "sandbox/broker/broker_protocol.hpp"
 #include "sandbox/process/cancel.hpp"
-#include "sandbox/base.hpp"
-#include "common/unix_socket.hpp"
 
 namespace sandbox {
 

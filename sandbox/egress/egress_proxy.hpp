@@ -18,8 +18,8 @@
 #include <memory>
 #include <vector>
 
-#include "sandbox/egress/egress_rule.hpp"
 #include "sandbox/base.hpp"
+#include "sandbox/egress/egress_rule.hpp"
 
 namespace sandbox {
 

@@ -3,8 +3,8 @@
 
 #include <charconv>
 
-#include "sandbox/egress/egress_rule.hpp"
 #include "common/strings.hpp"
+#include "sandbox/egress/egress_rule.hpp"
 
 namespace sandbox {
 namespace {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string_view>
 
-#include "sandbox/egress/egress_proxy.hpp"
 #include "sandbox/base.hpp"
+#include "sandbox/egress/egress_proxy.hpp"
 #include "sandbox/process/run.hpp"
 
 namespace sandbox {

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/process/cancel.hpp"
-#include "sandbox/egress/egress_rule.hpp"
-#include "sandbox/base.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/base.hpp"
+#include "sandbox/egress/egress_rule.hpp"
+#include "sandbox/process/cancel.hpp"
 
 namespace sandbox {
 

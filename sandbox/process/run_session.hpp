@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <optional>
 
-#include "sandbox/process/capture.hpp"
 #include "sandbox/base.hpp"
+#include "sandbox/process/capture.hpp"
 #include "sandbox/process/run.hpp"
 #include "sandbox/process/run_tree.hpp"
 #include "sandbox/process/spawn.hpp"

@@ -6,8 +6,8 @@
 
 #include <optional>
 
-#include "sandbox/process/cgroup.hpp"
 #include "sandbox/base.hpp"
+#include "sandbox/process/cgroup.hpp"
 #include "sandbox/process/run.hpp"
 #include "sandbox/process/spawn.hpp"
 #include "sandbox/wrap/wrap.hpp"

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/access/safe_access.hpp"
 #include "sandbox/base.hpp"
 #include "sandbox/process/run.hpp"
-#include "sandbox/access/safe_access.hpp"
 
 namespace sandbox {
 

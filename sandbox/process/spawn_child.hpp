@@ -1,8 +1,8 @@
 #pragma once
 // What the process core's child does for SpawnSpec::portal and SpawnSpec::identity
 // (sandbox/process/spawn.hpp), for a caller that forks a child of its own from a WrapPlan
-// (tests/support/wrap_spawn.hpp) and must do the same, in the same order. Called in the child, before
-// exec; async-signal-safe (no allocation); false with errno.
+// (tests/support/wrap_spawn.hpp) and must do the same, in the same order. Called in the child,
+// before exec; async-signal-safe (no allocation); false with errno.
 
 #include <string>
 #include <vector>

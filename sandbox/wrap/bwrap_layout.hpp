@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sandbox/process/limits.hpp"
-#include "sandbox/wrap/mounts.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/mounts.hpp"
 #include "sandbox/wrap/wrap.hpp"
 
 namespace sandbox {

@@ -10,8 +10,8 @@
 #include <csignal>
 
 #include "sandbox/base.hpp"
-#include "sandbox/wrap/identity.hpp"
 #include "sandbox/process/limits.hpp"
+#include "sandbox/wrap/identity.hpp"
 #include "sandbox/wrap/probe.hpp"
 
 extern char** environ;

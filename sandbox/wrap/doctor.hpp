@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/base.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/base.hpp"
 
 namespace sandbox {
 

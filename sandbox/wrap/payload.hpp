@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/wrap/mounts.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/mounts.hpp"
 
 namespace sandbox {
 

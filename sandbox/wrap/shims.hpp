@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/wrap/mounts.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/mounts.hpp"
 
 namespace sandbox {
 

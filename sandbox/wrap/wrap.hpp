@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/egress/egress_proxy.hpp"
 #include "sandbox/base.hpp"
+#include "sandbox/egress/egress_proxy.hpp"
 #include "sandbox/process/run.hpp"
 #include "sandbox/process/spawn.hpp"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/egress_server.hpp"
 #include "tests/support/wrap_detect.hpp"
 

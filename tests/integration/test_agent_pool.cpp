@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "agent/store/job_store.hpp"
-#include "tests/support/agent_fixture.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/api_fixture.hpp"
 #include "tests/support/postgres.hpp"
 #include "tests/support/scoped_env.hpp"

@@ -1,7 +1,7 @@
-// sandgate gate --github-repo end to end (agent/gate/cmd_gate.cpp with agent/gate/gate_reporting.cpp):
-// the real binary against the fake GitHub, a check run or a commit status per job, bad
-// reporting flags refused before anything runs, invalid workflows reported, and a cancelled
-// gate concluded cancelled. The gate without GitHub is tested in test_gate.cpp.
+// sandgate gate --github-repo end to end (agent/gate/cmd_gate.cpp with
+// agent/gate/gate_reporting.cpp): the real binary against the fake GitHub, a check run or a commit
+// status per job, bad reporting flags refused before anything runs, invalid workflows reported, and
+// a cancelled gate concluded cancelled. The gate without GitHub is tested in test_gate.cpp.
 #include <signal.h>
 #include <simdjson.h>
 #include <unistd.h>

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
 #include "jobs/git/git_mirror.hpp"
 #include "jobs/git/git_mirror_layout.hpp"
 #include "sandbox/broker/broker.hpp"

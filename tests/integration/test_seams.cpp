@@ -18,8 +18,8 @@
 #include <string>
 
 #include "tests/helpers/git_fixture.hpp"
-#include "tests/support/run_helpers.hpp"
 #include "tests/support/gate_cli.hpp"
+#include "tests/support/run_helpers.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"

@@ -16,8 +16,8 @@
 
 #include "agent/api/api.hpp"
 #include "agent/api/http_server.hpp"
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
 #include "common/unix_socket.hpp"
 #include "tests/support/temp_dir.hpp"
 

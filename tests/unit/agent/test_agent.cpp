@@ -16,11 +16,11 @@
 #include "agent/store/job_store.hpp"
 #include "jobs/git/git_url.hpp"
 #include "sandbox/process/run.hpp"
-#include "tests/support/agent_fixture.hpp"
 #include "tests/fake_github/check_runs.hpp"
 #include "tests/fake_github/fake_github.hpp"
 #include "tests/helpers/git_fixture.hpp"
 #include "tests/helpers/mirror_attack.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 

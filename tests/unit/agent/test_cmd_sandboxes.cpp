@@ -1,6 +1,7 @@
-// `sandgate sandboxes`: the real binary driven against a real agent (tests/support/agent_fixture.hpp)
-// over its unix socket. The sandboxes take the jobs' posture (bwrap; unwrapped inside the
-// dogfood wrap, where a nested bwrap cannot start), so every case runs both ways.
+// `sandgate sandboxes`: the real binary driven against a real agent
+// (tests/support/agent_fixture.hpp) over its unix socket. The sandboxes take the jobs' posture
+// (bwrap; unwrapped inside the dogfood wrap, where a nested bwrap cannot start), so every case runs
+// both ways.
 #include <signal.h>
 #include <simdjson.h>
 #include <sys/wait.h>

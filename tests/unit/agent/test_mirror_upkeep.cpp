@@ -1,5 +1,5 @@
-// The agent's mirror upkeep (agent/daemon/mirror_upkeep.hpp): which scopes the configuration serves,
-// running jobs' scopes kept, and the daemon collecting mirrors when it starts.
+// The agent's mirror upkeep (agent/daemon/mirror_upkeep.hpp): which scopes the configuration
+// serves, running jobs' scopes kept, and the daemon collecting mirrors when it starts.
 #include <signal.h>
 
 #include <catch2/catch.hpp>

@@ -200,8 +200,8 @@ TEST_CASE("poller: every page of pull requests is read, each page conditional") 
 TEST_CASE(
     "poller: a fresh poller over the same queue file still sends If-None-Match, follows "
     "the remembered next page and sees a vanished queue branch") {
-    // The agent polls from a new process each round (agent/daemon/github_rounds.hpp): what one round
-    // learnt must reach the next through the SQLite file, not memory.
+    // The agent polls from a new process each round (agent/daemon/github_rounds.hpp): what one
+    // round learnt must reach the next through the SQLite file, not memory.
     tests::FakeGitHub server;
     std::string pulls;
     for (int number = 1; number <= 101; ++number) {  // two pages

@@ -1,5 +1,5 @@
-// GitHub webhook deliveries turned into queue actions (agent/daemon/webhook_events.cpp), at the level
-// of the function; the signed /webhook endpoint that calls it is tested in test_api.cpp.
+// GitHub webhook deliveries turned into queue actions (agent/daemon/webhook_events.cpp), at the
+// level of the function; the signed /webhook endpoint that calls it is tested in test_api.cpp.
 #include <catch2/catch.hpp>
 #include <string>
 

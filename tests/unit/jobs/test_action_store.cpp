@@ -5,9 +5,9 @@
 #include <string>
 
 #include "jobs/actions/action_archive.hpp"
-#include "jobs/workflow/action_model.hpp"
 #include "jobs/actions/action_resolve.hpp"
 #include "jobs/actions/action_store.hpp"
+#include "jobs/workflow/action_model.hpp"
 #include "tests/support/action_fixture.hpp"
 #include "tests/support/run_helpers.hpp"
 

@@ -1,7 +1,7 @@
 // The schema cross-check: GitHub's template schemas in ../shared/corpora/workflow-schema are
 // the oracle of what GitHub accepts; sandgate validates against tables generated from them
-// (jobs/workflow/template_schema_tables.cpp). This walks every definition of both files and fails on
-// any the tables describe differently, or that one side lacks, so new GitHub syntax shows up
+// (jobs/workflow/template_schema_tables.cpp). This walks every definition of both files and fails
+// on any the tables describe differently, or that one side lacks, so new GitHub syntax shows up
 // here; it also holds the definitions sandgate's code names to what the code assumes.
 #include <catch2/catch.hpp>
 #include <filesystem>

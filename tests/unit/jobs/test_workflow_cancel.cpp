@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "jobs/expr/value.hpp"
-#include "tests/support/run_helpers.hpp"
 #include "tests/support/processes.hpp"
+#include "tests/support/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 

@@ -1,5 +1,5 @@
-// Which workflows an event triggers (jobs/workflow/workflow_events.cpp): GitHub's filter pattern cheat
-// sheet, ordered `!` exclusions, *-ignore lists, activity types, and the ref each event's
+// Which workflows an event triggers (jobs/workflow/workflow_events.cpp): GitHub's filter pattern
+// cheat sheet, ordered `!` exclusions, *-ignore lists, activity types, and the ref each event's
 // branch filters test (push: the ref; pull_request and merge_group: the base branch).
 #include <catch2/catch.hpp>
 #include <string>

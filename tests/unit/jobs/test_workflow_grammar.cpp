@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "jobs/workflow/action_model.hpp"
 #include "jobs/expr/expr.hpp"
+#include "jobs/workflow/action_model.hpp"
 #include "jobs/workflow/matrix.hpp"
 #include "jobs/workflow/workflow_model.hpp"
 #include "jobs/workflow/yaml_value.hpp"

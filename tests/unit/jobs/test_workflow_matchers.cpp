@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <string>
 
+#include "jobs/expr/value.hpp"
 #include "jobs/run/log.hpp"
 #include "jobs/run/step_runner.hpp"
-#include "jobs/expr/value.hpp"
 #include "jobs/workflow/workflow_matchers.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/temp_dir.hpp"

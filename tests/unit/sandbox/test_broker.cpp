@@ -8,12 +8,12 @@
 #include <future>
 #include <thread>
 
-#include "agent/store/job_store.hpp"
 #include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
+#include "common/unix_socket.hpp"
 #include "sandbox/broker/broker.hpp"
 #include "sandbox/process/cancel.hpp"
 #include "sandbox/process/run.hpp"
-#include "common/unix_socket.hpp"
 #include "tests/helpers/broker_process.hpp"
 #include "tests/support/numbers.hpp"
 #include "tests/support/processes.hpp"

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "sandbox/process/cancel.hpp"
 #include "common/fd.hpp"
+#include "sandbox/process/cancel.hpp"
 #include "sandbox/process/run.hpp"
 #include "tests/support/processes.hpp"
 

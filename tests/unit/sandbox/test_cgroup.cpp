@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "sandbox/process/cgroup.hpp"
 #include "common/fd.hpp"
+#include "sandbox/process/cgroup.hpp"
 #include "sandbox/process/limits.hpp"
 #include "sandbox/process/spawn.hpp"
 #include "tests/support/processes.hpp"

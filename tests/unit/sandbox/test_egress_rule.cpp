@@ -1,4 +1,5 @@
-// Egress rules, ranges and the address classes a name may not resolve to (sandbox/egress/egress_rule.hpp).
+// Egress rules, ranges and the address classes a name may not resolve to
+// (sandbox/egress/egress_rule.hpp).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 

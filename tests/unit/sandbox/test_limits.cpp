@@ -1,5 +1,6 @@
-// Resource limits (sandbox/process/limits.cpp): what the plan decides, and how the wrap's plan carries
-// the limits to the wrapper (rlimits, a v1 cgroup to join, or the run's cgroup2 leaf's files).
+// Resource limits (sandbox/process/limits.cpp): what the plan decides, and how the wrap's plan
+// carries the limits to the wrapper (rlimits, a v1 cgroup to join, or the run's cgroup2 leaf's
+// files).
 #include <sys/resource.h>
 
 #include <algorithm>

@@ -15,9 +15,9 @@
 #include <fstream>
 #include <string>
 
-#include "sandbox/wrap/netns.hpp"
 #include "sandbox/process/run.hpp"
 #include "sandbox/process/spawn.hpp"
+#include "sandbox/wrap/netns.hpp"
 #include "tests/support/capabilities.hpp"
 #include "tests/support/public_dir.hpp"
 #include "tests/support/read_fd.hpp"

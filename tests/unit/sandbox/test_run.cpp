@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/process/cgroup.hpp"
 #include "common/fd.hpp"
+#include "sandbox/process/cgroup.hpp"
 #include "sandbox/process/run.hpp"
 #include "tests/support/numbers.hpp"
 #include "tests/support/processes.hpp"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/process/cancel.hpp"
 #include "sandbox/access/safe_access.hpp"
+#include "sandbox/process/cancel.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"
 

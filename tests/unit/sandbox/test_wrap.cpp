@@ -13,15 +13,15 @@
 #include <fstream>
 
 #include "sandbox/process/limits.hpp"
+#include "sandbox/process/run.hpp"
+#include "sandbox/process/spawn.hpp"
 #include "sandbox/wrap/mounts.hpp"
 #include "sandbox/wrap/probe.hpp"
-#include "sandbox/process/run.hpp"
 #include "sandbox/wrap/shims.hpp"
-#include "sandbox/process/spawn.hpp"
 #include "sandbox/wrap/wrap_bwrap.hpp"
-#include "tests/support/run_helpers.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/read_fd.hpp"
+#include "tests/support/run_helpers.hpp"
 #include "tests/support/scoped_env.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wrap_detect.hpp"

@@ -1,7 +1,7 @@
-// The bwrap arm's start before its plan is complete (sandbox/wrap/wrap_bwrap.cpp, PlanTiming::pending,
-// and run()'s use of it): bwrap waits on its options socket, runs nothing until they are all
-// there, and a stream cut short anywhere runs nothing. The plan's contents are checked in
-// test_wrap.cpp.
+// The bwrap arm's start before its plan is complete (sandbox/wrap/wrap_bwrap.cpp,
+// PlanTiming::pending, and run()'s use of it): bwrap waits on its options socket, runs nothing
+// until they are all there, and a stream cut short anywhere runs nothing. The plan's contents are
+// checked in test_wrap.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,8 +14,8 @@
 #include <fstream>
 #include <thread>
 
-#include "sandbox/wrap/netns.hpp"
 #include "sandbox/process/run.hpp"
+#include "sandbox/wrap/netns.hpp"
 #include "sandbox/wrap/wrap.hpp"
 #include "sandbox/wrap/wrap_bwrap.hpp"
 #include "tests/support/capabilities.hpp"
