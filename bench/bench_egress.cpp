@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sandbox/egress/egress_proxy.hpp"
+#include "tests/support/numbers.hpp"
 
 namespace {
 
@@ -180,7 +181,8 @@ long rss_kib() {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line))
-        if (line.starts_with("VmRSS:")) return std::strtol(line.c_str() + 6, nullptr, 10);
+        if (line.starts_with("VmRSS:"))
+            return tests::to_number<long>(std::string_view(line).substr(6)).value_or(-1);
     return 0;
 }
 

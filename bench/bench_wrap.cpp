@@ -44,6 +44,7 @@
 
 #include "sandbox/wrap/probe.hpp"
 #include "sandbox/wrap/wrap.hpp"
+#include "tests/support/numbers.hpp"
 
 extern char** environ;
 
@@ -254,7 +255,7 @@ int main(int argc, char** argv) {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // raw bwrap's pid 1 outlives bwrap: it comes back here
     // 150 rounds: at 60 the ratio moved by +-3% from run to run, more than the effects it
     // is meant to show.
-    const int rounds = argc > 1 ? std::atoi(argv[1]) : 150;
+    const int rounds = argc > 1 ? tests::to_number<int>(argv[1]).value_or(150) : 150;
     const std::string sandgate = SANDGATE_BINARY;
     char cwd_buffer[4096];
     const std::string cwd = ::getcwd(cwd_buffer, sizeof cwd_buffer) ? cwd_buffer : "/";

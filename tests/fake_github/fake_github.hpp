@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "tests/support/numbers.hpp"
 
 extern char** environ;
 
@@ -74,7 +75,7 @@ public:
             stop();
             throw std::runtime_error("fake GitHub did not start: '" + line + "'");
         }
-        m_port = std::stoi(line.substr(5));
+        m_port = tests::to_number<int>(std::string_view(line).substr(5)).value_or(0);
         m_stdout = std::move(read_end);
     }
     FakeGitHub(const FakeGitHub&) = delete;

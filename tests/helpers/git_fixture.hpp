@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 extern char** environ;
@@ -115,7 +116,7 @@ public:
         while (::read(read_end.get(), &c, 1) == 1 && c != '\n') line += c;
         if (!line.starts_with("PORT "))
             throw std::runtime_error("git http server did not start: " + line);
-        m_port = std::stoi(line.substr(5));
+        m_port = tests::to_number<int>(std::string_view(line).substr(5)).value_or(0);
     }
     GitHttpServer(const GitHttpServer&) = delete;
     GitHttpServer& operator=(const GitHttpServer&) = delete;
