@@ -48,7 +48,7 @@ std::string action_name(const std::string& uses) {
 
 // GitHub's version of an entry: what it holds (its paths) and how (the compression).
 std::string cache_version(const std::vector<std::string>& paths) {
-    return sha256_hex(joined(paths, "\n") + "|gzip");
+    return common::sha256_hex(joined(paths, "\n") + "|gzip");
 }
 
 std::optional<std::string> invalid_key(const std::vector<std::string>& keys) {

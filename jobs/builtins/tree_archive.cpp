@@ -23,7 +23,7 @@ constexpr std::size_t k_chunk = 64 * 1024;
 
 struct Sink {
     int fd = -1;
-    Sha256Stream digest;
+    common::Sha256Stream digest;
     std::uint64_t bytes = 0;
     int error = 0;
 };

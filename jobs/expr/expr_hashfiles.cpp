@@ -64,7 +64,7 @@ common::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const st
     return digest;
 }
 
-std::string to_hex(const unsigned char* bytes, std::size_t size) {
+std::string common::to_hex(const unsigned char* bytes, std::size_t size) {
     static constexpr char k_hex[] = "0123456789abcdef";
     std::string out;
     for (std::size_t i = 0; i < size; ++i) {
@@ -122,7 +122,7 @@ common::Expected<std::string> hash_files(const fs::path& workspace_in,
     }
     Digest result{};
     EVP_DigestFinal_ex(total.get(), result.data(), nullptr);
-    return to_hex(result.data(), result.size());
+    return common::to_hex(result.data(), result.size());
 }
 
 }  // namespace jobs

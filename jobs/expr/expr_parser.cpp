@@ -411,7 +411,7 @@ ExprExpected<std::unique_ptr<Expression::Node>> parse_allowed(std::string_view t
     expr_detail::Parser parser(text, std::move(tokens), allowed.names, nullptr, FunctionSet::core);
     parser.use_signatures(allowed.functions);
     auto root = SANDGATE_TRY(parser.run());
-    return std::move(root);
+    return root;
 }
 
 }  // namespace

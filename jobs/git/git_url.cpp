@@ -116,7 +116,7 @@ std::string mirror_dir_name(const RemoteUrl& remote) {
     }
     while (!name.empty() && name.front() == '.') name.erase(0, 1);  // no hidden or ".." names
     if (name.empty()) name = "repo";
-    return name + "-" + sha256_hex(remote.key).substr(0, 16);
+    return name + "-" + common::sha256_hex(remote.key).substr(0, 16);
 }
 
 std::string redact_url(std::string_view text) {
