@@ -142,15 +142,14 @@ Expected<void> Poller::poll_queue_branches(const std::string& repository, PollSt
         if (auto ok = submit(spec, stats); !ok) return ok;
         heads.insert(spec.key.sha);
     }
-    auto seen = m_state->branches(repository);
-    if (!seen) return std::unexpected(seen.error());
-    for (const auto& gone : *seen) {
+    auto seen = SANDGATE_TRY(m_state->branches(repository));
+    for (const auto& gone : seen) {
         if (heads.contains(gone)) continue;
-        auto cancelled = m_queue.cancel_matching(repository, gone,
+        auto cancelled =
+            SANDGATE_TRY(m_queue.cancel_matching(repository, gone,
                                                  "the merge-queue branch is gone (merged or "
-                                                 "the group was destroyed)");
-        if (!cancelled) return std::unexpected(cancelled.error());
-        stats.cancelled += cancelled->size();
+                                                 "the group was destroyed)"));
+        stats.cancelled += cancelled.size();
     }
     if (auto ok = m_state->set_branches(repository, heads); !ok) return ok;
     return m_state->set_page(path, {(response)->header("etag").value_or(""), std::nullopt});

@@ -284,9 +284,8 @@ common::Expected<HookInput> parse_hook_input(std::string_view json) {
     auto command = command_from(name);
     if (!command) return std::unexpected(command.error());
     input.command = *command;
-    auto response = string_at(root, "responseFile", "responseFile");
-    if (!response) return std::unexpected(response.error());
-    input.response_file = *response;
+    auto response = SANDGATE_TRY(string_at(root, "responseFile", "responseFile"));
+    input.response_file = response;
     auto state = state_from(root);
     if (!state) return std::unexpected(state.error());
     input.state = std::move(*state);

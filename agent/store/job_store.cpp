@@ -55,7 +55,7 @@ public:
             }));
         if (found.empty()) return fail(ErrorKind::permanent, "submitted job vanished");
         Submitted submitted{std::move(found.front()), outcome};
-        if (auto ok = tx.commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return submitted;
     }
 
@@ -109,10 +109,10 @@ public:
         auto row = SANDGATE_TRY(update.step());
         if (!row) return std::optional<Job>();
         const auto id = update.column_int(0);
-        if (auto done = update.run(); !done) return std::unexpected(done.error());
+        SANDGATE_TRY(update.run());
         auto job = get_locked(id);
         if (!job) return std::unexpected(job.error());
-        if (auto ok = tx.commit(); !ok) return std::unexpected(ok.error());
+        SANDGATE_TRY(tx.commit());
         return job;
     }
 
@@ -152,10 +152,9 @@ public:
     Expected<CancelOutcome> cancel(std::int64_t id, std::string_view reason) override {
         std::lock_guard lock(m_mutex);
         auto tx = SANDGATE_TRY(sqlite::Transaction::begin(m_db));
-        auto job = get_locked(id);
-        if (!job) return std::unexpected(job.error());
-        if (!*job) return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
-        auto outcome = cancel_locked(**job, reason);
+        auto job = SANDGATE_TRY(get_locked(id));
+        if (!job) return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
+        auto outcome = cancel_locked(*job, reason);
         if (!outcome) return outcome;
         SANDGATE_TRY(tx.commit());
         return outcome;

@@ -106,14 +106,13 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
                            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
         !ok)
         return ok;
-    auto version = applied_version(db);
-    if (!version) return std::unexpected(version.error());
-    if (*version > pg_schema_version())
-        return fail(ErrorKind::permanent, "job queue schema version " + std::to_string(*version) +
+    auto version = SANDGATE_TRY(applied_version(db));
+    if (version > pg_schema_version())
+        return fail(ErrorKind::permanent, "job queue schema version " + std::to_string(version) +
                                               " is newer than this sandgate knows (" +
                                               std::to_string(pg_schema_version()) +
                                               "); upgrade sandgate");
-    for (auto next = *version + 1; next <= pg_schema_version(); ++next) {
+    for (auto next = version + 1; next <= pg_schema_version(); ++next) {
         if (auto ok = db.exec_script(k_pg_migrations[static_cast<std::size_t>(next - 1)]); !ok) {
             auto err = ok.error();
             err.message = "migration " + std::to_string(next) + ": " + err.message;

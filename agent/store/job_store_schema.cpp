@@ -86,14 +86,13 @@ Job read_job(const sqlite::Statement& row) {
 
 Expected<void> migrate_job_store(sqlite::Database& db) {
     auto tx = SANDGATE_TRY(sqlite::Transaction::begin(db));
-    auto version = scalar(db, "PRAGMA user_version");
-    if (!version) return std::unexpected(version.error());
-    if (*version > static_cast<std::int64_t>(k_migrations.size()))
-        return fail(ErrorKind::permanent, "job queue schema version " + std::to_string(*version) +
+    auto version = SANDGATE_TRY(scalar(db, "PRAGMA user_version"));
+    if (version > static_cast<std::int64_t>(k_migrations.size()))
+        return fail(ErrorKind::permanent, "job queue schema version " + std::to_string(version) +
                                               " is newer than this sandgate knows (" +
                                               std::to_string(k_migrations.size()) +
                                               "); upgrade sandgate");
-    for (auto i = static_cast<std::size_t>(*version); i < k_migrations.size(); ++i)
+    for (auto i = static_cast<std::size_t>(version); i < k_migrations.size(); ++i)
         if (auto ok = db.exec(k_migrations[i]); !ok) return ok;
     if (auto ok = db.exec("PRAGMA user_version = " + std::to_string(k_migrations.size())); !ok)
         return ok;

@@ -107,9 +107,7 @@ common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
         const std::vector<std::string> refspecs{"+refs/heads/*:refs/heads/*",
                                                 "+refs/tags/*:refs/tags/*"};
         // Anonymous: the token is nullopt, so no credential of any kind is offered.
-        if (auto fetched = fetch_refspecs(repository.get(), remote, refspecs, std::nullopt, remote);
-            !fetched)
-            return std::unexpected(fetched.error());
+        SANDGATE_TRY(fetch_refspecs(repository.get(), remote, refspecs, std::nullopt, remote));
         commit = resolve_in(repository.get(), ref.ref);
     }
     if (!commit)
@@ -118,14 +116,13 @@ common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
             "'" + ref.repository() + "' has no tag, branch or commit '" + ref.ref + "'");
     const std::string sha = oid_hex(*commit);
     if (!store.has_archive(ref, sha)) {
-        auto temp = store.archive_temp_path(ref, sha);
-        if (!temp) return std::unexpected(temp.error());
+        auto temp = SANDGATE_TRY(store.archive_temp_path(ref, sha));
         const std::string top = ref.owner + "-" + ref.repo + "-" + sha.substr(0, 7);
-        if (auto written = write_commit_archive(repository.get(), *commit, top, *temp); !written) {
-            std::filesystem::remove(*temp, ec);  // trusted path: the store's own temp file
+        if (auto written = write_commit_archive(repository.get(), *commit, top, temp); !written) {
+            std::filesystem::remove(temp, ec);  // trusted path: the store's own temp file
             return std::unexpected(written.error());
         }
-        SANDGATE_TRY(store.commit_archive(*temp, ref, sha));
+        SANDGATE_TRY(store.commit_archive(temp, ref, sha));
     }
     return sha;
 }

@@ -71,9 +71,8 @@ common::Expected<ChangedFiles> diff_oids(git_repository* repository, const git_o
     GitTree from_tree;
     if (from != nullptr) {
         auto from_commit = SANDGATE_TRY(lookup_commit(repository, *from));
-        auto tree = commit_tree(from_commit.get());
-        if (!tree) return std::unexpected(tree.error());
-        from_tree = std::move(*tree);
+        auto tree = SANDGATE_TRY(commit_tree(from_commit.get()));
+        from_tree = std::move(tree);
     }
     git_diff_options options = GIT_DIFF_OPTIONS_INIT;
     git_diff* raw = nullptr;
@@ -165,9 +164,8 @@ common::Expected<ChangedFiles> push_files(git_repository* repository, const Valu
         auto from = SANDGATE_TRY(parse_sha(before));
         for (const git_oid* oid : {static_cast<const git_oid*>(&from), &after})
             SANDGATE_TRY(lookup_commit(repository, *oid));
-        auto commits = count_commits(repository, from, after);
-        if (!commits) return std::unexpected(commits.error());
-        if (*commits > k_max_push_commits)
+        auto commits = SANDGATE_TRY(count_commits(repository, from, after));
+        if (commits > k_max_push_commits)
             return common::fail(ErrorKind::unavailable,
                                 "more than 1000 commits pushed: GitHub does not diff them "
                                 "and runs the workflow");

@@ -97,11 +97,10 @@ common::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref) 
     if (ref.empty()) return m_source.sha;
     if (is_full_sha(ref)) return ref;
     MirrorRequest request{m_source.remote, m_source.sha, m_source.ref, m_source.token, ""};
-    auto mirror = m_cache.ensure_commit(request);
-    if (!mirror) return std::unexpected(mirror.error());
+    auto mirror = SANDGATE_TRY(m_cache.ensure_commit(request));
     git_repository* raw = nullptr;
-    if (int rc = git_repository_open_bare(&raw, mirror->gitdir.c_str()); rc != 0)
-        return git_fail(ErrorKind::permanent, "mirror " + mirror->gitdir.string(), rc);
+    if (int rc = git_repository_open_bare(&raw, mirror.gitdir.c_str()); rc != 0)
+        return git_fail(ErrorKind::permanent, "mirror " + mirror.gitdir.string(), rc);
     GitRepository repository(raw);
     const std::vector<std::string> candidates = {ref, "refs/heads/" + ref, "refs/tags/" + ref,
                                                  "refs/" + ref};
@@ -120,7 +119,7 @@ common::Expected<std::string> GitWorkspace::resolve_ref(const std::string& ref) 
     }
     return common::fail(ErrorKind::invalid_input,
                         "actions/checkout ref '" + ref + "' is not in the mirror of " +
-                            mirror->remote.fetch_url + " (offline: only its refs are known)");
+                            mirror.remote.fetch_url + " (offline: only its refs are known)");
 }
 
 common::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,

@@ -94,26 +94,25 @@ void parse_runs(ParseContext& ctx, const YamlNode& runs, Action& action) {
 
 common::Expected<Action> parse_action(std::string_view text, std::string_view file,
                                       const std::filesystem::path& dir) {
-    auto root = parse_yaml(text, file);
-    if (!root) return std::unexpected(root.error());
+    auto root = SANDGATE_TRY(parse_yaml(text, file));
     // The runner reads action.yml against action-root (ActionManifestManager).
     static constexpr std::string_view k_conditions[] = {"step-if"};
     TemplateReadOptions options;
     options.condition_types = k_conditions;
-    SANDGATE_TRY(read_template(schema::action_schema(), "action-root", *root, options));
+    SANDGATE_TRY(read_template(schema::action_schema(), "action-root", root, options));
     ParseContext ctx;
     Action action;
     action.directory = dir;
     action.file = std::string(file);
     auto failed = [&]() { return common::fail(common::ErrorKind::invalid_input, ctx.error()); };
-    if (!ctx.require_mapping(*root, "an action manifest")) return failed();
-    if (const auto* name = root->find("name"))
+    if (!ctx.require_mapping(root, "an action manifest")) return failed();
+    if (const auto* name = root.find("name"))
         action.name = ctx.text(*name, "name").value_or(Text{}).value;
-    const YamlNode* runs = root->find("runs");
-    if (runs == nullptr) return ctx.fail(root->mark, "the action has no 'runs'"), failed();
+    const YamlNode* runs = root.find("runs");
+    if (runs == nullptr) return ctx.fail(root.mark, "the action has no 'runs'"), failed();
     parse_runs(ctx, *runs, action);
-    if (const auto* inputs = root->find("inputs")) parse_inputs(ctx, *inputs, action);
-    if (const auto* outputs = root->find("outputs")) parse_outputs(ctx, *outputs, action);
+    if (const auto* inputs = root.find("inputs")) parse_inputs(ctx, *inputs, action);
+    if (const auto* outputs = root.find("outputs")) parse_outputs(ctx, *outputs, action);
     if (!ctx.ok()) return failed();
     return action;
 }

@@ -178,15 +178,14 @@ common::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
         vectors.push_back(Vector{key, &value.as_array()});
         vector_keys.insert(fold_case(key));
     }
-    auto combinations = cross_product(vectors, excludes);
-    if (!combinations) return std::unexpected(combinations.error());
-    apply_includes(*combinations, includes, vector_keys);
-    if (combinations->size() > k_max_matrix_combinations) return too_many_combinations();
-    if (combinations->empty())
+    auto combinations = SANDGATE_TRY(cross_product(vectors, excludes));
+    apply_includes(combinations, includes, vector_keys);
+    if (combinations.size() > k_max_matrix_combinations) return too_many_combinations();
+    if (combinations.empty())
         return fail(ErrorKind::invalid_input,
                     "the matrix has no combinations left after 'exclude'");
     std::vector<Value> out;
-    for (auto& combination : *combinations) out.emplace_back(std::move(combination));
+    for (auto& combination : combinations) out.emplace_back(std::move(combination));
     return out;
 }
 

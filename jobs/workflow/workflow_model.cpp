@@ -372,8 +372,7 @@ bool is_valid_identifier(std::string_view id) {
 
 common::Expected<Workflow> parse_workflow(std::string_view text, std::string_view file,
                                           Dialect dialect) {
-    auto root = parse_yaml(text, file);
-    if (!root) return std::unexpected(root.error());
+    auto root = SANDGATE_TRY(parse_yaml(text, file));
     // GitHub's reading: the document against workflow-root (`on` loosely), then `on` strictly.
     static constexpr std::string_view k_act_optional[] = {"workflow-call-input-definition/type"};
     TemplateReadOptions options;
@@ -381,20 +380,20 @@ common::Expected<Workflow> parse_workflow(std::string_view text, std::string_vie
     options.background_steps =
         true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
-    SANDGATE_TRY(read_template(workflow_grammar(), "workflow-root", *root, options));
+    SANDGATE_TRY(read_template(workflow_grammar(), "workflow-root", root, options));
     ParseContext ctx;
     Workflow workflow;
     workflow.file = std::string(file);
     auto failed = [&]() { return common::fail(common::ErrorKind::invalid_input, ctx.error()); };
-    const YamlNode* on = root->find("on");
-    if (on == nullptr) return ctx.fail(root->mark, "Required property is missing: on"), failed();
+    const YamlNode* on = root.find("on");
+    if (on == nullptr) return ctx.fail(root.mark, "Required property is missing: on"), failed();
     if (!check_on(ctx, *on, options)) return failed();
     workflow.on = parse_on(ctx, *on);
-    if (const auto* name = root->find("name")) workflow.name = ctx.text(*name, "name");
-    if (const auto* name = root->find("run-name")) workflow.run_name = ctx.text(*name, "run-name");
-    if (const auto* env = root->find("env")) workflow.env = ctx.env(*env, "env");
-    if (const auto* d = root->find("defaults")) workflow.defaults = ctx.defaults(*d, "defaults");
-    const YamlNode* jobs_node = root->find("jobs");
+    if (const auto* name = root.find("name")) workflow.name = ctx.text(*name, "name");
+    if (const auto* name = root.find("run-name")) workflow.run_name = ctx.text(*name, "run-name");
+    if (const auto* env = root.find("env")) workflow.env = ctx.env(*env, "env");
+    if (const auto* d = root.find("defaults")) workflow.defaults = ctx.defaults(*d, "defaults");
+    const YamlNode* jobs_node = root.find("jobs");
     if (!ctx.ok() || jobs_node == nullptr || !ctx.require_mapping(*jobs_node, "'jobs'"))
         return failed();
     if (jobs_node->entries.empty()) return ctx.fail(jobs_node->mark, "'jobs' is empty"), failed();

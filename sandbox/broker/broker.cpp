@@ -200,9 +200,8 @@ public:
         spdlog::info("broker {}: listening on {} (steps reaped by {})", m_config.identity,
                      m_config.socket.string(),
                      m_reaper == Reaper::caller ? "the broker" : "a reaper per step");
-        auto shutdown = CancelToken::create();
-        if (!shutdown) return std::unexpected(shutdown.error());
-        m_shutdown.emplace(std::move(*shutdown));
+        auto shutdown = SANDGATE_TRY(CancelToken::create());
+        m_shutdown.emplace(std::move(shutdown));
         Expected<void> other_result;
         std::thread other([&] { other_result = accept_loop(listener.get()); });
         auto result = accept_loop(listener.get());

@@ -155,8 +155,7 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     const Policy& policy = request.policy;
     if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
     SANDGATE_TRY(check_image(policy));
-    auto runtime = find_container_runtime(policy);
-    if (!runtime) return std::unexpected(runtime.error());
+    auto runtime = SANDGATE_TRY(find_container_runtime(policy));
     std::error_code ec;
     auto cwd =
         checked_bind_path(request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd,
@@ -181,7 +180,7 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     WrapPlan plan;
     plan.env = wrapped_environment(request.env, layout, offline, policy.toolchain_cache);
     plan.argv =
-        run_options(*runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
+        run_options(runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
     volume(plan.argv, *cwd, "rw");
     volume(plan.argv, scratch_root, "rw");
     SANDGATE_TRY(add_policy_volumes(policy, plan.argv));
@@ -189,9 +188,9 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
     for (const auto& [key, value] : plan.env) plan.argv.insert(plan.argv.end(), {"-e", key});
     plan.argv.push_back(policy.image);
     plan.argv.insert(plan.argv.end(), request.argv.begin(), request.argv.end());
-    plan.on_timeout_argv = {runtime->string(), "rm", "-f", name};
+    plan.on_timeout_argv = {runtime.string(), "rm", "-f", name};
     plan.tree_kill = TreeKill::subreaper;
-    plan.description = describe_container(*runtime, policy, name, offline, scratch_root);
+    plan.description = describe_container(runtime, policy, name, offline, scratch_root);
     plan.resources = std::move(resources);
     return plan;
 }

@@ -65,11 +65,10 @@ Expected<OptionsChannel> options_channel(PlanTiming timing) {
             return fail(ErrorKind::unavailable, errno_message("socketpair for the bwrap options"));
         return OptionsChannel{Fd(fds[0]), Fd(fds[1])};
     }
-    auto memfd = content_memfd("sandgate-bwrap-args", {});
-    if (!memfd) return std::unexpected(memfd.error());
-    Fd ours(::fcntl(memfd->get(), F_DUPFD_CLOEXEC, 0));
+    auto memfd = SANDGATE_TRY(content_memfd("sandgate-bwrap-args", {}));
+    Fd ours(::fcntl(memfd.get(), F_DUPFD_CLOEXEC, 0));
     if (!ours) return fail(ErrorKind::unavailable, errno_message("dup of the bwrap options memfd"));
-    return OptionsChannel{std::move(*memfd), std::move(ours)};
+    return OptionsChannel{std::move(memfd), std::move(ours)};
 }
 
 Expected<void> send_all(const Fd& socket, std::string_view text) {
@@ -441,7 +440,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     auto files = open_wrap_files(start.files);
     if (!files) return std::unexpected(files.error());
     WrapPlan plan;
-    if (auto ok = plan_portal(start, plan); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(plan_portal(start, plan));
     plan.fresh_session_keyring = true;
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
@@ -465,8 +464,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         plan.egress = std::move(egress->proxy);
     }
     plan.argv = bwrap_argv(start.bwrap, request.argv, start.payload_status_fd, start.egress_fd);
-    if (auto ok = attach_limits(start.limits, plan, *resources); !ok)
-        return std::unexpected(ok.error());
+    SANDGATE_TRY(attach_limits(start.limits, plan, *resources));
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
     if (netns != nullptr) plan.netns = netns->take();
@@ -476,8 +474,8 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         plan.pending = std::move(completion);
         return plan;
     }
-    if (auto ok = completion->complete(request, plan); !ok) return std::unexpected(ok.error());
-    if (auto ok = completion->release(); !ok) return std::unexpected(ok.error());
+    SANDGATE_TRY(completion->complete(request, plan));
+    SANDGATE_TRY(completion->release());
     return plan;
 }
 
