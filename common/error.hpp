@@ -47,11 +47,17 @@ std::string errno_message(std::string_view what, int saved_errno);
 //     SANDGATE_TRY(write_file(path, text));
 // A GNU statement expression (GCC and clang; `__extension__` keeps -Wpedantic quiet): the one
 // construct that can both yield a value and return from the enclosing function. `expr` is
-// evaluated once, into a copy, so an Expected held elsewhere is never moved from.
-#define SANDGATE_TRY(...)                                                   \
-    __extension__({                                                         \
-        auto sandgate_try_result = (__VA_ARGS__);                           \
-        if (!sandgate_try_result) [[unlikely]]                              \
-            return std::unexpected(std::move(sandgate_try_result).error()); \
-        std::move(sandgate_try_result).value();                             \
+// evaluated once, into a copy, so an Expected held elsewhere is never moved from. Each TRY's
+// variable has a name of its own (__COUNTER__), so a TRY inside a lambda inside a TRY shadows
+// nothing.
+#define SANDGATE_TRY(...) \
+    SANDGATE_TRY_NAMED(SANDGATE_TRY_CONCAT(sandgate_try_result_, __COUNTER__), __VA_ARGS__)
+#define SANDGATE_TRY_CONCAT(a, b) SANDGATE_TRY_CONCAT_TOKENS(a, b)
+#define SANDGATE_TRY_CONCAT_TOKENS(a, b) a##b
+#define SANDGATE_TRY_NAMED(result, ...)                        \
+    __extension__({                                            \
+        auto result = (__VA_ARGS__);                           \
+        if (!result) [[unlikely]]                              \
+            return std::unexpected(std::move(result).error()); \
+        std::move(result).value();                             \
     })

@@ -28,7 +28,7 @@ common::Expected<GitHubRoundStats> run_github_round(const AgentConfig& config, P
         return stats;
     }
     Poller poller(
-        std::move(*poll_client), *queue, store.poll_state,
+        std::move(*poll_client), *queue, *store.poll_state,
         PollerOptions{config.repositories, config.pr_label,
                       std::chrono::duration_cast<std::chrono::milliseconds>(config.poll_interval)});
     stats.poll = poller.poll_once();
