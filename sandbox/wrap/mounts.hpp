@@ -41,6 +41,9 @@ struct MountEntry {
     int priority = 0;        // same depth: lower first (a later mount covers an earlier one)
     std::uint64_t size = 0;  // tmpfs only
     int fd = -1;             // data, host_file, private_file: the fd bwrap copies the contents from
+    // Set when plan_portal moved `source` to a portal path (seen only in the wrapper's mount
+    // namespace): the host path the portal's fd was opened from, for lookups made out here.
+    std::filesystem::path host_source{};
 };
 
 // Makes `path` absolute (against the current directory) and lexically normal, then refuses it

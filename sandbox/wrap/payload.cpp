@@ -72,26 +72,25 @@ int resolve_payload(const std::string& name, const Environment& env,
                 return next->kind == MountKind::program ? 0 : 127;
         }
         if (!covered(ordered, candidate)) return 127;
-        // A bind showing a host path elsewhere (the hooks' /__e): the file is at the host side.
-        // Where that side cannot be seen from here (root's binds go through the portal, which
-        // exists only in the wrapper's mount namespace), the path is looked at as it is.
-        // Most PATH entries do not hold the name: one stat (which follows links, so it also
-        // describes the real file) says so without a readlink of every component.
+        // A bind showing a host path elsewhere (the hooks' /__e): the file is at the host side
+        // (for a bind moved to the portal, the path its fd was opened from). Most PATH entries
+        // do not hold the name: one stat (which follows links, so it also describes the real
+        // file) says so without a readlink of every component.
         const MountEntry* bind = showing_bind(ordered, candidate);
-        std::filesystem::path host = candidate;
+        const std::filesystem::path host_side = !bind                       ? candidate
+                                                : bind->host_source.empty() ? bind->source
+                                                                            : bind->host_source;
+        const std::filesystem::path host =
+            bind && host_side != bind->dest ? rebased(candidate, bind->dest, host_side) : candidate;
         struct stat st {};
-        if (bind && bind->source != bind->dest) {
-            host = rebased(candidate, bind->dest, bind->source);
-            if (::stat(host.c_str(), &st) != 0) host = candidate;
-        }
         if (::stat(host.c_str(), &st) != 0) return 127;
         // The real path decides visibility: a symlink may lead out of every mount (one staying
         // within the bind's host side is seen at the bind's destination).
         char real[PATH_MAX];
         if (::realpath(host.c_str(), real) == nullptr) return 127;
         std::filesystem::path seen(real);
-        if (host != candidate && path_within(seen, bind->source))
-            seen = rebased(seen, bind->source, bind->dest);
+        if (host != candidate && path_within(seen, host_side))
+            seen = rebased(seen, host_side, bind->dest);
         if (!visible_inside(ordered, seen)) return 127;
         if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) return 126;
         return 0;

@@ -82,7 +82,7 @@ Expected<void> send_all(const Fd& socket, std::string_view text) {
 }
 
 nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy& policy,
-                                const Scratch& scratch, bool offline, const LimitPlan& limits,
+                                const Scratch& scratch, OfflineEnv offline, const LimitPlan& limits,
                                 const std::optional<Owner>& identity) {
     nlohmann::ordered_json doc;
     doc["mode"] = "bwrap";
@@ -94,7 +94,7 @@ nlohmann::ordered_json describe(const std::filesystem::path& bwrap, const Policy
     doc["uid"] = k_sandbox_uid;
     if (identity) doc["host_uid"] = to_string(*identity);
     doc["seccomp"] = true;
-    doc["offline"] = offline;
+    doc["offline"] = offline == OfflineEnv::on;
     doc["scratch"] = scratch.root.string();
     doc["scratch_kept"] = scratch.place == ScratchPlace::kept;
     doc["scratch_in"] = scratch.place == ScratchPlace::in_wrap ? "tmpfs" : "host";
@@ -109,7 +109,7 @@ struct BwrapStart {
     std::filesystem::path bwrap;
     LimitPlan limits;
     Scratch scratch;
-    bool offline = false;
+    OfflineEnv offline = OfflineEnv::off;
     std::vector<MountEntry> files;
     int status_fd = -1;                           // the number of bwrap's status pipe
     std::filesystem::path cwd;                    // checked
@@ -122,7 +122,8 @@ struct BwrapStart {
 
 // The files bwrap copies into the sandbox: the /etc it shows, and an in-wrap scratch's offline
 // configuration (a host scratch gets it written on the host instead).
-std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch, bool offline) {
+std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch,
+                                   OfflineEnv offline) {
     const ScratchLayout dirs = scratch_layout(scratch.root);
     auto files = system_files(k_sandbox_uid, k_sandbox_gid, dirs.home);
     files.push_back({MountKind::program,
@@ -137,7 +138,7 @@ std::vector<MountEntry> wrap_files(const Policy& policy, const Scratch& scratch,
                          {},
                          std::string(egress_forwarder_program()),
                          1});
-    if (scratch.place != ScratchPlace::in_wrap || !offline) return files;
+    if (scratch.place != ScratchPlace::in_wrap || offline == OfflineEnv::off) return files;
     for (auto& file : offline_config_files(dirs, policy.toolchain_cache))
         files.push_back({MountKind::private_file, file.path, {}, std::move(file.content), 1});
     return files;
@@ -185,7 +186,7 @@ Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resou
     start.bwrap = *bwrap;
     start.limits = std::move(*limits);
     start.scratch = *scratch;
-    start.offline = offline_enabled(request.policy);
+    start.offline = offline_enabled(request.policy) ? OfflineEnv::on : OfflineEnv::off;
     start.cwd = std::move(*cwd);
     start.identity = sandbox_owner(request.policy);
     start.files = wrap_files(request.policy, start.scratch, start.offline);
@@ -248,6 +249,7 @@ Expected<void> plan_portal(BwrapStart& start, WrapPlan& plan) {
         if (::fstat(fd.get(), &st) != 0)
             return fail(ErrorKind::unavailable,
                         errno_message("bind source " + entry.source.string()));
+        entry.host_source = entry.source;
         entry.source = plan.portal_dir + "/" + std::to_string(plan.portal_fds.size());
         plan.portal_fds.push_back(std::move(fd));
         plan.portal_directories.push_back(S_ISDIR(st.st_mode));
@@ -311,7 +313,7 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
     const Policy& policy = request.policy;
     BwrapLayout layout{start.cwd, {}, {}};
     const ScratchLayout dirs = scratch_layout(start.scratch.root);
-    const OfflineEnv offline = start.offline ? OfflineEnv::on : OfflineEnv::off;
+    const OfflineEnv offline = start.offline;
     const bool in_wrap = start.scratch.place == ScratchPlace::in_wrap;
     if (!in_wrap) {
         // Seeded once, when its home is made: never again through paths a step could replace.
