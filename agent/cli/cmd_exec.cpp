@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/cli/assignments.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
 #include "agent/cli/interrupts.hpp"
@@ -53,10 +54,7 @@ void add_options(CLI::App& app, ExecOptions& o) {
     app.add_option("--kill-grace", o.kill_grace, "SIGTERM to SIGKILL delay on timeout (5s)");
     app.add_option("--output-limit", o.output_limit, "bytes of each stream kept (262144)");
     app.add_option("--cwd", o.cwd, "working directory of the command");
-    // One value per occurrence: a vector option would otherwise take what follows, `--`
-    // included, and hand the command's own options to this parser.
-    app.add_option("--env", o.env, "NAME=VALUE for the command (repeatable)")
-        ->allow_extra_args(false);
+    add_assignment_option(app, "--env", o.env, "NAME=VALUE for the command (repeatable)");
     app.add_option("--pass-env", o.pass_env, "pass this variable through (repeatable)")
         ->allow_extra_args(false);
     auto* text = app.add_option("--stdin-text", o.stdin_text, "feed TEXT on stdin");
@@ -131,13 +129,8 @@ common::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
         }
         request.cwd = o.cwd;
     }
-    sandbox::Environment set;
-    for (const auto& pair : o.env) {
-        const std::size_t eq = pair.find('=');
-        if (eq == std::string::npos || eq == 0)
-            return fail(ErrorKind::invalid_input, "--env " + pair + ": expected NAME=VALUE");
-        set.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
-    }
+    const sandbox::Environment set =
+        SANDGATE_TRY(parse_assignments(o.env, "--env", BareName::refused));
     for (const auto& name : o.pass_env)
         if (name.empty() || name.find('=') != std::string::npos)
             return fail(ErrorKind::invalid_input,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/cli/action_options.hpp"
+#include "agent/cli/assignments.hpp"
 #include "agent/cli/builtin_options.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/commands.hpp"
@@ -74,20 +75,16 @@ void add_flags(CLI::App& app, RunFlags& f) {
     app.add_option("-j,--job", f.jobs, "run this job (and what it needs); repeatable")
         ->allow_extra_args(false);
     app.add_option("-e,--eventpath", f.event_file, "the event payload, a JSON file");
-    app.add_option("-s,--secret", f.secrets,
-                   "NAME=VALUE (or NAME, from the environment); repeatable")
-        ->allow_extra_args(false);
+    add_assignment_option(app, "-s,--secret", f.secrets,
+                          "NAME=VALUE (or NAME, from the environment); repeatable");
     app.add_option("--secret-file", f.secret_files, "secrets from a .env-format file; repeatable")
         ->allow_extra_args(false);
-    app.add_option("--var", f.vars, "NAME=VALUE for the vars context; repeatable")
-        ->allow_extra_args(false);
-    app.add_option("--env", f.env, "NAME=VALUE added to the workflow env; repeatable")
-        ->allow_extra_args(false);
+    add_assignment_option(app, "--var", f.vars, "NAME=VALUE for the vars context; repeatable");
+    add_assignment_option(app, "--env", f.env, "NAME=VALUE added to the workflow env; repeatable");
     app.add_option("--env-file", f.env_files, "workflow env from a .env-format file; repeatable")
         ->allow_extra_args(false);
-    app.add_option("--input", f.inputs,
-                   "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable")
-        ->allow_extra_args(false);
+    add_assignment_option(app, "--input", f.inputs,
+                          "NAME=VALUE for workflow_dispatch/workflow_call inputs; repeatable");
     app.add_option("--matrix", f.matrix,
                    "KEY:VALUE: run only matrix legs with these values; repeatable")
         ->allow_extra_args(false);
@@ -145,31 +142,23 @@ std::string collect_values(const RunFlags& f, jobs::RunSettings& settings) {
         if (!values) return "--secret-file " + values.error().message;
         for (auto& [name, value] : *values) settings.secrets.set(name, value);
     }
-    for (const auto& text : f.secrets) {
-        auto pair = parse_assignment(text, "-s", true);
-        if (!pair) return pair.error().message;
-        settings.secrets.set(pair->first, pair->second);
-    }
+    auto secrets = parse_assignments(f.secrets, "-s", BareName::from_environment);
+    if (!secrets) return secrets.error().message;
+    for (auto& [name, value] : *secrets) settings.secrets.set(name, value);
     for (const auto& file : f.env_files) {
         auto values = jobs::load_dotenv(file);
         if (!values) return "--env-file " + values.error().message;
         for (auto& pair : *values) settings.env.push_back(pair);
     }
-    for (const auto& text : f.env) {
-        auto pair = parse_assignment(text, "--env", false);
-        if (!pair) return pair.error().message;
-        settings.env.push_back(*pair);
-    }
-    for (const auto& text : f.vars) {
-        auto pair = parse_assignment(text, "--var", false);
-        if (!pair) return pair.error().message;
-        settings.vars.set(pair->first, pair->second);
-    }
-    for (const auto& text : f.inputs) {
-        auto pair = parse_assignment(text, "--input", false);
-        if (!pair) return pair.error().message;
-        settings.inputs.set(pair->first, pair->second);
-    }
+    auto env = parse_assignments(f.env, "--env", BareName::refused);
+    if (!env) return env.error().message;
+    settings.env.insert(settings.env.end(), env->begin(), env->end());
+    auto vars = parse_assignments(f.vars, "--var", BareName::refused);
+    if (!vars) return vars.error().message;
+    for (auto& [name, value] : *vars) settings.vars.set(name, value);
+    auto inputs = parse_assignments(f.inputs, "--input", BareName::refused);
+    if (!inputs) return inputs.error().message;
+    for (auto& [name, value] : *inputs) settings.inputs.set(name, value);
     for (const auto& text : f.matrix) {
         auto pair = parse_matrix_filter(text);
         if (!pair) return pair.error().message;

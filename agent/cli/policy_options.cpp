@@ -29,8 +29,8 @@ std::vector<std::filesystem::path> paths(const std::vector<std::string>& texts) 
 }
 
 // --network allowlist and its hosts: each needs the other.
-common::Expected<void> add_egress(const PolicyOptions& options, bool allowlist,
-                                  sandbox::Policy& policy) {
+common::Expected<void> add_egress(const PolicyOptions& options, sandbox::Policy& policy) {
+    const bool allowlist = options.network == "allowlist";
     if (auto ok = add_egress_values(options.allow_egress, options.allow_egress_range, policy); !ok)
         return ok;
     if (!allowlist && !options.allow_egress.empty())
@@ -141,8 +141,7 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
             common::ErrorKind::invalid_input,
             "--sandbox: expected off, bwrap or container, not '" + options.sandbox + "'");
     }
-    const bool allowlist = options.network == "allowlist";
-    if (options.network == "none" || allowlist)
+    if (options.network == "none" || options.network == "allowlist")
         policy.network = sandbox::NetworkMode::none;
     else if (options.network == "host")
         policy.network = sandbox::NetworkMode::host;
@@ -163,12 +162,8 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
     if (!options.scratch.empty()) policy.scratch = options.scratch;
     if (!options.toolchain_cache.empty()) policy.toolchain_cache = options.toolchain_cache;
     SANDGATE_TRY(choose_tool_cache(options, policy));
-    auto memory = optional_bytes(options.memory, "--memory");
-    if (!memory) return std::unexpected(memory.error());
-    policy.memory_bytes = *memory;
-    auto tmp = optional_bytes(options.tmp_size, "--tmp-size");
-    if (!tmp) return std::unexpected(tmp.error());
-    policy.tmp_size_bytes = *tmp;
+    policy.memory_bytes = SANDGATE_TRY(optional_bytes(options.memory, "--memory"));
+    policy.tmp_size_bytes = SANDGATE_TRY(optional_bytes(options.tmp_size, "--tmp-size"));
     if (!options.pids.empty()) {
         std::uint64_t pids = 0;
         const auto* end = options.pids.data() + options.pids.size();
@@ -178,7 +173,7 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                                 "--pids: expected a positive number, not '" + options.pids + "'");
         policy.pids = pids;
     }
-    SANDGATE_TRY(add_egress(options, allowlist, policy));
+    SANDGATE_TRY(add_egress(options, policy));
     if (!options.sandbox_user.empty()) {
         auto identity =
             SANDGATE_TRY(sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user"));

@@ -34,9 +34,10 @@ public:
         : m_settings(settings), m_workflow(workflow), m_inputs(inputs) {}
 
     // The job's row, then one per leg when it has a matrix; `runs` tells whether it may run.
-    // `ancestor_skipped`: a job it needs, directly or not, does not run.
-    std::vector<Row> rows(const jobs::Job& job, int stage, bool ancestor_skipped,
+    // `needs`: skipped when a job it needs, directly or not, does not run, success otherwise.
+    std::vector<Row> rows(const jobs::Job& job, int stage, jobs::RunStatus needs_status,
                           bool& runs) const {
+        const bool ancestor_skipped = needs_status == jobs::RunStatus::skipped;
         Row row{
             std::to_string(stage), job.id, m_workflow.display_name(), m_workflow.file, "", "", ""};
         if (job.calls_workflow()) row.runs_on = "uses: " + job.uses->value;
@@ -45,8 +46,7 @@ public:
             needs.set(id, jobs::job_result_entry(jobs::Outcome::success, {}));
         const jobs::JobScope scope{m_settings, m_workflow, job,
                                    needs,      m_inputs,   m_settings.secrets};
-        const jobs::EvalContext context = jobs::job_eval_context(
-            scope, ancestor_skipped ? jobs::RunStatus::skipped : jobs::RunStatus::success);
+        const jobs::EvalContext context = jobs::job_eval_context(scope, needs_status);
         const std::string condition = job.condition ? job.condition->value : "success()";
         auto admitted =
             jobs::condition_at(condition, job.condition ? job.condition->mark : job.mark, context);
@@ -131,7 +131,8 @@ std::vector<Row> workflow_rows(const jobs::RunSettings& settings, const jobs::Wo
         }
         stage[id] = s;
         bool runs = false;
-        auto job_rows = lister.rows(job, s, ancestor_skipped, runs);
+        auto job_rows = lister.rows(
+            job, s, ancestor_skipped ? jobs::RunStatus::skipped : jobs::RunStatus::success, runs);
         skipped[id] = !runs || ancestor_skipped;
         rows.insert(rows.end(), job_rows.begin(), job_rows.end());
     }

@@ -103,23 +103,6 @@ common::Expected<std::vector<jobs::Workflow>> load_workflows(
     return out;
 }
 
-common::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                       const std::string& flag,
-                                                                       bool from_environment) {
-    const auto eq = text.find('=');
-    const std::string name = text.substr(0, eq);
-    if (name.empty())
-        return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
-    if (eq != std::string::npos) return std::pair{name, text.substr(eq + 1)};
-    if (!from_environment)
-        return fail(ErrorKind::invalid_input, flag + " " + text + ": expected NAME=VALUE");
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr)
-        return fail(ErrorKind::invalid_input,
-                    flag + " " + name + ": no value given and $" + name + " is not set");
-    return std::pair{name, std::string(value)};
-}
-
 common::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text) {
     const auto colon = text.find(':');
     if (colon == std::string::npos || colon == 0)
@@ -159,9 +142,11 @@ common::Expected<jobs::Object> top_level_inputs(const jobs::RunSettings& setting
     context.contexts.set("inputs", jobs::Value(given));
     context.contexts.set("vars", jobs::Value(settings.vars));
     if (settings.event_name == "workflow_dispatch")
-        return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context, false);
+        return jobs::resolve_inputs(workflow.on.dispatch_inputs, given, context,
+                                    jobs::InputCheck::lenient);
     if (settings.event_name == "workflow_call")
-        return jobs::resolve_inputs(workflow.on.call_inputs, given, context, false);
+        return jobs::resolve_inputs(workflow.on.call_inputs, given, context,
+                                    jobs::InputCheck::lenient);
     return given;
 }
 

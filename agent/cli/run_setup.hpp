@@ -29,11 +29,6 @@ common::Expected<std::vector<jobs::Workflow>> load_workflows(
     const std::filesystem::path& repository, const std::vector<std::filesystem::path>& files,
     jobs::Dialect dialect = jobs::Dialect::github);
 
-// NAME=VALUE (flag names the option in errors). `NAME` alone takes the value from the
-// agent's environment when `from_environment`.
-common::Expected<std::pair<std::string, std::string>> parse_assignment(const std::string& text,
-                                                                       const std::string& flag,
-                                                                       bool from_environment);
 // KEY:VALUE for --matrix.
 common::Expected<std::pair<std::string, std::string>> parse_matrix_filter(const std::string& text);
 

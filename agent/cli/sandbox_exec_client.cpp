@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "agent/api/exec_registry.hpp"
+#include "agent/cli/assignments.hpp"
 #include "agent/cli/cli11.hpp"
 #include "agent/cli/interrupts.hpp"
 #include "agent/cli/random_id.hpp"
@@ -103,10 +104,7 @@ void add_sandbox_exec_options(CLI::App& exec, SandboxExecOptions& o) {
     exec.add_option("id", o.sandbox, "the sandbox")->required();
     exec.add_option("--exec-id", o.exec_id,
                     "the exec's id, for `sandboxes cancel` (default: chosen)");
-    // One value per occurrence: a vector option would otherwise take what follows, `--`
-    // included, and hand the step's own options to this parser (as cmd_exec.cpp's).
-    exec.add_option("--env", o.env, "NAME=VALUE for the step (repeatable)")
-        ->allow_extra_args(false);
+    add_assignment_option(exec, "--env", o.env, "NAME=VALUE for the step (repeatable)");
     exec.add_option("--cwd", o.cwd, "working directory inside the sandbox (default: its root)");
     exec.add_option("--timeout", o.timeout, "stop the step after DURATION (90s, 5m, 1h)");
     exec.add_option("--kill-grace", o.kill_grace, "SIGTERM to SIGKILL delay when stopped (5s)");
@@ -130,12 +128,8 @@ common::Expected<Json> sandbox_exec_body(const SandboxExecOptions& o) {
         return fail(ErrorKind::invalid_input,
                     "nothing to run: give `-- PROGRAM [ARGS...]` or --shell");
     Json env = Json::object();
-    for (const auto& pair : o.env) {
-        const std::size_t eq = pair.find('=');
-        if (eq == std::string::npos || eq == 0)
-            return fail(ErrorKind::invalid_input, "--env " + pair + ": expected NAME=VALUE");
-        env[pair.substr(0, eq)] = pair.substr(eq + 1);
-    }
+    for (auto& [name, value] : SANDGATE_TRY(parse_assignments(o.env, "--env", BareName::refused)))
+        env[name] = value;
     if (!env.empty()) body["env"] = std::move(env);
     if (!o.cwd.empty()) body["cwd"] = o.cwd;
     if (!o.timeout.empty()) {
