@@ -95,7 +95,7 @@ public:
             m_writes.retry();
             watch();
             if (!drain_deadline) {
-                if (claim_due((woke & Wakeups::k_claim) != 0)) claim();
+                if (claim_due(woke)) claim();
             } else if (m_running.empty()) {
                 return finish_drain(*drain_deadline);
             }
@@ -111,10 +111,11 @@ public:
     }
 
 private:
-    bool claim_due(bool woken) {
+    // `woke`: the Wakeups bits of this turn (k_claim: a job was enqueued).
+    bool claim_due(unsigned woke) {
         if (m_notified == Notified::no) return true;
         const auto now = Clock::now();
-        if (!woken && !m_slot_freed && now < m_next_claim) return false;
+        if ((woke & Wakeups::k_claim) == 0 && !m_slot_freed && now < m_next_claim) return false;
         m_slot_freed = false;
         m_next_claim = now + k_claim_fallback;
         return true;

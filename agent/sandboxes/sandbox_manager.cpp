@@ -334,7 +334,7 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
     if (!box) return fail(ErrorKind::invalid_input, "no sandbox " + id);
     if (auto refusal = claim(*box, identity)) return std::move(*refusal);
     request.identity = identity.canonical();
-    const bool shell = request.shell.has_value();
+    const ExecForm form = request.shell ? ExecForm::shell : ExecForm::argv;
     const auto wait =
         request.timeout
             ? std::optional(*request.timeout + k_reply_margin)
@@ -351,7 +351,7 @@ Expected<sandbox::BrokerReply> SandboxManager::exec(const std::string& id,
         return std::unexpected(err);
     }
     if (!m_config.journal || !box->job) return reply;  // no record to write the evidence to
-    auto evidence = exec_evidence(id, identity, shell, *reply);
+    auto evidence = exec_evidence(id, identity, form, *reply);
     if (!control.exec_id.empty()) evidence["exec_id"] = control.exec_id;
     if (reply->result && reply->result->error &&
         reply->result->error->kind == sandbox::RunErrorKind::cancelled) {

@@ -70,12 +70,12 @@ std::string sandbox_policy_json(const sandbox::Policy& policy, const SandboxOpti
 
 // The value-free evidence of one exec: identity, posture, duration, exit, byte counts,
 // truncation, skip markers (never env values, argv or stdin).
-Json exec_evidence(const std::string& id, const SandboxIdentity& identity, bool shell,
+Json exec_evidence(const std::string& id, const SandboxIdentity& identity, ExecForm form,
                    const sandbox::BrokerReply& reply) {
     Json evidence;
     evidence["sandbox"] = id;
     evidence["identity"] = identity_json(identity);
-    evidence["kind"] = shell ? "shell" : "argv";
+    evidence["kind"] = form == ExecForm::shell ? "shell" : "argv";
     if (reply.refusal) {
         evidence["refused"] = sandbox::to_string(*reply.refusal);
     } else if (reply.result) {

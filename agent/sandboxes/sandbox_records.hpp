@@ -27,8 +27,10 @@ std::optional<SandboxIdentity> parse_identity(simdjson::dom::element doc, std::s
 std::string sandbox_policy_json(const sandbox::Policy& policy, const SandboxOptions& options);
 
 // One exec's evidence: its kind (argv or shell), and the refusal or the result's facts.
+// How the exec named its program: an argv, or a script for the shell.
+enum class ExecForm { argv, shell };
 nlohmann::ordered_json exec_evidence(const std::string& id, const SandboxIdentity& identity,
-                                     bool shell, const sandbox::BrokerReply& reply);
+                                     ExecForm form, const sandbox::BrokerReply& reply);
 
 // An exec refused before it reached the broker (identity, busy, not ready, expired).
 nlohmann::ordered_json refusal_evidence(const std::string& id, const SandboxIdentity& identity,

@@ -11,6 +11,7 @@
 #include <memory>
 #include <system_error>
 
+#include "common/sha256.hpp"
 #include "jobs/expr/expr.hpp"
 #include "jobs/expr/path_patterns.hpp"
 #include "sandbox/access/safe_access.hpp"
@@ -38,7 +39,7 @@ common::Error hash_error(const common::Error& error) {
 }
 
 using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
-using Digest = std::array<unsigned char, 32>;
+using Digest = common::Sha256Digest;
 
 // The digest of one regular file beneath the workspace, read through the workspace's fd in
 // chunks, the limits checked between them.
@@ -62,16 +63,6 @@ common::Expected<Digest> sha256_file(const sandbox::SafeDir& workspace, const st
     Digest digest{};
     EVP_DigestFinal_ex(context.get(), digest.data(), nullptr);
     return digest;
-}
-
-std::string common::to_hex(const unsigned char* bytes, std::size_t size) {
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string out;
-    for (std::size_t i = 0; i < size; ++i) {
-        out.push_back(k_hex[bytes[i] >> 4]);
-        out.push_back(k_hex[bytes[i] & 15]);
-    }
-    return out;
 }
 
 // Regular files under `workspace` selected by `patterns` (jobs/expr/path_patterns.hpp): symlinks
@@ -122,7 +113,7 @@ common::Expected<std::string> hash_files(const fs::path& workspace_in,
     }
     Digest result{};
     EVP_DigestFinal_ex(total.get(), result.data(), nullptr);
-    return common::to_hex(result.data(), result.size());
+    return common::to_hex(result);
 }
 
 }  // namespace jobs

@@ -440,16 +440,14 @@ void JobRun::evaluate_outputs() {
         auto value = interpolate_at(text.value, text.mark, ctx);
         if (!value) {
             m_report.annotations.push_back(
-                Annotation{AnnotationLevel::warning, m_services.masker.mask(value.error().message),
-                           std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                           std::nullopt, std::nullopt});
+                Annotation{.level = AnnotationLevel::warning,
+                           .message = m_services.masker.mask(value.error().message)});
             continue;
         }
         if (m_services.masker.contains_secret(*value)) {
-            m_report.annotations.push_back(Annotation{
-                AnnotationLevel::warning, "Skip output '" + name + "' since it may contain secret.",
-                std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                std::nullopt});
+            m_report.annotations.push_back(
+                Annotation{.level = AnnotationLevel::warning,
+                           .message = "Skip output '" + name + "' since it may contain secret."});
             continue;
         }
         set_named(m_report.outputs, name, *value);

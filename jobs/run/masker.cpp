@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/strings.hpp"
+#include "common/xml_escape.hpp"
 
 namespace jobs {
 namespace {
@@ -88,33 +89,6 @@ std::string replaced(std::string_view value, char from, std::string_view to) {
     return out;
 }
 
-// SecurityElement.Escape, the runner's XmlDataEscape.
-std::string xml_escape(std::string_view value) {
-    std::string out;
-    for (const char c : value) {
-        switch (c) {
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&apos;";
-                break;
-            case '&':
-                out += "&amp;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
-
 // The value as a shell prints it quoted: bash's `printf %q` (a backslash before each byte the
 // shell would take specially); single-quoting (`set -x`, `'...'`) changes only `'` (see below).
 std::string shell_backslash_escape(std::string_view value) {
@@ -181,7 +155,7 @@ std::vector<std::string> encodings(const std::string& value) {
     out.push_back(replaced(value, '\'', "''"));
     out.push_back(json_escape(value));
     out.push_back(url_escape(value));
-    out.push_back(xml_escape(value));
+    out.push_back(common::xml_escape(value));  // the runner's XmlDataEscape
     if (value.size() > 8 && value.front() == '"' && value.back() == '"')
         out.push_back(value.substr(1, value.size() - 2));
     out.push_back(replaced(value, '\'', "'\\''"));

@@ -166,7 +166,7 @@ sandbox::Environment github_environment(const Object& github, const Object& runn
 }
 
 common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, const Object& given,
-                                        const EvalContext& context, bool strict) {
+                                        const EvalContext& context, InputCheck check) {
     Object out;
     for (const auto& spec : specs) {
         if (const Value* value = given.find(spec.name)) {
@@ -176,7 +176,7 @@ common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, con
             if (!fallback)
                 return common::fail(common::ErrorKind::invalid_input, fallback.error().message);
             out.set(spec.name, typed_input(spec, *fallback));
-        } else if (strict && spec.required) {
+        } else if (check == InputCheck::strict && spec.required) {
             return common::fail(
                 common::ErrorKind::invalid_input,
                 located(spec.mark, "the required input '" + spec.name + "' was not given"));
@@ -187,7 +187,7 @@ common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, con
     }
     for (const auto& [name, value] : given) {
         if (out.contains(name)) continue;
-        if (strict)
+        if (check == InputCheck::strict)
             return common::fail(common::ErrorKind::invalid_input,
                                 "the input '" + name + "' is not defined by the called workflow");
         out.set(name, value);

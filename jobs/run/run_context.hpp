@@ -105,9 +105,11 @@ sandbox::Environment github_environment(const Object& github, const Object& runn
 // Inputs of workflow_dispatch / workflow_call: given values (strings or typed) take
 // precedence, then defaults (evaluated against `context`, for `${{ 1 }}`); converted by
 // type (boolean, number, string). `strict`: an input given but not declared, or a required
-// one missing, is an error (calls of reusable workflows); dispatch keeps undeclared ones.
+// one missing, is an error (calls of reusable workflows); `lenient` (dispatch, and the CLI's
+// --input) keeps undeclared ones.
+enum class InputCheck { lenient, strict };
 common::Expected<Object> resolve_inputs(const std::vector<InputSpec>& specs, const Object& given,
-                                        const EvalContext& context, bool strict);
+                                        const EvalContext& context, InputCheck check);
 
 // Value to env-var text: strings as is, others as GitHub prints them.
 std::string env_text(const Value& value);

@@ -35,16 +35,17 @@ class MatcherSet;
 
 enum class AnnotationLevel { error, warning, notice };
 
+// Fields left out of a designated initializer are empty (hence the {} on each).
 struct Annotation {
     AnnotationLevel level = AnnotationLevel::error;
-    std::string message;
-    std::optional<std::string> title;
-    std::optional<std::string> file;
-    std::optional<int> line;
-    std::optional<int> end_line;
-    std::optional<int> column;
-    std::optional<int> end_column;
-    std::optional<std::string> code;  // problem matchers' `code`
+    std::string message{};
+    std::optional<std::string> title{};
+    std::optional<std::string> file{};
+    std::optional<int> line{};
+    std::optional<int> end_line{};
+    std::optional<int> column{};
+    std::optional<int> end_column{};
+    std::optional<std::string> code{};  // problem matchers' `code`
 };
 
 std::string_view to_string(AnnotationLevel level);

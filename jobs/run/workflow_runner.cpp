@@ -29,15 +29,7 @@ bool uses_status_function(std::string_view condition) {
 }
 
 Annotation notice(std::string message) {
-    return Annotation{AnnotationLevel::notice,
-                      std::move(message),
-                      std::nullopt,
-                      std::nullopt,
-                      std::nullopt,
-                      std::nullopt,
-                      std::nullopt,
-                      std::nullopt,
-                      std::nullopt};
+    return Annotation{.level = AnnotationLevel::notice, .message = std::move(message)};
 }
 
 class WorkflowRun {

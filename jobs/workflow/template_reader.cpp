@@ -248,11 +248,11 @@ private:
 
     // GitHub's parseScalar: a string holding `${{ }}` becomes an expression (or a literal,
     // for `${{ 'text' }}`), each expression checked against the allowed context.
-    bool parse_scalar(const YamlNode& node, const std::string& raw_text, bool is_string,
-                      const Info& info, Scalar& out) {
+    bool parse_scalar(const YamlNode& node, const std::string& raw_text, const Info& info,
+                      Scalar& out) {
         out.type = Scalar::Type::string;
         out.text = raw_text;
-        if (!is_string || raw_text.find(k_open) == std::string::npos) return true;
+        if (raw_text.find(k_open) == std::string::npos) return true;
         const std::string_view raw = raw_text;
         struct Segment {
             bool expression;
@@ -363,8 +363,7 @@ private:
 
     bool read_scalar(const YamlNode& node, const Info& info) {
         Scalar scalar = literal_of(node);
-        if (scalar.type == Scalar::Type::string &&
-            !parse_scalar(node, node.text, true, info, scalar))
+        if (scalar.type == Scalar::Type::string && !parse_scalar(node, node.text, info, scalar))
             return false;
         if (!validate(node.mark, scalar, info)) return false;
         return check_condition(node, scalar, info);
@@ -439,7 +438,7 @@ private:
     KeyResult read_key(const YamlEntry& entry, const Info& info, Scalar& key) {
         YamlNode key_node;
         key_node.mark = entry.key_mark;
-        if (!parse_scalar(key_node, entry.key, true, info, key)) return KeyResult::failed;
+        if (!parse_scalar(key_node, entry.key, info, key)) return KeyResult::failed;
         if (key.type != Scalar::Type::expression && key.type != Scalar::Type::insert)
             return KeyResult::literal;
         if (!has_context(info)) {

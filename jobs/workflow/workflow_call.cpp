@@ -61,7 +61,7 @@ common::Expected<CallArguments> call_arguments(const Job& job, const Workflow& c
         if (!value) return common::fail(common::ErrorKind::invalid_input, value.error().message);
         given.set(name, *value);
     }
-    auto inputs = resolve_inputs(called.on.call_inputs, given, context, true);
+    auto inputs = resolve_inputs(called.on.call_inputs, given, context, InputCheck::strict);
     if (!inputs)
         return common::fail(common::ErrorKind::invalid_input,
                             located(job.uses->mark, inputs.error().message));

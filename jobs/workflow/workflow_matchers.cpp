@@ -114,7 +114,10 @@ std::optional<std::string> track(std::string_view name, const std::optional<int>
     return std::nullopt;
 }
 
-common::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bool last,
+// Only the last pattern of a multiline matcher may loop (the runner's rule).
+enum class Loop { refused, allowed };
+
+common::Expected<MatcherPattern> parse_pattern(const Value& item, Loop place,
                                                std::set<std::string>& seen) {
     if (!item.is_object())
         return common::fail(common::ErrorKind::invalid_input, "a pattern must be an object");
@@ -135,15 +138,13 @@ common::Expected<MatcherPattern> parse_pattern(const Value& item, bool first, bo
         auto index = SANDGATE_TRY(group_index(item, field.name));
         *field.slot = index;
     }
-    if (pattern.loop && (first || !last))
+    if (pattern.loop && place == Loop::refused)
         return common::fail(common::ErrorKind::invalid_input,
                             "Only the last pattern in a multiline matcher may set 'loop'");
     if (pattern.loop && !pattern.message)
         return common::fail(common::ErrorKind::invalid_input,
                             "The loop pattern must set 'message'");
-    auto regex = CompiledRegex::compile(pattern.regexp);
-    if (!regex) return std::unexpected(regex.error());
-    pattern.regex = *regex;
+    pattern.regex = SANDGATE_TRY(CompiledRegex::compile(pattern.regexp));
     const int groups = pattern.regex->group_count();
     for (const auto& field : fields) {
         if (auto problem = track(field.name, *field.slot, groups, seen))
@@ -175,7 +176,8 @@ common::Expected<ProblemMatcher> parse_matcher(const Value& item) {
     std::set<std::string> seen;
     const auto& list = patterns->as_array();
     for (std::size_t i = 0; i < list.size(); ++i) {
-        auto pattern = parse_pattern(list[i], i == 0, i + 1 == list.size(), seen);
+        const Loop loop = i > 0 && i + 1 == list.size() ? Loop::allowed : Loop::refused;
+        auto pattern = parse_pattern(list[i], loop, seen);
         if (!pattern)
             return common::fail(common::ErrorKind::invalid_input,
                                 "matcher '" + matcher.owner + "', pattern " + std::to_string(i) +

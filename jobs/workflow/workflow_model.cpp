@@ -81,8 +81,11 @@ bool check_on(ParseContext& ctx, const YamlNode& on, const TemplateReadOptions& 
     return true;
 }
 
+// The trigger whose inputs are read: only workflow_dispatch has `choice` inputs.
+enum class InputsOf { workflow_call, workflow_dispatch };
+
 std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std::string_view what,
-                                    bool dispatch) {
+                                    InputsOf trigger) {
     std::vector<InputSpec> out;
     if (node.is_null() || !node.is_mapping()) return out;
     for (const auto& entry : node.entries) {
@@ -101,7 +104,8 @@ std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std
         if (const auto* t = entry.value.find("type")) input.type = t->text;
         if (const auto* o = entry.value.find("options"); o != nullptr && !o->is_null())
             input.options = ctx.string_list(*o, where + ".options");
-        if (dispatch && input.type == "choice" && input.options.empty())
+        if (trigger == InputsOf::workflow_dispatch && input.type == "choice" &&
+            input.options.empty())
             return ctx.fail(entry.key_mark, where + ": a choice input needs 'options'"), out;
         out.push_back(std::move(input));
     }
@@ -111,7 +115,8 @@ std::vector<InputSpec> parse_inputs(ParseContext& ctx, const YamlNode& node, std
 void parse_call(ParseContext& ctx, const YamlNode& node, Triggers& on) {
     if (!node.is_mapping()) return;
     if (const auto* inputs = node.find("inputs"))
-        on.call_inputs = parse_inputs(ctx, *inputs, "on.workflow_call.inputs", false);
+        on.call_inputs =
+            parse_inputs(ctx, *inputs, "on.workflow_call.inputs", InputsOf::workflow_call);
     if (const auto* secrets = node.find("secrets"); secrets && secrets->is_mapping()) {
         for (const auto& entry : secrets->entries) {
             SecretSpec secret;
@@ -154,8 +159,8 @@ Triggers parse_on(ParseContext& ctx, const YamlNode& node) {
             if (entry.key == "workflow_call") parse_call(ctx, entry.value, on);
             if (entry.key == "workflow_dispatch" && entry.value.is_mapping()) {
                 if (const auto* inputs = entry.value.find("inputs"))
-                    on.dispatch_inputs =
-                        parse_inputs(ctx, *inputs, "on.workflow_dispatch.inputs", true);
+                    on.dispatch_inputs = parse_inputs(ctx, *inputs, "on.workflow_dispatch.inputs",
+                                                      InputsOf::workflow_dispatch);
             }
         }
     }

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "common/xml_escape.hpp"
+
 namespace sandbox {
 namespace {
 
@@ -179,42 +181,11 @@ Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scr
     return {};
 }
 
-namespace {
-
-// A path inside an XML text or attribute: & < > " ' are legal in Linux paths.
-std::string xml_escaped(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&apos;";
-                break;
-            default:
-                out.push_back(c);
-        }
-    }
-    return out;
-}
-
-}  // namespace
-
 std::vector<ScratchFile> offline_config_files(const ScratchLayout& scratch,
                                               const std::optional<std::filesystem::path>& cache) {
     // Maven and Gradle have no environment switch that every version honours: configure them.
     std::vector<ScratchFile> files;
-    const std::string repository = xml_escaped((scratch.home / ".m2/repository").string());
+    const std::string repository = common::xml_escape((scratch.home / ".m2/repository").string());
     files.push_back({scratch.home / ".m2/settings.xml",
                      "<settings>\n  <offline>true</offline>\n  <localRepository>" + repository +
                          "</localRepository>\n</settings>\n"});
@@ -224,7 +195,7 @@ std::vector<ScratchFile> offline_config_files(const ScratchLayout& scratch,
     std::string feed = cache ? (*cache / "nuget/packages").string() : std::string();
     std::string sources = "<clear />";
     if (!feed.empty() && std::filesystem::is_directory(feed, ec))
-        sources += "<add key=\"sandgate-cache\" value=\"" + xml_escaped(feed) + "\" />";
+        sources += "<add key=\"sandgate-cache\" value=\"" + common::xml_escape(feed) + "\" />";
     files.push_back({scratch.home / ".nuget/NuGet/NuGet.Config",
                      "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<configuration>\n"
                      "  <packageSources>" +

@@ -40,7 +40,7 @@ TEST_CASE("sandbox records: an exec's evidence has the result's facts and no out
     result.duration = std::chrono::milliseconds(1500);
     sandbox::BrokerReply reply;
     reply.result = result;
-    const auto evidence = agent::exec_evidence("sb-1", identity(), true, reply);
+    const auto evidence = agent::exec_evidence("sb-1", identity(), agent::ExecForm::shell, reply);
     CHECK(evidence["kind"] == "shell");
     CHECK(evidence["exit_code"] == 3);
     CHECK(evidence["signal"].is_null());
@@ -56,7 +56,8 @@ TEST_CASE("sandbox records: an exec's evidence has the result's facts and no out
 TEST_CASE("sandbox records: refusals name their kind") {
     sandbox::BrokerReply refused;
     refused.refusal = sandbox::Refusal::busy;
-    CHECK(agent::exec_evidence("sb-1", identity(), false, refused)["refused"] == "busy");
+    CHECK(agent::exec_evidence("sb-1", identity(), agent::ExecForm::argv, refused)["refused"] ==
+          "busy");
     const auto evidence = agent::refusal_evidence("sb-1", identity(), sandbox::Refusal::expired,
                                                   "sandbox sb-1 expired");
     CHECK(evidence["refused"] == "expired");
