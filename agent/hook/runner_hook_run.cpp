@@ -225,7 +225,7 @@ common::Expected<int> run_step(const HookInput& input, const HookOptions& option
     request.argv = std::move(*argv);
     const HookJobs jobs(options.state_dir);
     // cleanup_job stops the step through this record should it still run by then.
-    SANDGATE_TRY(jobs.record_step(job.id));
+    const auto record = SANDGATE_TRY(jobs.record_step(job.id));  // held until the step ends
     request.policy.scratch = jobs.scratch(job.id);  // HOME and TMPDIR persist across the steps
     for (const auto& m : mounts) request.policy.binds.push_back({m.source, m.target, m.access});
     auto cwd = host_path(mounts, step.working_directory);

@@ -218,7 +218,8 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
     if (!request.scope.empty()) SANDGATE_TRY(check_module_remote(m_state_dir, *scope, *remote));
     auto oid = SANDGATE_TRY(parse_sha(request.sha));
     const MirrorLayout layout = mirror_layout(mirrors_dir(), *scope, *remote);
-    SANDGATE_TRY(prepare(m_state_dir, mirrors_dir(), layout));
+    // Held to the end: the clone, fetch and check below are the lock holder's alone.
+    const auto lock = SANDGATE_TRY(prepare(m_state_dir, mirrors_dir(), layout));
 
     Mirror mirror;
     mirror.remote = *remote;

@@ -183,6 +183,7 @@ TEST_CASE("concurrent callers share one mirror without corrupting it") {
     }
     int cloned = 0;
     for (const auto& result : results) {
+        INFO((result ? std::string() : result.error().message));
         REQUIRE(result);
         CHECK(result->presence == jobs::CommitPresence::present);
         cloned += result->event == jobs::MirrorEvent::cloned ? 1 : 0;
