@@ -26,7 +26,7 @@ LABEL org.opencontainers.image.title="sandgate" \
       org.opencontainers.image.version="${SANDGATE_VERSION}" \
       org.opencontainers.image.revision="${SANDGATE_REVISION}" \
       org.opencontainers.image.base.name="docker.io/library/debian:12-slim"
-# Runtime libraries of the sandgate binary (tests/test_dockerfile.cpp checks this list
+# Runtime libraries of the sandgate binary (tests/integration/test_dockerfile.cpp checks this list
 # against the binary's shared-library needs; libpq5 is loaded at run time by an agent of a
 # PostgreSQL pool), bubblewrap for the wrap, git for steps. The user's uid/gid are fixed
 # (10001) so that files mounted from the host (0600 secrets) can be owned by it.

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "jobs/action_resolve.hpp"
-#include "jobs/git_remove.hpp"
-#include "jobs/workflow_model.hpp"
+#include "jobs/actions/action_resolve.hpp"
+#include "jobs/git/git_remove.hpp"
+#include "jobs/workflow/workflow_model.hpp"
 
 namespace fs = std::filesystem;
 

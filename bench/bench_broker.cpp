@@ -21,10 +21,11 @@
 #include <thread>
 #include <vector>
 
-#include "agent/job_store.hpp"
-#include "agent/sandbox_manager.hpp"
-#include "sandbox/broker.hpp"
-#include "sandbox/run.hpp"
+#include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
+#include "sandbox/broker/broker.hpp"
+#include "sandbox/process/run.hpp"
+#include "tests/support/numbers.hpp"
 
 extern char** environ;
 
@@ -147,7 +148,9 @@ long status_kib(pid_t pid, const std::string& field) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     std::string line;
     while (std::getline(status, line))
-        if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+        if (line.rfind(field + ":", 0) == 0)
+            return tests::to_number<long>(std::string_view(line).substr(field.size() + 1))
+                .value_or(-1);
     return -1;
 }
 
@@ -166,8 +169,9 @@ std::vector<pid_t> children_running(pid_t parent, const std::string& word) {
         std::ifstream status(entry.path() / "status");
         std::string line;
         while (std::getline(status, line))
-            if (line.rfind("PPid:", 0) == 0 && std::stol(line.substr(5)) == parent)
-                found.push_back(std::stoi(name));
+            if (line.rfind("PPid:", 0) == 0 &&
+                tests::to_number<long>(std::string_view(line).substr(5)) == parent)
+                found.push_back(tests::to_number<pid_t>(name).value_or(-1));
     }
     return found;
 }

@@ -1,4 +1,5 @@
-// The egress proxy (sandbox/egress_proxy.hpp) against the same loopback server reached directly:
+// The egress proxy (sandbox/egress/egress_proxy.hpp) against the same loopback server reached
+// directly:
 //   - throughput of one large download (1 GiB by default; `bench_egress MIB`), through the proxy
 //     (plain HTTP forwarding) and direct, as a ratio (target: at least 0.9);
 //   - the latency one request gains through the proxy (a fresh connection each, median of 200;
@@ -25,12 +26,13 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/egress_proxy.hpp"
+#include "sandbox/egress/egress_proxy.hpp"
+#include "tests/support/numbers.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using sandbox::Fd;
+using common::Fd;
 
 Fd listen_loopback(int& port) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -179,7 +181,8 @@ long rss_kib() {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line))
-        if (line.starts_with("VmRSS:")) return std::strtol(line.c_str() + 6, nullptr, 10);
+        if (line.starts_with("VmRSS:"))
+            return tests::to_number<long>(std::string_view(line).substr(6)).value_or(-1);
     return 0;
 }
 

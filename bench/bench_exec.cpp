@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/run.hpp"
+#include "sandbox/process/run.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "jobs/expr.hpp"
+#include "jobs/expr/expr.hpp"
 
 namespace {
 

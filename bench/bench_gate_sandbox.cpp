@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/sandbox_manager.hpp"
-#include "jobs/git_mirror.hpp"
+#include "agent/sandboxes/sandbox_manager.hpp"
+#include "jobs/git/git_mirror.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "jobs/masker.hpp"
+#include "jobs/run/masker.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "jobs/workflow_model.hpp"
+#include "jobs/workflow/workflow_model.hpp"
 
 namespace {
 

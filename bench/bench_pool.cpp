@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/job_store.hpp"
+#include "agent/store/job_store.hpp"
 #include "tests/support/postgres.hpp"
 
 namespace {

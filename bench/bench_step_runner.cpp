@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <string>
 
-#include "jobs/file_commands.hpp"
-#include "jobs/step_runner.hpp"
+#include "jobs/run/file_commands.hpp"
+#include "jobs/run/step_runner.hpp"
 
 namespace {
 

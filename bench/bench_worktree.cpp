@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "jobs/git_handles.hpp"
-#include "jobs/git_mirror.hpp"
-#include "jobs/git_remove.hpp"
-#include "jobs/git_worktree.hpp"
+#include "jobs/git/git_handles.hpp"
+#include "jobs/git/git_mirror.hpp"
+#include "jobs/git/git_remove.hpp"
+#include "jobs/git/git_worktree.hpp"
 
 namespace fs = std::filesystem;
 

@@ -7,7 +7,7 @@
 // one run. Target: sandgate's wrap within 1.2x of raw bwrap with the same options.
 // The raw arm makes its network namespace itself (--unshare-net), as a plain bwrap user would;
 // `sandgate exec` run as root makes it on a second thread while it parses and plans
-// (sandbox/netns.hpp) and starts bwrap in it with --share-net, its only other option change.
+// (sandbox/wrap/netns.hpp) and starts bwrap in it with --share-net, its only other option change.
 // `sandgate exec` returns only once nothing of the sandbox runs any more (it adopts bwrap's
 // pid 1 and reaps it, which the kernel allows only after every other process of the namespace
 // is gone; with cgroup2 limits, their leaf is empty and removed too), while raw
@@ -22,7 +22,7 @@
 // wait for bwrap's pid 1 (sandgate exec and the torn-down raw one) count its CPU, which is
 // most of the sandbox's setup; the CPU ratio compares those two.
 // Two more: `true` with a 2000-file tree as its writable working directory (as root, the walk
-// that gives the writable trees to the sandbox's host identity, sandbox/identity.hpp), and,
+// that gives the writable trees to the sandbox's host identity, sandbox/wrap/identity.hpp), and,
 // given another sandgate binary (`bench_wrap ROUNDS /work/main/build/sandgate`, or
 // $SANDGATE_BENCH_BASELINE), both runs by that binary too: this version against an older one.
 #include <fcntl.h>
@@ -42,8 +42,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/probe.hpp"
-#include "sandbox/wrap.hpp"
+#include "sandbox/wrap/probe.hpp"
+#include "sandbox/wrap/wrap.hpp"
+#include "tests/support/numbers.hpp"
 
 extern char** environ;
 
@@ -254,7 +255,7 @@ int main(int argc, char** argv) {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // raw bwrap's pid 1 outlives bwrap: it comes back here
     // 150 rounds: at 60 the ratio moved by +-3% from run to run, more than the effects it
     // is meant to show.
-    const int rounds = argc > 1 ? std::atoi(argv[1]) : 150;
+    const int rounds = argc > 1 ? tests::to_number<int>(argv[1]).value_or(150) : 150;
     const std::string sandgate = SANDGATE_BINARY;
     char cwd_buffer[4096];
     const std::string cwd = ::getcwd(cwd_buffer, sizeof cwd_buffer) ? cwd_buffer : "/";

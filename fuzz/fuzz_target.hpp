@@ -3,7 +3,8 @@
 // with SANDGATE_FUZZ_TARGET(name) and built two ways:
 //  - with SANDGATE_LIBFUZZER (fuzz/CMakeLists.txt, clang -fsanitize=fuzzer,address,undefined):
 //    it is that binary's LLVMFuzzerTestOneInput;
-//  - otherwise (tests/test_fuzz_regressions.cpp, the regular build): it registers itself, and
+//  - otherwise (tests/integration/test_fuzz_regressions.cpp, the regular build): it registers
+//  itself, and
 //    the regression test replays every input of fuzz/regressions/<name>/ through it.
 // A target returns 0; a broken invariant (a crash, or check() failing) is the finding.
 

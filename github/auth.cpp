@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sandbox/strings.hpp"
+#include "common/strings.hpp"
 
 namespace github {
 namespace {
 
-using sandbox::trim;
+using common::trim;
 
-using sandbox::ErrorKind;
+using common::ErrorKind;
 
 struct BioDeleter {
     void operator()(BIO* bio) const { BIO_free(bio); }
@@ -82,60 +82,60 @@ std::optional<std::string> scope_violation(const InstallationTokenScope& scope,
 
 }  // namespace
 
-sandbox::Expected<std::string> read_token_file(const std::filesystem::path& path) {
+common::Expected<std::string> read_token_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": cannot be read");
+        return common::fail(ErrorKind::invalid_input,
+                            "--token-file " + path.string() + ": cannot be read");
     }
     std::string content(k_max_token_file_bytes + 1, '\0');
     in.read(content.data(), static_cast<std::streamsize>(content.size()));
     content.resize(static_cast<size_t>(in.gcount()));
     if (content.size() > k_max_token_file_bytes) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": too large for a token");
+        return common::fail(ErrorKind::invalid_input,
+                            "--token-file " + path.string() + ": too large for a token");
     }
     std::string_view text = trim(content);
     text = trim(text.substr(0, text.find('\n')));
     if (text.empty()) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--token-file " + path.string() + ": holds no token");
+        return common::fail(ErrorKind::invalid_input,
+                            "--token-file " + path.string() + ": holds no token");
     }
     return std::string(text);
 }
 
-sandbox::Expected<std::string> read_token_env(std::string_view name) {
+common::Expected<std::string> read_token_env(std::string_view name) {
     const std::string variable(name);
     const char* value = std::getenv(variable.c_str());
     std::string_view text = trim(value ? value : "");
     if (text.empty() || text.find('\n') != std::string_view::npos) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "environment variable " + variable +
-                                 " is unset, empty or not one line (it should hold the token)");
+        return common::fail(ErrorKind::invalid_input,
+                            "environment variable " + variable +
+                                " is unset, empty or not one line (it should hold the token)");
     }
     return std::string(text);
 }
 
-sandbox::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string_view origin) {
+common::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string_view origin) {
     std::unique_ptr<BIO, BioDeleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    if (!bio) return sandbox::fail(ErrorKind::permanent, "out of memory reading a key");
+    if (!bio) return common::fail(ErrorKind::permanent, "out of memory reading a key");
     PrivateKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
     if (!key) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             std::string(origin) + ": not a PEM private key");
+        return common::fail(ErrorKind::invalid_input,
+                            std::string(origin) + ": not a PEM private key");
     }
     if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             std::string(origin) + ": a GitHub App key must be RSA");
+        return common::fail(ErrorKind::invalid_input,
+                            std::string(origin) + ": a GitHub App key must be RSA");
     }
     return key;
 }
 
-sandbox::Expected<PrivateKey> load_private_key(const std::filesystem::path& path) {
+common::Expected<PrivateKey> load_private_key(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--app-key " + path.string() + ": cannot be read");
+        return common::fail(ErrorKind::invalid_input,
+                            "--app-key " + path.string() + ": cannot be read");
     }
     std::ostringstream content;
     content << in.rdbuf();
@@ -156,10 +156,10 @@ std::string base64url(std::string_view bytes) {
     return out;
 }
 
-sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
-                                            std::chrono::system_clock::time_point now) {
-    if (trim(app_id).empty()) return sandbox::fail(ErrorKind::invalid_input, "--app-id is empty");
-    if (key == nullptr) return sandbox::fail(ErrorKind::invalid_input, "no App key");
+common::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
+                                           std::chrono::system_clock::time_point now) {
+    if (trim(app_id).empty()) return common::fail(ErrorKind::invalid_input, "--app-id is empty");
+    if (key == nullptr) return common::fail(ErrorKind::invalid_input, "no App key");
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch());
     nlohmann::ordered_json header = {{"alg", "RS256"}, {"typ", "JWT"}};
     nlohmann::ordered_json claims = {{"iat", (seconds - k_jwt_backdate).count()},
@@ -172,13 +172,13 @@ sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* k
         EVP_DigestSign(ctx.get(), nullptr, &length,
                        reinterpret_cast<const unsigned char*>(signing_input.data()),
                        signing_input.size()) != 1) {
-        return sandbox::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
+        return common::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
     }
     std::string signature(length, '\0');
     if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length,
                        reinterpret_cast<const unsigned char*>(signing_input.data()),
                        signing_input.size()) != 1) {
-        return sandbox::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
+        return common::fail(ErrorKind::permanent, "cannot sign the App JWT (RS256)");
     }
     signature.resize(length);
     return signing_input + "." + base64url(signature);
@@ -187,7 +187,7 @@ sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* k
 AppJwtSource::AppJwtSource(std::string app_id, PrivateKey key, Clock clock)
     : m_app_id(std::move(app_id)), m_key(std::move(key)), m_clock(std::move(clock)) {}
 
-sandbox::Expected<std::string> AppJwtSource::token() {
+common::Expected<std::string> AppJwtSource::token() {
     std::lock_guard lock(m_mutex);
     const auto now = m_clock.now();
     if (!m_jwt.empty() && now >= m_made && now - m_made < k_jwt_reuse) return m_jwt;
@@ -202,23 +202,21 @@ InstallationTokenScope git_read_scope(std::string_view repository) {
     return {{std::string(repository)}, {{"contents", "read"}}};
 }
 
-sandbox::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSource::create(
+common::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSource::create(
     const ClientOptions& options, const AppCredentials& credentials, InstallationTokenScope scope) {
     if (!all_digits(credentials.installation_id)) {
-        return sandbox::fail(ErrorKind::invalid_input, "--installation-id must be a number, got '" +
-                                                           credentials.installation_id + "'");
+        return common::fail(ErrorKind::invalid_input, "--installation-id must be a number, got '" +
+                                                          credentials.installation_id + "'");
     }
-    auto key = load_private_key(credentials.key_file);
-    if (!key) return std::unexpected(key.error());
-    auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(*key), options.clock);
-    if (auto probe = jwt->token(); !probe) return std::unexpected(probe.error());
-    auto client = HttpClient::create(options, jwt);
-    if (!client) return std::unexpected(client.error());
+    auto key = SANDGATE_TRY(load_private_key(credentials.key_file));
+    auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(key), options.clock);
+    SANDGATE_TRY(jwt->token());
+    auto client = SANDGATE_TRY(HttpClient::create(options, jwt));
     return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
-        std::move(*client), credentials.installation_id, options.clock, std::move(scope)));
+        std::move(client), credentials.installation_id, options.clock, std::move(scope)));
 }
 
-sandbox::Expected<std::string> InstallationTokenSource::token() {
+common::Expected<std::string> InstallationTokenSource::token() {
     std::lock_guard lock(m_mutex);
     const auto now = m_clock.now();
     if (!m_token.empty() && now + k_token_refresh_margin < m_expires_at) return m_token;
@@ -236,25 +234,25 @@ sandbox::Expected<std::string> InstallationTokenSource::token() {
     return m_token;
 }
 
-sandbox::Renewal InstallationTokenSource::refused(std::string_view token) {
+common::Renewal InstallationTokenSource::refused(std::string_view token) {
     std::lock_guard lock(m_mutex);
     // Another caller may have replaced it already: the newer token is kept.
     if (m_token == token) {
         m_token.clear();
         m_expires_at = {};
     }
-    return sandbox::Renewal::minted;
+    return common::Renewal::minted;
 }
 
 // Under m_mutex: one exchange at a time, the others wait for its answer.
-sandbox::Expected<std::string> InstallationTokenSource::mint_locked() {
+common::Expected<std::string> InstallationTokenSource::mint_locked() {
     auto response = m_app_client.request(
         Method::post, "/app/installations/" + m_installation_id + "/access_tokens",
         scoped(m_scope) ? std::optional<std::string>(scope_body(m_scope)) : std::nullopt);
     if (!response) {
-        return sandbox::fail(response.error().kind, "installation token for installation " +
-                                                        m_installation_id + ": " +
-                                                        response.error().message);
+        return common::fail(response.error().kind, "installation token for installation " +
+                                                       m_installation_id + ": " +
+                                                       response.error().message);
     }
     simdjson::dom::parser parser;
     simdjson::dom::element document;
@@ -263,17 +261,17 @@ sandbox::Expected<std::string> InstallationTokenSource::mint_locked() {
     if (parser.parse(response->body).get(document) != simdjson::SUCCESS ||
         document["token"].get_string().get(token) != simdjson::SUCCESS ||
         document["expires_at"].get_string().get(expires_at) != simdjson::SUCCESS || token.empty()) {
-        return sandbox::fail(ErrorKind::permanent,
-                             "installation token answer lacks `token` or `expires_at`");
+        return common::fail(ErrorKind::permanent,
+                            "installation token answer lacks `token` or `expires_at`");
     }
     if (auto violation = scope_violation(m_scope, document)) {
-        return sandbox::fail(ErrorKind::permanent, "installation token for installation " +
-                                                       m_installation_id + ": " + *violation);
+        return common::fail(ErrorKind::permanent, "installation token for installation " +
+                                                      m_installation_id + ": " + *violation);
     }
     auto expiry = parse_github_time(expires_at);
     if (!expiry) {
-        return sandbox::fail(ErrorKind::permanent, "installation token answer: bad `expires_at` '" +
-                                                       std::string(expires_at) + "'");
+        return common::fail(ErrorKind::permanent, "installation token answer: bad `expires_at` '" +
+                                                      std::string(expires_at) + "'");
     }
     m_token = std::string(token);
     m_expires_at = *expiry;

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"  // parse_github_time
-#include "sandbox/error.hpp"
 
 namespace github {
 
@@ -33,11 +33,11 @@ inline constexpr std::size_t k_max_token_file_bytes = 64 * 1024;
 
 // The first line of `path`, surrounding whitespace trimmed. invalid_input naming the file when
 // it is missing, unreadable, empty or too large.
-sandbox::Expected<std::string> read_token_file(const std::filesystem::path& path);
+common::Expected<std::string> read_token_file(const std::filesystem::path& path);
 
 // The value of environment variable `name`, trimmed. invalid_input naming the variable when
 // it is unset or empty.
-sandbox::Expected<std::string> read_token_env(std::string_view name);
+common::Expected<std::string> read_token_env(std::string_view name);
 
 struct PkeyDeleter {
     void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
@@ -46,16 +46,16 @@ using PrivateKey = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
 
 // Loads an RSA private key in PEM (PKCS#1 "RSA PRIVATE KEY", as GitHub hands it out, or
 // PKCS#8). invalid_input naming the file on any problem; the key's bytes are never echoed.
-sandbox::Expected<PrivateKey> load_private_key(const std::filesystem::path& path);
-sandbox::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string_view origin);
+common::Expected<PrivateKey> load_private_key(const std::filesystem::path& path);
+common::Expected<PrivateKey> parse_private_key(std::string_view pem, std::string_view origin);
 
 // base64url without padding (RFC 7515 section 2).
 std::string base64url(std::string_view bytes);
 
 // A GitHub App JWT: header {"alg":"RS256","typ":"JWT"}, claims {"iat": now-60, "exp": now+540,
 // "iss": app_id}, signed RS256 with `key`.
-sandbox::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
-                                            std::chrono::system_clock::time_point now);
+common::Expected<std::string> make_app_jwt(std::string_view app_id, EVP_PKEY* key,
+                                           std::chrono::system_clock::time_point now);
 
 struct AppCredentials {
     std::string app_id;  // digits (or the App's client ID)
@@ -67,7 +67,7 @@ struct AppCredentials {
 class AppJwtSource final : public TokenSource {
 public:
     AppJwtSource(std::string app_id, PrivateKey key, Clock clock);
-    sandbox::Expected<std::string> token() override;
+    common::Expected<std::string> token() override;
 
 private:
     std::string m_app_id;
@@ -99,23 +99,23 @@ InstallationTokenScope git_read_scope(std::string_view repository);
 // k_token_retry_interval later; once it is expired, or after a server refused it (refused()
 // drops it), the failure is the error: naming the installation, its kind the client's
 // (transient for 5xx and connection errors after the retries, permanent for 401/403/404,
-// invalid_input for 422), and the next call tries again. As a sandbox::TokenProvider it is
-// also what git fetches ask (jobs/git_fetch.hpp).
+// invalid_input for 422), and the next call tries again. As a common::TokenProvider it is
+// also what git fetches ask (jobs/git/git_fetch.hpp).
 class InstallationTokenSource final : public TokenSource {
 public:
     // `options` are those of the client that will use the tokens (API URL, timeouts, clock).
     // With a non-empty `scope` every token is asked for with it (the JSON body), and an answer
     // granting a permission beyond it (GitHub's implicit metadata:read aside) or another
     // repository selection than "selected" is refused (permanent): the source fails closed.
-    static sandbox::Expected<std::shared_ptr<InstallationTokenSource>> create(
+    static common::Expected<std::shared_ptr<InstallationTokenSource>> create(
         const ClientOptions& options, const AppCredentials& credentials,
         InstallationTokenScope scope = {});
 
-    sandbox::Expected<std::string> token() override;
-    sandbox::Renewal refused(std::string_view token) override;
+    common::Expected<std::string> token() override;
+    common::Renewal refused(std::string_view token) override;
 
 private:
-    sandbox::Expected<std::string> mint_locked();
+    common::Expected<std::string> mint_locked();
 
     InstallationTokenSource(HttpClient app_client, std::string installation_id, Clock clock,
                             InstallationTokenScope scope)

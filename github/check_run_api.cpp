@@ -10,8 +10,8 @@
 namespace github::api {
 namespace {
 
+using common::ErrorKind;
 using nlohmann::ordered_json;
-using sandbox::ErrorKind;
 
 std::string repo_path(const Target& target) {
     return "/repos/" + url_encode(target.repository.owner) + "/" +
@@ -56,26 +56,25 @@ void add_identity(ordered_json& body, const Target& target, const JobReport& rep
     if (target.details_url) body["details_url"] = *target.details_url;
 }
 
-sandbox::Expected<std::int64_t> read_id(const Response& response) {
+common::Expected<std::int64_t> read_id(const Response& response) {
     simdjson::dom::parser parser;
     std::int64_t id = 0;
     if (parser.parse(response.body)["id"].get_int64().get(id) != simdjson::SUCCESS) {
-        return sandbox::fail(ErrorKind::permanent, "GitHub's check run answer has no `id`");
+        return common::fail(ErrorKind::permanent, "GitHub's check run answer has no `id`");
     }
     return id;
 }
 
-sandbox::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
-    auto response = target.client.request(
-        Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body));
-    if (!response) return std::unexpected(response.error());
+common::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
+    SANDGATE_TRY(target.client.request(
+        Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body)));
     return {};
 }
 
 }  // namespace
 
-sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
-                                                              const JobReport& report) {
+common::Expected<std::optional<std::int64_t>> find_check_run(const Target& target,
+                                                             const JobReport& report) {
     std::optional<std::int64_t> found;
     std::int64_t seen = 0;
     for (int page = 1; page <= k_lookup_max_pages; ++page) {
@@ -83,17 +82,16 @@ sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& targ
                                  "/check-runs?check_name=" + url_encode(target.check_name) +
                                  "&filter=all&per_page=" + std::to_string(k_lookup_page_size) +
                                  "&page=" + std::to_string(page);
-        auto response = target.client.request(Method::get, path);
-        if (!response) return std::unexpected(response.error());
+        auto response = SANDGATE_TRY(target.client.request(Method::get, path));
         simdjson::dom::parser parser;
         simdjson::dom::element root;
         simdjson::dom::array runs;
         std::int64_t total = 0;
-        if (parser.parse(response->body).get(root) != simdjson::SUCCESS ||
+        if (parser.parse(response.body).get(root) != simdjson::SUCCESS ||
             root["check_runs"].get_array().get(runs) != simdjson::SUCCESS ||
             root["total_count"].get_int64().get(total) != simdjson::SUCCESS) {
-            return sandbox::fail(ErrorKind::permanent,
-                                 "GET " + path + ": answer lacks total_count/check_runs");
+            return common::fail(ErrorKind::permanent,
+                                "GET " + path + ": answer lacks total_count/check_runs");
         }
         for (auto run : runs) {
             ++seen;
@@ -109,7 +107,7 @@ sandbox::Expected<std::optional<std::int64_t>> find_check_run(const Target& targ
     return found;
 }
 
-sandbox::Expected<std::int64_t> create_in_progress(const Target& target, const JobReport& report) {
+common::Expected<std::int64_t> create_in_progress(const Target& target, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}, {"head_sha", report.sha}};
     add_identity(body, target, report);
     body["status"] = "in_progress";
@@ -121,7 +119,7 @@ sandbox::Expected<std::int64_t> create_in_progress(const Target& target, const J
     return read_id(*response);
 }
 
-sandbox::Expected<void> reopen(const Target& target, std::int64_t id, const JobReport& report) {
+common::Expected<void> reopen(const Target& target, std::int64_t id, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}};
     add_identity(body, target, report);
     body["status"] = "in_progress";
@@ -130,7 +128,7 @@ sandbox::Expected<void> reopen(const Target& target, std::int64_t id, const JobR
     return patch(target, id, body);
 }
 
-sandbox::Expected<std::int64_t> create_completed(const Target& target, const JobReport& report) {
+common::Expected<std::int64_t> create_completed(const Target& target, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}, {"head_sha", report.sha}};
     add_identity(body, target, report);
     body["status"] = "completed";
@@ -144,7 +142,7 @@ sandbox::Expected<std::int64_t> create_completed(const Target& target, const Job
     return read_id(*response);
 }
 
-sandbox::Expected<void> conclude(const Target& target, std::int64_t id, const JobReport& report) {
+common::Expected<void> conclude(const Target& target, std::int64_t id, const JobReport& report) {
     ordered_json body = {{"name", target.check_name}};
     add_identity(body, target, report);
     body["status"] = "completed";
@@ -154,8 +152,8 @@ sandbox::Expected<void> conclude(const Target& target, std::int64_t id, const Jo
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> add_annotations(const Target& target, std::int64_t id,
-                                        const JobReport& report, std::size_t from) {
+common::Expected<void> add_annotations(const Target& target, std::int64_t id,
+                                       const JobReport& report, std::size_t from) {
     ordered_json body = {{"output",
                           {{"title", check_title(report)},
                            {"summary", check_summary(report)},
@@ -163,8 +161,8 @@ sandbox::Expected<void> add_annotations(const Target& target, std::int64_t id,
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
-                                         const JobReport& report, const std::string& why) {
+common::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
+                                        const JobReport& report, const std::string& why) {
     ordered_json body = {
         {"status", "completed"},
         {"conclusion", to_string(report.conclusion.value_or(Conclusion::failure))},
@@ -175,7 +173,7 @@ sandbox::Expected<void> conclude_plainly(const Target& target, std::int64_t id,
     return patch(target, id, body);
 }
 
-sandbox::Expected<void> post_status(const Target& target, const JobReport& report) {
+common::Expected<void> post_status(const Target& target, const JobReport& report) {
     std::string state = "pending";
     if (report.status == JobStatus::completed) {
         switch (report.conclusion.value_or(Conclusion::failure)) {
@@ -196,9 +194,8 @@ sandbox::Expected<void> post_status(const Target& target, const JobReport& repor
     if (target.details_url) body["target_url"] = *target.details_url;
     body["description"] = status_description(report);
     body["context"] = target.check_name;
-    auto response = target.client.request(
-        Method::post, repo_path(target) + "/statuses/" + url_encode(report.sha), dump(body));
-    if (!response) return std::unexpected(response.error());
+    SANDGATE_TRY(target.client.request(
+        Method::post, repo_path(target) + "/statuses/" + url_encode(report.sha), dump(body)));
     return {};
 }
 

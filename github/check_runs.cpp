@@ -15,7 +15,7 @@
 namespace github {
 namespace {
 
-using sandbox::ErrorKind;
+using common::ErrorKind;
 
 bool valid_name_part(std::string_view part) {
     return !part.empty() && part != "." && part != ".." &&
@@ -34,12 +34,12 @@ std::optional<ReportAs> parse_report_as(std::string_view text) {
     return std::nullopt;
 }
 
-sandbox::Expected<Repository> Repository::parse(std::string_view text) {
+common::Expected<Repository> Repository::parse(std::string_view text) {
     const auto slash = text.find('/');
     if (slash == std::string_view::npos || !valid_name_part(text.substr(0, slash)) ||
         !valid_name_part(text.substr(slash + 1))) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
+        return common::fail(ErrorKind::invalid_input,
+                            "--github-repo: expected OWNER/NAME, got '" + std::string(text) + "'");
     }
     return Repository{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
 }
@@ -57,24 +57,22 @@ struct Reporter::State {
     std::set<std::string> in_flight;          // keys of jobs started here and not finished
 
     JournalEntry entry_for(const JobReport& report, JournalPhase phase) const;
-    sandbox::Expected<void> send_start(JournalEntry& entry);
-    sandbox::Expected<void> send_finish(JournalEntry& entry);
-    sandbox::Expected<std::int64_t> resolve_id(JournalEntry& entry, const api::Target& target);
+    common::Expected<void> send_start(JournalEntry& entry);
+    common::Expected<void> send_finish(JournalEntry& entry);
+    common::Expected<std::int64_t> resolve_id(JournalEntry& entry, const api::Target& target);
     void remember(const JournalEntry& entry);
     void keep(const JournalEntry& entry) const;
     void forget(const std::string& key);
-    sandbox::Expected<Delivery> deliver(JournalEntry entry);
+    common::Expected<Delivery> deliver(JournalEntry entry);
 };
 
-sandbox::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions options) {
+common::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions options) {
     JobReport probe;
     probe.workflow = "w";
     probe.job = "j";
     probe.job_key = "k";
     probe.sha = "0000000";
-    if (auto name = render_check_name(options.check_name_template, probe); !name) {
-        return std::unexpected(name.error());
-    }
+    SANDGATE_TRY(render_check_name(options.check_name_template, probe));
     auto state = std::make_shared<State>(std::move(client), std::move(options));
     if (state->options.journal_dir) {
         auto journal = Journal::open(*state->options.journal_dir);
@@ -123,31 +121,29 @@ void Reporter::State::forget(const std::string& key) {
     }
 }
 
-sandbox::Expected<std::int64_t> Reporter::State::resolve_id(JournalEntry& entry,
-                                                            const api::Target& target) {
+common::Expected<std::int64_t> Reporter::State::resolve_id(JournalEntry& entry,
+                                                           const api::Target& target) {
     if (entry.check_run_id) return *entry.check_run_id;
-    auto found = api::find_check_run(target, entry.report);
-    if (!found) return std::unexpected(found.error());
-    if (!*found) return sandbox::fail(ErrorKind::invalid_input, "no run yet");
-    entry.check_run_id = **found;
+    auto found = SANDGATE_TRY(api::find_check_run(target, entry.report));
+    if (!found) return common::fail(ErrorKind::invalid_input, "no run yet");
+    entry.check_run_id = *found;
     remember(entry);
-    return **found;
+    return *found;
 }
 
-sandbox::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
+common::Expected<void> Reporter::State::send_start(JournalEntry& entry) {
     const api::Target target{client, options.repository, entry.check_name, entry.details_url};
     if (entry.kind == JournalKind::status) return api::post_status(target, entry.report);
     auto id = resolve_id(entry, target);
     if (id) return api::reopen(target, *id, entry.report);
     if (id.error().message != "no run yet") return std::unexpected(id.error());
-    auto created = api::create_in_progress(target, entry.report);
-    if (!created) return std::unexpected(created.error());
-    entry.check_run_id = *created;
+    auto created = SANDGATE_TRY(api::create_in_progress(target, entry.report));
+    entry.check_run_id = created;
     remember(entry);
     return {};
 }
 
-sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
+common::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
     const api::Target target{client, options.repository, entry.check_name, entry.details_url};
     if (entry.kind == JournalKind::status) return api::post_status(target, entry.report);
     const std::size_t total = entry.report.annotations.size();
@@ -162,18 +158,16 @@ sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
             }
             if (!concluded) return concluded;
         } else {
-            auto created = api::create_completed(target, entry.report);
-            if (!created) return std::unexpected(created.error());
-            entry.check_run_id = *created;
+            auto created = SANDGATE_TRY(api::create_completed(target, entry.report));
+            entry.check_run_id = created;
             remember(entry);
         }
         entry.annotations_sent = std::min(total, k_annotations_per_request);
         if (entry.annotations_sent < total) keep(entry);  // progress survives a crash
     }
     while (entry.annotations_sent < total) {
-        auto id = resolve_id(entry, target);
-        if (!id) return std::unexpected(id.error());
-        auto added = api::add_annotations(target, *id, entry.report, entry.annotations_sent);
+        auto id = SANDGATE_TRY(resolve_id(entry, target));
+        auto added = api::add_annotations(target, id, entry.report, entry.annotations_sent);
         if (!added) return added;
         entry.annotations_sent =
             std::min(total, entry.annotations_sent + k_annotations_per_request);
@@ -183,7 +177,7 @@ sandbox::Expected<void> Reporter::State::send_finish(JournalEntry& entry) {
 }
 
 // Sends one entry (start or finish); journals it on failure. Shared by start() and finish().
-sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
+common::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
     const std::string key = entry.key();
     const bool finishing = entry.phase == JournalPhase::finishing;
     keep(entry);  // written ahead: a crash while sending loses nothing
@@ -196,7 +190,7 @@ sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
         }
         return Delivery::sent;
     }
-    const sandbox::Error& error = sent.error();
+    const common::Error& error = sent.error();
     spdlog::warn("github: reporting {} ({}) failed: {}", entry.check_name,
                  finishing ? "finish" : "start", error.message);
     if (error.kind == ErrorKind::invalid_input || !journal) {
@@ -207,8 +201,8 @@ sandbox::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
     return Delivery::journaled;
 }
 
-sandbox::Expected<Delivery> Reporter::start(const JobReport& report) {
-    if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
+common::Expected<Delivery> Reporter::start(const JobReport& report) {
+    SANDGATE_TRY(validate(report));
     JobReport started = report;
     started.status = JobStatus::in_progress;
     started.conclusion.reset();
@@ -220,10 +214,10 @@ sandbox::Expected<Delivery> Reporter::start(const JobReport& report) {
     return m_state->deliver(std::move(entry));
 }
 
-sandbox::Expected<Delivery> Reporter::finish(const JobReport& report) {
-    if (auto valid = validate(report); !valid) return std::unexpected(valid.error());
+common::Expected<Delivery> Reporter::finish(const JobReport& report) {
+    SANDGATE_TRY(validate(report));
     if (report.status != JobStatus::completed) {
-        return sandbox::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
+        return common::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
     }
     JournalEntry entry = m_state->entry_for(report, JournalPhase::finishing);
     const std::string key = entry.key();
@@ -238,7 +232,7 @@ std::optional<std::int64_t> Reporter::check_run_id(const JobReport& report) cons
     return entry.check_run_id;
 }
 
-sandbox::Expected<ReplayResult> Reporter::replay() {
+common::Expected<ReplayResult> Reporter::replay() {
     ReplayResult result;
     if (!m_state->journal) return result;
     auto entries = m_state->journal->entries();

@@ -22,9 +22,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.hpp"
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"
-#include "sandbox/error.hpp"
 
 namespace github {
 
@@ -39,7 +39,7 @@ struct Repository {
     std::string owner;
     std::string name;
     // "OWNER/NAME"; invalid_input naming --github-repo otherwise.
-    static sandbox::Expected<Repository> parse(std::string_view text);
+    static common::Expected<Repository> parse(std::string_view text);
 };
 
 struct ReporterOptions {
@@ -62,18 +62,18 @@ struct ReplayResult {
 class Reporter {
 public:
     // Checks the options (the name template, the journal directory).
-    static sandbox::Expected<Reporter> create(HttpClient client, ReporterOptions options);
+    static common::Expected<Reporter> create(HttpClient client, ReporterOptions options);
 
     // The job started: creates (or reopens) its check run in_progress, or posts a pending
     // status. `sent` when GitHub has it, `journaled` when it was kept for later; an error when
     // the report is invalid or GitHub rejected it for good and there is no journal.
-    sandbox::Expected<Delivery> start(const JobReport& report);
+    common::Expected<Delivery> start(const JobReport& report);
 
     // The job ended (report.status completed, conclusion set): concludes its run.
-    sandbox::Expected<Delivery> finish(const JobReport& report);
+    common::Expected<Delivery> finish(const JobReport& report);
 
     // Sends what the journal holds for this repository (see the header comment).
-    sandbox::Expected<ReplayResult> replay();
+    common::Expected<ReplayResult> replay();
 
     // The check run id known for this job in this process, if any.
     std::optional<std::int64_t> check_run_id(const JobReport& report) const;

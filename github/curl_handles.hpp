@@ -1,6 +1,6 @@
 #pragma once
 // The one set of libcurl handles, each an owning RAII type, shared by the GitHub REST client
-// (http_client.cpp) and the agent API's client (agent/api_client.cpp).
+// (http_client.cpp) and the agent API's client (agent/cli/api_client.cpp).
 //
 // Contract: curl_global_once() before the first handle of a process (libcurl's global init is
 // not thread-safe and curl_easy_init would otherwise run it implicitly, racing another

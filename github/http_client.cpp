@@ -15,7 +15,7 @@
 namespace github {
 namespace {
 
-using sandbox::ErrorKind;
+using common::ErrorKind;
 
 struct Capture {
     Response* response;
@@ -98,22 +98,21 @@ struct HttpClient::Shared {
 
     Attempt send_once(Method method, const std::string& url, const std::optional<std::string>& body,
                       const std::string& token, std::string_view etag) const;
-    sandbox::Expected<Response> run(Method method, std::string_view path,
-                                    const std::optional<std::string>& body,
-                                    std::string_view etag = {}) const;
+    common::Expected<Response> run(Method method, std::string_view path,
+                                   const std::optional<std::string>& body,
+                                   std::string_view etag = {}) const;
 };
 
-sandbox::Expected<HttpClient> HttpClient::create(ClientOptions options,
-                                                 std::shared_ptr<TokenSource> tokens) {
+common::Expected<HttpClient> HttpClient::create(ClientOptions options,
+                                                std::shared_ptr<TokenSource> tokens) {
     curl_global_once();
-    auto url = normalize_api_url(options.api_url);
-    if (!url) return std::unexpected(url.error());
+    auto url = SANDGATE_TRY(normalize_api_url(options.api_url));
     if (options.user_agent.empty() ||
         options.user_agent.find_first_of("\r\n") != std::string::npos) {
-        return sandbox::fail(ErrorKind::invalid_input, "user agent must be one non-empty line");
+        return common::fail(ErrorKind::invalid_input, "user agent must be one non-empty line");
     }
-    if (!tokens) return sandbox::fail(ErrorKind::invalid_input, "no token source");
-    options.api_url = *url;
+    if (!tokens) return common::fail(ErrorKind::invalid_input, "no token source");
+    options.api_url = url;
     options.max_attempts = std::max(options.max_attempts, 1);
     auto shared = std::make_shared<Shared>();
     shared->options = std::move(options);
@@ -142,23 +141,23 @@ std::optional<std::chrono::system_clock::time_point> HttpClient::rate_limited_un
     return until;
 }
 
-sandbox::Expected<Response> HttpClient::request(Method method, std::string_view path,
-                                                std::optional<std::string> body) const {
+common::Expected<Response> HttpClient::request(Method method, std::string_view path,
+                                               std::optional<std::string> body) const {
     if (!path.starts_with('/') || path.find_first_of(" \r\n") != std::string_view::npos) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "request path must start with '/' and hold no whitespace");
+        return common::fail(ErrorKind::invalid_input,
+                            "request path must start with '/' and hold no whitespace");
     }
     return m_shared->run(method, path, body);
 }
 
-sandbox::Expected<Response> HttpClient::get_if_none_match(std::string_view path,
-                                                          std::string_view etag) const {
+common::Expected<Response> HttpClient::get_if_none_match(std::string_view path,
+                                                         std::string_view etag) const {
     if (etag.find_first_of("\r\n") != std::string_view::npos) {
-        return sandbox::fail(ErrorKind::invalid_input, "an ETag must be one line");
+        return common::fail(ErrorKind::invalid_input, "an ETag must be one line");
     }
     if (!path.starts_with('/') || path.find_first_of(" \r\n") != std::string_view::npos) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "request path must start with '/' and hold no whitespace");
+        return common::fail(ErrorKind::invalid_input,
+                            "request path must start with '/' and hold no whitespace");
     }
     return m_shared->run(Method::get, path, std::nullopt, etag);
 }
@@ -231,24 +230,24 @@ Attempt HttpClient::Shared::send_once(Method method, const std::string& url,
     return result;
 }
 
-sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_view path,
-                                                    const std::optional<std::string>& body,
-                                                    std::string_view etag) const {
+common::Expected<Response> HttpClient::Shared::run(Method method, std::string_view path,
+                                                   const std::optional<std::string>& body,
+                                                   std::string_view etag) const {
     const std::string url = options.api_url + std::string(path);
     const std::string what = std::string(to_string(method)) + " " + std::string(path);
-    sandbox::Error last{ErrorKind::transient, what + ": not attempted"};
+    common::Error last{ErrorKind::transient, what + ": not attempted"};
     bool renewed = false;  // a refused token was renewed once already
     for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
         auto token = tokens->token();  // per attempt: it may have been refreshed
         if (!token) return std::unexpected(token.error());
         if (token->empty() || token->find_first_of("\r\n") != std::string::npos) {
-            return sandbox::fail(ErrorKind::invalid_input,
-                                 "the GitHub token is empty or not "
-                                 "one line");
+            return common::fail(ErrorKind::invalid_input,
+                                "the GitHub token is empty or not "
+                                "one line");
         }
         if (url.find(*token) != std::string::npos) {
-            return sandbox::fail(ErrorKind::invalid_input,
-                                 "refusing a request whose URL would contain the token");
+            return common::fail(ErrorKind::invalid_input,
+                                "refusing a request whose URL would contain the token");
         }
         Attempt outcome = send_once(method, url, body, *token, etag);
         std::optional<std::chrono::milliseconds> wait;
@@ -268,7 +267,7 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
                        *token);
             // An expired or revoked installation token: renewed once, sent again at once.
             if (response.status == 401 && !renewed &&
-                tokens->refused(*token) == sandbox::Renewal::minted) {
+                tokens->refused(*token) == common::Renewal::minted) {
                 renewed = true;
                 spdlog::info("github: {}: the token was refused; sending again with a new one",
                              what);
@@ -278,8 +277,8 @@ sandbox::Expected<Response> HttpClient::Shared::run(Method method, std::string_v
             RetryAdvice advice = advise_retry(response, options.clock.now());
             if (!advice.retry) {
                 const bool bad_request = response.status == 422 || response.status == 400;
-                return sandbox::fail(bad_request ? ErrorKind::invalid_input : ErrorKind::permanent,
-                                     message);
+                return common::fail(bad_request ? ErrorKind::invalid_input : ErrorKind::permanent,
+                                    message);
             }
             last = {ErrorKind::transient, message};
             wait = advice.wait;

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/error.hpp"
-#include "sandbox/token_provider.hpp"
+#include "common/error.hpp"
+#include "common/token_provider.hpp"
 
 namespace github {
 
@@ -60,12 +60,12 @@ struct Response {
     std::optional<std::string> header(std::string_view name) const;
 };
 
-// Supplies the bearer token for each attempt (sandbox/token_provider.hpp): an installation
+// Supplies the bearer token for each attempt (common/token_provider.hpp): an installation
 // token may be refreshed between attempts, and one a 401 refused is renewed once.
-using TokenSource = sandbox::TokenProvider;
+using TokenSource = common::TokenProvider;
 
 // A fixed token (a PAT, GITHUB_TOKEN, or a token read from a file).
-using StaticToken = sandbox::FixedToken;
+using StaticToken = common::FixedToken;
 
 // Time seams for the retry loop, so tests neither wait nor depend on the wall clock.
 struct Clock {
@@ -110,7 +110,7 @@ std::string github_error_message(std::string_view body);
 
 // Checks an API base URL: http or https, a host, no credentials, no query or fragment.
 // Returns it without a trailing slash.
-sandbox::Expected<std::string> normalize_api_url(std::string_view url);
+common::Expected<std::string> normalize_api_url(std::string_view url);
 
 // Percent-encodes one path segment or query value (RFC 3986 unreserved kept).
 std::string url_encode(std::string_view text);
@@ -118,22 +118,22 @@ std::string url_encode(std::string_view text);
 class HttpClient {
 public:
     // Fails with invalid_input on a bad api_url or user agent.
-    static sandbox::Expected<HttpClient> create(ClientOptions options,
-                                                std::shared_ptr<TokenSource> tokens);
+    static common::Expected<HttpClient> create(ClientOptions options,
+                                               std::shared_ptr<TokenSource> tokens);
 
     // Sends `method path` (path begins with '/', relative to the API base, query included)
     // with an optional JSON body, retrying as described above. A 2xx is a value; anything
     // else is an error: invalid_input (422, and 400), permanent (401, 403, 404, other 4xx),
     // transient (5xx, connection errors, rate limits past their budget), timeout.
-    sandbox::Expected<Response> request(Method method, std::string_view path,
-                                        std::optional<std::string> body = std::nullopt) const;
+    common::Expected<Response> request(Method method, std::string_view path,
+                                       std::optional<std::string> body = std::nullopt) const;
 
     // A conditional GET (for polling): sends If-None-Match: `etag` when it is not empty, with
     // the same headers and retries as request(). 304 Not Modified is a value (status 304, no
     // body; GitHub does not count it against the rate limit), as is any 2xx. invalid_input
     // when the etag is not one line.
-    sandbox::Expected<Response> get_if_none_match(std::string_view path,
-                                                  std::string_view etag) const;
+    common::Expected<Response> get_if_none_match(std::string_view path,
+                                                 std::string_view etag) const;
 
     const std::string& api_url() const;
 

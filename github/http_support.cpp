@@ -6,8 +6,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/strings.hpp"
 #include "github/http_client.hpp"
-#include "sandbox/strings.hpp"
 
 namespace github {
 namespace {
@@ -43,7 +43,7 @@ std::string_view to_string(Method method) {
 
 std::optional<std::string> Response::header(std::string_view name) const {
     for (auto it = headers.rbegin(); it != headers.rend(); ++it) {
-        if (sandbox::ascii_iequals(it->first, name)) return it->second;
+        if (common::ascii_iequals(it->first, name)) return it->second;
     }
     return std::nullopt;
 }
@@ -127,11 +127,11 @@ std::string github_error_message(std::string_view body) {
     return excerpt.empty() ? "(empty body)" : excerpt;
 }
 
-sandbox::Expected<std::string> normalize_api_url(std::string_view url) {
-    using sandbox::ErrorKind;
+common::Expected<std::string> normalize_api_url(std::string_view url) {
+    using common::ErrorKind;
     auto bad = [&](std::string_view why) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--api-url: " + std::string(why) + ": '" + std::string(url) + "'");
+        return common::fail(ErrorKind::invalid_input,
+                            "--api-url: " + std::string(why) + ": '" + std::string(url) + "'");
     };
     std::string_view rest;
     if (url.starts_with("https://")) {
@@ -144,9 +144,9 @@ sandbox::Expected<std::string> normalize_api_url(std::string_view url) {
     const auto host_end = rest.find('/');
     const std::string_view authority = rest.substr(0, host_end);
     if (authority.find('@') != std::string_view::npos) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "--api-url: must not carry credentials (give the token with "
-                             "--token-file or an environment variable)");
+        return common::fail(ErrorKind::invalid_input,
+                            "--api-url: must not carry credentials (give the token with "
+                            "--token-file or an environment variable)");
     }
     if (authority.empty() || authority.front() == ':') return bad("has no host");
     if (url.find_first_of("?# \t\r\n") != std::string_view::npos) {

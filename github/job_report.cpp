@@ -10,8 +10,8 @@
 namespace github {
 namespace {
 
+using common::ErrorKind;
 using nlohmann::ordered_json;
-using sandbox::ErrorKind;
 
 bool all_digits(std::string_view text) {
     return !text.empty() &&
@@ -170,18 +170,18 @@ std::optional<AnnotationLevel> parse_annotation_level(std::string_view text) {
     return lookup(k_levels, text);
 }
 
-sandbox::Expected<void> validate(const JobReport& report) {
+common::Expected<void> validate(const JobReport& report) {
     auto missing = [](const char* field) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             std::string("job report: `") + field + "` is empty");
+        return common::fail(ErrorKind::invalid_input,
+                            std::string("job report: `") + field + "` is empty");
     };
     if (report.workflow.empty()) return missing("workflow");
     if (report.job.empty()) return missing("job");
     if (report.job_key.empty()) return missing("job_key");
     if (report.sha.empty()) return missing("sha");
     if (report.status == JobStatus::completed && !report.conclusion) {
-        return sandbox::fail(ErrorKind::invalid_input,
-                             "job report: completed without a `conclusion`");
+        return common::fail(ErrorKind::invalid_input,
+                            "job report: completed without a `conclusion`");
     }
     return {};
 }
@@ -214,12 +214,12 @@ std::string to_json(const JobReport& report) {
     return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
-sandbox::Expected<JobReport> job_report_from_json(std::string_view json) {
+common::Expected<JobReport> job_report_from_json(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (auto error = parser.parse(json.data(), json.size()).get(root); error) {
-        return sandbox::fail(ErrorKind::invalid_input, std::string("job report: not JSON: ") +
-                                                           simdjson::error_message(error));
+        return common::fail(ErrorKind::invalid_input,
+                            std::string("job report: not JSON: ") + simdjson::error_message(error));
     }
     Reader reader;
     JobReport report;
@@ -253,7 +253,7 @@ sandbox::Expected<JobReport> job_report_from_json(std::string_view json) {
         for (auto item : items) report.annotations.push_back(read_annotation(reader, item));
     }
     if (!reader.error.empty())
-        return sandbox::fail(ErrorKind::invalid_input, "job report: " + reader.error);
+        return common::fail(ErrorKind::invalid_input, "job report: " + reader.error);
     return report;
 }
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/error.hpp"
+#include "common/error.hpp"
 
 namespace github {
 
@@ -69,12 +69,12 @@ struct JobReport {
 
 // Checks what GitHub would refuse or what makes a report meaningless: empty workflow, job,
 // job_key or sha; completed without a conclusion. invalid_input naming the field.
-sandbox::Expected<void> validate(const JobReport& report);
+common::Expected<void> validate(const JobReport& report);
 
 // Lossless JSON round trip (for the journal). Emitted with nlohmann::ordered_json, parsed with
 // simdjson; parse errors name the field.
 std::string to_json(const JobReport& report);
-sandbox::Expected<JobReport> job_report_from_json(std::string_view json);
+common::Expected<JobReport> job_report_from_json(std::string_view json);
 
 // GitHub's timestamps: "2016-07-11T22:14:10Z" (fractions and +hh:mm offsets accepted on parse).
 std::optional<std::chrono::system_clock::time_point> parse_github_time(std::string_view text);

@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
 
 namespace github {
 namespace {
 
+using common::ErrorKind;
 using nlohmann::ordered_json;
-using sandbox::ErrorKind;
 
 constexpr std::string_view k_suffix = ".json";
 
@@ -95,11 +95,11 @@ std::string entry_json(const JournalEntry& entry) {
     return text;
 }
 
-sandbox::Expected<JournalEntry> parse_entry(const std::string& text) {
+common::Expected<JournalEntry> parse_entry(const std::string& text) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (parser.parse(text).get(root) != simdjson::SUCCESS || !root.is_object()) {
-        return sandbox::fail(ErrorKind::invalid_input, "not JSON");
+        return common::fail(ErrorKind::invalid_input, "not JSON");
     }
     JournalEntry entry;
     std::string_view kind, phase, api_url, owner, repo, name;
@@ -107,7 +107,7 @@ sandbox::Expected<JournalEntry> parse_entry(const std::string& text) {
     if (root["kind"].get(kind) || root["phase"].get(phase) || root["api_url"].get(api_url) ||
         root["owner"].get(owner) || root["repo"].get(repo) || root["check_name"].get(name) ||
         root["sequence"].get(sequence)) {
-        return sandbox::fail(ErrorKind::invalid_input, "missing fields");
+        return common::fail(ErrorKind::invalid_input, "missing fields");
     }
     entry.kind = kind == "status" ? JournalKind::status : JournalKind::check_run;
     entry.phase = phase == "finishing" ? JournalPhase::finishing : JournalPhase::started;
@@ -131,19 +131,18 @@ sandbox::Expected<JournalEntry> parse_entry(const std::string& text) {
         entry.owner_process.start_time = start;
     simdjson::dom::element report;
     if (root["report"].get(report) != simdjson::SUCCESS) {
-        return sandbox::fail(ErrorKind::invalid_input, "no report");
+        return common::fail(ErrorKind::invalid_input, "no report");
     }
-    auto parsed = job_report_from_json(simdjson::minify(report));
-    if (!parsed) return std::unexpected(parsed.error());
-    entry.report = std::move(*parsed);
+    auto parsed = SANDGATE_TRY(job_report_from_json(simdjson::minify(report)));
+    entry.report = std::move(parsed);
     return entry;
 }
 
-sandbox::Expected<void> fsync_directory(const std::filesystem::path& directory) {
-    sandbox::Fd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+common::Expected<void> fsync_directory(const std::filesystem::path& directory) {
+    common::Fd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd || ::fsync(fd.get()) != 0) {
-        return sandbox::fail(ErrorKind::permanent,
-                             sandbox::errno_message("fsync " + directory.string()));
+        return common::fail(ErrorKind::permanent,
+                            common::errno_message("fsync " + directory.string()));
     }
     return {};
 }
@@ -167,18 +166,18 @@ std::string JournalEntry::key() const {
                       "\n" + report.job_key + "\n" + check_name);
 }
 
-sandbox::Expected<Journal> Journal::open(std::filesystem::path directory) {
+common::Expected<Journal> Journal::open(std::filesystem::path directory) {
     std::error_code error;
     std::filesystem::create_directories(directory, error);
     if (error || !std::filesystem::is_directory(directory)) {
-        return sandbox::fail(ErrorKind::unavailable, "report journal " + directory.string() +
-                                                         ": cannot create: " + error.message());
+        return common::fail(ErrorKind::unavailable, "report journal " + directory.string() +
+                                                        ": cannot create: " + error.message());
     }
     ::chmod(directory.c_str(), 0700);
     return Journal(std::move(directory));
 }
 
-sandbox::Expected<void> Journal::put(JournalEntry entry) const {
+common::Expected<void> Journal::put(JournalEntry entry) const {
     entry.sequence = entry.sequence == 0 ? next_sequence() : entry.sequence;
     const std::string text = entry_json(entry);
     const std::string key = entry.key();
@@ -186,10 +185,10 @@ sandbox::Expected<void> Journal::put(JournalEntry entry) const {
     const auto temp = m_directory / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" +
                                      std::to_string(next_sequence()));
     {
-        sandbox::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        common::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
         if (!fd)
-            return sandbox::fail(ErrorKind::permanent,
-                                 sandbox::errno_message("create " + temp.string()));
+            return common::fail(ErrorKind::permanent,
+                                common::errno_message("create " + temp.string()));
         size_t written = 0;
         while (written < text.size()) {
             const ssize_t n = ::write(fd.get(), text.data() + written, text.size() - written);
@@ -197,37 +196,37 @@ sandbox::Expected<void> Journal::put(JournalEntry entry) const {
             if (n <= 0) {
                 const int saved = errno;
                 ::unlink(temp.c_str());
-                return sandbox::fail(ErrorKind::permanent,
-                                     sandbox::errno_message("write " + temp.string(), saved));
+                return common::fail(ErrorKind::permanent,
+                                    common::errno_message("write " + temp.string(), saved));
             }
             written += static_cast<size_t>(n);
         }
         if (::fsync(fd.get()) != 0) {
             const int saved = errno;
             ::unlink(temp.c_str());
-            return sandbox::fail(ErrorKind::permanent,
-                                 sandbox::errno_message("fsync " + temp.string(), saved));
+            return common::fail(ErrorKind::permanent,
+                                common::errno_message("fsync " + temp.string(), saved));
         }
     }
     if (::rename(temp.c_str(), target.c_str()) != 0) {
         const int saved = errno;
         ::unlink(temp.c_str());
-        return sandbox::fail(ErrorKind::permanent,
-                             sandbox::errno_message("rename " + target.string(), saved));
+        return common::fail(ErrorKind::permanent,
+                            common::errno_message("rename " + target.string(), saved));
     }
     return fsync_directory(m_directory);
 }
 
-sandbox::Expected<void> Journal::remove(const std::string& key) const {
+common::Expected<void> Journal::remove(const std::string& key) const {
     const auto target = m_directory / (key + std::string(k_suffix));
     if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
-        return sandbox::fail(ErrorKind::permanent,
-                             sandbox::errno_message("remove " + target.string()));
+        return common::fail(ErrorKind::permanent,
+                            common::errno_message("remove " + target.string()));
     }
     return fsync_directory(m_directory);
 }
 
-sandbox::Expected<std::vector<JournalEntry>> Journal::entries() const {
+common::Expected<std::vector<JournalEntry>> Journal::entries() const {
     std::vector<JournalEntry> out;
     std::error_code error;
     for (const auto& item : std::filesystem::directory_iterator(m_directory, error)) {
@@ -244,8 +243,8 @@ sandbox::Expected<std::vector<JournalEntry>> Journal::entries() const {
         out.push_back(std::move(*entry));
     }
     if (error) {
-        return sandbox::fail(ErrorKind::permanent,
-                             "report journal " + m_directory.string() + ": " + error.message());
+        return common::fail(ErrorKind::permanent,
+                            "report journal " + m_directory.string() + ": " + error.message());
     }
     std::ranges::sort(out, {}, &JournalEntry::sequence);
     return out;

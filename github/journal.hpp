@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "github/job_report.hpp"
-#include "sandbox/error.hpp"
 
 namespace github {
 
@@ -53,14 +53,14 @@ struct JournalEntry {
 class Journal {
 public:
     // Creates `directory` (mode 0700) when missing. unavailable when it cannot.
-    static sandbox::Expected<Journal> open(std::filesystem::path directory);
+    static common::Expected<Journal> open(std::filesystem::path directory);
 
     // Writes or atomically replaces the entry for entry.key().
-    sandbox::Expected<void> put(JournalEntry entry) const;
+    common::Expected<void> put(JournalEntry entry) const;
     // Removes the entry for `key`; a missing entry is not an error.
-    sandbox::Expected<void> remove(const std::string& key) const;
+    common::Expected<void> remove(const std::string& key) const;
     // Every readable entry, oldest first.
-    sandbox::Expected<std::vector<JournalEntry>> entries() const;
+    common::Expected<std::vector<JournalEntry>> entries() const;
 
     const std::filesystem::path& directory() const { return m_directory; }
 

@@ -145,8 +145,8 @@ std::string utf8_suffix(std::string_view text, size_t max_bytes) {
     return clean.substr(from);
 }
 
-sandbox::Expected<std::string> render_check_name(std::string_view name_template,
-                                                 const JobReport& report) {
+common::Expected<std::string> render_check_name(std::string_view name_template,
+                                                const JobReport& report) {
     std::string out;
     for (size_t at = 0; at < name_template.size();) {
         const size_t open = name_template.find('{', at);
@@ -157,8 +157,8 @@ sandbox::Expected<std::string> render_check_name(std::string_view name_template,
         out.append(name_template.substr(at, open - at));
         const size_t close = name_template.find('}', open);
         if (close == std::string_view::npos) {
-            return sandbox::fail(
-                sandbox::ErrorKind::invalid_input,
+            return common::fail(
+                common::ErrorKind::invalid_input,
                 "--check-name: unclosed '{' in '" + std::string(name_template) + "'");
         }
         const std::string_view key = name_template.substr(open + 1, close - open - 1);
@@ -173,14 +173,14 @@ sandbox::Expected<std::string> render_check_name(std::string_view name_template,
         else if (key == "short_sha")
             out += report.sha.substr(0, 7);
         else {
-            return sandbox::fail(sandbox::ErrorKind::invalid_input,
-                                 "--check-name: unknown placeholder {" + std::string(key) +
-                                     "} (known: {workflow} {job} {job_key} {sha} {short_sha})");
+            return common::fail(common::ErrorKind::invalid_input,
+                                "--check-name: unknown placeholder {" + std::string(key) +
+                                    "} (known: {workflow} {job} {job_key} {sha} {short_sha})");
         }
         at = close + 1;
     }
     if (out.empty()) {
-        return sandbox::fail(sandbox::ErrorKind::invalid_input, "--check-name renders empty");
+        return common::fail(common::ErrorKind::invalid_input, "--check-name renders empty");
     }
     return utf8_prefix(out, k_max_title_chars);
 }

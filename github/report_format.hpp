@@ -31,8 +31,8 @@ std::string utf8_suffix(std::string_view text, std::size_t max_bytes);
 
 // "{workflow} / {job}" by default; placeholders {workflow}, {job}, {job_key}, {sha}, and
 // {short_sha} (7 characters). Unknown placeholders are invalid_input naming them.
-sandbox::Expected<std::string> render_check_name(std::string_view name_template,
-                                                 const JobReport& report);
+common::Expected<std::string> render_check_name(std::string_view name_template,
+                                                const JobReport& report);
 
 // e.g. "exit 1 · stdout truncated · 3 skipped under wrap", or "running" for a started job.
 std::string check_title(const JobReport& report);

@@ -1,6 +1,6 @@
-// action.yml: GitHub's action schema and the runner's rules (jobs/action_model.hpp).
+// action.yml: GitHub's action schema and the runner's rules (jobs/workflow/action_model.hpp).
 #include "fuzz/fuzz_target.hpp"
-#include "jobs/action_model.hpp"
+#include "jobs/workflow/action_model.hpp"
 
 SANDGATE_FUZZ_TARGET(action) {
     auto action = jobs::parse_action(fuzz::text(data, size), "action.yml", ".");

@@ -1,5 +1,5 @@
-// The agent's configuration file (agent/agent_config.hpp) and the units its values use.
-#include "agent/agent_config.hpp"
+// The agent's configuration file (agent/daemon/agent_config.hpp) and the units its values use.
+#include "agent/daemon/agent_config.hpp"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "agent/units.hpp"
+#include "agent/cli/units.hpp"
 #include "fuzz/fuzz_target.hpp"
 
 SANDGATE_FUZZ_TARGET(agent_config) {

@@ -2,13 +2,13 @@
 // identity, an exec request, and the broker protocol's requests, replies and run results
 // (the broker runs inside the wrap: what it answers is hostile). The first byte picks the
 // reader, the rest is its input.
-#include "agent/api_bodies.hpp"
+#include "agent/api/api_bodies.hpp"
 
 #include <simdjson.h>
 
-#include "agent/sandbox_records.hpp"
+#include "agent/sandboxes/sandbox_records.hpp"
 #include "fuzz/fuzz_target.hpp"
-#include "sandbox/broker_protocol.hpp"
+#include "sandbox/broker/broker_protocol.hpp"
 
 SANDGATE_FUZZ_TARGET(api_bodies) {
     if (size == 0) return 0;

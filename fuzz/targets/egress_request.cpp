@@ -1,10 +1,10 @@
-// The egress proxy's request-head parser (sandbox/egress_request.hpp): the first bytes a step
-// sends on a connection to the proxy. Also the --allow-egress and --allow-egress-range parsers
+// The egress proxy's request-head parser (sandbox/egress/egress_request.hpp): the first bytes a
+// step sends on a connection to the proxy. Also the --allow-egress and --allow-egress-range parsers
 // over the same bytes.
-#include "sandbox/egress_request.hpp"
+#include "sandbox/egress/egress_request.hpp"
 
 #include "fuzz/fuzz_target.hpp"
-#include "sandbox/egress_rule.hpp"
+#include "sandbox/egress/egress_rule.hpp"
 
 SANDGATE_FUZZ_TARGET(egress_request) {
     const std::string_view input = fuzz::text(data, size);

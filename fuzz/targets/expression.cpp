@@ -1,7 +1,7 @@
-// Expressions: the lexer, parser and evaluator (jobs/expr.hpp), as `${{ }}` templates, `if:`
+// Expressions: the lexer, parser and evaluator (jobs/expr/expr.hpp), as `${{ }}` templates, `if:`
 // conditions and bare expressions, against contexts like a job's, fromJSON included.
 #include "fuzz/fuzz_target.hpp"
-#include "jobs/expr.hpp"
+#include "jobs/expr/expr.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The file commands a step writes (GITHUB_OUTPUT, GITHUB_ENV, GITHUB_STATE and GITHUB_PATH).
-#include "jobs/file_commands.hpp"
+#include "jobs/run/file_commands.hpp"
 
 #include "fuzz/fuzz_target.hpp"
 

@@ -6,8 +6,8 @@
 #include "fuzz/fuzz_target.hpp"
 #include "github/http_client.hpp"
 #include "github/job_report.hpp"
-#include "jobs/git_url.hpp"
-#include "jobs/merge_queue.hpp"
+#include "jobs/git/git_url.hpp"
+#include "jobs/workflow/merge_queue.hpp"
 
 SANDGATE_FUZZ_TARGET(github_answers) {
     if (size == 0) return 0;

@@ -1,6 +1,6 @@
 // JSON documents (fromJSON, `--contexts`, the event payload): parse_json and back.
 #include "fuzz/fuzz_target.hpp"
-#include "jobs/value.hpp"
+#include "jobs/expr/value.hpp"
 
 SANDGATE_FUZZ_TARGET(json) {
     auto value = jobs::parse_json(fuzz::text(data, size));

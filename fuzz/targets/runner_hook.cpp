@@ -1,5 +1,5 @@
-// The official runner's container-hook input (agent/runner_hook.hpp).
-#include "agent/runner_hook.hpp"
+// The official runner's container-hook input (agent/hook/runner_hook.hpp).
+#include "agent/hook/runner_hook.hpp"
 
 #include "fuzz/fuzz_target.hpp"
 

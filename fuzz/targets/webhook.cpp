@@ -1,8 +1,8 @@
-// GitHub webhook payloads (agent/webhook_events.hpp): the first line names the event, the rest
-// is the body. Also the signature check over the same bytes.
+// GitHub webhook payloads (agent/daemon/webhook_events.hpp): the first line names the event, the
+// rest is the body. Also the signature check over the same bytes.
 #include "github/webhook.hpp"
 
-#include "agent/webhook_events.hpp"
+#include "agent/daemon/webhook_events.hpp"
 #include "fuzz/fuzz_target.hpp"
 
 SANDGATE_FUZZ_TARGET(webhook) {

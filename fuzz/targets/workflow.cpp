@@ -1,10 +1,10 @@
-// Workflow YAML: GitHub's reader, schema and converters (jobs/workflow_model.hpp). A refusal
-// is one line naming the file; an accepted workflow has a job order and, for a matrix written
-// out, at most 256 legs.
+// Workflow YAML: GitHub's reader, schema and converters (jobs/workflow/workflow_model.hpp). A
+// refusal is one line naming the file; an accepted workflow has a job order and, for a matrix
+// written out, at most 256 legs.
 #include "fuzz/fuzz_target.hpp"
-#include "jobs/matrix.hpp"
-#include "jobs/workflow_model.hpp"
-#include "jobs/yaml_value.hpp"
+#include "jobs/workflow/matrix.hpp"
+#include "jobs/workflow/workflow_model.hpp"
+#include "jobs/workflow/yaml_value.hpp"
 
 SANDGATE_FUZZ_TARGET(workflow) {
     auto workflow = jobs::parse_workflow(fuzz::text(data, size), "w.yml");

@@ -1,13 +1,13 @@
 // Workflow commands in a step's output (`::set-output name=x::v`, `::add-mask::`, groups,
 // problem matchers, ...), one line at a time through the processor the runner uses.
-#include "jobs/workflow_commands.hpp"
+#include "jobs/run/workflow_commands.hpp"
 
 #include <string>
 
 #include "fuzz/fuzz_target.hpp"
-#include "jobs/log.hpp"
-#include "jobs/masker.hpp"
-#include "jobs/workflow_matchers.hpp"
+#include "jobs/run/log.hpp"
+#include "jobs/run/masker.hpp"
+#include "jobs/workflow/workflow_matchers.hpp"
 
 namespace {
 

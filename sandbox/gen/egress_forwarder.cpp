@@ -3,7 +3,7 @@
 //   sandgate-egress-forwarder FD PROGRAM ARGS...
 //
 // FD is one end of a SOCK_SEQPACKET socket pair whose other end the trusted side's proxy holds
-// (sandbox/egress_proxy.hpp). This program listens on 127.0.0.1:3128 in the wrap's own
+// (sandbox/egress/egress_proxy.hpp). This program listens on 127.0.0.1:3128 in the wrap's own
 // loopback-only network namespace, then forks: the child accepts connections and passes each
 // socket over FD (one byte and SCM_RIGHTS; the proxy serves it from there), and writes every
 // line the proxy sends back (`egress refused: ...`) to stderr, the step's log; the parent
@@ -127,7 +127,7 @@ extern "C" [[noreturn]] void freestanding_main(long* stack) {
     }
     const long listener = sys(k_socket, k_af_inet, k_sock_stream | k_sock_cloexec, 0);
     const int one = 1;
-    // 127.0.0.1:3128 (sandbox/egress_proxy.hpp, k_egress_listen_*).
+    // 127.0.0.1:3128 (sandbox/egress/egress_proxy.hpp, k_egress_listen_*).
     const SockaddrIn address{
         static_cast<unsigned short>(k_af_inet), {3128 >> 8, 3128 & 0xff}, {127, 0, 0, 1}, {}};
     if (listener < 0 ||

@@ -1,5 +1,5 @@
-// sandgate's `sudo` inside the bwrap wrap (sandbox/shims.hpp): runs a command as root of a user
-// namespace of the sandbox's own, with no host privilege at all.
+// sandgate's `sudo` inside the bwrap wrap (sandbox/wrap/shims.hpp): runs a command as root of a
+// user namespace of the sandbox's own, with no host privilege at all.
 //
 //   sudo [-E] [-H] [-n] [-S] [-k] [-u root] [--] [NAME=VALUE...] COMMAND [ARGS...]
 //

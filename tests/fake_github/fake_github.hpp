@@ -18,7 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
+#include "tests/support/numbers.hpp"
 
 extern char** environ;
 
@@ -33,8 +34,8 @@ public:
                         std::vector<std::string> extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-        sandbox::Fd read_end(fds[0]);
-        sandbox::Fd write_end(fds[1]);
+        common::Fd read_end(fds[0]);
+        common::Fd write_end(fds[1]);
         std::vector<std::string> argv = {
             "/usr/bin/python3", std::string(SANDGATE_SOURCE_DIR) + "/tests/fake_github/server.py",
             "--schema",
@@ -74,7 +75,7 @@ public:
             stop();
             throw std::runtime_error("fake GitHub did not start: '" + line + "'");
         }
-        m_port = std::stoi(line.substr(5));
+        m_port = tests::to_number<int>(std::string_view(line).substr(5)).value_or(0);
         m_stdout = std::move(read_end);
     }
     FakeGitHub(const FakeGitHub&) = delete;
@@ -140,7 +141,7 @@ private:
     pid_t m_pid = -1;
     int m_port = 0;
     std::string m_ca_file;  // set: the server speaks https with this certificate
-    sandbox::Fd m_stdout;
+    common::Fd m_stdout;
 };
 
 }  // namespace tests

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/broker.hpp"
+#include "sandbox/broker/broker.hpp"
 
 namespace tests {
 
@@ -58,7 +58,7 @@ public:
     }
     const std::filesystem::path& socket() const { return m_socket; }
 
-    sandbox::Expected<sandbox::BrokerReply> exec(sandbox::ExecRequest request) const {
+    common::Expected<sandbox::BrokerReply> exec(sandbox::ExecRequest request) const {
         if (request.identity.empty()) request.identity = m_identity;
         return sandbox::broker_call(m_socket, {sandbox::BrokerOp::exec, std::move(request)});
     }

@@ -17,7 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
+#include "tests/support/numbers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 extern char** environ;
@@ -86,7 +87,7 @@ public:
                   const std::vector<std::string>& extra = {}) {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-        sandbox::Fd read_end(fds[0]), write_end(fds[1]);
+        common::Fd read_end(fds[0]), write_end(fds[1]);
         std::vector<std::string> args = {
             "/usr/bin/python3",
             std::string(SANDGATE_SOURCE_DIR) + "/tests/helpers/git_http_server.py", root.string()};
@@ -115,7 +116,7 @@ public:
         while (::read(read_end.get(), &c, 1) == 1 && c != '\n') line += c;
         if (!line.starts_with("PORT "))
             throw std::runtime_error("git http server did not start: " + line);
-        m_port = std::stoi(line.substr(5));
+        m_port = tests::to_number<int>(std::string_view(line).substr(5)).value_or(0);
     }
     GitHttpServer(const GitHttpServer&) = delete;
     GitHttpServer& operator=(const GitHttpServer&) = delete;

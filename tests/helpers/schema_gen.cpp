@@ -1,5 +1,5 @@
-// sandgate-schema-gen DIR: prints jobs/template_schema_tables.cpp for the template schemas in
-// DIR (workflow-v1.0.json and action-v1.0.json), as read by tests/support/template_schema_json.
+// sandgate-schema-gen DIR: prints jobs/workflow/template_schema_tables.cpp for the template schemas
+// in DIR (workflow-v1.0.json and action-v1.0.json), as read by tests/support/template_schema_json.
 #include <cstdio>
 #include <exception>
 #include <fstream>

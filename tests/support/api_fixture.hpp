@@ -1,7 +1,7 @@
 #pragma once
 // The agent's HTTP API in a test: an API on a unix socket with a queue and a sandbox manager in a
 // temp dir (Fixture), one HTTP request through libcurl (http), and a JSON body parsed with
-// simdjson (parse). For tests/test_api.cpp and tests/test_api_sandboxes.cpp.
+// simdjson (parse). For tests/unit/agent/test_api.cpp and tests/unit/agent/test_api_sandboxes.cpp.
 
 #include <curl/curl.h>
 #include <simdjson.h>
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/api.hpp"
-#include "agent/http_server.hpp"
-#include "agent/job_store.hpp"
-#include "agent/sandbox_manager.hpp"
-#include "sandbox/unix_socket.hpp"
+#include "agent/api/api.hpp"
+#include "agent/api/http_server.hpp"
+#include "agent/sandboxes/sandbox_manager.hpp"
+#include "agent/store/job_store.hpp"
+#include "common/unix_socket.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace tests::api {
@@ -82,7 +82,7 @@ struct ApiStack {
     }
     // Job logs go to `dir`/logs; request bodies up to `max_body` bytes.
     void serve(const std::filesystem::path& dir, agent::ApiConfig config,
-               sandbox::Expected<sandbox::Fd> listener, std::size_t max_body) {
+               common::Expected<common::Fd> listener, std::size_t max_body) {
         config.log_dir = dir / "logs";
         api = std::make_unique<agent::Api>(std::move(config), *queue, *sandboxes);
         REQUIRE(listener);
@@ -104,7 +104,7 @@ struct Fixture : ApiStack {
         config.sandbox_policy.mode = sandbox::SandboxMode::off;  // bwrap: see test_broker
         std::filesystem::create_directories(socket.parent_path());
         ::chmod(socket.parent_path().c_str(), 0700);
-        serve(dir, std::move(config), sandbox::listen_unix(socket), 8 << 20);
+        serve(dir, std::move(config), common::listen_unix(socket), 8 << 20);
     }
     Reply call(const std::string& method, const std::string& path, const std::string& body = "",
                std::vector<std::string> headers = {}) {

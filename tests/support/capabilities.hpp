@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/numbers.hpp"
+
 namespace tests {
 
 inline bool has_cap_sys_admin() {
@@ -13,7 +15,10 @@ inline bool has_cap_sys_admin() {
     std::ifstream status("/proc/self/status");
     for (std::string line; std::getline(status, line);) {
         if (line.rfind("CapEff:", 0) == 0)
-            return ((std::stoull(line.substr(7), nullptr, 16) >> k_cap_sys_admin) & 1) != 0;
+            return ((tests::to_number<unsigned long long>(std::string_view(line).substr(7), 16)
+                         .value_or(0) >>
+                     k_cap_sys_admin) &
+                    1) != 0;
     }
     return false;
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/fd.hpp"
+#include "common/fd.hpp"
 #include "tests/support/numbers.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -38,7 +38,7 @@ public:
         if (!root.empty()) argv.insert(argv.end(), {"--root", root.string()});
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
-        sandbox::Fd read_end(fds[0]), write_end(fds[1]);
+        common::Fd read_end(fds[0]), write_end(fds[1]);
         std::vector<char*> raw;
         for (auto& arg : argv) raw.push_back(arg.data());
         raw.push_back(nullptr);

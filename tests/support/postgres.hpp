@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/pg.hpp"
+#include "agent/store/pg.hpp"
 #include "tests/support/wrap_detect.hpp"  // REQUIRE_POSTGRES only (bench/bench_pool.cpp uses the rest)
 
 namespace tests {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/numbers.hpp"
 #include "tests/support/read_fd.hpp"
 
 namespace tests {
@@ -38,7 +39,7 @@ std::vector<int> processes_whose(const char* file, Match&& match) {
         if (fd < 0) continue;
         const std::string text = read_to_eof(fd);
         ::close(fd);
-        if (match(text)) found.push_back(std::stoi(pid));
+        if (match(text)) found.push_back(tests::to_number<int>(pid).value_or(-1));
     }
     return found;
 }

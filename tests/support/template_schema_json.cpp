@@ -252,9 +252,9 @@ std::string generate_schema_tables(const std::string& workflow_json,
            "template_schema.hpp).\n"
            "// Do not edit: regenerate with\n"
            "//   build/tests/sandgate-schema-gen ../shared/corpora/workflow-schema > "
-           "jobs/template_schema_tables.cpp\n"
+           "jobs/workflow/template_schema_tables.cpp\n"
            "// clang-format off\n"
-           "#include \"jobs/template_schema.hpp\"\n\n"
+           "#include \"jobs/workflow/template_schema.hpp\"\n\n"
            "namespace jobs::schema {\nnamespace {\n\nusing namespace "
            "std::string_view_literals;\n\n";
     generate(out, "k_workflow_", workflow, workflow_version);

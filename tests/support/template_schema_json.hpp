@@ -1,7 +1,7 @@
 #pragma once
 // Reads GitHub's template schema files (../shared/corpora/workflow-schema/*.json) for the
-// schema cross-check (tests/test_template_schema.cpp) and generates the embedded tables
-// (jobs/template_schema_tables.cpp) with `sandgate-schema-gen`.
+// schema cross-check (tests/unit/jobs/test_template_schema.cpp) and generates the embedded tables
+// (jobs/workflow/template_schema_tables.cpp) with `sandgate-schema-gen`.
 //
 // Any field of the format this reader does not know is an error, so that a schema using a
 // new feature fails the cross-check instead of being half-read.
@@ -21,7 +21,7 @@ struct SchemaFile {
 
 SchemaFile read_schema_file(const std::string& json_text);
 
-// The C++ source of jobs/template_schema_tables.cpp for the two schema files.
+// The C++ source of jobs/workflow/template_schema_tables.cpp for the two schema files.
 std::string generate_schema_tables(const std::string& workflow_json,
                                    const std::string& action_json);
 
