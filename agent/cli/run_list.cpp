@@ -34,7 +34,8 @@ public:
         : m_settings(settings), m_workflow(workflow), m_inputs(inputs) {}
 
     // The job's row, then one per leg when it has a matrix; `runs` tells whether it may run.
-    // `needs`: skipped when a job it needs, directly or not, does not run, success otherwise.
+    // `needs_status`: skipped when a job it needs, directly or not, does not run; success
+    // otherwise.
     std::vector<Row> rows(const jobs::Job& job, int stage, jobs::RunStatus needs_status,
                           bool& runs) const {
         const bool ancestor_skipped = needs_status == jobs::RunStatus::skipped;
