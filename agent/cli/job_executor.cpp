@@ -23,13 +23,6 @@ sandbox::RunResult refused(std::string message) {
     return result;
 }
 
-void feed(sandbox::OutputObserver* observer, sandbox::Stream stream,
-          const sandbox::StreamResult& output) {
-    if (observer == nullptr) return;
-    if (!output.head.empty()) observer->on_output(stream, output.head);
-    if (!output.tail.empty()) observer->on_output(stream, output.tail);
-}
-
 // The executor with the queue it records into (opened from the environment).
 class OwningExecutor final : public jobs::StepExecutor {
 public:
@@ -186,7 +179,10 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
     exec.kill_grace = std::min(request.kill_grace, sandbox::k_max_kill_grace);
     exec.output_limit = std::min(request.output_limit, sandbox::k_max_broker_output_limit);
     exec.stdin_text = request.stdin_text;
-    auto reply = sandbox::broker_call(m_socket, call, std::nullopt, nullptr, request.cancel);
+    // The output reaches the observer as the step writes it (the live log), not at its end.
+    if (request.observer != nullptr) exec.output_frames = sandbox::OutputFrames::live;
+    auto reply = sandbox::broker_call(m_socket, call, std::nullopt, nullptr, request.cancel,
+                                      request.observer);
     nlohmann::ordered_json evidence;
     evidence["identity"] = m_identity;
     evidence["posture"] = common::to_ordered_json_or_null(m_posture);
@@ -203,8 +199,6 @@ sandbox::RunResult BrokerStepExecutor::run(const sandbox::RunRequest& request) {
         evidence["refusal"] = "no result";
     } else {
         result = std::move(*reply->result);
-        feed(request.observer, sandbox::Stream::out, result.out);
-        feed(request.observer, sandbox::Stream::err, result.err);
         add_run_evidence(result, nullptr, evidence);
     }
     record_step(m_evidence, m_job_id, evidence);

@@ -11,16 +11,16 @@
 //
 // Contract: the request's argv, cwd (inside the sandbox root), env, stdin, timeout and output
 // limit are sent; its policy is not (the sandbox's posture was fixed when it was created and
-// recorded on the job). The output is given to the observer when the step ends (the broker
-// answers once). When the request's CancelToken fires mid-step, the connection is hung up
-// on, which makes the broker stop the step (SIGTERM, SIGKILL after the request's kill grace);
-// the step then ends `cancelled` with the output it had made. Steps of parallel legs take turns
-// (the broker runs one command at a time and would refuse the second as busy): a step waits for the
-// one before it to end. A refused or unreachable broker is a RunResult whose error is
-// sandbox_unavailable with the refusal named: nothing ever runs on the host instead. When a job
-// queue is given, each exec leaves value-free evidence (identity, the sandbox's posture, exit,
-// duration, byte counts, truncation, skip markers; never argv, env values or stdin) on the job's
-// record, as a "step" event.
+// recorded on the job). The output is given to the observer as the step writes it (a
+// streamed exec: the broker's output frames). When the request's CancelToken fires mid-step, the
+// connection is hung up on, which makes the broker stop the step (SIGTERM, SIGKILL after the
+// request's kill grace); the step then ends `cancelled` with the output it had made. Steps of
+// parallel legs take turns (the broker runs one command at a time and would refuse the second as
+// busy): a step waits for the one before it to end. A refused or unreachable broker is a RunResult
+// whose error is sandbox_unavailable with the refusal named: nothing ever runs on the host instead.
+// When a job queue is given, each exec leaves value-free evidence (identity, the sandbox's posture,
+// exit, duration, byte counts, truncation, skip markers; never argv, env values or stdin) on the
+// job's record, as a "step" event.
 
 #include <cstdint>
 #include <filesystem>

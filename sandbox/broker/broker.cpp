@@ -145,6 +145,21 @@ Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) 
     return token;
 }
 
+// Sends a streamed exec's output to its client as output frames, as the step writes it. A send
+// that fails (the client hung up) stops the frames; the hang-up itself cancels the step.
+class FrameObserver final : public OutputObserver {
+public:
+    explicit FrameObserver(int fd) : m_fd(fd) {}
+    void on_output(Stream stream, std::string_view chunk) override {
+        if (m_broken || chunk.empty()) return;
+        m_broken = !common::write_frame(m_fd, encode_output(stream, chunk));
+    }
+
+private:
+    int m_fd;
+    bool m_broken = false;
+};
+
 // Two threads accept on the listening socket and each runs what it accepted itself: while
 // one runs a step, the other is free to answer a ping or refuse a concurrent exec as busy, and
 // a step needs no hand-over between threads (each one costs a wake-up on a loaded machine).
@@ -316,7 +331,7 @@ private:
             return refuse_step(std::move(*busy), connection.get(), Refusal::unavailable,
                                watch.error().message);
         run.cancel = &*watch;
-        execute(std::move(connection), run, *busy);
+        execute(std::move(connection), run, *busy, request.output_frames);
     }
 
     // Gives the flag back before answering: a client that reads the refusal and sends its next
@@ -326,7 +341,9 @@ private:
         send_refusal(fd, refusal, message);
     }
 
-    void execute(Fd connection, const RunRequest& run, BusyGuard& busy) {
+    void execute(Fd connection, RunRequest& run, BusyGuard& busy, OutputFrames frames) {
+        FrameObserver live(connection.get());
+        if (frames == OutputFrames::live) run.observer = &live;
         BrokerReply reply;
         reply.result = m_config.runner ? m_config.runner(run) : sandbox::run(run);
         const auto& result = *reply.result;
@@ -352,7 +369,9 @@ private:
 // broker takes that as a cancel of the step, stops its tree and still answers) and the
 // deadline becomes the step's kill grace plus a margin from now.
 Expected<void> await_reply(int fd, const CancelToken& cancel, std::chrono::milliseconds grace,
-                           std::optional<std::chrono::steady_clock::time_point>& deadline) {
+                           std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           bool& hung_up) {
+    if (hung_up) return {};
     for (;;) {
         int timeout_ms = -1;
         if (deadline) {
@@ -369,6 +388,7 @@ Expected<void> await_reply(int fd, const CancelToken& cancel, std::chrono::milli
         if (fds[1].revents != 0) {
             if (::shutdown(fd, SHUT_WR) != 0)
                 return fail(ErrorKind::permanent, errno_message("shutdown"));
+            hung_up = true;
             deadline = std::chrono::steady_clock::now() + grace + k_reply_margin;
             return {};
         }
@@ -391,7 +411,8 @@ Expected<void> serve_broker(const BrokerConfig& config) {
 
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait,
-                                  common::PeerCredentials* peer, const CancelToken* cancel) {
+                                  common::PeerCredentials* peer, const CancelToken* cancel,
+                                  OutputObserver* output) {
     auto connection = SANDGATE_TRY(common::connect_unix(socket));
     auto credentials = SANDGATE_TRY(common::peer_credentials(connection.get()));
     if (!trusted_broker(credentials, socket))
@@ -405,12 +426,18 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const Bro
         deadline = std::chrono::steady_clock::now() + k_request_read_timeout;
     else if (request.exec.timeout)
         deadline = std::chrono::steady_clock::now() + *request.exec.timeout + k_reply_margin;
-    if (cancel != nullptr && request.op == BrokerOp::exec) {
-        const auto grace = request.exec.kill_grace.value_or(k_default_kill_grace);
-        SANDGATE_TRY(await_reply(connection.get(), *cancel, grace, deadline));
+    const auto grace = request.exec.kill_grace.value_or(k_default_kill_grace);
+    bool hung_up = false;
+    // Output frames (a streamed exec) until the reply.
+    for (;;) {
+        if (cancel != nullptr && request.op == BrokerOp::exec)
+            SANDGATE_TRY(await_reply(connection.get(), *cancel, grace, deadline, hung_up));
+        auto frame =
+            SANDGATE_TRY(common::read_frame(connection.get(), k_max_reply_frame, deadline));
+        auto reply = SANDGATE_TRY(parse_reply(frame));
+        if (!reply.output) return reply;
+        if (output != nullptr) output->on_output(reply.output->stream, reply.output->bytes);
     }
-    auto frame = SANDGATE_TRY(common::read_frame(connection.get(), k_max_reply_frame, deadline));
-    return parse_reply(frame);
 }
 
 }  // namespace sandbox

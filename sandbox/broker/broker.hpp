@@ -63,10 +63,14 @@ Expected<void> serve_broker(const BrokerConfig& config);
 // without a timeout). `cancel` (not owned; may be null): when it fires before the reply starts, the
 // connection's sending side is shut down, which cancels the step, and the call still waits (for the
 // kill grace plus a margin) for the broker's answer, a result with RunErrorKind::cancelled.
+// `output` (not owned; may be null) is given the output frames of a streamed exec
+// (ExecRequest::output_frames), on the calling thread, as they arrive; the reply returned is
+// the one after them.
 Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const BrokerRequest& request,
                                   std::optional<std::chrono::milliseconds> wait = std::nullopt,
                                   common::PeerCredentials* peer = nullptr,
-                                  const CancelToken* cancel = nullptr);
+                                  const CancelToken* cancel = nullptr,
+                                  OutputObserver* output = nullptr);
 
 // The argv a shell request runs: bash --noprofile --norc -eo pipefail -c SCRIPT.
 std::vector<std::string> shell_argv(const std::string& script);

@@ -99,6 +99,11 @@ Expected<void> parse_exec_fields(object obj, ExecRequest& exec) {
     if (*stdin_text && (*stdin_text)->size() > k_max_stdin_bytes)
         return bad("stdin_text", "exceeds " + std::to_string(k_max_stdin_bytes) + " bytes");
     exec.stdin_text = std::move(*stdin_text);
+    bool stream = false;
+    if (auto error = obj["stream"].get(stream);
+        error != simdjson::SUCCESS && error != simdjson::NO_SUCH_FIELD)
+        return bad("stream", "must be a boolean");
+    exec.output_frames = stream ? OutputFrames::live : OutputFrames::none;
     return {};
 }
 
@@ -233,6 +238,7 @@ std::string encode_request(const BrokerRequest& request) {
     if (exec.kill_grace) json["kill_grace_ms"] = exec.kill_grace->count();
     json["output_limit"] = exec.output_limit;
     if (exec.stdin_text) json["stdin_text"] = *exec.stdin_text;
+    if (exec.output_frames == OutputFrames::live) json["stream"] = true;
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -321,6 +327,30 @@ std::string encode_reply(const BrokerReply& reply) {
     return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string encode_output(Stream stream, std::string_view bytes) {
+    Json json;
+    json["output"] = stream == Stream::out ? "out" : "err";
+    json["data"] = base64_encode(bytes);
+    return json.dump();
+}
+
+namespace {
+
+Expected<OutputChunk> parse_output(object obj, std::string_view stream) {
+    OutputChunk chunk;
+    if (stream == "err")
+        chunk.stream = Stream::err;
+    else if (stream != "out")
+        return fail(ErrorKind::permanent, "broker output frame: 'output' is not out or err");
+    std::string_view data;
+    if (obj["data"].get(data) != simdjson::SUCCESS)
+        return fail(ErrorKind::permanent, "broker output frame: no 'data'");
+    chunk.bytes = SANDGATE_TRY(base64_decode(data));
+    return chunk;
+}
+
+}  // namespace
+
 Expected<BrokerReply> parse_reply(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::padded_string storage;
@@ -328,6 +358,10 @@ Expected<BrokerReply> parse_reply(std::string_view json) {
     if (!doc) return fail(ErrorKind::permanent, doc.error().message);
     object obj = doc->get_object().value_unsafe();
     BrokerReply reply;
+    if (std::string_view stream; obj["output"].get(stream) == simdjson::SUCCESS) {
+        reply.output = SANDGATE_TRY(parse_output(obj, stream));
+        return reply;
+    }
     bool ok = false;
     if (obj["ok"].get(ok)) return fail(ErrorKind::permanent, "broker reply: no 'ok'");
     if (!ok) {

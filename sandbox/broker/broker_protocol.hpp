@@ -4,9 +4,13 @@
 // nlohmann::ordered_json; output bytes travel base64-encoded so that non-UTF-8 output survives.
 //
 // Request:  {"op":"exec","identity":ID,"argv":[..] | "shell":SCRIPT,"env":{NAME:VALUE},
-//            "cwd":PATH,"timeout_ms":N,"kill_grace_ms":N,"output_limit":N,"stdin_text":TEXT}
+//            "cwd":PATH,"timeout_ms":N,"kill_grace_ms":N,"output_limit":N,"stdin_text":TEXT,
+//            "stream":true}
 //           {"op":"ping"} | {"op":"shutdown","identity":ID}
 // Reply:    {"ok":true,"result":{...RunResult...}} | {"ok":true,"status":{...}}
+//           an exec with "stream":true is first answered by any number of output frames,
+//           {"output":"out"|"err","data":BASE64}, as the step writes, then by its reply; the
+//           reply's result still carries the captured copy (bounded by output_limit).
 //           {"ok":false,"refusal":"busy|identity|expired|not_ready|invalid|unavailable",
 //            "message":TEXT}
 // invalid: the request is at fault; unavailable: the broker lacked a resource for the step
@@ -34,6 +38,9 @@ inline constexpr std::chrono::milliseconds k_max_kill_grace{std::chrono::minutes
 
 enum class BrokerOp { exec, ping, shutdown };
 
+// Whether an exec's output also travels as it is written (output frames before the reply).
+enum class OutputFrames { none, live };
+
 struct ExecRequest {
     std::string identity;
     std::vector<std::string> argv;     // exactly one of argv and shell
@@ -44,6 +51,7 @@ struct ExecRequest {
     std::optional<std::chrono::milliseconds> kill_grace;  // at most k_max_kill_grace
     std::size_t output_limit = k_default_output_limit;
     std::optional<std::string> stdin_text;  // at most k_max_stdin_bytes
+    OutputFrames output_frames = OutputFrames::none;
 };
 
 struct BrokerRequest {
@@ -64,7 +72,15 @@ struct BrokerStatus {
     std::string reaper;
 };
 
+// One output frame: bytes the step wrote, in the order written.
+struct OutputChunk {
+    Stream stream = Stream::out;
+    std::string bytes;
+};
+
 struct BrokerReply {
+    // Set on an output frame of a streamed exec (nothing else is then): more frames follow.
+    std::optional<OutputChunk> output;
     std::optional<Refusal> refusal;  // set: refused, nothing ran
     std::string message;             // why it was refused
     std::optional<RunResult> result;
@@ -83,6 +99,7 @@ Expected<BrokerRequest> parse_request(std::string_view json);
 Expected<ExecRequest> parse_exec_object(std::string_view json);
 
 std::string encode_reply(const BrokerReply& reply);
+std::string encode_output(Stream stream, std::string_view bytes);
 Expected<BrokerReply> parse_reply(std::string_view json);
 
 // The RunResult as the JSON object used in replies (output base64-encoded).

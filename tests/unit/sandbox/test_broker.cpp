@@ -246,6 +246,78 @@ TEST_CASE(
     CHECK(out_of(*broker.exec(shell("echo free again"))) == "free again\n");
 }
 
+namespace {
+
+// Keeps the output frames of a streamed exec; fires `token` once the first line has come.
+class LiveOutput final : public sandbox::OutputObserver {
+public:
+    explicit LiveOutput(const sandbox::CancelToken* token = nullptr) : m_token(token) {}
+    void on_output(sandbox::Stream stream, std::string_view chunk) override {
+        (stream == sandbox::Stream::out ? out : err).append(chunk);
+        ++frames;
+        if (m_token != nullptr && out.find('\n') != std::string::npos) m_token->cancel();
+    }
+    std::string out, err;
+    int frames = 0;
+
+private:
+    const sandbox::CancelToken* m_token;
+};
+
+}  // namespace
+
+TEST_CASE("a streamed exec sends the output as it is written, then the reply with its copy") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    sandbox::BrokerRequest request{sandbox::BrokerOp::exec,
+                                   shell("echo one; echo oops >&2; printf '\\0\\377'; echo two")};
+    request.exec.identity = "job";
+    request.exec.output_frames = sandbox::OutputFrames::live;
+    auto parsed = sandbox::parse_request(sandbox::encode_request(request));
+    REQUIRE(parsed);
+    CHECK(parsed->exec.output_frames == sandbox::OutputFrames::live);
+    CHECK(sandbox::parse_request(R"({"op":"exec","argv":["a"],"stream":1})")
+              .error()
+              .message.find("'stream'") != std::string::npos);
+    LiveOutput live;
+    auto reply =
+        sandbox::broker_call(broker.socket(), request, std::nullopt, nullptr, nullptr, &live);
+    REQUIRE(reply);
+    REQUIRE(reply->result);
+    CHECK(live.out == std::string("one\n\0\377two\n", 10));
+    CHECK(live.err == "oops\n");
+    CHECK(live.frames >= 2);
+    CHECK(reply->result->out.head == live.out);  // the reply keeps its captured copy
+    // Unasked, no frame comes: the reply is the first frame.
+    LiveOutput unasked;
+    request.exec.output_frames = sandbox::OutputFrames::none;
+    REQUIRE(
+        sandbox::broker_call(broker.socket(), request, std::nullopt, nullptr, nullptr, &unasked));
+    CHECK(unasked.frames == 0);
+}
+
+TEST_CASE("a streamed step is cancelled by its client mid-output, and the reply still comes") {
+    auto dir = tests::make_temp_dir("broker");
+    BrokerProcess broker(dir, "job", now_ms() + 600'000);
+    auto token = sandbox::CancelToken::create();
+    REQUIRE(token);
+    // The first line arrives while the step sleeps: the cancel it fires must stop a step that
+    // would otherwise run for 600 s.
+    sandbox::BrokerRequest request{sandbox::BrokerOp::exec, shell("echo first; exec sleep 600")};
+    request.exec.identity = "job";
+    request.exec.timeout = 600s;
+    request.exec.kill_grace = 200ms;
+    request.exec.output_frames = sandbox::OutputFrames::live;
+    LiveOutput live(&*token);
+    auto reply =
+        sandbox::broker_call(broker.socket(), request, std::nullopt, nullptr, &*token, &live);
+    REQUIRE(reply);
+    REQUIRE(reply->result);
+    REQUIRE(reply->result->error);
+    CHECK(reply->result->error->kind == sandbox::RunErrorKind::cancelled);
+    CHECK(live.out == "first\n");
+}
+
 TEST_CASE("a client that dies mid-step (its connection closed) leaves no step running") {
     auto dir = tests::make_temp_dir("broker");
     BrokerProcess broker(dir, "job", now_ms() + 600'000);
