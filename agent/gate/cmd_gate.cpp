@@ -43,6 +43,7 @@
 #include "agent/cli/random_id.hpp"
 #include "agent/cli/run_setup.hpp"
 #include "agent/gate/gate_reporting.hpp"
+#include "agent/sandboxes/leg_sandboxes.hpp"
 #include "common/temp_dir.hpp"
 #include "jobs/git/changed_paths.hpp"
 #include "jobs/git/git_handles.hpp"
@@ -80,9 +81,10 @@ struct GateFlags {
     std::string state_dir;
     std::string report;
     PolicyOptions policy;
-    GitHubFlags github;     // --github-repo ...: check runs (or statuses) per job
-    ActionFlags actions;    // --actions-dir, --actions-source, --node
-    BuiltinFlags builtins;  // --cache-dir, --cache-max-*, --artifacts-dir
+    GitHubFlags github;           // --github-repo ...: check runs (or statuses) per job
+    ActionFlags actions;          // --actions-dir, --actions-source, --node
+    BuiltinFlags builtins;        // --cache-dir, --cache-max-*, --artifacts-dir
+    bool wrap_each_step = false;  // a fresh wrap per step instead of one sandbox per job leg
 };
 
 void add_flags(CLI::App& app, GateFlags& f) {
@@ -106,6 +108,8 @@ void add_flags(CLI::App& app, GateFlags& f) {
                    "mirrors, worktrees and the GitHub report journal ($XDG_STATE_HOME/sandgate)");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     add_policy_options(app, f.policy);
+    app.add_flag("--wrap-each-step", f.wrap_each_step,
+                 "a fresh wrap for each step, instead of one sandbox per job leg its steps share");
     add_action_options(app, f.actions);
     add_builtin_options(app, f.builtins);
     add_github_options(app, f.github, StateDirOption::omit);
@@ -442,6 +446,11 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     std::counting_semaphore<> legs(
         std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     jobs::RunServices services{log, masker, workspace, legs, nullptr, gate.executor.get()};
+    // Run by hand: one persistent sandbox per job leg (agent/sandboxes/leg_sandboxes.hpp).
+    const auto leg_sandboxes = gate.executor || gate.flags.wrap_each_step
+                                   ? nullptr
+                                   : open_leg_sandboxes(settings, "sandgate gate");
+    services.leg_executors = leg_sandboxes.get();
     services.actions = gate.actions.get();
     auto builtins = open_builtin_stores(gate.flags.builtins, gate.state, gate.flags.report);
     if (!builtins) return say(k_exit_local, builtins.error().message);

@@ -181,7 +181,9 @@ StepContext JobRun::step_context(const std::string& name) const {
     StepContext context;
     context.label = StepLabel{m_label, name};
     context.policy = m_settings.policy;
-    context.policy.writable.push_back(m_leg.workspace);
+    // The workspace, or the leg's own directory holding it (runner.workspace, kept for the
+    // leg: `cmake -B ../build`).
+    context.policy.writable.push_back(m_services.workspace.leg_root(m_leg.workspace));
     context.policy.writable.push_back(m_settings.temp_root);
     // One kept scratch per job leg: the wrap's HOME stays the same from step to step, as a
     // runner's home does ($HOME/bin added to GITHUB_PATH must still be there).
@@ -199,7 +201,7 @@ StepContext JobRun::step_context(const std::string& name) const {
     context.masker = &m_services.masker;
     context.log = &m_services.log;
     context.host = m_settings.host;
-    context.executor = m_services.executor;
+    context.executor = m_leg_executor ? m_leg_executor.get() : m_services.executor;
     // A step that runs after the cancel (if: always() / cancelled()) runs to its end.
     context.cancel = cancelled()                ? nullptr
                      : m_step_cancel != nullptr ? m_step_cancel
@@ -541,12 +543,16 @@ JobReport JobRun::run() {
         if (!opened) return fail_job(opened.error().message, scope);
         m_temp_root = std::make_shared<const sandbox::SafeDir>(std::move(*opened));
     }
+    if (m_services.leg_executors != nullptr)
+        m_leg_executor = m_services.leg_executors->open_leg(
+            m_label, m_services.workspace.leg_root(m_leg.workspace));
     run_steps(m_leg.job->steps, scope, m_report.steps);
     // Background steps still running are waited for (GitHub's runner does the same before
     // the post steps); a cancelled job's token has already stopped them.
     join_all_background(scope, m_report.steps);
     m_job_steps = scope.steps;
     run_posts();
+    m_leg_executor.reset();  // the leg's sandbox ends with its last step
     evaluate_outputs();
     return finish(steps_outcome(), scope);
 }

@@ -194,6 +194,8 @@ public:
     std::filesystem::path m_scratch;  // the wrap's kept scratch (HOME) for this leg
     // temp_root, opened before the first step (RunSettings::temp_root_dir, or here by path).
     std::shared_ptr<const sandbox::SafeDir> m_temp_root;
+    // The leg's own executor (RunServices::leg_executors), for as long as the leg runs.
+    std::shared_ptr<StepExecutor> m_leg_executor;  // shared with the forks of background steps
     // A fork running a background step: the step's own token (linked to the leg's), which a
     // `cancel:` fires. Null on the job's own JobRun.
     const sandbox::CancelToken* m_step_cancel = nullptr;

@@ -87,6 +87,9 @@ struct RunServices {
     // nothing, with a line saying so) and the run's artifacts (null: upload and download fail).
     CacheStore* caches = nullptr;
     ArtifactStore* artifacts = nullptr;
+    // One executor per job leg (not owned; null: none). A leg whose executor it makes runs its
+    // steps there instead of through `executor`.
+    LegExecutors* leg_executors = nullptr;
 };
 
 // github.* for one job of `workflow`.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +68,18 @@ class StepExecutor {
 public:
     virtual ~StepExecutor() = default;
     virtual sandbox::RunResult run(const sandbox::RunRequest& request) = 0;
+};
+
+// Makes the executor of one job leg's steps (agent/sandboxes/leg_sandboxes.hpp: a persistent
+// sandbox per leg). Thread-safe.
+class LegExecutors {
+public:
+    virtual ~LegExecutors() = default;
+    // The executor of the steps of leg `label`, whose workspace is `root`; null: the leg's
+    // steps run as without it. Called on the leg's thread when the leg starts; the leg drops
+    // the executor when it ends (everything it keeps for the leg ends with it). Never throws.
+    virtual std::unique_ptr<StepExecutor> open_leg(const std::string& label,
+                                                   const std::filesystem::path& root) = 0;
 };
 
 // What run_step() borrows from the job runner.
