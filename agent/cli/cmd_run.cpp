@@ -25,6 +25,7 @@
 #include "agent/cli/policy_options.hpp"
 #include "agent/cli/run_list.hpp"
 #include "agent/cli/run_setup.hpp"
+#include "agent/sandboxes/leg_sandboxes.hpp"
 #include "common/temp_dir.hpp"
 #include "jobs/git/changed_paths.hpp"
 #include "jobs/git/checkout.hpp"
@@ -61,9 +62,11 @@ struct RunFlags {
     bool list = false;
     std::string report;
     std::string directory;
-    PolicyOptions policy;   // --sandbox, --network and the wrap's flags, shared with exec
-    ActionFlags actions;    // --actions-dir, --actions-source, --node
-    BuiltinFlags builtins;  // --cache-dir, --cache-max-*, --artifacts-dir
+    PolicyOptions policy;         // --sandbox, --network and the wrap's flags, shared with exec
+    ActionFlags actions;          // --actions-dir, --actions-source, --node
+    BuiltinFlags builtins;        // --cache-dir, --cache-max-*, --artifacts-dir
+    bool wrap_each_step = false;  // a fresh wrap per step instead of one sandbox per job leg
+    bool bind = false;            // the repository directory itself as every leg's workspace
 };
 
 // A repeatable option takes one value per use (as policy_options does), so that the event may
@@ -97,7 +100,12 @@ void add_flags(CLI::App& app, RunFlags& f) {
                  "runs; run nothing");
     app.add_option("--report", f.report, "write a JSON report of every job and step to FILE");
     app.add_option("-C,--directory", f.directory, "the repository directory (the current one)");
+    app.add_flag("-b,--bind", f.bind,
+                 "every job leg works in the repository directory itself, instead of a copy of "
+                 "its own");
     add_policy_options(app, f.policy);
+    app.add_flag("--wrap-each-step", f.wrap_each_step,
+                 "a fresh wrap for each step, instead of one sandbox per job leg its steps share");
     add_action_options(app, f.actions);
     add_builtin_options(app, f.builtins);
 }
@@ -288,13 +296,26 @@ int run_command(CommandArgs args) {
     jobs::Masker masker;
     for (const auto& [name, value] : settings.secrets) masker.add_secret(value.to_display_string());
     jobs::ConsoleLog log(stdout);
-    jobs::DirectoryWorkspace workspace(settings.repository, settings.repo.repository);
+    // Each leg's workspace a copy of its own (act's default), or with --bind the directory.
+    jobs::DirectoryWorkspace bound(settings.repository, settings.repo.repository);
+    std::unique_ptr<jobs::CopyWorkspace> copies;
+    if (!flags.bind) {
+        auto made = jobs::CopyWorkspace::create(settings.repository, settings.repo.repository);
+        if (!made) return invalid(made.error().message);
+        copies = std::move(*made);
+    }
+    jobs::WorkspaceProvider& workspace =
+        copies ? static_cast<jobs::WorkspaceProvider&>(*copies) : bound;
     std::counting_semaphore<> legs(
         std::max<std::ptrdiff_t>(2, std::thread::hardware_concurrency()));
     // Started by the agent with a job sandbox: every step is an exec request to its broker;
     // started by it without one: every step leaves its evidence on the job's record.
     const auto executor = broker_executor_from_environment(masker);
     jobs::RunServices services{log, masker, workspace, legs, nullptr, executor.get()};
+    // Run by hand: one persistent sandbox per job leg (agent/sandboxes/leg_sandboxes.hpp).
+    const auto leg_sandboxes =
+        executor || flags.wrap_each_step ? nullptr : open_leg_sandboxes(settings, "sandgate run");
+    services.leg_executors = leg_sandboxes.get();
     // SIGINT/SIGTERM/SIGHUP cancel the run: the steps' trees are stopped, the jobs conclude
     // cancelled, the report is written, and sandgate exits 128+N.
     auto interrupts = InterruptGuard::install();

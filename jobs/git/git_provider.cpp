@@ -1,12 +1,13 @@
 #include "jobs/git/git_provider.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include "jobs/git/git_handles.hpp"
-#include "jobs/git/git_remove.hpp"
 #include "sandbox/access/safe_access.hpp"
 
 namespace jobs {
@@ -41,14 +42,16 @@ common::Expected<fs::path> target_path(const fs::path& workspace, const std::str
 common::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& target) {
     const auto relative = target.lexically_relative(workspace).generic_string();
     if (relative.empty() || relative == "." || relative == "./") {
-        if (auto removed = remove_tree(target); !removed) return removed;
+        // Emptied in place, never replaced: the job's sandbox, started by an earlier step, has
+        // this directory bound, and a new one at the name would not show there.
         std::error_code ec;
         // trusted path: the workspace's parent is sandgate's
         fs::create_directories(target.parent_path(), ec);
-        if (::mkdir(target.c_str(), 0755) != 0)
+        if (::mkdir(target.c_str(), 0755) != 0 && errno != EEXIST)
             return common::fail(ErrorKind::permanent,
                                 common::errno_message("mkdir " + target.string()));
-        return {};
+        auto dir = SANDGATE_TRY(sandbox::SafeDir::open_trusted(target, "the workspace"));
+        return dir.clear();
     }
     const std::string label = "actions/checkout path '" + relative + "'";
     auto root = SANDGATE_TRY(sandbox::SafeDir::open_trusted(workspace, "the workspace"));
@@ -82,10 +85,24 @@ GitWorkspace::GitWorkspace(const MirrorCache& cache, WorktreeArea& area, GitSour
 
 common::Expected<fs::path> GitWorkspace::workspace_for(const std::string& job_key) {
     auto worktree = SANDGATE_TRY(m_area.create(job_key));
-    const fs::path path = worktree.path();
+    const auto slash = m_source.repository.rfind('/');
+    std::string name =
+        slash == std::string::npos ? m_source.repository : m_source.repository.substr(slash + 1);
+    if (name.empty() || name == "." || name == "..") name = "repository";
+    // trusted path: the lease was made just now, before any step of the leg
+    const fs::path path = worktree.path() / name;
+    // 0755 in a lease the sandbox's host identity may pass through (0711), whatever the umask:
+    // a job sandbox's broker runs the steps there as that identity.
+    if (::mkdir(path.c_str(), 0755) != 0 || ::chmod(path.c_str(), 0755) != 0 ||
+        ::chmod(worktree.path().c_str(), 0711) != 0)
+        return common::fail(ErrorKind::permanent, common::errno_message("mkdir " + path.string()));
     std::lock_guard lock(m_mutex);
     m_worktrees.push_back(std::move(worktree));
     return path;
+}
+
+fs::path GitWorkspace::leg_root(const fs::path& workspace) const {
+    return workspace.parent_path();
 }
 
 std::vector<fs::path> GitWorkspace::mirrors_used() const {

@@ -1,11 +1,12 @@
 #pragma once
-// GitWorkspace: the WorkspaceProvider behind `sandgate gate`. Each job leg gets a fresh, empty
-// worktree directory leased in the WorktreeArea (removed when the provider is destroyed, or
-// reaped after a crash); `actions/checkout` materialises a commit of the gate's mirror into it
-// (or into `path:` below it): the gate's SHA by default, another ref or SHA of the same mirror
-// when `ref:` says so, shallow per `fetch-depth` (default 1, 0 for all history) and with
-// submodules per `submodules` (false, true, recursive). Only the repository under test can be
-// checked out: anything else would need the network the steps do not have.
+// GitWorkspace: the WorkspaceProvider behind `sandgate gate`. Each job leg gets a fresh
+// directory leased in the WorktreeArea (removed when the provider is destroyed, or reaped after
+// a crash), the leg's own (runner.workspace, kept for its steps), and in it the empty workspace
+// `<name>` (the repository's name, as GitHub names it); `actions/checkout` materialises a commit of
+// the gate's mirror into it (or into `path:` below it): the gate's SHA by default, another ref or
+// SHA of the same mirror when `ref:` says so, shallow per `fetch-depth` (default 1, 0 for all
+// history) and with submodules per `submodules` (false, true, recursive). Only the repository under
+// test can be checked out: anything else would need the network the steps do not have.
 
 #include <filesystem>
 #include <mutex>
@@ -35,6 +36,8 @@ public:
     common::Expected<std::filesystem::path> workspace_for(const std::string& job_key) override;
     common::Expected<std::string> checkout(const std::filesystem::path& workspace,
                                            const CheckoutRequest& request) override;
+    // The leased directory holding the workspace.
+    std::filesystem::path leg_root(const std::filesystem::path& workspace) const override;
 
     // Mirrors the checkouts so far read through alternates.
     std::vector<std::filesystem::path> mirrors_used() const;

@@ -68,7 +68,8 @@ std::string workflow(std::string_view fail_fast, std::string_view sleep_seconds)
 TEST_CASE("fail-fast cancels the running leg through the sandbox and the legs not started") {
     auto dir = tests::make_temp_dir("cancel");
     tests::write_file(dir / ".github/workflows/m.yml", workflow("true", "600"));
-    auto ran = tests::run_workflows(dir, {"--report", (dir / "r.json").string()});
+    // --bind: the steps leave their evidence in the repository directory.
+    auto ran = tests::run_workflows(dir, {"--bind", "--report", (dir / "r.json").string()});
     CHECK(ran.exit_code == 1);
     auto report = tests::read_report(dir / "r.json");
     const auto& sleeping = leg(report, 0);
@@ -95,7 +96,8 @@ TEST_CASE("fail-fast cancels the running leg through the sandbox and the legs no
 TEST_CASE("fail-fast: false lets the other legs run to their end") {
     auto dir = tests::make_temp_dir("cancel");
     tests::write_file(dir / ".github/workflows/m.yml", workflow("false", "1"));
-    auto ran = tests::run_workflows(dir, {"--report", (dir / "r.json").string()});
+    // --bind: the steps leave their evidence in the repository directory.
+    auto ran = tests::run_workflows(dir, {"--bind", "--report", (dir / "r.json").string()});
     CHECK(ran.exit_code == 1);
     auto report = tests::read_report(dir / "r.json");
     CHECK(text(leg(report, 0), "conclusion") == "success");
@@ -150,8 +152,9 @@ pid_t start_run(const std::filesystem::path& dir) {
         const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0 || ::chdir(dir.c_str()) != 0)
             ::_exit(99);
-        ::execl(binary.c_str(), binary.c_str(), "run", "--report", report.c_str(), "--sandbox",
-                sandbox, static_cast<char*>(nullptr));
+        // --bind: the steps' files (started, always-a, ...) are the test's evidence.
+        ::execl(binary.c_str(), binary.c_str(), "run", "--bind", "--report", report.c_str(),
+                "--sandbox", sandbox, static_cast<char*>(nullptr));
         ::_exit(98);
     }
     return pid;

@@ -669,7 +669,15 @@ jobs:
           test "$GITHUB_WORKSPACE" = "$RUNNER_WORKSPACE/$(basename "$GITHUB_WORKSPACE")"
           echo "runner-workspace=${{ runner.workspace }}"
 )WF");
+    // A copy of the repository's own (the default): runner.workspace is the leg's directory.
     auto ran = tests::run_workflows(dir, {"-W", "w"});
+    CHECK(ran.exit_code == 0);
+    CHECK(ran.output.find(
+              "runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() +
+              "\n") == std::string::npos);
+    CHECK(ran.output.find("/sandgate-work-") != std::string::npos);
+    // --bind: the repository directory's parent.
+    ran = tests::run_workflows(dir, {"-W", "w", "--bind"});
     CHECK(ran.exit_code == 0);
     CHECK(ran.output.find(
               "runner-workspace=" + std::filesystem::canonical(dir).parent_path().string() +

@@ -351,6 +351,7 @@ TEST_CASE(
     sandbox::RunRequest request;
     request.argv = {SANDGATE_BINARY,
                     "run",
+                    "--bind",  // got.txt lands in the repository directory
                     "--report",
                     (dir / "r.json").string(),
                     "--network",
