@@ -2,13 +2,17 @@
 # Builds sandgate and runs the whole test suite under ctest, then runs it a second time inside
 # sandgate's own wrap (the dogfood run: `sandgate exec --sandbox bwrap --network none`, the
 # build dir writable, the source tree and ../shared read-only) and prints how many tests
-# skipped there (SKIP-UNDER-WRAP markers). Before the build: the format check (scripts/format.sh).
+# skipped there (SKIP-UNDER-WRAP markers). Before the build: the format check (scripts/format.sh);
+# after it, clang-tidy on the changed sources (scripts/tidy.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SANDGATE_BUILD_DIR:-$root/build}
 "$root/scripts/install-deps.sh"
 "$root/scripts/format.sh"
 "$root/scripts/build.sh"
+# clang-tidy (.clang-tidy, every finding an error) on the sources changed since
+# scripts/tidy-base: a whole-tree pass is scripts/tidy.sh --all.
+"$root/scripts/tidy.sh"
 cd "$build"
 ctest --output-on-failure -j "$(nproc)"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # clang-tidy with .clang-tidy's checks, every finding an error, on the product's sources
 # (common/ sandbox/ jobs/ github/ agent/ apps/) changed since the commit scripts/tidy-base
-# names, committed or not: a changed .cpp with everything it reports in itself, a changed .hpp
+# names (or, in a clone without it, of the last commit), committed or not: a changed .cpp with everything it reports in itself, a changed .hpp
 # through its own .cpp (or the first source that includes it), its findings only. A whole-tree
 # pass costs about 45 CPU-minutes (the parse of simdjson, spdlog and CLI11 per file), too
 # much for each CI run: `scripts/tidy.sh --all` does it, and a tree it passes may move the base.
@@ -19,11 +19,17 @@ if [[ "${1:-}" == "--all" ]]; then
   changed=$(git ls-files '*.cpp' '*.hpp' | grep -E "$folders" || true)
 else
   base=$(tr -d '[:space:]' <"$root/scripts/tidy-base")
-  if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
-    echo "tidy.sh: scripts/tidy-base names $base, which this repository does not have" >&2
-    exit 2
+  if git cat-file -e "$base^{commit}" 2>/dev/null; then
+    listed=$(git diff --name-only --diff-filter=ACMR "$base" -- '*.cpp' '*.hpp')
+  else
+    # A shallow clone without the base: the files of the last commit (all of them, when it is
+    # the clone's only one), and what is changed beside it.
+    echo "tidy.sh: warning: scripts/tidy-base names $base, which this clone lacks: checking" \
+      "the files of the last commit instead" >&2
+    listed=$(git diff-tree --no-commit-id --name-only --diff-filter=ACMR -r --root HEAD \
+      -- '*.cpp' '*.hpp'; git diff --name-only HEAD -- '*.cpp' '*.hpp')
   fi
-  changed=$( (git diff --name-only --diff-filter=ACMR "$base" -- '*.cpp' '*.hpp'
+  changed=$( (printf '%s\n' "$listed"
     git ls-files --others --exclude-standard -- '*.cpp' '*.hpp') | sort -u |
     grep -E "$folders" | grep -v '/gen/' || true)
 fi

@@ -401,8 +401,8 @@ constexpr std::chrono::seconds k_unwind_deadline{30};
 // cancelled here and sandgate dies of the signal as it would have without the guard (the
 // steps' trees die with it: bwrap --die-with-parent and the spawner's parent-death signal;
 // `temp` is removed first, the worktrees are reaped by the next gate).
-void watch_interrupts(std::stop_token stop, const InterruptGuard& guard, GateReporter* reporting,
-                      const std::filesystem::path& temp) {
+void watch_interrupts(const std::stop_token& stop, const InterruptGuard& guard,
+                      GateReporter* reporting, const std::filesystem::path& temp) {
     pollfd ready{guard.token().fd(), POLLIN, 0};
     while (!stop.stop_requested() && ::poll(&ready, 1, 200) <= 0) {
     }  // 200 ms: sees `stop`
@@ -459,6 +459,7 @@ int run_jobs(Gate& gate, jobs::RunSettings& settings, const std::vector<jobs::Wo
     std::optional<GateReporter> reporting;
     if (gate.reporter) {
         std::vector<const jobs::Workflow*> top_level;
+        top_level.reserve(workflows.size());
         for (const auto& workflow : workflows) top_level.push_back(&workflow);
         reporting.emplace(*gate.reporter, gate.flags.sha, masker, std::move(top_level),
                           ReportOutput{stdout, stderr, "sandgate gate"});

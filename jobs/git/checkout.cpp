@@ -23,7 +23,8 @@ std::vector<std::string> ignored_paths(const std::filesystem::path& directory) {
         0)
         return paths;
     GitRepository repository(raw);
-    git_status_options options = GIT_STATUS_OPTIONS_INIT;
+    git_status_options options;
+    if (git_status_options_init(&options, GIT_STATUS_OPTIONS_VERSION) != 0) return paths;
     options.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
     options.flags = GIT_STATUS_OPT_INCLUDE_IGNORED | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
     git_status_list* list = nullptr;

@@ -139,7 +139,8 @@ void log_finish(const StepContext& context, const StepResult& result) {
 }
 
 // The step could not start: nothing ran.
-StepResult not_started(const StepSpec& spec, const StepContext& context, std::string message) {
+StepResult not_started(const StepSpec& spec, const StepContext& context,
+                       const std::string& message) {
     StepResult result;
     result.outcome = Outcome::failure;
     result.error = context.masker->mask(message);
