@@ -5,7 +5,8 @@
 #   sandbox -> common
 #   jobs    -> sandbox, common
 #   agent   -> everything
-# One line per offending include, FILE:LINE and what it includes. Input: SOURCE_DIR.
+# One line per offending include, FILE:LINE and what it includes; one per file where a
+# SANDGATE_TRY stands as a statement. Input: SOURCE_DIR.
 set(allowed_common "common")
 set(allowed_github "common|github")
 set(allowed_sandbox "common|sandbox")
@@ -29,6 +30,22 @@ foreach(folder common github sandbox jobs)
         endif()
       endif()
     endforeach()
+  endforeach()
+endforeach()
+# A SANDGATE_TRY standing as a statement drops its value, which may be a guard that must live
+# to the end of the scope (common/error.hpp): statements use SANDGATE_CHECK (Expected<void>
+# only) or say `(void)SANDGATE_TRY(...)`. A TRY on a line after one ending in `;`, `{`, `}` or
+# a comment, or after `if (...)`/`else`, stands as a statement.
+foreach(folder common github sandbox jobs agent apps tests fuzz bench)
+  file(GLOB_RECURSE sources "${SOURCE_DIR}/${folder}/*.cpp" "${SOURCE_DIR}/${folder}/*.hpp")
+  foreach(source IN LISTS sources)
+    file(READ "${source}" text)
+    if(text MATCHES "([;{}]|//[^\n]*)\n[ ]*SANDGATE_TRY\\(" OR
+       text MATCHES "(\\)|else) SANDGATE_TRY\\(")
+      file(RELATIVE_PATH relative "${SOURCE_DIR}" "${source}")
+      string(APPEND offences "${relative}: a SANDGATE_TRY stands as a statement (its value "
+             "dropped): SANDGATE_CHECK, or name the value\n")
+    endif()
   endforeach()
 endforeach()
 if(offences)

@@ -6,6 +6,7 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace common {
 
@@ -44,7 +45,7 @@ std::string errno_message(std::string_view what, int saved_errno);
 // std::unexpected, so the function's own Expected may hold another value type); otherwise the
 // whole TRY is the value, moved out (nothing for Expected<void>):
 //     const auto text = SANDGATE_TRY(read_file(path));
-//     SANDGATE_TRY(write_file(path, text));
+//     SANDGATE_CHECK(write_file(path, text));   // an Expected<void>: SANDGATE_CHECK below
 // A GNU statement expression (GCC and clang; `__extension__` keeps -Wpedantic quiet): the one
 // construct that can both yield a value and return from the enclosing function. `expr` is
 // evaluated once, into a copy, so an Expected held elsewhere is never moved from. Each TRY's
@@ -61,3 +62,19 @@ std::string errno_message(std::string_view what, int saved_errno);
             return std::unexpected(std::move(result).error()); \
         std::move(result).value();                             \
     })
+
+// SANDGATE_CHECK(expr): TRY as a statement, for an Expected<void> only. A TRY whose value is
+// dropped is refused: the value may be a guard (a lock, a lease, a record) that must live to
+// the end of the scope, and a TRY standing as a statement destroys it at once. Name it
+// (`const auto lock = SANDGATE_TRY(...)`) or drop it on purpose (`(void)SANDGATE_TRY(...)`).
+// The build's rules (cmake/check_layering.cmake) refuse a TRY standing as a statement.
+#define SANDGATE_CHECK(...) \
+    SANDGATE_CHECK_NAMED(SANDGATE_TRY_CONCAT(sandgate_check_result_, __COUNTER__), __VA_ARGS__)
+#define SANDGATE_CHECK_NAMED(result, ...)                                                        \
+    do {                                                                                         \
+        auto result = (__VA_ARGS__);                                                             \
+        static_assert(std::is_void_v<typename decltype(result)::value_type>,                     \
+                      "SANDGATE_CHECK drops a value (maybe a guard): name it, or (void)TRY it"); \
+        if (!result) [[unlikely]]                                                                \
+            return std::unexpected(std::move(result).error());                                   \
+    } while (false)

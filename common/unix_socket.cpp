@@ -75,7 +75,7 @@ Expected<void> read_exact(int fd, char* data, std::size_t size,
 
 Expected<Fd> listen_unix(const std::filesystem::path& path) {
     auto address = SANDGATE_TRY(address_of(path));
-    SANDGATE_TRY(check_private_dir(path.parent_path()));
+    SANDGATE_CHECK(check_private_dir(path.parent_path()));
     Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return fail(ErrorKind::permanent, errno_message("socket"));
     ::unlink(path.c_str());  // a socket left by a previous life; the dir is ours alone
@@ -135,7 +135,7 @@ Expected<void> write_frame(int fd, std::string_view body) {
 Expected<std::string> read_frame(int fd, std::size_t max_bytes,
                                  std::optional<std::chrono::steady_clock::time_point> deadline) {
     std::array<unsigned char, 4> header{};
-    SANDGATE_TRY(read_exact(fd, reinterpret_cast<char*>(header.data()), header.size(), deadline));
+    SANDGATE_CHECK(read_exact(fd, reinterpret_cast<char*>(header.data()), header.size(), deadline));
     const std::size_t size = (std::size_t{header[0]} << 24) | (std::size_t{header[1]} << 16) |
                              (std::size_t{header[2]} << 8) | std::size_t{header[3]};
     if (size > max_bytes)
@@ -143,7 +143,7 @@ Expected<std::string> read_frame(int fd, std::size_t max_bytes,
                                                   " bytes exceeds the limit of " +
                                                   std::to_string(max_bytes));
     std::string body(size, '\0');
-    SANDGATE_TRY(read_exact(fd, body.data(), size, deadline));
+    SANDGATE_CHECK(read_exact(fd, body.data(), size, deadline));
     return body;
 }
 

@@ -210,7 +210,7 @@ common::Expected<std::shared_ptr<InstallationTokenSource>> InstallationTokenSour
     }
     auto key = SANDGATE_TRY(load_private_key(credentials.key_file));
     auto jwt = std::make_shared<AppJwtSource>(credentials.app_id, std::move(key), options.clock);
-    SANDGATE_TRY(jwt->token());
+    (void)SANDGATE_TRY(jwt->token());
     auto client = SANDGATE_TRY(HttpClient::create(options, jwt));
     return std::shared_ptr<InstallationTokenSource>(new InstallationTokenSource(
         std::move(client), credentials.installation_id, options.clock, std::move(scope)));

@@ -66,7 +66,7 @@ common::Expected<std::int64_t> read_id(const Response& response) {
 }
 
 common::Expected<void> patch(const Target& target, std::int64_t id, const ordered_json& body) {
-    SANDGATE_TRY(target.client.request(
+    (void)SANDGATE_TRY(target.client.request(
         Method::patch, repo_path(target) + "/check-runs/" + std::to_string(id), dump(body)));
     return {};
 }
@@ -194,7 +194,7 @@ common::Expected<void> post_status(const Target& target, const JobReport& report
     if (target.details_url) body["target_url"] = *target.details_url;
     body["description"] = status_description(report);
     body["context"] = target.check_name;
-    SANDGATE_TRY(target.client.request(
+    (void)SANDGATE_TRY(target.client.request(
         Method::post, repo_path(target) + "/statuses/" + url_encode(report.sha), dump(body)));
     return {};
 }

@@ -72,7 +72,7 @@ common::Expected<Reporter> Reporter::create(HttpClient client, ReporterOptions o
     probe.job = "j";
     probe.job_key = "k";
     probe.sha = "0000000";
-    SANDGATE_TRY(render_check_name(options.check_name_template, probe));
+    (void)SANDGATE_TRY(render_check_name(options.check_name_template, probe));
     auto state = std::make_shared<State>(std::move(client), std::move(options));
     if (state->options.journal_dir) {
         auto journal = Journal::open(*state->options.journal_dir);
@@ -202,7 +202,7 @@ common::Expected<Delivery> Reporter::State::deliver(JournalEntry entry) {
 }
 
 common::Expected<Delivery> Reporter::start(const JobReport& report) {
-    SANDGATE_TRY(validate(report));
+    SANDGATE_CHECK(validate(report));
     JobReport started = report;
     started.status = JobStatus::in_progress;
     started.conclusion.reset();
@@ -215,7 +215,7 @@ common::Expected<Delivery> Reporter::start(const JobReport& report) {
 }
 
 common::Expected<Delivery> Reporter::finish(const JobReport& report) {
-    SANDGATE_TRY(validate(report));
+    SANDGATE_CHECK(validate(report));
     if (report.status != JobStatus::completed) {
         return common::fail(ErrorKind::invalid_input, "finish(): the job report is not completed");
     }

@@ -82,7 +82,7 @@ common::Expected<ExecRegistry::Registration> ExecRegistry::begin(const std::stri
                     "field exec_id: 1 to 64 letters, digits, '.', '_' or '-'");
     }
     auto token = SANDGATE_TRY(sandbox::CancelToken::create());
-    if (connection_fd >= 0) SANDGATE_TRY(token.fire_on_hangup(connection_fd));
+    if (connection_fd >= 0) SANDGATE_CHECK(token.fire_on_hangup(connection_fd));
     auto entry = std::make_shared<Entry>(Key{sandbox_id, exec_id}, std::move(token));
     std::lock_guard lock(m_mutex);
     if (m_running.contains(entry->key) || finished(entry->key))

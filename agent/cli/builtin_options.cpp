@@ -53,7 +53,7 @@ common::Expected<std::unique_ptr<BuiltinStores>> open_builtin_stores(const Built
     }
     // A run's artifacts are its own: what an earlier run left next to the same report goes.
     if (flags.artifacts_dir.empty() && remove_at_end.empty()) {
-        SANDGATE_TRY(jobs::remove_tree(artifacts_dir));
+        SANDGATE_CHECK(jobs::remove_tree(artifacts_dir));
         std::error_code ec;
         fs::create_directories(artifacts_dir.parent_path(), ec);  // trusted path: the report's
     }

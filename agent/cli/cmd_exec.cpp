@@ -124,7 +124,7 @@ common::Expected<sandbox::RunRequest> make_request(const ExecOptions& o) {
         if (::stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
             // Most likely a path seen inside an earlier run (its HOME or TMPDIR): say so.
             if (o.policy.sandbox == "bwrap")
-                SANDGATE_TRY(sandbox::refuse_private_scratch(o.cwd, "--cwd"));
+                SANDGATE_CHECK(sandbox::refuse_private_scratch(o.cwd, "--cwd"));
             return fail(ErrorKind::invalid_input, "--cwd " + o.cwd + ": no such directory");
         }
         request.cwd = o.cwd;

@@ -89,7 +89,7 @@ common::Expected<Rules> npm(const PresetPlaces& places) {
     if (registry.empty()) registry = values_of(places.home / ".npmrc", "registry");
     if (registry.empty()) registry = values_of(places.etc / "npmrc", "registry");
     if (registry.empty()) registry = {"https://registry.npmjs.org/"};
-    SANDGATE_TRY(add_urls(rules, "@npm", {registry.back()}));
+    SANDGATE_CHECK(add_urls(rules, "@npm", {registry.back()}));
     return rules;
 }
 
@@ -109,10 +109,10 @@ common::Expected<Rules> pypi(const PresetPlaces& places) {
     Rules rules;
     if (urls.empty()) {
         for (const char* host : {"pypi.org", "files.pythonhosted.org"})
-            SANDGATE_TRY(add(rules, "@pypi", host));
+            SANDGATE_CHECK(add(rules, "@pypi", host));
         return rules;
     }
-    SANDGATE_TRY(add_urls(rules, "@pypi", urls));
+    SANDGATE_CHECK(add_urls(rules, "@pypi", urls));
     return rules;
 }
 
@@ -125,7 +125,7 @@ common::Expected<Rules> go(const PresetPlaces& places) {
     for (std::string item; std::getline(items, item, ',');) {
         const std::string_view url = trimmed(item);
         if (url.empty() || url == "direct" || url == "off") continue;
-        SANDGATE_TRY(add_url(rules, "@go", url));
+        SANDGATE_CHECK(add_url(rules, "@go", url));
     }
     const auto* sumdb = env_value(places, "GOSUMDB");
     std::string sum = sumdb ? *sumdb : "sum.golang.org";
@@ -133,7 +133,7 @@ common::Expected<Rules> go(const PresetPlaces& places) {
         sum = sum.substr(
             sum.rfind(' ') == std::string::npos ? 0 : sum.rfind(' ') + 1);  // "name+key url"
         if (sum.find("://") != std::string::npos) {
-            SANDGATE_TRY(add_url(rules, "@go", sum));
+            SANDGATE_CHECK(add_url(rules, "@go", sum));
         } else if (auto ok = add(rules, "@go", sum.substr(0, sum.find('+'))); !ok) {
             return std::unexpected(ok.error());
         }
@@ -178,7 +178,7 @@ common::Expected<Rules> debian(const PresetPlaces& places) {
     if (urls.empty())
         urls = {"http://deb.debian.org/debian", "http://security.debian.org/debian-security"};
     Rules rules;
-    SANDGATE_TRY(add_urls(rules, "@debian", urls));
+    SANDGATE_CHECK(add_urls(rules, "@debian", urls));
     return rules;
 }
 

@@ -247,7 +247,7 @@ common::Expected<std::unique_ptr<jobs::StepExecutor>> broker_executor(
             spdlog::warn("job sandbox evidence: {}", opened.error().message);
         }
     }
-    if (asked != nullptr) SANDGATE_TRY(check_posture(posture, *asked));
+    if (asked != nullptr) SANDGATE_CHECK(check_posture(posture, *asked));
     return std::make_unique<OwningExecutor>(std::move(queue), box, job_id, posture.json());
 }
 

@@ -161,7 +161,7 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
     policy.hide = paths(options.hide);
     if (!options.scratch.empty()) policy.scratch = options.scratch;
     if (!options.toolchain_cache.empty()) policy.toolchain_cache = options.toolchain_cache;
-    SANDGATE_TRY(choose_tool_cache(options, policy));
+    SANDGATE_CHECK(choose_tool_cache(options, policy));
     policy.memory_bytes = SANDGATE_TRY(optional_bytes(options.memory, "--memory"));
     policy.tmp_size_bytes = SANDGATE_TRY(optional_bytes(options.tmp_size, "--tmp-size"));
     if (!options.pids.empty()) {
@@ -173,7 +173,7 @@ common::Expected<sandbox::Policy> to_policy(const PolicyOptions& options) {
                                 "--pids: expected a positive number, not '" + options.pids + "'");
         policy.pids = pids;
     }
-    SANDGATE_TRY(add_egress(options, policy));
+    SANDGATE_CHECK(add_egress(options, policy));
     if (!options.sandbox_user.empty()) {
         auto identity =
             SANDGATE_TRY(sandbox::parse_host_identity(options.sandbox_user, "--sandbox-user"));

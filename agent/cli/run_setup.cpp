@@ -96,7 +96,7 @@ common::Expected<std::vector<jobs::Workflow>> load_workflows(
             SANDGATE_TRY(jobs::parse_workflow(text, file.lexically_normal().string(), dialect));
         for (const auto& job : workflow.jobs) {
             if (!job.uses || !job.uses->value.starts_with("./")) continue;
-            SANDGATE_TRY(jobs::load_called_workflow(repository, job));
+            (void)SANDGATE_TRY(jobs::load_called_workflow(repository, job));
         }
         out.push_back(std::move(workflow));
     }

@@ -343,7 +343,7 @@ Expected<void> refuse_other_spelling(const std::filesystem::path& path) {
 Expected<AgentConfig> load_agent_config(const std::filesystem::path& path) {
     AgentConfig config;
     config.source = path;
-    SANDGATE_TRY(refuse_other_spelling(path));
+    SANDGATE_CHECK(refuse_other_spelling(path));
     auto root = SANDGATE_TRY(jobs::load_yaml_file(path.string()));
     try {
         parse(path, root, config);

@@ -60,7 +60,7 @@ public:
     }
 
     Expected<void> set_page(std::string_view path, const PolledPage& page) override {
-        SANDGATE_TRY(run([&](pg::Connection& db) {
+        (void)SANDGATE_TRY(run([&](pg::Connection& db) {
             return db.exec(
                 "INSERT INTO poll_pages (path, etag, next) VALUES ($1, $2, $3) "
                 "ON CONFLICT (path) DO UPDATE SET etag = $2, next = $3",
@@ -80,7 +80,7 @@ public:
 
     Expected<void> set_branches(std::string_view repository,
                                 const std::set<std::string>& heads) override {
-        SANDGATE_TRY(run([&](pg::Connection& db) -> Expected<pg::Result> {
+        (void)SANDGATE_TRY(run([&](pg::Connection& db) -> Expected<pg::Result> {
             auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
             auto cleared = db.exec("DELETE FROM poll_branches WHERE repository = $1", {repository});
             if (!cleared) return cleared;
@@ -89,7 +89,7 @@ public:
                                       {repository, sha});
                     !ok)
                     return ok;
-            SANDGATE_TRY(tx.commit());
+            SANDGATE_CHECK(tx.commit());
             return cleared;
         }));
         return {};

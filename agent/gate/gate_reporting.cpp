@@ -240,7 +240,7 @@ common::Expected<std::shared_ptr<common::TokenProvider>> git_token_source(
     auto source = SANDGATE_TRY(github::InstallationTokenSource::create(
         options, {flags.app_id, flags.app_key, flags.installation_id},
         github::git_read_scope(repository.name)));
-    SANDGATE_TRY((source)->token());
+    (void)SANDGATE_TRY((source)->token());
     return std::shared_ptr<common::TokenProvider>(std::move(source));
 }
 
@@ -267,7 +267,7 @@ common::Expected<std::vector<github::JobReport>> job_reports_from_run_report(std
         add_jobs(workflow, name, file, "", (base.empty() ? name : base) + "#", sha, out);
     }
     for (const auto& report : out) {
-        SANDGATE_TRY(github::validate(report));
+        SANDGATE_CHECK(github::validate(report));
     }
     return out;
 }

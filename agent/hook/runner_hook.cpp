@@ -295,10 +295,10 @@ common::Expected<HookInput> parse_hook_input(std::string_view json) {
         if (input.response_file.empty())
             return std::unexpected(
                 field_error("responseFile", "prepare_job needs a response file"));
-        if (has_args) SANDGATE_TRY(parse_prepare(args, input));
+        if (has_args) SANDGATE_CHECK(parse_prepare(args, input));
     } else if (input.command != HookCommand::cleanup_job) {
         if (!has_args) return std::unexpected(field_error("args", "is required for this command"));
-        SANDGATE_TRY(parse_step(args, input));
+        SANDGATE_CHECK(parse_step(args, input));
     }
     return input;
 }

@@ -139,7 +139,7 @@ common::Expected<std::filesystem::path> HookJobs::create(
         return std::unexpected(ok.error());
     if (auto steps = job->make_dirs("steps", {0700, std::nullopt}, "the job's steps"); !steps)
         return std::unexpected(steps.error());
-    SANDGATE_TRY(job->make_dirs("scratch", {0700, sandbox}, "the job's scratch"));
+    (void)SANDGATE_TRY(job->make_dirs("scratch", {0700, sandbox}, "the job's scratch"));
     return scratch(id);
 }
 

@@ -91,7 +91,7 @@ common::Expected<int> prepare_job(const HookInput& input, const HookOptions& opt
     job.id = *id;
     job.mounts.insert(job.mounts.end(), user->begin(), user->end());
     // The job's scratch (HOME, TMPDIR) is the sandbox's: made for its host identity.
-    SANDGATE_TRY(jobs.create(job.id, *owner, sandbox::sandbox_owner(options.policy)));
+    (void)SANDGATE_TRY(jobs.create(job.id, *owner, sandbox::sandbox_owner(options.policy)));
     if (!job.image.empty() && options.policy.mode != sandbox::SandboxMode::container)
         spdlog::warn(
             "job image {} is not pulled: steps run on this machine's userland inside the wrap",
@@ -247,7 +247,7 @@ common::Expected<int> run_step(const HookInput& input, const HookOptions& option
 // Stops whatever of the job still runs and removes its directory; idempotent.
 common::Expected<int> cleanup_job(const HookInput& input, const HookOptions& options) {
     if (!input.state) return 0;  // nothing of ours to clean
-    SANDGATE_TRY(HookJobs(options.state_dir).finish(input.state->id));
+    SANDGATE_CHECK(HookJobs(options.state_dir).finish(input.state->id));
     return 0;
 }
 

@@ -200,7 +200,7 @@ Expected<void> SandboxManager::start(Sandbox& box, const SandboxOptions& options
     box.info.policy_json = sandbox_policy_json(policy, options);
     // The policy is on the job's record before the sandbox exists.
     if (m_config.journal && box.job)
-        SANDGATE_TRY(m_config.journal->record_policy(*box.job, box.info.policy_json));
+        SANDGATE_CHECK(m_config.journal->record_policy(*box.job, box.info.policy_json));
     write_meta(box);
 
     sandbox::RunRequest run = broker_run(box, std::move(policy), options.ttl);

@@ -45,7 +45,7 @@ public:
         insert.bind(1, key.repository).bind(2, key.sha).bind(3, key.workflow_job);
         insert.bind(4, key.attempt).bind(5, spec.ref).bind(6, spec.event).bind(7, spec.source);
         insert.bind(8, spec.payload_json).bind(9, m_clock());
-        SANDGATE_TRY(insert.run());
+        SANDGATE_CHECK(insert.run());
         const auto outcome = m_db.changes() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
         auto found = SANDGATE_TRY(query_jobs(
             "repository=?1 AND sha=?2 AND workflow_job=?3 AND attempt=?4",
@@ -55,7 +55,7 @@ public:
             }));
         if (found.empty()) return fail(ErrorKind::permanent, "submitted job vanished");
         Submitted submitted{std::move(found.front()), outcome};
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return submitted;
     }
 
@@ -83,7 +83,7 @@ public:
         std::lock_guard lock(m_mutex);
         auto select = SANDGATE_TRY(m_db.prepare("SELECT count(*) FROM jobs WHERE state = ?"));
         select.bind(1, to_string(state));
-        SANDGATE_TRY(select.step());
+        (void)SANDGATE_TRY(select.step());
         return select.column_int(0);
     }
 
@@ -96,7 +96,7 @@ public:
             m_db.prepare("SELECT count(*) FROM jobs WHERE state='running' AND lease_owner=?");
         if (!running) return std::unexpected(running.error());
         running->bind(1, owner);
-        SANDGATE_TRY(running->step());
+        (void)SANDGATE_TRY(running->step());
         if (running->column_int(0) >= static_cast<std::int64_t>(max_running))
             return std::optional<Job>();
         const auto now = m_clock();
@@ -109,10 +109,10 @@ public:
         auto row = SANDGATE_TRY(update.step());
         if (!row) return std::optional<Job>();
         const auto id = update.column_int(0);
-        SANDGATE_TRY(update.run());
+        SANDGATE_CHECK(update.run());
         auto job = get_locked(id);
         if (!job) return std::unexpected(job.error());
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return job;
     }
 
@@ -127,7 +127,7 @@ public:
         auto row = SANDGATE_TRY(update.step());
         if (!row) return lease_lost(id, owner);
         Heartbeat beat{expires, update.column_int(0) != 0};
-        SANDGATE_TRY(update.run());
+        SANDGATE_CHECK(update.run());
         return beat;
     }
 
@@ -145,7 +145,7 @@ public:
         update.bind(4, m_clock()).bind(5, id).bind(6, owner);
         if (auto ok = update.run(); !ok) return ok;
         if (m_db.changes() == 0) return std::unexpected(lease_lost(id, owner).error());
-        SANDGATE_TRY(insert_report(id, "conclude", conclude_body(state, reason), owner));
+        SANDGATE_CHECK(insert_report(id, "conclude", conclude_body(state, reason), owner));
         return tx.commit();
     }
 
@@ -156,7 +156,7 @@ public:
         if (!job) return fail(ErrorKind::invalid_input, "no job " + std::to_string(id));
         auto outcome = cancel_locked(*job, reason);
         if (!outcome) return outcome;
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return outcome;
     }
 
@@ -169,10 +169,10 @@ public:
             "repository=?1 AND sha=?2 AND state IN ('queued','running')", repository, sha));
         std::vector<std::int64_t> ids;
         for (const auto& job : jobs) {
-            SANDGATE_TRY(cancel_locked(job, reason));
+            (void)SANDGATE_TRY(cancel_locked(job, reason));
             ids.push_back(job.id);
         }
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return ids;
     }
 
@@ -231,7 +231,7 @@ public:
             "INSERT INTO reports (job_id, kind, body, next_attempt, owner) "
             "SELECT ?1, ?2, ?3, 0, COALESCE((SELECT lease_owner FROM jobs WHERE id = ?1), '')"));
         insert.bind(1, job_id).bind(2, kind).bind(3, body_json);
-        SANDGATE_TRY(insert.run());
+        SANDGATE_CHECK(insert.run());
         return m_db.last_insert_id();
     }
 
@@ -249,7 +249,7 @@ public:
             m_db.prepare("DELETE FROM reports AS r WHERE " + queue_sql::obsolete_start("r", "?1"));
         if (!obsolete) return std::unexpected(obsolete.error());
         obsolete->bind(1, now);
-        SANDGATE_TRY(obsolete->run());
+        SANDGATE_CHECK(obsolete->run());
         auto due = select_due(limit, now);
         if (!due) return due;
         auto hold =
@@ -257,9 +257,9 @@ public:
         for (const auto& report : *due) {
             hold.reset();
             hold.bind(1, now + lease.count()).bind(2, report.id);
-            SANDGATE_TRY(hold.run());
+            SANDGATE_CHECK(hold.run());
         }
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return due;
     }
 
@@ -288,7 +288,7 @@ public:
             select.bind(1, *owner);
         else
             select.bind_null(1);
-        SANDGATE_TRY(select.step());
+        (void)SANDGATE_TRY(select.step());
         return select.column_int(0);
     }
 
@@ -356,17 +356,17 @@ private:
             auto update = SANDGATE_TRY(m_db.prepare(
                 "UPDATE jobs SET cancel_requested=1, reason=?1 WHERE id=?2 AND state='running'"));
             update.bind(1, reason).bind(2, job.id);
-            SANDGATE_TRY(update.run());
+            SANDGATE_CHECK(update.run());
             return CancelOutcome::requested;
         }
         auto update = SANDGATE_TRY(m_db.prepare(
             "UPDATE jobs SET state='cancelled', reason=?1, finished=?2 WHERE id=?3 AND "
             "state='queued'"));
         update.bind(1, reason).bind(2, m_clock()).bind(3, job.id);
-        SANDGATE_TRY(update.run());
+        SANDGATE_CHECK(update.run());
         // A re-queued job already has a check run in progress: conclude it too.
         if (job.claims > 0)
-            SANDGATE_TRY(
+            SANDGATE_CHECK(
                 insert_report(job.id, "conclude", conclude_body(JobState::cancelled, reason), ""));
         return CancelOutcome::cancelled;
     }
@@ -380,7 +380,7 @@ private:
             auto outcome = SANDGATE_TRY(recover_one(job, policy, max_claims));
             recovered.push_back({job.id, outcome});
         }
-        SANDGATE_TRY(tx.commit());
+        SANDGATE_CHECK(tx.commit());
         return recovered;
     }
 
@@ -393,7 +393,7 @@ private:
                 "WHERE id=?2"));
             update.bind(1, "re-queued: the agent " + job.lease_owner + " lost its lease");
             update.bind(2, job.id);
-            SANDGATE_TRY(update.run());
+            SANDGATE_CHECK(update.run());
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;
@@ -407,7 +407,7 @@ private:
             "UPDATE jobs SET state=?1, reason=?2, finished=?3, lease_owner='', lease_expires=0 "
             "WHERE id=?4"));
         update.bind(1, to_string(state)).bind(2, reason).bind(3, m_clock()).bind(4, job.id);
-        SANDGATE_TRY(update.run());
+        SANDGATE_CHECK(update.run());
         if (auto ok =
                 insert_report(job.id, "conclude", conclude_body(state, reason), job.lease_owner);
             !ok)

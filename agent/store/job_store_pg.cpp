@@ -70,7 +70,7 @@ public:
                  spec.source, spec.payload_json, now()}));
             const auto outcome =
                 inserted.rows() > 0 ? SubmitOutcome::created : SubmitOutcome::duplicate;
-            if (outcome == SubmitOutcome::created) SANDGATE_TRY(notify(db, k_notify_queued));
+            if (outcome == SubmitOutcome::created) (void)SANDGATE_TRY(notify(db, k_notify_queued));
             auto found =
                 SANDGATE_TRY(db.exec("SELECT " + k_columns +
                                          " FROM jobs WHERE repository = $1 AND sha = $2 "
@@ -186,7 +186,7 @@ public:
                         {repository, sha}));
             std::vector<std::int64_t> ids;
             for (const auto& job : read_jobs(rows)) {
-                SANDGATE_TRY(cancel_locked(db, job, reason));
+                (void)SANDGATE_TRY(cancel_locked(db, job, reason));
                 ids.push_back(job.id);
             }
             return ids;
@@ -216,7 +216,7 @@ public:
     Expected<void> append_event(std::int64_t id, std::string_view kind,
                                 std::string_view body_json) override {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            SANDGATE_TRY(db.exec(
+            (void)SANDGATE_TRY(db.exec(
                 "INSERT INTO job_events (job_id, at, kind, body) VALUES ($1, now_ms($2), $3, $4)",
                 {id, now(), kind, body_json}));
             return {};
@@ -262,7 +262,7 @@ public:
     Expected<std::vector<Report>> claim_reports(std::size_t limit,
                                                 std::chrono::milliseconds lease) override {
         return transaction([&](pg::Connection& db) -> Expected<std::vector<Report>> {
-            SANDGATE_TRY(db.exec(
+            (void)SANDGATE_TRY(db.exec(
                 "DELETE FROM reports r WHERE " + queue_sql::obsolete_start("r", "now_ms($1)"),
                 {now()}));
             // A report another sender is claiming right now is locked: skipped, never waited on.
@@ -281,7 +281,7 @@ public:
 
     Expected<void> report_delivered(std::int64_t report_id) override {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            SANDGATE_TRY(db.exec("DELETE FROM reports WHERE id = $1", {report_id}));
+            (void)SANDGATE_TRY(db.exec("DELETE FROM reports WHERE id = $1", {report_id}));
             return {};
         });
     }
@@ -354,7 +354,7 @@ private:
             auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
             auto result = body(db);
             if (!result) return result;
-            SANDGATE_TRY(tx.commit());
+            SANDGATE_CHECK(tx.commit());
             return result;
         });
     }
@@ -362,7 +362,7 @@ private:
     Expected<void> reschedule(std::int64_t report_id, std::chrono::milliseconds delay,
                               int attempt) {
         return statement([&](pg::Connection& db) -> Expected<void> {
-            SANDGATE_TRY(db.exec(
+            (void)SANDGATE_TRY(db.exec(
                 "UPDATE reports SET attempts = attempts + $1, next_attempt = now_ms($2) + $3, "
                 "claimed_until = 0 WHERE id = $4",
                 {attempt, now(), static_cast<std::int64_t>(delay.count()), report_id}));
@@ -372,7 +372,7 @@ private:
 
     Expected<void> insert_report(pg::Connection& db, std::int64_t job_id, std::string_view kind,
                                  std::string_view body, std::string_view owner) {
-        SANDGATE_TRY(
+        (void)SANDGATE_TRY(
             db.exec("INSERT INTO reports (job_id, kind, body, owner) VALUES ($1, $2, $3, $4)",
                     {job_id, kind, body, owner}));
         return {};
@@ -382,21 +382,21 @@ private:
                                           std::string_view reason) {
         if (is_terminal(job.state)) return CancelOutcome::already_finished;
         if (job.state == JobState::running) {
-            SANDGATE_TRY(
+            (void)SANDGATE_TRY(
                 db.exec("UPDATE jobs SET cancel_requested = true, reason = $1 WHERE id = $2 AND "
                         "state = 'running'",
                         {reason, job.id}));
-            SANDGATE_TRY(notify(db, k_notify_cancel));
+            (void)SANDGATE_TRY(notify(db, k_notify_cancel));
             return CancelOutcome::requested;
         }
-        SANDGATE_TRY(
+        (void)SANDGATE_TRY(
             db.exec("UPDATE jobs SET state = 'cancelled', reason = $1, finished = now_ms($2) WHERE "
                     "id = $3 AND state = 'queued'",
                     {reason, now(), job.id}));
         // A re-queued job already has a check run in progress: conclude it too.
         if (job.claims > 0)
-            SANDGATE_TRY(insert_report(db, job.id, "conclude",
-                                       conclude_body(JobState::cancelled, reason), ""));
+            SANDGATE_CHECK(insert_report(db, job.id, "conclude",
+                                         conclude_body(JobState::cancelled, reason), ""));
         return CancelOutcome::cancelled;
     }
 
@@ -425,12 +425,12 @@ private:
         const bool rerun =
             policy == OnLostLease::requeue && !job.cancel_requested && job.claims < max_claims;
         if (rerun) {
-            SANDGATE_TRY(db.exec(
+            (void)SANDGATE_TRY(db.exec(
                 "UPDATE jobs SET state = 'queued', lease_owner = '', lease_expires = 0, reason = "
                 "$1 "
                 "WHERE id = $2",
                 {"re-queued: the agent " + job.lease_owner + " lost its lease", job.id}));
-            SANDGATE_TRY(notify(db, k_notify_queued));
+            (void)SANDGATE_TRY(notify(db, k_notify_queued));
             return JobState::queued;
         }
         const auto state = job.cancel_requested ? JobState::cancelled : JobState::failed;
@@ -439,11 +439,11 @@ private:
                                        : "the agent " + job.lease_owner +
                                              " died or lost its lease mid-job (after " +
                                              std::to_string(job.claims) + " attempt(s))";
-        SANDGATE_TRY(db.exec(
+        (void)SANDGATE_TRY(db.exec(
             "UPDATE jobs SET state = $1, reason = $2, finished = now_ms($3), lease_owner = '', "
             "lease_expires = 0 WHERE id = $4",
             {to_string(state), reason, now(), job.id}));
-        SANDGATE_TRY(
+        SANDGATE_CHECK(
             insert_report(db, job.id, "conclude", conclude_body(state, reason), job.lease_owner));
         return state;
     }

@@ -19,7 +19,7 @@ constexpr int k_idle_wait_ms = 5000;    // the socket is watched; this only boun
 constexpr int k_backoff_wait_ms = 250;  // while pg::Session backs off
 
 common::Expected<void> listen(pg::Connection& db) {
-    SANDGATE_TRY(db.exec("LISTEN " + std::string(k_jobs_channel)));
+    (void)SANDGATE_TRY(db.exec("LISTEN " + std::string(k_jobs_channel)));
     return {};
 }
 
@@ -85,7 +85,7 @@ private:
 
 common::Expected<std::unique_ptr<QueueSubscription>> listen_pg_queue(
     pg::ConnectOptions options, std::function<void(QueueChange)> woken) {
-    SANDGATE_TRY(pg::api());
+    (void)SANDGATE_TRY(pg::api());
     common::Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop) return common::fail(common::ErrorKind::permanent, common::errno_message("eventfd"));
     return std::unique_ptr<QueueSubscription>(

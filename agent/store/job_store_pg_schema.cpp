@@ -90,7 +90,7 @@ Job read_pg_job(const pg::Result& result, int row) {
 }
 
 Expected<void> use_pg_schema(pg::Connection& db) {
-    SANDGATE_TRY(db.exec("SET search_path TO sandgate"));
+    (void)SANDGATE_TRY(db.exec("SET search_path TO sandgate"));
     return {};
 }
 
@@ -99,7 +99,8 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
     auto tx = SANDGATE_TRY(pg::Transaction::begin(db));
     // First the lock, then anything that creates: two agents starting at once never race on
     // CREATE ... IF NOT EXISTS (which is not safe against a concurrent creator).
-    SANDGATE_TRY(db.exec("SELECT pg_advisory_xact_lock($1, $2)", {k_migration_lock_class, 1}));
+    (void)SANDGATE_TRY(
+        db.exec("SELECT pg_advisory_xact_lock($1, $2)", {k_migration_lock_class, 1}));
     if (auto ok =
             db.exec_script("CREATE SCHEMA IF NOT EXISTS sandgate; "
                            "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
@@ -118,7 +119,7 @@ Expected<void> migrate_pg_job_store(pg::Connection& db) {
             err.message = "migration " + std::to_string(next) + ": " + err.message;
             return std::unexpected(err);
         }
-        SANDGATE_TRY(db.exec("INSERT INTO migrations (version) VALUES ($1)", {next}));
+        (void)SANDGATE_TRY(db.exec("INSERT INTO migrations (version) VALUES ($1)", {next}));
     }
     return tx.commit();
 }

@@ -56,7 +56,7 @@ CREATE INDEX reports_by_job ON reports (job_id, id);
 
 Expected<std::int64_t> scalar(sqlite::Database& db, std::string_view sql) {
     auto statement = SANDGATE_TRY(db.prepare(sql));
-    SANDGATE_TRY(statement.step());
+    (void)SANDGATE_TRY(statement.step());
     return statement.column_int(0);
 }
 

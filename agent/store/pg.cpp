@@ -239,7 +239,7 @@ Expected<std::vector<std::string>> Connection::notifications() {
 }
 
 Expected<Transaction> Transaction::begin(Connection& db) {
-    SANDGATE_TRY(db.exec("BEGIN"));
+    (void)SANDGATE_TRY(db.exec("BEGIN"));
     return Transaction(db);
 }
 
@@ -249,7 +249,7 @@ Transaction::~Transaction() {
 
 Expected<void> Transaction::commit() {
     auto* db = std::exchange(m_db, nullptr);
-    SANDGATE_TRY(db->exec("COMMIT"));
+    (void)SANDGATE_TRY(db->exec("COMMIT"));
     return {};
 }
 

@@ -36,7 +36,7 @@ Expected<Database> Database::open(const std::filesystem::path& path,
     if (code != SQLITE_OK) return std::unexpected(db.error("open " + path.string(), code));
     sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
     sqlite3_extended_result_codes(raw, 1);
-    SANDGATE_TRY(
+    SANDGATE_CHECK(
         db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                 " PRAGMA foreign_keys=ON;"));
     return db;
@@ -128,7 +128,7 @@ bool Statement::column_is_null(int index) const {
 }
 
 Expected<Transaction> Transaction::begin(Database& db) {
-    SANDGATE_TRY(db.exec("BEGIN IMMEDIATE"));
+    SANDGATE_CHECK(db.exec("BEGIN IMMEDIATE"));
     return Transaction(db);
 }
 

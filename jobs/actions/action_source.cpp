@@ -107,7 +107,7 @@ common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
         const std::vector<std::string> refspecs{"+refs/heads/*:refs/heads/*",
                                                 "+refs/tags/*:refs/tags/*"};
         // Anonymous: the token is nullopt, so no credential of any kind is offered.
-        SANDGATE_TRY(fetch_refspecs(repository.get(), remote, refspecs, std::nullopt, remote));
+        SANDGATE_CHECK(fetch_refspecs(repository.get(), remote, refspecs, std::nullopt, remote));
         commit = resolve_in(repository.get(), ref.ref);
     }
     if (!commit)
@@ -122,7 +122,7 @@ common::Expected<std::string> ActionSource::fetch(const ActionRef& ref,
             std::filesystem::remove(temp, ec);  // trusted path: the store's own temp file
             return std::unexpected(written.error());
         }
-        SANDGATE_TRY(store.commit_archive(temp, ref, sha));
+        SANDGATE_CHECK(store.commit_archive(temp, ref, sha));
     }
     return sha;
 }

@@ -101,7 +101,7 @@ common::Expected<void> ActionStore::pin(const ActionRef& ref, const std::string&
 common::Expected<std::filesystem::path> ActionStore::archive_temp_path(
     const ActionRef& ref, const std::string& sha) const {
     const auto dir = m_dirs.archives / ref.archive_name();
-    SANDGATE_TRY(make_dirs(dir));
+    SANDGATE_CHECK(make_dirs(dir));
     std::string pattern = (dir / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
     common::Fd fd(::mkstemp(pattern.data()));  // trusted path: the store's own directory
     if (!fd) return io_fail("mkstemp " + pattern);
@@ -134,7 +134,7 @@ common::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
     if (!has_archive(ref, sha))
         return common::fail(ErrorKind::unavailable,
                             "no archive " + archive_path(ref, sha).string());
-    SANDGATE_TRY(make_dirs(parent));
+    SANDGATE_CHECK(make_dirs(parent));
     std::string pattern = (parent / (std::string(k_temp_prefix) + sha + "-XXXXXX")).string();
     // trusted path: the store's own
     if (::mkdtemp(pattern.data()) == nullptr) return io_fail("mkdtemp " + pattern);
@@ -162,7 +162,7 @@ common::Expected<std::filesystem::path> ActionStore::tree(const ActionRef& ref,
 }
 
 common::Expected<FileLock> ActionStore::lock_shared() const {
-    SANDGATE_TRY(make_dirs(m_dirs.work));
+    SANDGATE_CHECK(make_dirs(m_dirs.work));
     return FileLock::acquire(m_dirs.work / "lock", LockMode::shared);
 }
 
@@ -201,7 +201,7 @@ common::Expected<std::vector<StoredAction>> ActionStore::list() const {
 }
 
 common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives archives) const {
-    SANDGATE_TRY(make_dirs(m_dirs.work));
+    SANDGATE_CHECK(make_dirs(m_dirs.work));
     auto lock = FileLock::acquire(m_dirs.work / "lock", LockMode::exclusive, LockWait::try_once);
     if (!lock)
         return common::fail(lock.error().kind, "a run is using the action store " +
@@ -216,7 +216,7 @@ common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arch
     if (std::filesystem::is_directory(trees_root(), ec))
         // trusted path: the action store (no step writes there)
         for (const auto& repo : std::filesystem::directory_iterator(trees_root(), ec))
-            SANDGATE_TRY(remove(repo.path()));
+            SANDGATE_CHECK(remove(repo.path()));
     if (std::filesystem::is_directory(m_dirs.archives, ec)) {
         // trusted path: the action store (no step writes there)
         for (const auto& repo : std::filesystem::directory_iterator(m_dirs.archives, ec)) {
@@ -232,7 +232,7 @@ common::Expected<std::vector<std::string>> ActionStore::prune(PruneArchives arch
                     drop = std::ranges::none_of(
                         refs, [&](const auto& pair) { return pair.second == sha; });
                 }
-                if (drop) SANDGATE_TRY(remove(file.path()));
+                if (drop) SANDGATE_CHECK(remove(file.path()));
             }
         }
     }

@@ -65,7 +65,7 @@ common::Expected<void> ArtifactStore::commit(PendingBlob blob, const std::string
 
 common::Expected<std::vector<std::string>> ArtifactStore::names() const {
     std::vector<std::string> out;
-    SANDGATE_TRY(m_root.walk([&](const sandbox::WalkEntry& entry) {
+    SANDGATE_CHECK(m_root.walk([&](const sandbox::WalkEntry& entry) {
         if (entry.kind == sandbox::EntryKind::regular && entry.relative.ends_with(k_suffix) &&
             entry.relative.find('/') == std::string::npos)
             out.push_back(entry.relative.substr(0, entry.relative.size() - k_suffix.size()));

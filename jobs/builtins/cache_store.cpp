@@ -191,7 +191,7 @@ common::Expected<SaveOutcome> CacheStore::commit(PendingBlob blob, const std::st
             dropped.insert(oldest.sha);
         }
     }
-    SANDGATE_TRY(write_index(entries));
+    SANDGATE_CHECK(write_index(entries));
     for (const auto& sha_dropped : dropped) (void)m_blobs.remove(blob_name(sha_dropped), "a blob");
     return SaveOutcome::saved;
 }

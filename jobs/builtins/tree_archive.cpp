@@ -132,7 +132,7 @@ common::Expected<PackedArchive> write_tree_archive(const std::vector<TreeMember>
     PackedArchive result;
     Packer packer(writer.get(), limits, read, result);
     for (const auto& member : members) {
-        SANDGATE_TRY(packer.add(member));
+        SANDGATE_CHECK(packer.add(member));
     }
     if (archive_write_close(writer.get()) != ARCHIVE_OK)
         return common::fail(ErrorKind::permanent,
@@ -259,7 +259,7 @@ common::Expected<UnpackedArchive> read_tree_archive(const common::Fd& archive_fd
         if (status != ARCHIVE_OK && status != ARCHIVE_WARN)
             return common::fail(ErrorKind::invalid_input,
                                 "the archive is corrupt: " + archive_text(reader.get()));
-        SANDGATE_TRY(restorer.entry(entry));
+        SANDGATE_CHECK(restorer.entry(entry));
     }
     return restorer.result();
 }

@@ -127,7 +127,7 @@ ExprExpected<void> check_template(std::string_view text, std::span<const std::st
     auto segments = SANDGATE_TRY(split_template(text));
     for (const auto& segment : segments) {
         if (!segment.is_expression) continue;
-        SANDGATE_TRY(parse(segment.text, names, functions));
+        (void)SANDGATE_TRY(parse(segment.text, names, functions));
     }
     return {};
 }
@@ -137,7 +137,7 @@ ExprExpected<void> check_condition(std::string_view if_text, std::span<const std
     functions = functions | FunctionSet::status;
     const std::string_view text = trim(if_text);
     if (has_expression(text)) return check_template(text, names, functions);
-    SANDGATE_TRY(parse(text, names, functions));
+    (void)SANDGATE_TRY(parse(text, names, functions));
     return {};
 }
 

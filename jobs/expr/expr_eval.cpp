@@ -208,12 +208,12 @@ private:
         for (const auto& child : node.children) {
             auto arg = eval(*child);
             if (!arg) return arg;
-            SANDGATE_TRY(charge(cost(arg->value)));
+            SANDGATE_CHECK(charge(cost(arg->value)));
             args.push_back(std::move(arg->value));
         }
         auto result = SANDGATE_TRY(expr_detail::call_function(node.function, args, m_context));
         m_memory = saved;
-        SANDGATE_TRY(charge(cost(result)));
+        SANDGATE_CHECK(charge(cost(result)));
         m_memory = saved;
         return Operand{std::move(result)};
     }

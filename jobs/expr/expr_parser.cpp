@@ -441,7 +441,7 @@ AllowedContext split_allowed_context(std::span<const std::string_view> context) 
 }
 
 ExprExpected<void> validate_expression(std::string_view expression, const AllowedContext& allowed) {
-    SANDGATE_TRY(parse_allowed(expression, allowed));
+    (void)SANDGATE_TRY(parse_allowed(expression, allowed));
     return {};
 }
 

@@ -101,7 +101,7 @@ common::Expected<FileSelection> select_files(const sandbox::SafeDir& root,
         common::Expected<sandbox::SafeDir> dir =
             parent.empty() ? root.open_dir(".", root.label()) : root.open_dir(parent, parent);
         if (!dir) continue;  // missing, or reached through a link: nothing there to select
-        SANDGATE_TRY(dir->walk(
+        SANDGATE_CHECK(dir->walk(
             [&](const sandbox::WalkEntry& entry) {
                 const std::string relative =
                     parent.empty() ? entry.relative : parent + "/" + entry.relative;

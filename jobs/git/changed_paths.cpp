@@ -153,7 +153,7 @@ common::Expected<std::size_t> count_commits(git_repository* repository, const gi
 // `base` is a commit of the repository (pull_request_base looked it up).
 common::Expected<ChangedFiles> pull_request_files(git_repository* repository, const git_oid& base,
                                                   const git_oid& head) {
-    SANDGATE_TRY(lookup_commit(repository, head));
+    (void)SANDGATE_TRY(lookup_commit(repository, head));
     auto fork_point = SANDGATE_TRY(merge_base(repository, base, head));
     return diff_oids(repository, fork_point ? &*fork_point : &base, head);
 }
@@ -163,7 +163,7 @@ common::Expected<ChangedFiles> push_files(git_repository* repository, const Valu
     if (!all_zeros(before)) {
         auto from = SANDGATE_TRY(parse_sha(before));
         for (const git_oid* oid : {static_cast<const git_oid*>(&from), &after})
-            SANDGATE_TRY(lookup_commit(repository, *oid));
+            (void)SANDGATE_TRY(lookup_commit(repository, *oid));
         auto commits = SANDGATE_TRY(count_commits(repository, from, after));
         if (commits > k_max_push_commits)
             return common::fail(ErrorKind::unavailable,
@@ -172,7 +172,7 @@ common::Expected<ChangedFiles> push_files(git_repository* repository, const Valu
         return diff_oids(repository, &from, after);
     }
     // A new branch: from its merge base with the default branch, else every file.
-    SANDGATE_TRY(lookup_commit(repository, after));
+    (void)SANDGATE_TRY(lookup_commit(repository, after));
     std::optional<git_oid> fork_point;
     if (const auto tip = default_branch_tip(repository, payload)) {
         auto base = SANDGATE_TRY(merge_base(repository, *tip, after));
@@ -194,7 +194,7 @@ common::Expected<git_oid> pull_request_base(git_repository* repository, const st
             return std::unexpected(commit.error());
     }
     if (auto tip = branch_tip(repository, branch)) {
-        SANDGATE_TRY(lookup_commit(repository, *tip));
+        (void)SANDGATE_TRY(lookup_commit(repository, *tip));
         return *tip;
     }
     const std::string missing =

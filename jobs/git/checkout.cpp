@@ -81,7 +81,7 @@ common::Expected<std::string> DirectoryWorkspace::checkout(const std::filesystem
     if (!root) return std::unexpected(root.error());
     if (!source) return std::unexpected(source.error());
     const std::string into = relative.generic_string();
-    SANDGATE_TRY(root->remove(into, "actions/checkout path '" + request.path + "'"));
+    SANDGATE_CHECK(root->remove(into, "actions/checkout path '" + request.path + "'"));
     auto dest =
         root->make_dirs(into, {0755, std::nullopt}, "actions/checkout path '" + request.path + "'");
     if (!dest) return std::unexpected(dest.error());

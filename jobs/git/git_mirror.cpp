@@ -164,14 +164,14 @@ common::Expected<void> make_private_dir(const fs::path& dir) {
 // returns, which the caller holds for as long as it touches the mirror.
 common::Expected<FileLock> prepare(const fs::path& state_dir, const fs::path& mirrors_dir,
                                    const MirrorLayout& layout) {
-    SANDGATE_TRY(make_private_dir(mirrors_dir));
+    SANDGATE_CHECK(make_private_dir(mirrors_dir));
     ::chmod(state_dir.c_str(), 0700);  // mirrors may hold private code
-    SANDGATE_TRY(make_private_dir(layout.lock.parent_path()));
+    SANDGATE_CHECK(make_private_dir(layout.lock.parent_path()));
     auto lock = FileLock::acquire(layout.lock, LockMode::exclusive);
     if (!lock) return lock;
     // Made under the lock: the mirror gc (mirror_gc.hpp) may have moved the scope away while
     // we waited for it.
-    SANDGATE_TRY(make_private_dir(layout.gitdir.parent_path()));
+    SANDGATE_CHECK(make_private_dir(layout.gitdir.parent_path()));
     if (auto used = record_mirror_use(mirrors_dir, layout.scope.filename().string()); !used)
         spdlog::warn("mirror {}: {}", layout.scope.string(), used.error().message);
     if (auto adopted = adopt_legacy_mirror(layout); !adopted)
@@ -215,7 +215,7 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
     if (!remote) return std::unexpected(remote.error());
     auto scope = request.scope.empty() ? remote : parse_remote(request.scope);
     if (!scope) return std::unexpected(scope.error());
-    if (!request.scope.empty()) SANDGATE_TRY(check_module_remote(m_state_dir, *scope, *remote));
+    if (!request.scope.empty()) SANDGATE_CHECK(check_module_remote(m_state_dir, *scope, *remote));
     auto oid = SANDGATE_TRY(parse_sha(request.sha));
     const MirrorLayout layout = mirror_layout(mirrors_dir(), *scope, *remote);
     // Held to the end: the clone, fetch and check below are the lock holder's alone.
@@ -243,12 +243,12 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
                                                           " is unusable right after cloning");
         return {};
     };
-    if (!repository) SANDGATE_TRY(recreate());
+    if (!repository) SANDGATE_CHECK(recreate());
 
     CommitCheck check = check_commit(repository.get(), oid);
     if (check == CommitCheck::missing && mirror.event == MirrorEvent::none) {
-        SANDGATE_TRY(fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref),
-                                    request.token, *scope));
+        SANDGATE_CHECK(fetch_refspecs(repository.get(), *remote, mirror_refspecs(request.ref),
+                                      request.token, *scope));
         mirror.event = MirrorEvent::fetched;
         check = check_commit(repository.get(), oid);
         if (check == CommitCheck::missing && !refs_intact(repository.get()))
@@ -259,7 +259,7 @@ common::Expected<Mirror> MirrorCache::ensure(const MirrorRequest& request, Trust
             return common::fail(ErrorKind::permanent, "commit " + request.sha + " from " +
                                                           remote->fetch_url +
                                                           " is unreadable right after cloning");
-        SANDGATE_TRY(recreate());
+        SANDGATE_CHECK(recreate());
         check = check_commit(repository.get(), oid);
     }
     if (check == CommitCheck::missing) {

@@ -56,7 +56,7 @@ common::Expected<void> fresh_dir(const fs::path& workspace, const fs::path& targ
     const std::string label = "actions/checkout path '" + relative + "'";
     auto root = SANDGATE_TRY(sandbox::SafeDir::open_trusted(workspace, "the workspace"));
     if (auto removed = root.remove(relative, label); !removed) return removed;
-    SANDGATE_TRY(root.make_dirs(relative, {0755, std::nullopt}, label));
+    (void)SANDGATE_TRY(root.make_dirs(relative, {0755, std::nullopt}, label));
     return {};
 }
 
@@ -151,7 +151,7 @@ common::Expected<std::string> GitWorkspace::checkout(const fs::path& workspace,
     if (!submodules) return std::unexpected(submodules.error());
     auto target = SANDGATE_TRY(target_path(workspace, request.path));
     auto sha = SANDGATE_TRY(resolve_ref(request.ref));
-    SANDGATE_TRY(fresh_dir(workspace, target));
+    SANDGATE_CHECK(fresh_dir(workspace, target));
     GitCheckoutRequest git;
     git.source = MirrorRequest{
         m_source.remote, sha, request.ref.empty() ? m_source.ref : request.ref, m_source.token, ""};

@@ -217,7 +217,7 @@ common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
         // once, never trusting the old mirror again, and retry from an empty directory.
         spdlog::warn("checkout from mirror {} failed ({}); re-cloning", mirror->gitdir.string(),
                      made.error().message);
-        SANDGATE_TRY(reset_dir(request.path));
+        SANDGATE_CHECK(reset_dir(request.path));
         mirror = cache.reclone(request.source);
         if (!mirror) return std::unexpected(mirror.error());
         result.mirror = *mirror;
@@ -227,7 +227,7 @@ common::Expected<GitCheckoutResult> checkout_commit(const MirrorCache& cache,
     }
     result.mirror_gitdirs.push_back(mirror->gitdir);
     if (request.submodules != SubmoduleMode::none)
-        SANDGATE_TRY(checkout_submodules(cache, request, result));
+        SANDGATE_CHECK(checkout_submodules(cache, request, result));
     return result;
 }
 

@@ -111,7 +111,7 @@ common::Expected<GitRepository> init_repository(const WorktreeSpec& spec) {
     git_repository_free(raw);
     // Alternates are read when the object database is first loaded: write them, then reopen.
     const fs::path objects = fs::absolute(spec.mirror_gitdir) / "objects";
-    SANDGATE_TRY(write_text(spec.path / ".git/objects/info/alternates", objects.string() + "\n"));
+    SANDGATE_CHECK(write_text(spec.path / ".git/objects/info/alternates", objects.string() + "\n"));
     if (int rc = git_repository_open_ext(&raw, spec.path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
                                          nullptr);
         rc != 0)

@@ -147,7 +147,7 @@ common::Expected<FileCommandFiles> FileCommandFiles::create(const sandbox::SafeD
         base / (k_slots[4].prefix + files.m_suffix)};
     files.m_dir = std::move(dir);
     for (const auto& slot : k_slots) {
-        SANDGATE_TRY(files.m_dir.create_file(
+        SANDGATE_CHECK(files.m_dir.create_file(
             slot.prefix + files.m_suffix, {}, options,
             "$" + std::string(slot.variable)));  // the destructor removes the others
     }

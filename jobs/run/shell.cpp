@@ -160,8 +160,8 @@ common::Expected<ShellCommand> prepare_script(std::string_view shell, std::strin
     ShellCommand command;
     command.script_name = random_name() + resolved.extension;
     command.script = temp_dir.path() / command.script_name;
-    SANDGATE_TRY(temp_dir.create_file(command.script_name, fix_up(resolved, script), options,
-                                      "the step's script in $RUNNER_TEMP"));
+    SANDGATE_CHECK(temp_dir.create_file(command.script_name, fix_up(resolved, script), options,
+                                        "the step's script in $RUNNER_TEMP"));
     command.argv.push_back(resolved.program);
     for (const auto& arg : resolved.args)
         command.argv.push_back(replace_placeholder(arg, command.script.string()));

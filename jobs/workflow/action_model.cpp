@@ -99,7 +99,7 @@ common::Expected<Action> parse_action(std::string_view text, std::string_view fi
     static constexpr std::string_view k_conditions[] = {"step-if"};
     TemplateReadOptions options;
     options.condition_types = k_conditions;
-    SANDGATE_TRY(read_template(schema::action_schema(), "action-root", root, options));
+    SANDGATE_CHECK(read_template(schema::action_schema(), "action-root", root, options));
     ParseContext ctx;
     Action action;
     action.directory = dir;

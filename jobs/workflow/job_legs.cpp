@@ -131,7 +131,7 @@ common::Expected<LegPlan> plan_legs(const Job& job, const EvalContext& context,
     }
     const Value* computed_value = computed ? &*computed : nullptr;
     auto combinations = SANDGATE_TRY(matrix_combinations(job, computed_value, context, settings));
-    SANDGATE_TRY(strategy_settings(job, computed_value, context, plan));
+    SANDGATE_CHECK(strategy_settings(job, computed_value, context, plan));
     const std::size_t total = combinations.size();
     for (std::size_t i = 0; i < total; ++i) {
         Object strategy;

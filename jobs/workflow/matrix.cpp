@@ -151,7 +151,7 @@ ExprExpected<Value> evaluate_matrix(const YamlNode& matrix, const EvalContext& c
     Object out;
     for (const auto& entry : matrix.entries) {
         if (has_expression(entry.key)) {  // ${{ insert }} or a computed vector name
-            SANDGATE_TRY(evaluate_entry(entry, context, out));
+            SANDGATE_CHECK(evaluate_entry(entry, context, out));
             continue;
         }
         auto value = evaluate_vector(entry.value, context);
@@ -174,7 +174,7 @@ common::Expected<std::vector<Value>> expand_matrix(const Value& matrix) {
             (equals_ignore_case(key, "include") ? includes : excludes) = std::move(list);
             continue;
         }
-        SANDGATE_TRY(check_vector(key, value));
+        SANDGATE_CHECK(check_vector(key, value));
         vectors.push_back(Vector{key, &value.as_array()});
         vector_keys.insert(fold_case(key));
     }

@@ -385,7 +385,7 @@ common::Expected<Workflow> parse_workflow(std::string_view text, std::string_vie
     options.background_steps =
         true;  // GitHub's background steps are on: jobs run them (job_runner.hpp)
     if (dialect == Dialect::act) options.optional_properties = k_act_optional;
-    SANDGATE_TRY(read_template(workflow_grammar(), "workflow-root", root, options));
+    SANDGATE_CHECK(read_template(workflow_grammar(), "workflow-root", root, options));
     ParseContext ctx;
     Workflow workflow;
     workflow.file = std::string(file);

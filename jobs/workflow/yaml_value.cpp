@@ -84,7 +84,7 @@ ExprExpected<Value> evaluate_yaml(const YamlNode& node, const EvalContext& conte
     if (node.is_mapping()) {
         Object object;
         for (const auto& entry : node.entries) {
-            SANDGATE_TRY(evaluate_entry(entry, context, object));
+            SANDGATE_CHECK(evaluate_entry(entry, context, object));
         }
         return Value(std::move(object));
     }

@@ -183,7 +183,7 @@ Expected<Fd> open_for_removal(int parent, const char* name, const std::string& l
 Expected<std::optional<std::string>> sweep(int dir, const std::string& label) {
     std::optional<std::string> pending;
     std::optional<Error> failure;
-    SANDGATE_TRY(list(dir, label, [&](const char* name, unsigned char type) {
+    SANDGATE_CHECK(list(dir, label, [&](const char* name, unsigned char type) {
         const EntryKind kind = kind_of(dir, name, type);
         if (kind != EntryKind::directory) {
             if (::unlinkat(dir, name, 0) != 0 && errno != ENOENT)
@@ -477,7 +477,7 @@ Expected<bool> SafeDir::create_file_once(std::string_view relative, std::string_
                                          const std::string& label) const {
     auto fd = SANDGATE_TRY(create_exclusive(*this, relative, options, label));
     if (!fd) return false;
-    SANDGATE_TRY(write_all(*fd, content, label));
+    SANDGATE_CHECK(write_all(*fd, content, label));
     return true;
 }
 

@@ -96,7 +96,7 @@ Expected<std::filesystem::path> resolve_cwd(const std::filesystem::path& base,
     if (*relative == ".") return base;
     auto root = SafeDir::open_trusted(base, "the sandbox root");
     if (!root) return std::unexpected(root.error());
-    SANDGATE_TRY(root->open_dir(*relative, "cwd '" + cwd + "'"));
+    (void)SANDGATE_TRY(root->open_dir(*relative, "cwd '" + cwd + "'"));
     return (base / *relative).lexically_normal();
 }
 
@@ -141,7 +141,7 @@ private:
 Expected<CancelToken> hangup_token(const CancelToken& shutdown, int connection) {
     auto token = CancelToken::create_linked(shutdown);
     if (!token) return token;
-    SANDGATE_TRY(token->fire_on_hangup(connection));
+    SANDGATE_CHECK(token->fire_on_hangup(connection));
     return token;
 }
 
@@ -418,7 +418,7 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const Bro
     if (!trusted_broker(credentials, socket))
         return fail(ErrorKind::permanent, socket.string() + ": the broker runs as another uid");
     if (peer) *peer = credentials;
-    SANDGATE_TRY(common::write_frame(connection.get(), encode_request(request)));
+    SANDGATE_CHECK(common::write_frame(connection.get(), encode_request(request)));
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (wait)
         deadline = std::chrono::steady_clock::now() + *wait;
@@ -431,7 +431,7 @@ Expected<BrokerReply> broker_call(const std::filesystem::path& socket, const Bro
     // Output frames (a streamed exec) until the reply.
     for (;;) {
         if (cancel != nullptr && request.op == BrokerOp::exec)
-            SANDGATE_TRY(await_reply(connection.get(), *cancel, grace, deadline, hung_up));
+            SANDGATE_CHECK(await_reply(connection.get(), *cancel, grace, deadline, hung_up));
         auto frame =
             SANDGATE_TRY(common::read_frame(connection.get(), k_max_reply_frame, deadline));
         auto reply = SANDGATE_TRY(parse_reply(frame));

@@ -261,7 +261,7 @@ Expected<BrokerRequest> parse_request(std::string_view json) {
     auto identity = optional_string(obj, "identity");
     if (!identity) return std::unexpected(identity.error());
     request.exec.identity = identity->value_or("");
-    if (request.op == BrokerOp::exec) SANDGATE_TRY(parse_exec_fields(obj, request.exec));
+    if (request.op == BrokerOp::exec) SANDGATE_CHECK(parse_exec_fields(obj, request.exec));
     return request;
 }
 
@@ -302,7 +302,7 @@ Expected<ExecRequest> parse_exec_object(std::string_view json) {
     simdjson::padded_string storage;
     auto doc = SANDGATE_TRY(parse_document(parser, json, storage));
     ExecRequest exec;
-    SANDGATE_TRY(parse_exec_fields(doc.get_object().value_unsafe(), exec));
+    SANDGATE_CHECK(parse_exec_fields(doc.get_object().value_unsafe(), exec));
     return exec;
 }
 

@@ -154,7 +154,7 @@ Expected<void> check_image(const Policy& policy) {
 Expected<WrapPlan> plan_container(const RunRequest& request) {
     const Policy& policy = request.policy;
     if (request.argv.empty()) return fail(ErrorKind::invalid_input, "empty command");
-    SANDGATE_TRY(check_image(policy));
+    SANDGATE_CHECK(check_image(policy));
     auto runtime = SANDGATE_TRY(find_container_runtime(policy));
     std::error_code ec;
     auto cwd =
@@ -183,7 +183,7 @@ Expected<WrapPlan> plan_container(const RunRequest& request) {
         run_options(runtime, policy, name, policy.tmp_size_bytes.value_or(limits->tmp_size));
     volume(plan.argv, *cwd, "rw");
     volume(plan.argv, scratch_root, "rw");
-    SANDGATE_TRY(add_policy_volumes(policy, plan.argv));
+    SANDGATE_CHECK(add_policy_volumes(policy, plan.argv));
     plan.argv.insert(plan.argv.end(), {"-w", cwd->string()});
     for (const auto& [key, value] : plan.env) plan.argv.insert(plan.argv.end(), {"-e", key});
     plan.argv.push_back(policy.image);

@@ -155,7 +155,7 @@ Expected<PackagesReport> workflow_packages(const std::filesystem::path& reposito
         root.open_dir(".github/workflows", (repository / ".github/workflows").string());
     if (!workflows) return std::unexpected(workflows.error());
     std::vector<std::string> files;
-    SANDGATE_TRY(workflows->walk([&](const WalkEntry& entry) {
+    SANDGATE_CHECK(workflows->walk([&](const WalkEntry& entry) {
         if (entry.kind == EntryKind::regular &&
             (entry.relative.ends_with(".yml") || entry.relative.ends_with(".yaml")) &&
             entry.relative.find('/') == std::string::npos)

@@ -174,9 +174,10 @@ Expected<void> seed_toolchain_home(const SafeDir& home, const ScratchLayout& scr
         if (!relative) continue;
         const auto parent = std::filesystem::path(*relative).parent_path().string();
         if (!parent.empty()) {
-            SANDGATE_TRY(home.make_dirs(parent, {0755, owner}, parent));
+            (void)SANDGATE_TRY(home.make_dirs(parent, {0755, owner}, parent));
         }
-        SANDGATE_TRY(home.create_file_once(*relative, file.content, {0644, owner}, *relative));
+        (void)SANDGATE_TRY(
+            home.create_file_once(*relative, file.content, {0644, owner}, *relative));
     }
     return {};
 }

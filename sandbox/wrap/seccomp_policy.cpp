@@ -101,16 +101,16 @@ Expected<std::string> compile_seccomp_program() {
     }
     const auto eperm = SCMP_ACT_ERRNO(EPERM);
     for (const char* name : k_denied) {
-        SANDGATE_TRY(add_rule(ctx.get(), eperm, name));
+        SANDGATE_CHECK(add_rule(ctx.get(), eperm, name));
     }
     for (const char* name : k_enosys) {
-        SANDGATE_TRY(add_rule(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), name));
+        SANDGATE_CHECK(add_rule(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), name));
     }
     // The ioctl request is an unsigned int in the kernel: compare the low 32 bits only.
     for (const unsigned long request :
          {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
-        SANDGATE_TRY(add_rule(ctx.get(), eperm, "ioctl",
-                              {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, request)}));
+        SANDGATE_CHECK(add_rule(ctx.get(), eperm, "ioctl",
+                                {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, request)}));
     }
     // Namespaces. A step may make a user namespace with unshare(CLONE_NEWUSER) and nothing
     // else: the sandbox's sudo (gen/sudo.cpp) is root of one such namespace, mapped to the
@@ -123,17 +123,17 @@ Expected<std::string> compile_seccomp_program() {
     // clone3, whose flags a filter cannot read, fails with ENOSYS (callers fall back to clone).
     for (const unsigned long flag : seccomp_refused_namespaces()) {
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
-        SANDGATE_TRY(add_rule(ctx.get(), eperm, "unshare", {cmp}));
+        SANDGATE_CHECK(add_rule(ctx.get(), eperm, "unshare", {cmp}));
     }
     // clone's low byte is the exit signal: CLONE_NEWTIME (0x80) is not a clone() flag.
     for (const unsigned long flag : seccomp_refused_namespaces()) {
         if (flag == CLONE_NEWTIME) continue;
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, flag, flag};
-        SANDGATE_TRY(add_rule(ctx.get(), eperm, "clone", {cmp}));
+        SANDGATE_CHECK(add_rule(ctx.get(), eperm, "clone", {cmp}));
     }
     {
         scmp_arg_cmp cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER};
-        SANDGATE_TRY(add_rule(ctx.get(), eperm, "clone", {cmp}));
+        SANDGATE_CHECK(add_rule(ctx.get(), eperm, "clone", {cmp}));
     }
     // Export through a memfd: seccomp_export_bpf writes the sock_filter array.
     Fd scratch(::memfd_create("sandgate-seccomp-build", MFD_CLOEXEC));

@@ -206,19 +206,19 @@ Expected<ToolEntry> add_tool(const SafeDir& root, const MachineTool& tool, const
                            : link_target(dir.path() / arch);
         return entry;
     }
-    SANDGATE_TRY(dir.remove(arch, version_dir + "/" + arch));
+    SANDGATE_CHECK(dir.remove(arch, version_dir + "/" + arch));
     if (!tool.root.empty()) {
-        SANDGATE_TRY(make_link(dir, tool.root, arch));
+        SANDGATE_CHECK(make_link(dir, tool.root, arch));
         entry.target = tool.root;
     } else {
         auto bin = dir.make_dirs(arch + "/bin", k_dir_mode, version_dir + "/" + arch + "/bin");
         if (!bin) return std::unexpected(bin.error());
         for (const auto& [name, target] : tool.bins) {
-            SANDGATE_TRY(make_link(*bin, target, name));
+            SANDGATE_CHECK(make_link(*bin, target, name));
         }
         entry.target = tool.bins.front().second;
     }
-    SANDGATE_TRY(dir.create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker));
+    SANDGATE_CHECK(dir.create_file(marker, "", {0644, std::nullopt}, version_dir + "/" + marker));
     return entry;
 }
 
@@ -266,7 +266,7 @@ Expected<std::vector<ToolEntry>> list_tool_cache(const std::filesystem::path& ca
     auto root = SANDGATE_TRY(SafeDir::open_trusted(cache, "the tool cache"));
     // <Tool>/<version>/<arch> (a directory or a link) and <arch>.complete beside it.
     std::vector<std::string> markers;
-    SANDGATE_TRY(root.walk([&](const WalkEntry& found) {
+    SANDGATE_CHECK(root.walk([&](const WalkEntry& found) {
         const auto depth = std::count(found.relative.begin(), found.relative.end(), '/');
         if (depth < 2)
             return found.kind == EntryKind::directory ? WalkStep::descend : WalkStep::skip;

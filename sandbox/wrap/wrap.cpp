@@ -48,7 +48,7 @@ std::optional<std::string> diagnose_wrap_failure(WrapPlan& plan, std::optional<i
 
 Expected<WrapPlan> plan_wrap(const RunRequest& request, PlanTiming timing) {
     if (request.policy.mode != SandboxMode::off) {
-        SANDGATE_TRY(refuse_egress(request.policy));
+        SANDGATE_CHECK(refuse_egress(request.policy));
     }
     switch (request.policy.mode) {
         case SandboxMode::bwrap:

@@ -168,7 +168,7 @@ Expected<std::filesystem::path> checked_cwd(const RunRequest& request) {
     std::error_code ec;
     const std::filesystem::path cwd_in =
         request.cwd.empty() ? std::filesystem::current_path(ec) : request.cwd;
-    SANDGATE_TRY(refuse_private_scratch(cwd_in, "--cwd"));
+    SANDGATE_CHECK(refuse_private_scratch(cwd_in, "--cwd"));
     return checked_bind_path(cwd_in, "--cwd", MustExist::yes);
 }
 
@@ -192,7 +192,7 @@ Expected<BwrapStart> plan_start(const RunRequest& request, BwrapResources& resou
     start.files = wrap_files(request.policy, start.scratch, start.offline);
     // The policy's binds are known before bwrap starts: under a host identity of its own,
     // bwrap gets them through the portal (SpawnSpec::portal), made between fork and exec.
-    SANDGATE_TRY(add_policy_mounts(request, start.cwd, start.scratch, start.policy_mounts));
+    SANDGATE_CHECK(add_policy_mounts(request, start.cwd, start.scratch, start.policy_mounts));
     // The scratch is made for the identity already (create_scratch, its seeding, its payload).
     for (const auto& entry : start.policy_mounts)
         if (entry.kind == MountKind::bind && entry.source != start.scratch.root)
@@ -319,12 +319,12 @@ Expected<BwrapLayout> plan_layout(const RunRequest& request, BwrapStart& start,
         // Seeded once, when its home is made: never again through paths a step could replace.
         auto fresh = SANDGATE_TRY(create_scratch(dirs, start.identity));
         if (fresh) {
-            SANDGATE_TRY(
+            SANDGATE_CHECK(
                 seed_toolchain_home(*fresh, dirs, offline, policy.toolchain_cache, start.identity));
         }
     }
     if (start.identity) {
-        SANDGATE_TRY(give_trees({start.writable, start.policy_mounts, *start.identity}));
+        SANDGATE_CHECK(give_trees({start.writable, start.policy_mounts, *start.identity}));
     }
     auto& entries = layout.entries;
     entries = system_mounts(policy.network == NetworkMode::host ? WithResolv::yes : WithResolv::no);
@@ -442,7 +442,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
     auto files = open_wrap_files(start.files);
     if (!files) return std::unexpected(files.error());
     WrapPlan plan;
-    SANDGATE_TRY(plan_portal(start, plan));
+    SANDGATE_CHECK(plan_portal(start, plan));
     plan.fresh_session_keyring = true;
     auto status = status_channel();
     if (!status) return std::unexpected(status.error());
@@ -466,7 +466,7 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         plan.egress = std::move(egress->proxy);
     }
     plan.argv = bwrap_argv(start.bwrap, request.argv, start.payload_status_fd, start.egress_fd);
-    SANDGATE_TRY(attach_limits(start.limits, plan, *resources));
+    SANDGATE_CHECK(attach_limits(start.limits, plan, *resources));
     plan.tree_kill = TreeKill::pidns;
     plan.resources = std::move(resources);
     if (netns != nullptr) plan.netns = netns->take();
@@ -476,8 +476,8 @@ Expected<WrapPlan> plan_bwrap(const RunRequest& request, PlanTiming timing) {
         plan.pending = std::move(completion);
         return plan;
     }
-    SANDGATE_TRY(completion->complete(request, plan));
-    SANDGATE_TRY(completion->release());
+    SANDGATE_CHECK(completion->complete(request, plan));
+    SANDGATE_CHECK(completion->release());
     return plan;
 }
 

@@ -65,7 +65,7 @@ Expected<Fd> content_memfd(std::string_view name, std::string_view content) {
     Fd fd(::memfd_create(std::string(name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!fd) return fail(ErrorKind::unavailable, errno_message("memfd_create"));
     // The file offset stays at 0, where bwrap starts reading.
-    SANDGATE_TRY(write_contents(fd, content));
+    SANDGATE_CHECK(write_contents(fd, content));
     return fd;
 }
 

@@ -24,7 +24,7 @@ Expected<void> positive(int value) {
 // Another value type than the TRY'd expression's: the error passes, the value does not.
 Expected<std::string> twice_as_text(int value, int& evaluations) {
     const int checked = SANDGATE_TRY((++evaluations, number(value)));
-    SANDGATE_TRY(positive(checked));
+    SANDGATE_CHECK(positive(checked));
     return std::to_string(checked * 2);
 }
 
