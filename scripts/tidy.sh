@@ -5,6 +5,8 @@
 # through its own .cpp (or the first source that includes it), its findings only. A whole-tree
 # pass costs about 45 CPU-minutes (the parse of simdjson, spdlog and CLI11 per file), too
 # much for each CI run: `scripts/tidy.sh --all` does it, and a tree it passes may move the base.
+# The base also moves past a mechanical edit of the whole tree (SANDGATE_CHECK's), which would
+# otherwise make every file it touched owe the checks at once.
 # Needs build/compile_commands.json (scripts/build.sh); SANDGATE_BUILD_DIR as elsewhere.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
